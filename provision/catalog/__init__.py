@@ -1,0 +1,127 @@
+"""The offer catalog: GPU instance types, shared filesystems and network prices as data.
+
+``load_catalog()`` reads and checks ``data/*.yaml`` once per process (the result is
+immutable and cached). Lookups are case-insensitive and suggest close matches.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+import yaml
+
+from provision.catalog.models import (
+    CLOUDS,
+    CloudFile,
+    FilesystemOffer,
+    GpuFile,
+    GpuModel,
+    InstanceOffer,
+    NetworkPrices,
+)
+
+__all__ = [
+    "Catalog",
+    "FilesystemOffer",
+    "GpuModel",
+    "InstanceOffer",
+    "NetworkPrices",
+    "load_catalog",
+    "suggest",
+]
+
+
+def suggest(word: str, choices: list[str] | tuple[str, ...], n: int = 3) -> list[str]:
+    """Close matches of ``word`` among ``choices`` (case-insensitive), best first."""
+    lowered = {c.lower(): c for c in choices}
+    hits = difflib.get_close_matches(word.lower(), list(lowered), n=n, cutoff=0.5)
+    return [lowered[h] for h in hits]
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """All offers, indexed. Build it with :func:`load_catalog`."""
+
+    version: str
+    gpus: tuple[GpuModel, ...]
+    instances: tuple[InstanceOffer, ...]
+    filesystems: tuple[FilesystemOffer, ...]
+    network: tuple[NetworkPrices, ...]
+
+    def gpu(self, name: str) -> GpuModel | None:
+        """The GPU model called ``name`` or one of its aliases, case-insensitively."""
+        key = name.strip().lower()
+        for g in self.gpus:
+            if g.name.lower() == key or key in (a.lower() for a in g.aliases):
+                return g
+        return None
+
+    def gpu_names(self) -> list[str]:
+        return [g.name for g in self.gpus]
+
+    def instance(self, cloud: str, instance_type: str) -> InstanceOffer | None:
+        for o in self.instances:
+            if o.cloud == cloud and o.instance_type.lower() == instance_type.lower():
+                return o
+        return None
+
+    def instances_for(
+        self, cloud: str | None = None, gpu: str | None = None, region: str | None = None
+    ) -> list[InstanceOffer]:
+        """Offers filtered by cloud, canonical GPU name and region (each optional)."""
+        canonical = self.gpu(gpu).name if gpu and self.gpu(gpu) else gpu
+        return [
+            o
+            for o in self.instances
+            if (cloud is None or o.cloud == cloud)
+            and (canonical is None or o.gpu.lower() == canonical.lower())
+            and (region is None or region in o.regions)
+        ]
+
+    def regions(self, cloud: str) -> list[str]:
+        return sorted({r for o in self.instances if o.cloud == cloud for r in o.regions})
+
+    def zones(self, cloud: str, region: str) -> list[str]:
+        return sorted(
+            {z for o in self.instances if o.cloud == cloud and region in o.regions for z in o.regions[region].zones}
+        )
+
+    def filesystems_for(self, cloud: str, kind: str | None = None) -> list[FilesystemOffer]:
+        return [f for f in self.filesystems if f.cloud == cloud and (kind is None or f.kind == kind)]
+
+    def network_prices(self, cloud: str) -> NetworkPrices:
+        for n in self.network:
+            if n.cloud == cloud:
+                return n
+        raise KeyError(cloud)
+
+
+def _read(name: str) -> object:
+    text = resources.files("provision.catalog").joinpath("data", name).read_text(encoding="utf-8")
+    return yaml.safe_load(text)
+
+
+@cache
+def load_catalog() -> Catalog:
+    """Read and validate every catalog file. Cached: the result is immutable.
+
+    Raises:
+        pydantic.ValidationError: a data file breaks the row models (a bug in the data, not user input).
+    """
+    gpus = GpuFile.model_validate(_read("gpus.yaml"))
+    files = [CloudFile.model_validate(_read(f"{cloud}.yaml")) for cloud in CLOUDS]
+    for f in files:
+        wrong = [o.instance_type for o in f.instances if o.cloud != f.cloud]
+        wrong += [fs.tier for fs in f.filesystems if fs.cloud != f.cloud]
+        if wrong:
+            raise ValueError(f"{f.cloud}.yaml holds rows of another cloud: {wrong}")
+    return Catalog(
+        version=max([gpus.version, *(f.version for f in files)]),
+        gpus=gpus.gpus,
+        instances=tuple(o for f in files for o in f.instances),
+        filesystems=tuple(fs for f in files for fs in f.filesystems),
+        network=tuple(f.network for f in files),
+    )

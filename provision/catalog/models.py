@@ -1,0 +1,212 @@
+"""Typed rows of the offer catalog.
+
+The catalog is data (``provision/catalog/data/*.yaml``), loaded and checked by these models.
+Every figure carries its source; a figure nobody could verify is ``null`` in the data and
+``None`` here, and is never invented.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Cloud = Literal["aws", "gcp", "azure", "alibaba"]
+CLOUDS: tuple[str, ...] = ("aws", "gcp", "azure", "alibaba")
+
+FabricKind = Literal["efa", "tcpx", "tcpxo", "rdma", "infiniband", "erdma", "none"]
+FABRICS: tuple[str, ...] = ("efa", "tcpx", "tcpxo", "rdma", "infiniband", "erdma", "none")
+
+Consumption = Literal["on-demand", "spot", "reservation", "capacity-block", "flex-start"]
+CONSUMPTIONS: tuple[str, ...] = ("on-demand", "spot", "reservation", "capacity-block", "flex-start")
+
+FilesystemKind = Literal[
+    "fsx-lustre",
+    "filestore",
+    "managed-lustre",
+    "parallelstore",
+    "amlfs",
+    "netapp",
+    "cpfs",
+    "cpfs-lingjun",
+    "nas",
+    "nas-extreme",
+]
+FILESYSTEM_KINDS: tuple[str, ...] = (
+    "fsx-lustre",
+    "filestore",
+    "managed-lustre",
+    "parallelstore",
+    "amlfs",
+    "netapp",
+    "cpfs",
+    "cpfs-lingjun",
+    "nas",
+    "nas-extreme",
+)
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Source(_Row):
+    """Where a figure comes from."""
+
+    ref: str = Field(description="URL, or 'package==version path' for data shipped in a package.")
+    retrieved: date = Field(description="When the figure was read.")
+    covers: str = Field(description="Which fields this source backs, e.g. 'gpus, memory, vcpus'.")
+
+
+class RegionOffer(_Row):
+    """An instance type as sold in one region."""
+
+    zones: tuple[str, ...] = Field(description="Zones that offer the type; empty when unknown.")
+    price_per_hour_usd: float | None = Field(
+        default=None, ge=0, description="On-demand list price per node-hour in USD; null when unknown."
+    )
+    spot_price_per_hour_usd: float | None = Field(
+        default=None, ge=0, description="A recent spot price per node-hour in USD; null when unknown."
+    )
+    sales_only: bool = Field(default=False, description="Sold only through the vendor's sales team here.")
+
+
+class InstanceOffer(_Row):
+    """One GPU instance type."""
+
+    cloud: Cloud
+    instance_type: str
+    family: str = Field(description="Short family name used in stack names, e.g. p5, a3, ndh100, gn8.")
+    gpu: str = Field(description="Canonical accelerator model, e.g. H100, H200, A100-80GB, MI300X.")
+    gpu_vendor: Literal["nvidia", "amd"] = "nvidia"
+    gpus_per_node: int = Field(gt=0)
+    gpu_memory_gib: float = Field(gt=0, description="Memory per GPU in GiB.")
+    vcpus: int = Field(gt=0)
+    memory_gib: float = Field(gt=0)
+    local_nvme_gib: float | None = Field(default=None, ge=0, description="Total local NVMe; null if unknown.")
+    local_nvme_disks: int | None = Field(default=None, ge=0)
+    fabric: FabricKind = Field(description="The GPU-to-GPU network between nodes.")
+    fabric_gbps: float | None = Field(default=None, ge=0, description="Fabric bandwidth per node.")
+    fabric_interfaces: int = Field(
+        ge=0, description="EFA devices (AWS), GPU NICs (GCP), IB rails (Azure) or ERIs (Alibaba)."
+    )
+    network_cards: int | None = Field(default=None, ge=0, description="AWS network cards on the type.")
+    host_nics: int = Field(default=1, ge=1, description="Host (non-GPU) NICs; 2 on a3-ultragpu-8g.")
+    consumption: tuple[Consumption, ...] = Field(description="Consumption models the cloud sells.")
+    regions: dict[str, RegionOffer]
+    sources: tuple[Source, ...] = Field(min_length=1)
+    notes: str = ""
+
+    @model_validator(mode="after")
+    def _fabric_count_matches(self) -> InstanceOffer:
+        if self.fabric == "none" and self.fabric_interfaces:
+            raise ValueError(f"{self.instance_type}: fabric 'none' with {self.fabric_interfaces} interfaces")
+        return self
+
+    def price(self, region: str) -> float | None:
+        offer = self.regions.get(region)
+        return offer.price_per_hour_usd if offer else None
+
+    @property
+    def gpu_memory_total_gib(self) -> float:
+        return self.gpu_memory_gib * self.gpus_per_node
+
+
+class FilesystemOffer(_Row):
+    """One managed shared filesystem service tier.
+
+    Allowed sizes are ``fixed_sizes_gib`` plus every ``min_gib + k * step_gib`` up to ``max_gib``.
+    """
+
+    cloud: Cloud
+    kind: FilesystemKind
+    tier: str = Field(description="The cloud's name for the tier: deployment type, SKU or service level.")
+    protocol: Literal["lustre", "nfs", "daos", "cpfs"]
+    min_gib: int = Field(gt=0)
+    step_gib: int = Field(gt=0)
+    max_gib: int = Field(gt=0)
+    fixed_sizes_gib: tuple[int, ...] = Field(default=(), description="Sizes allowed below min_gib.")
+    throughput_mbps_per_tib: tuple[int, ...] = Field(
+        default=(), description="Selectable throughput tiers; empty when the tier fixes throughput."
+    )
+    baseline_mbps_per_tib: float | None = Field(default=None, ge=0, description="Throughput the tier gives.")
+    price_per_tib_month_usd: float | None = Field(default=None, ge=0)
+    price_per_mbps_month_usd: float | None = Field(
+        default=None, ge=0, description="Extra charge per provisioned MB/s per month, where billed so."
+    )
+    regions: tuple[str, ...] = Field(default=(), description="Regions where sold; empty means 'not restricted'.")
+    sources: tuple[Source, ...] = Field(min_length=1)
+    notes: str = ""
+
+    @model_validator(mode="after")
+    def _sizes_consistent(self) -> FilesystemOffer:
+        if self.max_gib < self.min_gib:
+            raise ValueError(f"{self.kind}/{self.tier}: max_gib < min_gib")
+        return self
+
+    def allows_size(self, size_gib: int) -> bool:
+        if size_gib in self.fixed_sizes_gib:
+            return True
+        return self.min_gib <= size_gib <= self.max_gib and (size_gib - self.min_gib) % self.step_gib == 0
+
+    def nearest_sizes(self, size_gib: int, count: int = 3) -> list[int]:
+        """Allowed sizes at or above ``size_gib`` (or the largest ones), for 'to fix' hints."""
+        out = [s for s in sorted(self.fixed_sizes_gib) if s >= size_gib]
+        start = max(self.min_gib, size_gib)
+        k = -(-(start - self.min_gib) // self.step_gib)
+        while len(out) < count:
+            s = self.min_gib + k * self.step_gib
+            if s > self.max_gib:
+                break
+            out.append(s)
+            k += 1
+        return out[:count] or [self.max_gib]
+
+    def throughput_for(self, requested: int | None) -> int | None:
+        if not self.throughput_mbps_per_tib:
+            return int(self.baseline_mbps_per_tib) if self.baseline_mbps_per_tib else None
+        if requested is None:
+            return self.throughput_mbps_per_tib[0]
+        return requested if requested in self.throughput_mbps_per_tib else None
+
+
+class NetworkPrices(_Row):
+    """What a cluster's network pieces bill per hour on one cloud (egress gateway and its fixed fees)."""
+
+    cloud: Cloud
+    nat_per_hour_usd: float | None = Field(default=None, ge=0)
+    public_ip_per_hour_usd: float | None = Field(default=None, ge=0)
+    sources: tuple[Source, ...] = Field(min_length=1)
+    notes: str = ""
+
+
+class GpuModel(_Row):
+    """Facts about an accelerator model used by the sizing planner."""
+
+    name: str
+    vendor: Literal["nvidia", "amd"]
+    memory_gib: float = Field(gt=0)
+    bf16_dense_tflops: float = Field(gt=0, description="Dense BF16 peak TFLOP/s without sparsity.")
+    fp8_dense_tflops: float | None = Field(default=None, gt=0)
+    server_price_usd: float | None = Field(default=None, gt=0, description="Street price of an 8-GPU server.")
+    server_power_kw: float | None = Field(default=None, gt=0, description="Max power of an 8-GPU server.")
+    aliases: tuple[str, ...] = ()
+    sources: tuple[Source, ...] = Field(min_length=1)
+
+
+class CloudFile(_Row):
+    """One ``data/<cloud>.yaml`` document."""
+
+    version: str = Field(description="Date the file's figures were last reviewed, YYYY-MM-DD.")
+    cloud: Cloud
+    instances: tuple[InstanceOffer, ...]
+    filesystems: tuple[FilesystemOffer, ...]
+    network: NetworkPrices
+
+
+class GpuFile(_Row):
+    """The ``data/gpus.yaml`` document."""
+
+    version: str
+    gpus: tuple[GpuModel, ...]

@@ -1,0 +1,1 @@
+"""Alibaba Cloud: GN8 / GN7 clusters with eRDMA, CPFS and NAS."""

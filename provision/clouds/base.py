@@ -1,0 +1,239 @@
+"""The adapter contract, the shared plan steps and outputs, and the lazy registry.
+
+An adapter has two halves:
+
+* ``plan(spec) -> ClusterPlan`` is pure: catalog checks (shared, in :mod:`provision.resolve`)
+  plus the cloud's own rules (:meth:`Adapter.check`), all problems reported at once,
+  then cost, lifetime, tags, image and NCCL environment. No SDK or Pulumi calls.
+* ``build(plan) -> outputs`` only turns the plan into Pulumi resources. It lives in the
+  cloud's ``components.py``, imported lazily so ``import provision`` loads no cloud SDK.
+"""
+
+from __future__ import annotations
+
+import getpass
+import importlib
+import importlib.util
+import re
+from abc import ABC, abstractmethod
+from datetime import datetime, timezone
+from typing import Any, ClassVar
+
+from provision.catalog import Catalog, InstanceOffer, load_catalog
+from provision.cost import estimate, expiry
+from provision.errors import ProblemCollector, SpecError, UnsupportedError
+from provision.images import default_image
+from provision.plan import ClusterPlan, ImagePlan, StoragePlan
+from provision.resolve import Resolution, resolve
+from provision.spec import ClusterSpec
+
+#: Tags every resource carries (contract: the reaper and cost reports rely on them).
+TAG_CLUSTER = "provision-cluster"
+TAG_OWNER = "provision-owner"
+TAG_EXPIRES = "provision-expires-at"
+TAG_STACK = "provision-stack"
+
+
+def label_time(t: datetime | None) -> str:
+    """A timestamp that satisfies every cloud's label rules: ``20261129t1955z``; ``never`` for none."""
+    if t is None:
+        return "never"
+    return t.astimezone(timezone.utc).strftime("%Y%m%dt%H%Mz")
+
+
+def parse_label_time(value: str) -> datetime | None:
+    """Inverse of :func:`label_time` (``None`` for ``never`` or garbage)."""
+    try:
+        return datetime.strptime(value, "%Y%m%dt%H%Mz").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return None
+
+
+def default_owner() -> str:
+    """The local user name, made label-safe."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return re.sub(r"[^a-z0-9_-]", "-", user.lower())[:63] or "unknown"
+
+
+class Adapter(ABC):
+    """One cloud. Subclasses set the class attributes and implement the hooks."""
+
+    cloud: ClassVar[str]
+    #: The pip extra that installs this cloud's SDK, e.g. ``aws`` for ``provision[aws]``.
+    extra: ClassVar[str]
+    #: Python modules ``build`` needs; checked before importing ``components``.
+    sdk_modules: ClassVar[tuple[str, ...]]
+    #: What this cloud cannot do, with the reason (shown in errors and ``provision offers``).
+    limits: ClassVar[dict[str, str]] = {}
+
+    # ------------------------------------------------------------------ plan (pure)
+    def plan(
+        self,
+        spec: ClusterSpec,
+        *,
+        catalog: Catalog | None = None,
+        now: datetime | None = None,
+        owner: str | None = None,
+        stack: str | None = None,
+    ) -> ClusterPlan:
+        """Resolve ``spec`` into a plan.
+
+        Args:
+            spec: a validated spec for this adapter's cloud.
+            catalog: the offer catalog (the packaged one when ``None``).
+            now: the creation time the lifetime counts from (UTC now when ``None``).
+            owner: recorded in tags (``spec.owner``, else the local user).
+            stack: the Pulumi stack name, recorded in tags when given.
+
+        Raises:
+            SpecError: every problem the catalog and this cloud's rules found.
+            BudgetError: the cost cap refuses the plan.
+        """
+        if spec.cloud != self.cloud:
+            raise UnsupportedError(f"the {self.cloud} adapter cannot plan a {spec.cloud} cluster")
+        catalog = catalog or load_catalog()
+        now = (now or datetime.now(timezone.utc)).replace(microsecond=0)
+        found = ProblemCollector()
+        res = resolve(spec, catalog, found)
+        self.check(spec, res, found)
+        found.raise_if_any(SpecError)
+        assert res.offer is not None and res.nodes is not None and res.fabric is not None  # noqa: S101
+        offer, nodes = res.offer, res.nodes
+        storage = (res.storage, res.storage_size_gib, res.storage_throughput) if res.storage else None
+        cost = estimate(spec, catalog, offer, nodes, storage)  # type: ignore[arg-type]
+        expires_at = expiry(now, cost.lifetime_hours)
+        warnings = [*res.warnings, *self.warnings(spec, res)]
+        if cost.unpriced:
+            warnings.append(
+                f"no catalog price for: {', '.join(cost.unpriced)}; the hourly estimate "
+                + ("is missing" if cost.hourly_usd is None else "leaves those parts out")
+                + " (set lifetime.hourly_price_usd to price the nodes)."
+            )
+        if spec.capacity.type != "on-demand" and cost.hourly_usd is not None:
+            warnings.append(f"prices are on-demand list prices; {spec.capacity.type} capacity usually costs less.")
+        tags = {
+            **spec.tags,
+            TAG_CLUSTER: spec.name,
+            TAG_OWNER: spec.owner or owner or default_owner(),
+            TAG_EXPIRES: label_time(expires_at),
+        }
+        if stack:
+            tags[TAG_STACK] = re.sub(r"[^a-z0-9_-]", "-", stack.lower())[:63]
+        storage_plan = None
+        if res.storage is not None and spec.storage.shared is not None:
+            from provision.cost import storage_hourly_usd
+
+            storage_plan = StoragePlan(
+                kind=res.storage.kind,
+                tier=res.storage.tier,
+                protocol=res.storage.protocol,
+                size_gib=res.storage_size_gib or 0,
+                throughput_mbps_per_tib=res.storage_throughput,
+                retain=spec.storage.shared.retain,
+                mount=spec.storage.shared.mount,
+                hourly_usd=storage_hourly_usd(res.storage, res.storage_size_gib or 0, res.storage_throughput),
+                offer=res.storage,
+            )
+        return ClusterPlan(
+            spec=spec,
+            name=spec.name,
+            cloud=spec.cloud,
+            region=spec.region,
+            zone=res.zone,
+            instance_type=offer.instance_type,
+            offer=offer,
+            nodes=nodes,
+            gpus=nodes * offer.gpus_per_node,
+            gpus_per_node=offer.gpus_per_node,
+            fabric=res.fabric,
+            fabric_interfaces=offer.fabric_interfaces if res.fabric != "none" else 0,
+            islands=self.islands(spec, res),
+            capacity=spec.capacity,
+            storage=storage_plan,
+            scratch=spec.storage.scratch,
+            image=self.image(spec, offer, res.fabric),
+            access=spec.access,
+            tags=tags,
+            created_at=now,
+            expires_at=expires_at,
+            cost=cost,
+            nccl_env=self.nccl_env(offer, res.fabric),
+            warnings=tuple(warnings),
+            options=spec.cloud_options(),
+            extra=self.extra_plan(spec, res),
+        )
+
+    def check(self, spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:  # noqa: B027
+        """Add this cloud's own problems to ``found`` (after the shared catalog checks)."""
+
+    def warnings(self, spec: ClusterSpec, res: Resolution) -> list[str]:
+        """Warnings the plan shows for this cloud (e.g. lifetime enforcement gaps)."""
+        return []
+
+    def islands(self, spec: ClusterSpec, res: Resolution) -> tuple[int, ...]:
+        """Nodes per fabric island in rank order; one island by default."""
+        return (res.nodes or 0,)
+
+    def image(self, spec: ClusterSpec, offer: InstanceOffer, fabric: str) -> ImagePlan:
+        """The pinned image: the spec's id, else the default in ``images/<cloud>.yaml``."""
+        return default_image(spec, offer, fabric)
+
+    @abstractmethod
+    def nccl_env(self, offer: InstanceOffer, fabric: str) -> dict[str, str]:
+        """The NCCL / libfabric / RCCL environment for this type and fabric."""
+
+    def extra_plan(self, spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
+        """Cloud-specific decisions to carry into ``build`` (JSON-serialisable)."""
+        return {}
+
+    # ------------------------------------------------------------------ build (Pulumi)
+    def build(self, plan: ClusterPlan) -> dict[str, Any]:
+        """Create the cluster's Pulumi resources; returns the stack outputs (see DESIGN.md).
+
+        Raises:
+            UnsupportedError: this cloud's SDK is not installed (names the pip extra).
+        """
+        self.require_sdk()
+        module = importlib.import_module(f"provision.clouds.{self.cloud}.components")
+        return module.build(plan)  # type: ignore[no-any-return]
+
+    def require_sdk(self) -> None:
+        missing = [m for m in self.sdk_modules if importlib.util.find_spec(m) is None]
+        if missing:
+            raise UnsupportedError(
+                f"the {self.cloud} SDK is not installed (missing {', '.join(missing)}); "
+                f"to fix: pip install 'provision[{self.extra}]'"
+            )
+
+
+# ---------------------------------------------------------------------- registry
+
+#: cloud -> "module:Class". Adapter modules are pure; importing one loads no cloud SDK.
+ADAPTERS: dict[str, str] = {
+    "aws": "provision.clouds.aws.adapter:AwsAdapter",
+    "gcp": "provision.clouds.gcp.adapter:GcpAdapter",
+    "azure": "provision.clouds.azure.adapter:AzureAdapter",
+    "alibaba": "provision.clouds.alibaba.adapter:AlibabaAdapter",
+}
+
+
+def get_adapter(cloud: str) -> Adapter:
+    """The adapter for ``cloud`` (imported on first use).
+
+    Raises:
+        UnsupportedError: no adapter is registered for ``cloud``.
+    """
+    target = ADAPTERS.get(cloud)
+    if target is None:
+        raise UnsupportedError(f"no adapter for cloud {cloud!r}; to fix: use one of {', '.join(ADAPTERS)}")
+    module_name, _, cls_name = target.partition(":")
+    cls = getattr(importlib.import_module(module_name), cls_name)
+    return cls()  # type: ignore[no-any-return]
+
+
+def plan_spec(spec: ClusterSpec, **kwargs: Any) -> ClusterPlan:
+    """Shortcut: ``get_adapter(spec.cloud).plan(spec, **kwargs)``."""
+    return get_adapter(spec.cloud).plan(spec, **kwargs)

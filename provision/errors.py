@@ -1,0 +1,177 @@
+"""The error hierarchy and the `Problem` record every user-facing error carries.
+
+Every error raised for a user's mistake lists *all* the problems found, each naming the
+path into the spec, the offending value, the rule it breaks and how to fix it. The CLI
+prints them without a traceback and exits 2 (input), 3 (policy or budget) or 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+#: Values longer than this are shortened in messages, so a pasted blob never floods a log.
+_MAX_VALUE_CHARS = 80
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with the user's input.
+
+    Attributes:
+        path: dotted path into the spec, e.g. ``storage.shared.size_gib``; ``""`` for the whole spec.
+        value: the offending value, already redacted when it may be a secret.
+        rule: what the value breaks, in one sentence.
+        fix: what to do instead, starting with a verb.
+    """
+
+    path: str
+    value: Any
+    rule: str
+    fix: str = ""
+
+    def __str__(self) -> str:
+        where = self.path or "(spec)"
+        text = f"{where}: {_show(self.value)} {self.rule}"
+        if self.fix:
+            text += f"; to fix: {self.fix}"
+        return text
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "value": _jsonable(self.value), "rule": self.rule, "fix": self.fix}
+
+
+def _show(value: Any) -> str:
+    if value is _MISSING:
+        return "(missing)"
+    text = repr(value) if isinstance(value, str) else str(value)
+    if len(text) > _MAX_VALUE_CHARS:
+        text = text[: _MAX_VALUE_CHARS - 3] + "..."
+    return text
+
+
+def _jsonable(value: Any) -> Any:
+    if value is _MISSING:
+        return None
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "(missing)"
+
+
+#: Stands for a required value the user did not give.
+_MISSING: Any = _Missing()
+MISSING = _MISSING
+
+#: Shown instead of anything that may be a secret.
+REDACTED = "<redacted>"
+
+
+class ProvisionError(Exception):
+    """Base of every error this library raises on purpose.
+
+    Attributes:
+        problems: every problem found; may be empty for errors that are not about input.
+        exit_code: the CLI exit code for this class of error.
+    """
+
+    exit_code = 1
+    title = "provision failed"
+
+    def __init__(self, message: str = "", problems: Iterable[Problem] = ()) -> None:
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        self.message = message or self.title
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        if not self.problems:
+            return self.message
+        n = len(self.problems)
+        head = f"{self.message} ({n} problem{'s' if n != 1 else ''}):"
+        return "\n".join([head, *(f"  - {p}" for p in self.problems)])
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "error": type(self).__name__,
+            "message": self.message,
+            "problems": [p.as_dict() for p in self.problems],
+        }
+
+
+class SpecError(ProvisionError):
+    """The cluster spec is malformed or cannot be satisfied by the catalog (exit 2)."""
+
+    exit_code = 2
+    title = "the cluster spec is invalid"
+
+
+class UnsupportedError(ProvisionError):
+    """The spec asks for something an adapter or this installation cannot do (exit 2)."""
+
+    exit_code = 2
+    title = "not supported"
+
+
+class BudgetError(ProvisionError):
+    """Refused by the cost cap or another policy before anything was created (exit 3)."""
+
+    exit_code = 3
+    title = "refused by the cost policy"
+
+
+class CapacityError(ProvisionError):
+    """The cloud has no capacity or quota for the request (exit 1)."""
+
+    exit_code = 1
+    title = "the cloud has no capacity for this cluster"
+
+
+class CloudError(ProvisionError):
+    """A cloud or Pulumi operation failed (exit 1).
+
+    Attributes:
+        code: the cloud's error code when known, e.g. ``InsufficientInstanceCapacity``.
+    """
+
+    exit_code = 1
+    title = "a cloud operation failed"
+
+    def __init__(self, message: str = "", problems: Iterable[Problem] = (), code: str = "") -> None:
+        self.code = code
+        super().__init__(message, problems)
+
+
+class ProblemCollector:
+    """Collects problems so that validation can report every one at once.
+
+    Example::
+
+        found = ProblemCollector()
+        found.add("gpus", 12, "is not a multiple of 8", "use 8, 16 or 24")
+        found.raise_if_any(SpecError)
+    """
+
+    def __init__(self) -> None:
+        self._problems: list[Problem] = []
+
+    def add(self, path: str, value: Any, rule: str, fix: str = "") -> None:
+        self._problems.append(Problem(path, value, rule, fix))
+
+    def extend(self, problems: Iterable[Problem]) -> None:
+        self._problems.extend(problems)
+
+    @property
+    def problems(self) -> tuple[Problem, ...]:
+        return tuple(self._problems)
+
+    def __bool__(self) -> bool:
+        return bool(self._problems)
+
+    def raise_if_any(self, kind: type[ProvisionError] = SpecError, message: str = "") -> None:
+        if self._problems:
+            raise kind(message, self._problems)

@@ -1,0 +1,104 @@
+"""Shorthand types parsed once: durations (``6h``, ``90m``, ``1d12h``) and sizes (``36TiB``, ``4800GiB``).
+
+They are pydantic ``Annotated`` types, so a spec field declared ``Duration`` accepts
+``"6h"``, ``6.5`` (hours) or a ``timedelta``, and always holds a ``timedelta``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import timedelta
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(d|h|m|s)", re.IGNORECASE)
+_DURATION_WHOLE = re.compile(r"^\s*(?:\d+(?:\.\d+)?\s*[dhms]\s*)+$", re.IGNORECASE)
+_UNIT_SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
+# Binary units (KiB, Ki) are powers of 1024; decimal units (KB, K) powers of 1000, as in Kubernetes.
+_SIZE_BYTES = {
+    "": 1024**3,
+    "b": 1,
+    **{f"{p}ib": 1024 ** (i + 1) for i, p in enumerate("kmgtp")},
+    **{f"{p}i": 1024 ** (i + 1) for i, p in enumerate("kmgtp")},
+    **{f"{p}b": 1000 ** (i + 1) for i, p in enumerate("kmgtp")},
+    **{p: 1000 ** (i + 1) for i, p in enumerate("kmgtp")},
+}
+
+
+def parse_duration(value: Any) -> timedelta:
+    """Parse ``"6h"``, ``"90m"``, ``"1d12h"``, a number of hours, or a ``timedelta``.
+
+    Raises:
+        ValueError: the text is not a duration, or the number is not finite.
+    """
+    if isinstance(value, timedelta):
+        return value
+    if isinstance(value, bool):
+        raise ValueError("is not a duration; write it like '6h', '90m' or '1d12h'")
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise ValueError("is not a finite duration; write it like '6h'")
+        return timedelta(hours=value)
+    if isinstance(value, str) and _DURATION_WHOLE.match(value):
+        seconds = sum(float(n) * _UNIT_SECONDS[u.lower()] for n, u in _DURATION_PART.findall(value))
+        return timedelta(seconds=seconds)
+    raise ValueError("is not a duration; write it like '6h', '90m' or '1d12h'")
+
+
+def format_duration(td: timedelta) -> str:
+    """The shortest shorthand for ``td``: ``timedelta(hours=6)`` -> ``"6h"``."""
+    total = int(td.total_seconds())
+    if total <= 0:
+        return "0s"
+    parts = []
+    for unit, size in _UNIT_SECONDS.items():
+        n, total = divmod(total, size)
+        if n:
+            parts.append(f"{n}{unit}")
+    return "".join(parts)
+
+
+def parse_size_gib(value: Any) -> int:
+    """Parse ``"36TiB"``, ``"4800GiB"``, ``"1.2TB"`` or a bare number (GiB) into whole GiB.
+
+    Decimal units (TB, GB) are converted exactly and rounded up to a whole GiB.
+
+    Raises:
+        ValueError: not a size, or not finite.
+    """
+    if isinstance(value, bool):
+        raise ValueError("is not a size; write it like '36TiB' or '4800GiB'")
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise ValueError("is not a finite size")
+        return math.ceil(value)
+    if isinstance(value, str):
+        m = _SIZE.match(value)
+        if m and m.group(2).lower() in _SIZE_BYTES:
+            size_bytes = float(m.group(1)) * _SIZE_BYTES[m.group(2).lower()]
+            return math.ceil(size_bytes / 1024**3 - 1e-9)
+    raise ValueError("is not a size; write it like '36TiB' or '4800GiB'")
+
+
+def format_size_gib(gib: int) -> str:
+    if gib >= 1024 and gib % 1024 == 0:
+        return f"{gib // 1024}TiB"
+    return f"{gib}GiB"
+
+
+Duration = Annotated[
+    timedelta,
+    BeforeValidator(parse_duration),
+    PlainSerializer(format_duration, return_type=str, when_used="json"),
+    WithJsonSchema({"type": "string", "pattern": r"^(\d+(\.\d+)?[dhms])+$", "examples": ["6h", "90m", "1d12h"]}),
+]
+
+SizeGiB = Annotated[
+    int,
+    BeforeValidator(parse_size_gib),
+    WithJsonSchema({"anyOf": [{"type": "integer"}, {"type": "string", "examples": ["36TiB", "4800GiB"]}]}),
+]

@@ -1,0 +1,68 @@
+"""Shared fixtures: a fixed clock, stack loading, mocked runs and golden files.
+
+Golden files live in tests/golden/. Regenerate after an intended change with
+``PROVISION_UPDATE_GOLDEN=1 pytest tests``; review the diff like code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = Path(__file__).resolve().parent / "golden"
+#: Every test plans "now" at this instant, so expiries, tags and golden files are stable.
+FIXED_NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def now() -> datetime:
+    return FIXED_NOW
+
+
+@pytest.fixture
+def root() -> Path:
+    return ROOT
+
+
+def stack_spec(name: str) -> Any:
+    """The ClusterSpec of ``stacks/Pulumi.<name>.yaml``."""
+    from provision.spec import load_target
+
+    return load_target(name, ROOT)
+
+
+def preview(spec: Any, **kwargs: Any) -> Any:
+    """Run the program for ``spec`` under the mocked cloud at the fixed clock."""
+    from provision.testing import run_program
+
+    kwargs.setdefault("now", FIXED_NOW)
+    return run_program(spec, **kwargs)
+
+
+def golden_graph(result: Any) -> dict[str, Any]:
+    """The part of a mocked run that golden files pin: resources (type, name, inputs) and outputs."""
+    doc = result.as_dict()
+    return {"resources": doc["resources"], "components": doc["components"], "outputs": doc["outputs"]}
+
+
+def assert_golden(name: str, data: Any) -> None:
+    """Compare ``data`` with tests/golden/<name>.json (rewrite it with PROVISION_UPDATE_GOLDEN=1)."""
+    path = GOLDEN / f"{name}.json"
+    text = json.dumps(data, indent=1, sort_keys=True, default=str) + "\n"
+    if os.environ.get("PROVISION_UPDATE_GOLDEN") == "1" or not path.exists():
+        if os.environ.get("CI") and not path.exists():
+            pytest.fail(f"golden file {path.name} is missing; generate it with PROVISION_UPDATE_GOLDEN=1")
+        path.write_text(text, encoding="utf-8")
+        return
+    expected = path.read_text(encoding="utf-8")
+    if expected != text:
+        import difflib
+
+        diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True), "golden", "now", n=2))
+        pytest.fail(f"{path.name} differs from the golden file (PROVISION_UPDATE_GOLDEN=1 to accept):\n{diff[:6000]}")
