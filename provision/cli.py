@@ -1,0 +1,258 @@
+"""The ``provision`` command.
+
+Every command takes ``--json`` and then prints one JSON document on stdout and nothing
+else. Exit codes: 0 success, 2 the user's input is wrong, 3 refused by policy or budget,
+1 anything else. User errors never print a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import typer
+
+from provision.errors import ProvisionError
+
+app = typer.Typer(
+    name="provision",
+    help="Bring up and tear down GPU training clusters on AWS, GCP, Azure and Alibaba Cloud from one spec.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+JsonOpt = typer.Option(False, "--json", help="Print one JSON document on stdout and nothing else.")
+TargetArg = typer.Argument(..., help="A stack name (stacks/Pulumi.<name>.yaml) or a path to a spec or stack YAML file.")
+
+T = TypeVar("T")
+
+
+def _console(stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    # A pipe or CI log has no width; 140 columns keeps tables readable there.
+    width = None if stream.isatty() else 140
+    return Console(stderr=stderr, highlight=False, soft_wrap=False, width=width)
+
+
+def emit_json(doc: Any) -> None:
+    sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
+
+
+def run_command(as_json: bool, fn: Callable[[], T]) -> T:
+    """Run ``fn``; turn a ``ProvisionError`` into a message and its exit code (no traceback)."""
+    try:
+        return fn()
+    except ProvisionError as e:
+        if as_json:
+            emit_json(e.as_dict())
+        else:
+            _console(stderr=True).print(f"[bold red]error:[/] {e.render()}", markup=True, highlight=False)
+        raise typer.Exit(e.exit_code) from None
+    except KeyboardInterrupt:
+        _console(stderr=True).print("interrupted")
+        raise typer.Exit(130) from None
+
+
+# ---------------------------------------------------------------------- offers
+
+
+@app.command()
+def offers(
+    cloud: str | None = typer.Option(None, help="aws, gcp, azure or alibaba."),
+    gpu: str | None = typer.Option(None, help="Accelerator model, e.g. H100."),
+    region: str | None = typer.Option(None, help="Only types sold in this region."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """List the catalog's GPU instance types with their fabric and prices."""
+    from provision.catalog import load_catalog
+
+    def go() -> list[dict[str, Any]]:
+        from provision.errors import Problem, SpecError
+
+        cat = load_catalog()
+        problems = []
+        if cloud is not None and cloud not in ("aws", "gcp", "azure", "alibaba"):
+            problems.append(Problem("--cloud", cloud, "is not a cloud", "use aws, gcp, azure or alibaba"))
+        if gpu is not None and cat.gpu(gpu) is None:
+            problems.append(Problem("--gpu", gpu, "is not a known GPU", f"use one of: {', '.join(cat.gpu_names())}"))
+        if problems:
+            raise SpecError("bad filter", problems)
+        rows = []
+        for o in cat.instances_for(cloud, gpu, region):
+            rows.append(
+                {
+                    "cloud": o.cloud,
+                    "instance_type": o.instance_type,
+                    "gpu": o.gpu,
+                    "gpus_per_node": o.gpus_per_node,
+                    "gpu_memory_gib": o.gpu_memory_gib,
+                    "vcpus": o.vcpus,
+                    "memory_gib": o.memory_gib,
+                    "local_nvme_gib": o.local_nvme_gib,
+                    "fabric": o.fabric,
+                    "fabric_gbps": o.fabric_gbps,
+                    "fabric_interfaces": o.fabric_interfaces,
+                    "consumption": list(o.consumption),
+                    "regions": sorted(o.regions),
+                    "price_per_hour_usd": {r: v.price_per_hour_usd for r, v in sorted(o.regions.items())},
+                }
+            )
+        return rows
+
+    rows = run_command(as_json, go)
+    if as_json:
+        emit_json(rows)
+        return
+    from rich.table import Table
+
+    table = Table(title=f"GPU offers ({len(rows)})")
+    for col in ("cloud", "instance type", "GPUs", "GPU GiB", "fabric", "Gbps", "NICs", "from $/h", "regions"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        prices = [p for p in r["price_per_hour_usd"].values() if p is not None]
+        table.add_row(
+            r["cloud"],
+            r["instance_type"],
+            f"{r['gpus_per_node']}x {r['gpu']}",
+            f"{r['gpu_memory_gib']:g}",
+            r["fabric"],
+            f"{r['fabric_gbps']:g}" if r["fabric_gbps"] else "?",
+            str(r["fabric_interfaces"]),
+            f"{min(prices):,.2f}" if prices else "unpriced",
+            str(len(r["regions"])),
+        )
+    _console().print(table)
+
+
+# ---------------------------------------------------------------------- plan / preview
+
+
+def _plan_target(target: str) -> Any:
+    from provision.clouds.base import get_adapter
+    from provision.spec import load_target
+
+    spec = load_target(target)
+    stack = target if "/" not in target and not target.endswith((".yaml", ".yml")) else None
+    return get_adapter(spec.cloud).plan(spec, stack=stack)
+
+
+def print_plan(summary: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    t = Table(show_header=False, title=f"plan: {summary['name']}")
+    t.add_column(style="bold")
+    t.add_column(overflow="fold")
+    storage = summary["storage"]
+    cost = summary["cost"]
+    rows = [
+        ("cloud / region / zone", f"{summary['cloud']} / {summary['region']} / {summary['zone'] or '-'}"),
+        ("nodes", f"{summary['nodes']} x {summary['instance_type']} ({summary['gpus']} x {summary['gpu']})"),
+        (
+            "fabric",
+            f"{summary['fabric']} ({summary['fabric_interfaces']} interfaces/node), islands {summary['islands']}",
+        ),
+        ("capacity", summary["capacity"]),
+        (
+            "shared storage",
+            f"{storage['kind']} {storage['tier']} {storage['size_gib']} GiB" if storage else "none",
+        ),
+        ("image", f"{summary['image']['ref']} ({summary['image']['source']})"),
+        ("hourly", f"${cost['hourly_usd']:,.2f}/h" if cost["hourly_usd"] is not None else "unpriced"),
+        (
+            "lifetime",
+            f"{cost['lifetime_hours']:g} h, ~${cost['lifetime_usd']:,.2f}, expires {summary['expires_at']}"
+            if cost["lifetime_hours"] is not None and cost["lifetime_usd"] is not None
+            else (f"expires {summary['expires_at']}" if summary["expires_at"] else "no lifetime set"),
+        ),
+    ]
+    for k, v in rows:
+        t.add_row(k, str(v))
+    console = _console()
+    console.print(t)
+    for w in summary["warnings"]:
+        console.print(f"[yellow]warning:[/] {w}", markup=True)
+
+
+@app.command()
+def plan(target: str = TargetArg, as_json: bool = JsonOpt) -> None:
+    """Validate a spec and print the resolved plan (nothing is created)."""
+    summary = run_command(as_json, lambda: _plan_target(target).summary())
+    if as_json:
+        emit_json(summary)
+    else:
+        print_plan(summary)
+
+
+@app.command()
+def preview(target: str = TargetArg, as_json: bool = JsonOpt) -> None:
+    """Run the real Pulumi program against the mocked cloud and print every resource."""
+    from provision.spec import load_target
+
+    def go() -> dict[str, Any]:
+        from provision.testing import run_program
+
+        spec = load_target(target)
+        stack = target if "/" not in target and not target.endswith((".yaml", ".yml")) else "preview"
+        return run_program(spec, stack=stack).as_dict()
+
+    doc = run_command(as_json, go)
+    if as_json:
+        emit_json(doc)
+        return
+    from rich.tree import Tree
+
+    print_plan(doc["plan"])
+    tree = Tree(f"[bold]{doc['plan']['name']}[/] ({len(doc['resources'])} resources)")
+    for r in doc["resources"]:
+        tree.add(f"{r['type']}  [cyan]{r['name']}[/]")
+    console = _console()
+    console.print(tree)
+    outputs = doc["outputs"]
+    console.print("[bold]outputs[/]")
+    for key in ("head_node", "hostfile", "shared_fs", "expires_at", "hourly_usd"):
+        value = outputs.get(key)
+        if isinstance(value, dict):
+            value = value.get("mount_command", value)
+        console.print(f"  {key}: {str(value).strip()}")
+
+
+# ---------------------------------------------------------------------- schema
+
+
+@app.command()
+def schema(as_json: bool = JsonOpt) -> None:
+    """Print the JSON Schema of the cluster spec."""
+    from provision.spec import ClusterSpec
+
+    emit_json(ClusterSpec.model_json_schema())
+
+
+def _register_optional() -> None:
+    """Commands that live in their own modules (size, up/down/status/outputs, reap)."""
+    import importlib
+
+    for module in ("provision.cli_size", "provision.cli_lifecycle", "provision.cli_reap"):
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            if e.name == module:  # not written yet; any other missing module is a real error
+                continue
+            raise
+        mod.register(app)
+
+
+_register_optional()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()
