@@ -1,0 +1,127 @@
+"""The AWS reaper against moto: expired clusters are found by tag and removed whole."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from provision.clouds.base import TAG_CLUSTER, TAG_EXPIRES, label_time
+from provision.reaper import TAG_RETAIN, AwsSweeper
+
+REGION = "us-east-1"
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+
+
+def _tags(cluster: str, expires: datetime, **extra: str) -> list[dict[str, str]]:
+    tags = {TAG_CLUSTER: cluster, TAG_EXPIRES: label_time(expires), **extra}
+    return [{"Key": k, "Value": v} for k, v in tags.items()]
+
+
+def _cluster(cluster: str, expires: datetime, retain_fs: bool = False) -> dict[str, str]:
+    ec2 = boto3.client("ec2", region_name=REGION)
+    spec = lambda kind, **extra: [{"ResourceType": kind, "Tags": _tags(cluster, expires, **extra)}]  # noqa: E731
+    vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16", TagSpecifications=spec("vpc"))["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.0.0/20", TagSpecifications=spec("subnet"))["Subnet"]
+    sg = ec2.create_security_group(
+        GroupName=f"{cluster}-efa", Description="efa", VpcId=vpc, TagSpecifications=spec("security-group")
+    )["GroupId"]
+    lt = ec2.create_launch_template(
+        LaunchTemplateName=f"{cluster}-lt",
+        LaunchTemplateData={"ImageId": "ami-12c6146b", "InstanceType": "p5.48xlarge"},
+        TagSpecifications=spec("launch-template"),
+    )["LaunchTemplate"]["LaunchTemplateId"]
+    ec2.run_instances(
+        ImageId="ami-12c6146b",
+        MinCount=2,
+        MaxCount=2,
+        InstanceType="p5.48xlarge",
+        SubnetId=subnet["SubnetId"],
+        SecurityGroupIds=[sg],
+        TagSpecifications=spec("instance"),
+    )
+    fsx = boto3.client("fsx", region_name=REGION)
+    extra = {TAG_RETAIN: "true"} if retain_fs else {}
+    fs = fsx.create_file_system(
+        FileSystemType="LUSTRE",
+        StorageCapacity=1200,
+        SubnetIds=[subnet["SubnetId"]],
+        LustreConfiguration={"DeploymentType": "PERSISTENT_2", "PerUnitStorageThroughput": 125},
+        Tags=_tags(cluster, expires, **extra),
+    )["FileSystem"]["FileSystemId"]
+    return {"vpc": vpc, "subnet": subnet["SubnetId"], "sg": sg, "lt": lt, "fs": fs}
+
+
+@pytest.fixture
+def aws():
+    with mock_aws():
+        yield
+
+
+def test_reaper_finds_only_expired_clusters(aws) -> None:
+    old = _cluster("ci-old", NOW - timedelta(hours=1))
+    _cluster("ci-live", NOW + timedelta(hours=5))
+    found = AwsSweeper(REGION).find(NOW)
+    assert [c.cluster for c in found] == ["ci-old"]
+    kinds = {r.split(":")[0] for r in found[0].resources}
+    assert {"instance", "fsx", "launch-template", "security-group", "subnet", "vpc"} <= kinds
+    assert f"fsx:{old['fs']}" in found[0].resources
+    assert found[0].expires_at == NOW - timedelta(hours=1)
+
+
+def test_reaper_deletes_everything_of_an_expired_cluster_and_nothing_else(aws) -> None:
+    _cluster("ci-old", NOW - timedelta(minutes=5))
+    live = _cluster("ci-live", NOW + timedelta(hours=5))
+    sweeper = AwsSweeper(REGION, sleep=lambda s: None)
+    (expired,) = sweeper.find(NOW)
+    deleted = sweeper.delete(expired, NOW)
+    assert any(d.startswith("instance:") for d in deleted) and any(d.startswith("vpc:") for d in deleted)
+    assert sweeper.find(NOW) == []
+    ec2 = boto3.client("ec2", region_name=REGION)
+    assert [v["VpcId"] for v in ec2.describe_vpcs(Filters=[{"Name": "tag-key", "Values": [TAG_EXPIRES]}])["Vpcs"]] == [
+        live["vpc"]
+    ]
+    fs_ids = [f["FileSystemId"] for f in boto3.client("fsx", region_name=REGION).describe_file_systems()["FileSystems"]]
+    assert fs_ids == [live["fs"]]
+
+
+def test_reaper_keeps_a_retained_filesystem(aws) -> None:
+    old = _cluster("ci-old", NOW - timedelta(minutes=5), retain_fs=True)
+    sweeper = AwsSweeper(REGION, sleep=lambda s: None)
+    (expired,) = sweeper.find(NOW)
+    deleted = sweeper.delete(expired, NOW)
+    assert f"fsx:{old['fs']}" not in deleted
+    fs_ids = [f["FileSystemId"] for f in boto3.client("fsx", region_name=REGION).describe_file_systems()["FileSystems"]]
+    assert fs_ids == [old["fs"]]
+
+
+def test_reaper_retries_a_dependency_violation_then_succeeds(aws) -> None:
+    _cluster("ci-old", NOW - timedelta(minutes=5))
+    real = boto3.client
+    calls = {"n": 0}
+
+    class Flaky:
+        def __init__(self, inner):
+            self._inner = inner
+
+        def __getattr__(self, name):
+            attr = getattr(self._inner, name)
+            if name != "delete_security_group":
+                return attr
+
+            def flaky(**kw):
+                calls["n"] += 1
+                if calls["n"] == 1:
+                    raise RuntimeError("DependencyViolation: resource sg has a dependent object")
+                return attr(**kw)
+
+            return flaky
+
+    waits: list[float] = []
+    sweeper = AwsSweeper(REGION, client=lambda svc, reg: Flaky(real(svc, region_name=reg)), sleep=waits.append)
+    (expired,) = sweeper.find(NOW)
+    sweeper.delete(expired, NOW)
+    assert calls["n"] == 2 and waits == [1.0]
+    assert sweeper.find(NOW) == []
