@@ -1,0 +1,251 @@
+"""Sizing planner: constants, input shorthands and the report models."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, WithJsonSchema
+
+Precision = Literal["bf16", "fp8"]
+Optimizer = Literal["adamw", "adafactor", "sgd"]
+PRECISIONS: tuple[str, ...] = ("bf16", "fp8")
+OPTIMIZERS: tuple[str, ...] = ("adamw", "adafactor", "sgd")
+
+GIB = 1024**3
+HOURS_PER_YEAR = 8760.0
+#: Used when neither --gpus nor --deadline-days is given.
+DEFAULT_DEADLINE_DAYS = 30.0
+#: More GPUs than this is not a cluster this library builds (same bound as the spec's).
+MAX_GPUS = 65_536
+#: Fallback when the catalog sells no node of the GPU; every catalog offer today has 8.
+DEFAULT_GPUS_PER_NODE = 8
+#: Transformer shape guessed from N: hidden = ASPECT * layers (GPT-3 175B: 12288 / 96; Llama-2 7B: 4096 / 32).
+ASPECT = 128
+#: Korthikanti et al. 2022 ("Reducing Activation Recomputation"): a layer's activations are s*b*h*(34 + 5*a*s/h)
+#: bytes in 16-bit; FlashAttention removes the 5*a*s/h term.
+LAYER_ACTIVATION_BYTES_PER_TOKEN_HIDDEN = 34
+#: FSDP holds the current and the prefetched layer's gathered weights plus one layer's full gradients.
+FSDP_GATHERED_LAYERS = 3
+#: CUDA context, NCCL buffers, allocator fragmentation, logits.
+RUNTIME_RESERVE_GIB = 4.0
+RAW_TEXT_BYTES_PER_TOKEN = 4
+TOKENIZED_BYTES_PER_TOKEN = 2
+RETAINED_CHECKPOINTS = 3
+#: DGX H100: 10.2 kW maximum input power, ~7 kW typical draw while training (gpus.yaml comment and sources).
+TYPICAL_DRAW_FRACTION = 7.0 / 10.2
+AMORTISATION_YEARS = (3, 4)
+MFU_WARN_ABOVE = 0.6
+#: Switching vendor (CUDA to ROCm) weighs like a factor e in speed or memory when a cloud lacks the GPU.
+VENDOR_PENALTY = 1.0
+
+FABRIC_NAMES = {
+    "efa": "EFA",
+    "tcpx": "GPUDirect-TCPX",
+    "tcpxo": "GPUDirect-TCPXO",
+    "rdma": "RDMA over RoCE",
+    "infiniband": "InfiniBand",
+    "erdma": "eRDMA",
+    "none": "none (ordinary VPC networking)",
+}
+
+#: Bytes per parameter of the model states, by optimizer (mixed precision, bf16 compute).
+STATE_BYTES: dict[str, dict[str, float]] = {
+    "adamw": {"weights_bf16": 2, "gradients_bf16": 2, "master_weights_fp32": 4, "adam_m_fp32": 4, "adam_v_fp32": 4},
+    "adafactor": {"weights_bf16": 2, "gradients_bf16": 2, "master_weights_fp32": 4, "factored_second_moment": 0},
+    "sgd": {"weights_bf16": 2, "gradients_bf16": 2, "master_weights_fp32": 4, "momentum_fp32": 4},
+}
+
+_COUNT = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?)\s*([kmbgtp]?)\s*$", re.IGNORECASE)
+_COUNT_SCALE = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12, "p": 1e15}
+
+
+def parse_count(value: Any) -> float:
+    """Parse ``"70B"``, ``"7e9"``, ``"500M"``, ``"1.5T"`` (k, M, B or G, T, P; any case) or a number.
+
+    Raises:
+        ValueError: not a count, or not positive and finite.
+    """
+    if isinstance(value, bool):
+        raise ValueError("is not a count such as 70B, 7e9, 500M or 1.5T")
+    if isinstance(value, (int, float)):
+        n = float(value)
+    elif isinstance(value, str) and (m := _COUNT.match(value.replace("_", "").replace(",", ""))):
+        n = float(m.group(1)) * _COUNT_SCALE[m.group(2).lower()]
+    else:
+        raise ValueError("is not a count such as 70B, 7e9, 500M or 1.5T")
+    if not math.isfinite(n) or n <= 0:
+        raise ValueError("must be a positive, finite count")
+    return n
+
+
+Count = Annotated[
+    float,
+    BeforeValidator(parse_count),
+    WithJsonSchema({"anyOf": [{"type": "number"}, {"type": "string", "examples": ["70B", "7e9", "500M", "1.5T"]}]}),
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SizingInputs(_Model):
+    """The inputs after parsing (the GPU by its canonical catalog name)."""
+
+    params: Count
+    tokens: Count
+    gpu: str
+    precision: Precision
+    optimizer: Optimizer
+    mfu: float
+    seq_len: int
+    gpus: int | None = None
+    deadline_days: float | None = None
+    checkpoint_minutes: float
+    electricity_usd_per_kwh: float
+    pue: float
+    utilisation: float
+
+
+class ComputeEstimate(_Model):
+    formula: str
+    training_flops: float
+    tokens_per_param: float
+    peak_tflops_per_gpu: float
+    achieved_tflops_per_gpu: float
+    gpu_hours: float
+
+
+class MemoryEstimate(_Model):
+    """Memory per GPU at ``gpus`` GPUs; ``min_gpus`` is None when no count fits (the allowance alone is too big)."""
+
+    sharding: str
+    bytes_per_param: dict[str, float]
+    bytes_per_param_total: float
+    model_states_bytes: float
+    gpus: int
+    weights_per_gpu_bytes: float
+    gradients_per_gpu_bytes: float
+    optimizer_per_gpu_bytes: float
+    states_per_gpu_bytes: float
+    allowance_per_gpu: dict[str, float]
+    allowance_per_gpu_bytes: float
+    total_per_gpu_bytes: float
+    gpu_memory_bytes: float
+    fits: bool
+    min_gpus: int | None
+    min_nodes: int | None
+    assumed_hidden_size: int
+    assumed_layers: int
+
+
+class ClusterChoice(_Model):
+    gpus: int
+    nodes: int
+    gpus_per_node: int
+    basis: str
+    wall_hours: float
+    wall_days: float
+    deadline_days: float
+    meets_deadline: bool
+    topology: Literal["single-node", "multi-node"]
+    recommendation: str
+
+
+class CloudOption(_Model):
+    """The recommended cluster on one cloud; prices are None when the catalog has none (``notes`` say so)."""
+
+    cloud: str
+    gpu: str | None = None
+    substitute: bool = False
+    instance_type: str | None = None
+    region: str | None = None
+    fabric: str | None = None
+    fabric_name: str | None = None
+    fabric_gbps: float | None = None
+    gpus: int | None = None
+    nodes: int | None = None
+    wall_hours: float | None = None
+    node_hourly_usd: float | None = None
+    hourly_usd: float | None = None
+    total_usd: float | None = None
+    notes: tuple[str, ...] = ()
+
+
+class FilesystemChoice(_Model):
+    """The shared filesystem suggested on one cloud; ``kind`` is None when no catalog tier reaches the need."""
+
+    cloud: str
+    kind: str | None = None
+    tier: str | None = None
+    size_gib: int | None = None
+    throughput_mbps_per_tib: float | None = None
+    write_gbps: float | None = None
+    hourly_usd: float | None = None
+    note: str
+
+
+class StorageEstimate(_Model):
+    checkpoint_bytes_per_param: float
+    checkpoint_bytes: float
+    checkpoint_minutes: float
+    required_write_gbps: float
+    dataset_raw_text_bytes: float
+    dataset_tokenized_bytes: float
+    retained_checkpoints: int
+    shared_capacity_bytes: float
+    filesystems: tuple[FilesystemChoice, ...]
+
+
+class Amortisation(_Model):
+    years: int
+    owned_usd_per_node_hour: float | None
+    cheaper: Literal["buy", "rent", "unknown"]
+
+
+class BuyVsRent(_Model):
+    gpu: str
+    server_price_usd: float | None
+    max_power_kw: float | None
+    typical_power_kw: float | None
+    electricity_usd_per_kwh: float
+    pue: float
+    energy_usd_per_node_hour: float | None
+    utilisation: float
+    rent_usd_per_node_hour: float | None
+    rent_offer: str | None
+    amortisation: tuple[Amortisation, ...]
+    break_even_months: float | None
+    cluster_capex_usd: float | None
+    run_rent_usd: float | None
+    verdict: str
+
+
+class SizingReport(_Model):
+    """What it takes to train the model: compute, memory, GPUs and time, clouds, storage, buy versus rent."""
+
+    inputs: SizingInputs
+    compute: ComputeEstimate
+    memory: MemoryEstimate
+    cluster: ClusterChoice
+    clouds: tuple[CloudOption, ...]
+    storage: StorageEstimate
+    buy_vs_rent: BuyVsRent
+    assumptions: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+# --------------------------------------------------------------------------------------------- inputs
+
+
+def format_count(n: float) -> str:
+    """The shorthand of a count: ``7e10`` -> ``"70B"``."""
+    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if n >= scale:
+            return f"{n / scale:g}{suffix}"
+    return f"{n:g}"
