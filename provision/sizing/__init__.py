@@ -18,16 +18,12 @@ Every assumption lands in the report's ``assumptions``; every input error is rep
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, WithJsonSchema
-
-from provision.catalog import Catalog, FilesystemOffer, GpuModel, InstanceOffer, load_catalog, suggest
+from provision.catalog import Catalog, GpuModel, load_catalog, suggest
 from provision.catalog.models import CLOUDS
-from provision.cost import HOURS_PER_MONTH, storage_hourly_usd
-from provision.errors import MISSING, ProblemCollector, SpecError
+from provision.cost import HOURS_PER_MONTH
+from provision.errors import ProblemCollector, SpecError
 from provision.sizing.estimates import (  # noqa: F401
     _NUMBERS,
     _NUMBERS_REQUIRED,
