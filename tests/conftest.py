@@ -42,13 +42,17 @@ def preview(spec: Any, **kwargs: Any) -> Any:
     from provision.testing import run_program
 
     kwargs.setdefault("now", FIXED_NOW)
+    kwargs.setdefault("owner", "test")
     return run_program(spec, **kwargs)
 
 
 def golden_graph(result: Any) -> dict[str, Any]:
     """The part of a mocked run that golden files pin: resources (type, name, inputs) and outputs."""
     doc = result.as_dict()
-    return {"resources": doc["resources"], "components": doc["components"], "outputs": doc["outputs"]}
+    # Pulumi registers sibling resources concurrently, so registration order varies between runs.
+    resources = sorted(doc["resources"], key=lambda r: (r["type"], r["name"]))
+    components = sorted(doc["components"], key=lambda r: (r["type"], r["name"]))
+    return {"resources": resources, "components": components, "outputs": doc["outputs"]}
 
 
 def assert_golden(name: str, data: Any) -> None:

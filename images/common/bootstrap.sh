@@ -36,9 +36,9 @@ chmod 0644 /etc/profile.d/provision-nccl.sh
 # --- health check: every GPU visible
 expected_gpus=${GPUS_PER_NODE}
 if command -v nvidia-smi >/dev/null; then
-  found=$(nvidia-smi -L | wc -l)
+  found=$(nvidia-smi -L 2>/dev/null | wc -l || true)
 elif command -v rocm-smi >/dev/null; then
-  found=$(rocm-smi --showid | grep -c GPU || true)
+  found=$(rocm-smi --showid 2>/dev/null | grep -c GPU || true)
 else
   found=0
 fi

@@ -84,6 +84,7 @@ def run_program(
     faults: tuple[Fault, ...] | list[Fault] = (),
     now: datetime | None = None,
     config: dict[str, str] | None = None,
+    owner: str | None = None,
 ) -> PreviewResult:
     """Plan ``spec`` and run its Pulumi program under :class:`CloudMocks`.
 
@@ -98,7 +99,7 @@ def run_program(
 
     now = now or datetime.now(timezone.utc)
     adapter = get_adapter(spec.cloud)
-    plan = adapter.plan(spec, now=now, stack=stack)
+    plan = adapter.plan(spec, now=now, stack=stack, owner=owner)
     adapter.require_sdk()
     mocks = CloudMocks(faults, region=spec.region)
     pulumi.runtime.set_all_config({CONFIG_KEY: spec.model_dump_json(exclude_none=True), **(config or {})})

@@ -1,0 +1,378 @@
+"""Alibaba Cloud adapter: the pure plan for GN8 / GN7 clusters with eRDMA, CPFS and NAS.
+
+Imports no Pulumi and no cloud SDK. :mod:`provision.clouds.alibaba.components` turns the plan into
+resources and reads every decision from ``plan.extra`` (built by :func:`decide`).
+
+Why one ``ecs.Instance`` per node (the allocation choice), checked against pulumi-alicloud 4.0.0:
+
+* eRDMA needs each ERI's ``network_interface_traffic_mode="HighPerformance"`` (and, on two-card types,
+  its ``network_card_index``). ``ecs.EcsLaunchTemplate`` / ``ecs.LaunchTemplate`` network interfaces and
+  ``ecs.EcsInstanceSet`` network interfaces have no traffic-mode field, so neither an instance set nor an
+  ``ecs.AutoProvisioningGroup`` (which launches from a template) can create ERIs.
+* ``ess.ScalingConfiguration.network_interfaces[]`` has ``network_interface_traffic_mode`` but no network
+  card index, and ``ess.ScalingGroup`` / ``ScalingConfiguration`` have no deployment set, no
+  ``auto_release_time`` and no jumbo-frame switch; scaling activities also create nodes asynchronously.
+  ESS therefore cannot give eRDMA on every card + low-latency placement + a cloud-side lifetime.
+* ``ecs.Instance`` takes all of them: the primary ENI's ``network_interface_traffic_mode`` and
+  ``network_card_index``, one secondary ENI inline through ``network_interfaces`` (a single object in
+  the SDK), ``deployment_set_id``, ``auto_release_time`` and ``enable_jumbo_frame``.
+
+Resource count: exactly one ``ecs.Instance`` per node and no per-NIC resources (the secondary ERI is
+created inline, never as ``ecs.EcsNetworkInterface`` + attachment); plus one ``ecs.EcsDeploymentSet`` per
+20 nodes, because a LowLatency deployment set holds at most 20 instances in one zone (ECS docs,
+"Deployment sets", doc-detail/91258). Everything else is a fixed set of cluster resources.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from typing import Any, ClassVar
+
+from provision.catalog import InstanceOffer
+from provision.clouds.base import Adapter
+from provision.errors import ProblemCollector, SpecError
+from provision.images import LOOKUP_PREFIX, default_image
+from provision.plan import ClusterPlan
+from provision.resolve import DEFAULT_SHARED_KIND, Resolution
+from provision.spec import ClusterSpec
+
+#: A LowLatency deployment set holds at most 20 instances, all in one zone (ECS "Deployment sets" limits,
+#: https://www.alibabacloud.com/help/zh/doc-detail/91258.htm). Spot instances cannot join a deployment set.
+DEPLOYMENT_SET_MAX = 20
+#: ``auto_release_time`` must be at least 30 minutes after the API call and under 3 years ahead
+#: (pulumi_alicloud.ecs.Instance docstring; ECS ModifyInstanceAutoReleaseTime). 15 minutes are kept for
+#: the time between planning and RunInstances.
+AUTO_RELEASE_MIN_MINUTES = 30
+PROVISIONING_MARGIN_MINUTES = 15
+AUTO_RELEASE_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+#: ECS resources take at most 20 tags; keys and values must not start with these (ECS TagResources docs).
+MAX_TAGS = 20
+RESERVED_TAG_PREFIXES = ("aliyun", "acs:")
+PROVISION_TAGS = 5  # provision-cluster, -owner, -expires-at, -stack, and -rank on nodes
+#: ecs.Instance creates the primary ENI and ONE secondary ENI (``network_interfaces`` is a single object).
+MAX_INLINE_ERIS = 2
+#: MTU with jumbo frames enabled on an ECS instance (ECS "Jumbo frames" docs); the VPC default is 1500.
+JUMBO_MTU = 8500
+#: Bandwidth of node 0's EIP with access.public_head_node (SSH only).
+HEAD_EIP_MBPS = 10
+#: The nodes' vSwitch is the first /18 of the VPC (or the VPC itself when smaller): room for 16k ENIs.
+VSWITCH_PREFIX = 18
+#: Addresses kept free in the vSwitch beyond the nodes' ENIs: NAT gateway, NAS mount targets and the
+#: CPFS protocol-service export, which takes up to 32 IPs (CreateProtocolMountTarget docs).
+VSWITCH_RESERVED = 64
+#: Number of network cards where the catalog does not record it yet (``InstanceOffer.network_cards`` is
+#: null). ebmgn8v: "170 Gbit/s (85 x 2)" and two eRDMA NICs (PAI "eRDMA: Use high-performance networks",
+#: https://www.alibabacloud.com/help/en/pai/user-guide/erdma-distributed-training-with-high-performance-networks).
+NETWORK_CARDS_FALLBACK = {"ecs.ebmgn8v.48xlarge": 2}
+
+#: NFS options Alibaba documents for Linux clients (NAS "Mount an NFS file system", NFSv3; CPFS protocol
+#: service exports are NFSv3 as well).
+NFS_OPTIONS = "vers=3,nolock,proto=tcp,rsize=1048576,wsize=1048576,hard,timeo=600,retrans=2,noresvport"
+
+_LINGJUN_REASON = (
+    "pulumi-alicloud 4.0 has no resource that creates CPFS for Lingjun (bmcpfs) file systems "
+    "(nas.FileSystem takes standard, extreme, cpfs and cpfsse only), and Lingjun file systems pair with "
+    "Lingjun (eflo) compute rather than ECS instances in a VPC"
+)
+
+
+def auto_release_time(plan: ClusterPlan) -> str | None:
+    """The ``auto_release_time`` of every node: the plan's expiry in UTC, or ``None`` when not applicable."""
+    if not plan.extra.get("auto_release") or plan.expires_at is None:
+        return None
+    return plan.expires_at.strftime(AUTO_RELEASE_FORMAT)
+
+
+def image_lookup(plan: ClusterPlan) -> str | None:
+    """The ``name_regex`` to resolve once when the image is not pinned by id, else ``None``."""
+    ref = plan.image.ref
+    return ref[len(LOOKUP_PREFIX) :] if ref.startswith(LOOKUP_PREFIX) else None
+
+
+def _shared_kind(spec: ClusterSpec) -> str | None:
+    shared = spec.storage.shared
+    if shared is None or shared.kind == "none":
+        return None
+    return DEFAULT_SHARED_KIND["alibaba"] if shared.kind == "auto" else shared.kind
+
+
+def _vswitch_cidr(vpc_cidr: str) -> ipaddress.IPv4Network:
+    vpc = ipaddress.IPv4Network(vpc_cidr)
+    return next(vpc.subnets(new_prefix=VSWITCH_PREFIX)) if vpc.prefixlen < VSWITCH_PREFIX else vpc
+
+
+def _eri_cards(offer: InstanceOffer, fabric: str) -> list[int | None]:
+    """One entry per ERI the nodes get: its network card index, or ``None`` to let ECS place it."""
+    if fabric != "erdma":
+        return []
+    count = min(offer.fabric_interfaces, MAX_INLINE_ERIS)
+    cards = offer.network_cards or NETWORK_CARDS_FALLBACK.get(offer.instance_type)
+    if cards is not None and cards >= count > 1:
+        return list(range(count))
+    return [None] * count
+
+
+def _storage_extra(spec: ClusterSpec, res: Resolution, kms_key_id: str | None) -> dict[str, Any] | None:
+    kind = _shared_kind(spec)
+    if kind is None or res.storage is None:
+        return None
+    tier = res.storage.tier
+    if kind == "cpfs":
+        return {
+            "file_system_type": "cpfs",
+            "protocol_type": "cpfs",
+            "storage_type": tier,
+            "capacity": res.storage_size_gib,
+            "encrypt_type": None,
+            "kms_key_id": None,
+            "access": "protocol-service",
+            "export_path": "/share",
+        }
+    extreme = kind == "nas-extreme"
+    return {
+        "file_system_type": "extreme" if extreme else "standard",
+        "protocol_type": "NFS",
+        "storage_type": tier,
+        # General-purpose NAS is pay-per-use and grows by itself: it takes no capacity.
+        "capacity": res.storage_size_gib if extreme else None,
+        # 1 = NAS-managed key (standard and extreme); 2 = the user's KMS key (extreme only).
+        "encrypt_type": 2 if extreme and kms_key_id else 1,
+        "kms_key_id": kms_key_id if extreme else None,
+        "access": "mount-target",
+        "export_path": "/share" if extreme else "/",
+    }
+
+
+def decide(spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
+    """Every Alibaba-specific decision, as JSON-serialisable data (``plan.extra``)."""
+    assert res.offer is not None and res.nodes is not None and res.fabric is not None  # noqa: S101
+    opts = spec.cloud_options()
+    nodes, spot = res.nodes, spec.capacity.type == "spot"
+    eris = _eri_cards(res.offer, res.fabric)
+    placement: list[int] = []
+    if opts.placement == "low-latency" and not spot and nodes > 1:
+        sets = math.ceil(nodes / DEPLOYMENT_SET_MAX)
+        base, extra = divmod(nodes, sets)
+        placement = [base + (1 if i < extra else 0) for i in range(sets)]
+    jumbo = bool(eris) and opts.jumbo_frames
+    prepaid = opts.subscription_months is not None
+    storage = _storage_extra(spec, res, opts.kms_key_id)
+    spot_limit = spec.capacity.max_price_per_hour_usd if spot else None
+    return {
+        "vpc_cidr": opts.vpc_cidr,
+        "vswitch_cidr": str(_vswitch_cidr(opts.vpc_cidr)),
+        "charge_type": "PrePaid" if prepaid else "PostPaid",
+        "period_months": opts.subscription_months,
+        "spot_strategy": ("SpotWithPriceLimit" if spot_limit else "SpotAsPriceGo") if spot else "NoSpot",
+        "spot_price_limit": spot_limit,
+        "private_pool_id": spec.capacity.reservation if spec.capacity.type == "reservation" else None,
+        "auto_release": not prepaid,
+        "placement_groups": placement,
+        "eri_cards": eris,
+        "jumbo_frames": jumbo,
+        "mtu": JUMBO_MTU if jumbo else 1500,
+        "system_disk_gib": opts.system_disk_gib,
+        "data_disk_gib": opts.data_disk_gib,
+        "kms_key_id": opts.kms_key_id,
+        "resource_group_id": opts.resource_group_id,
+        "nat_bandwidth_mbps": opts.nat_bandwidth_mbps,
+        "public_head": spec.access.public_head_node,
+        # SSH only: a small pay-by-traffic EIP for node 0 when access.public_head_node.
+        "head_eip_bandwidth_mbps": HEAD_EIP_MBPS,
+        "storage": storage,
+        # A retained CPFS lives in the cluster's vSwitch, so the VPC and vSwitch are retained with it.
+        "retain_network": bool(
+            storage and storage["access"] == "protocol-service" and spec.storage.shared and spec.storage.shared.retain
+        ),
+        "nfs_options": NFS_OPTIONS,
+    }
+
+
+class AlibabaAdapter(Adapter):
+    """GN8 (ebmgn8v, gn8v) and GN7 (ebmgn7ex, gn7e) clusters; see the module docstring for the allocation."""
+
+    cloud: ClassVar[str] = "alibaba"
+    extra: ClassVar[str] = "alibaba"
+    sdk_modules: ClassVar[tuple[str, ...]] = ("pulumi_alicloud",)
+    limits: ClassVar[dict[str, str]] = {
+        "cpfs-lingjun": _LINGJUN_REASON,
+        "placement": f"a LowLatency deployment set holds at most {DEPLOYMENT_SET_MAX} nodes and no spot nodes",
+        "eri": f"ecs.Instance creates at most {MAX_INLINE_ERIS} ERIs (primary + one secondary) per node",
+        "lifetime": "auto_release_time applies to pay-as-you-go (and spot) nodes only, not to subscriptions",
+    }
+
+    # ------------------------------------------------------------------ checks
+    def check(self, spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
+        opts = spec.cloud_options()
+        kind = _shared_kind(spec)
+        if kind == "cpfs-lingjun":
+            found.add(
+                "storage.shared.kind",
+                "cpfs-lingjun",
+                f"cannot be created for ECS nodes: {_LINGJUN_REASON}",
+                "use kind cpfs (CPFS general-purpose) or nas-extreme, or create the Lingjun file system "
+                "yourself and drop storage.shared",
+            )
+        if res.offer is not None and res.zone is None and spec.zone is None:
+            found.add(
+                "zone",
+                None,
+                f"is required: the catalog lists no zones for {res.offer.instance_type} in {spec.region}, and the "
+                "vSwitch, the deployment set and CPFS / Extreme NAS are zonal",
+                f"give the zone where your account can buy it (aliyun ecs DescribeAvailableResource --RegionId "
+                f"{spec.region} --DestinationResource InstanceType --InstanceType {res.offer.instance_type})",
+            )
+        lifetime = spec.lifetime.ttl is not None or spec.lifetime.max_cost_usd is not None
+        if opts.subscription_months is not None:
+            if lifetime:
+                found.add(
+                    "alibaba.subscription_months",
+                    opts.subscription_months,
+                    "cannot be combined with lifetime.ttl / max_cost_usd: auto_release_time applies to "
+                    "pay-as-you-go instances only, so a subscription node cannot release itself",
+                    "drop subscription_months (pay-as-you-go with auto release) or drop the lifetime",
+                )
+            if spec.capacity.type != "on-demand":
+                found.add(
+                    "alibaba.subscription_months",
+                    opts.subscription_months,
+                    f"cannot be combined with capacity.type {spec.capacity.type!r} (subscription is its own "
+                    "consumption model)",
+                    "drop subscription_months or set capacity.type: on-demand",
+                )
+        ttl = spec.lifetime.ttl
+        minimum = AUTO_RELEASE_MIN_MINUTES + PROVISIONING_MARGIN_MINUTES
+        if ttl is not None and opts.subscription_months is None and ttl.total_seconds() < minimum * 60:
+            found.add(
+                "lifetime.ttl",
+                f"{ttl.total_seconds() / 60:g}m",
+                f"is too short for auto_release_time, which must be at least {AUTO_RELEASE_MIN_MINUTES} minutes "
+                f"after the node is created (plus {PROVISIONING_MARGIN_MINUTES} minutes for provisioning)",
+                f"use ttl {minimum}m or more",
+            )
+        self._check_tags(spec, found)
+        if spec.access.public_head_node and not spec.access.allowed_cidrs:
+            found.add(
+                "access.public_head_node",
+                True,
+                "gives node 0 a public IP but access.allowed_cidrs is empty, so nobody may reach its SSH port",
+                "list your networks in access.allowed_cidrs, or drop public_head_node",
+            )
+        if not spec.access.ssh_public_keys:
+            found.add(
+                "access.ssh_public_keys",
+                "()",
+                "is empty: Alibaba nodes here log in with an ECS key pair only (no password is ever set)",
+                "add your OpenSSH public key (e.g. the line in ~/.ssh/id_ed25519.pub)",
+            )
+        if res.offer is not None and res.nodes is not None and res.fabric is not None:
+            vswitch = _vswitch_cidr(opts.vpc_cidr)
+            per_node = max(1, len(_eri_cards(res.offer, res.fabric)))
+            need = res.nodes * per_node + VSWITCH_RESERVED
+            usable = vswitch.num_addresses - 4  # Alibaba reserves the first and the last three addresses
+            if need > usable:
+                found.add(
+                    "alibaba.vpc_cidr",
+                    opts.vpc_cidr,
+                    f"gives a vSwitch {vswitch} of {usable} usable addresses, but {res.nodes} nodes with "
+                    f"{per_node} ENI(s) each plus {VSWITCH_RESERVED} for gateways and mount targets need {need}",
+                    "use a larger VPC, e.g. 10.0.0.0/8",
+                )
+
+    @staticmethod
+    def _check_tags(spec: ClusterSpec, found: ProblemCollector) -> None:
+        if len(spec.tags) + PROVISION_TAGS > MAX_TAGS:
+            found.add(
+                "tags",
+                f"{len(spec.tags)} tags",
+                f"are too many: Alibaba resources take at most {MAX_TAGS} tags and this library sets {PROVISION_TAGS}",
+                f"keep at most {MAX_TAGS - PROVISION_TAGS} tags",
+            )
+        for key, value in spec.tags.items():
+            for what, text in (("key", key), ("value", value)):
+                if text.startswith(RESERVED_TAG_PREFIXES):
+                    found.add(
+                        f"tags.{key}",
+                        text,
+                        f"is a tag {what} starting with 'aliyun' or 'acs:', which Alibaba reserves",
+                        f"rename the {what}",
+                    )
+        if spec.owner and spec.owner.startswith(RESERVED_TAG_PREFIXES):
+            found.add("owner", spec.owner, "starts with 'aliyun', which Alibaba reserves in tag values", "rename it")
+
+    def warnings(self, spec: ClusterSpec, res: Resolution) -> list[str]:
+        out: list[str] = []
+        opts = spec.cloud_options()
+        if res.offer is None or res.nodes is None or res.fabric is None:
+            return out
+        if res.fabric == "erdma" and res.offer.fabric_interfaces > MAX_INLINE_ERIS:
+            out.append(
+                f"{res.offer.instance_type} takes {res.offer.fabric_interfaces} ERIs but ecs.Instance creates "
+                f"{MAX_INLINE_ERIS} (primary + one secondary); the nodes get {MAX_INLINE_ERIS}."
+            )
+        if spec.capacity.type == "spot" and opts.placement == "low-latency":
+            out.append(
+                "spot nodes cannot join a deployment set (ECS deployment-set limits): the nodes are placed "
+                "without LowLatency placement, so inter-node latency is higher."
+            )
+        elif opts.placement == "low-latency" and res.nodes > DEPLOYMENT_SET_MAX:
+            sets = math.ceil(res.nodes / DEPLOYMENT_SET_MAX)
+            out.append(
+                f"{res.nodes} nodes exceed one LowLatency deployment set ({DEPLOYMENT_SET_MAX} instances): they "
+                f"are spread over {sets} deployment sets; latency between sets is higher."
+            )
+        if spec.capacity.type == "spot" and spec.capacity.max_price_per_hour_usd is not None:
+            out.append(
+                "capacity.max_price_per_hour_usd becomes spot_price_limit in your account's currency "
+                "(USD on alibabacloud.com, CNY on aliyun.com)."
+            )
+        kind = _shared_kind(spec)
+        if kind == "cpfs":
+            out.append(
+                "CPFS is mounted over NFS through its protocol service; pulumi-alicloud 4.0 does not return the "
+                "export's domain, so nodes do not mount it at boot: see the shared_fs output's lookup_command."
+            )
+            if not spec.region.startswith("cn-"):
+                out.append(f"CPFS general-purpose is sold on the China site (aliyun.com); check it in {spec.region}.")
+            if spec.storage.shared is not None and spec.storage.shared.retain:
+                out.append(
+                    "storage.shared.retain keeps the CPFS file system, which lives in the cluster's vSwitch: "
+                    "the VPC and vSwitch are retained with it."
+                )
+        if kind == "nas" and spec.storage.shared is not None and spec.storage.shared.size_gib is not None:
+            out.append("general-purpose NAS grows with use and takes no size; storage.shared.size_gib is ignored.")
+        try:
+            image = default_image(spec, res.offer, res.fabric)
+        except SpecError:
+            image = None
+        if image is not None and image.ref.startswith(LOOKUP_PREFIX):
+            out.append(
+                f"no pinned image id for {spec.region}: the image is resolved once by name "
+                f"({image.ref[len(LOOKUP_PREFIX) :]}) and kept (image changes are ignored); pin the image_pin "
+                "output with image.id."
+            )
+        return out
+
+    # ------------------------------------------------------------------ plan parts
+    def nccl_env(self, offer: InstanceOffer, fabric: str) -> dict[str, str]:
+        """NCCL over eRDMA (PAI eRDMA docs; ACK eRDMA docs), or over TCP on eth0 without a fabric.
+
+        ``NCCL_IB_HCA=erdma`` matches every ERI (erdma_0, erdma_1) and ``eth0`` carries the bootstrap
+        (PAI "eRDMA: Use high-performance networks for distributed training" presets). The RoCEv2 IPv4
+        GID index differs between the ERIs of one node, so it is left to NCCL's automatic choice
+        (``NCCL_IB_GID_INDEX=-1``, NCCL >= 2.21) restricted to IPv4 RoCEv2 GIDs.
+        """
+        if fabric != "erdma":
+            return {"NCCL_SOCKET_IFNAME": "eth0", "NCCL_IB_DISABLE": "1"}
+        return {
+            "NCCL_SOCKET_IFNAME": "eth0",
+            "NCCL_IB_DISABLE": "0",
+            "NCCL_IB_HCA": "erdma",
+            "NCCL_IB_GID_INDEX": "-1",
+            "NCCL_IB_ADDR_FAMILY": "AF_INET",
+            "NCCL_IB_ROCE_VERSION_NUM": "2",
+        }
+
+    def extra_plan(self, spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
+        return decide(spec, res)

@@ -1,0 +1,129 @@
+"""Alibaba shared storage: CPFS (general-purpose) or NAS (general-purpose / Extreme) for the nodes.
+
+* NAS: ``nas.FileSystem`` + ``nas.AccessGroup`` (VPC) + ``nas.AccessRule`` (the nodes' vSwitch CIDR,
+  read-write, ``no_squash``) + ``nas.MountTarget`` in the nodes' vSwitch; nodes mount its domain over NFSv3
+  at boot. ``no_squash`` because the only clients are the cluster's own nodes (the rule admits the vSwitch
+  CIDR and nothing else) and a fresh share is root-owned: with ``root_squash`` no node could create the
+  first directory on it.
+* CPFS general-purpose: ``nas.FileSystem(file_system_type="cpfs")`` in the nodes' VPC and vSwitch, then the
+  free NFS protocol service (``nas.ProtocolService``, spec General) and one export of ``/``
+  (``nas.ProtocolMountTarget``), as in the provider's own example. pulumi-alicloud 4.0 returns the export's
+  id but not its NFS domain (ROS's ``ProtocolMountTargetDomain``), so the ``shared_fs`` output carries a
+  lookup command instead of a ready mount source and the nodes do not mount CPFS at boot.
+
+``retain_on_delete`` keeps the file system itself when the plan says ``retain``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+from pulumi_alicloud import nas
+
+from provision.clouds.alibaba.network import Network
+from provision.outputs import shared_fs_summary
+from provision.plan import ClusterPlan
+
+CPFS_DOMAIN_VAR = "CPFS_EXPORT_DOMAIN"
+
+
+def build_storage(plan: ClusterPlan, net: Network, parent: pulumi.Resource) -> tuple[Any, Any]:
+    """Create the shared filesystem. Returns ``(mount_source, shared_fs)``, both ``None`` without one.
+
+    ``mount_source`` is an ``Output[str]`` (``domain:/path``) the nodes can mount at boot, or ``None`` when
+    it is not known at deploy time (CPFS).
+    """
+    storage: dict[str, Any] | None = plan.extra.get("storage")
+    if plan.storage is None or storage is None:
+        return None, None
+    name, extra = plan.name, plan.extra
+    opts = pulumi.ResourceOptions(parent=parent)
+    cpfs = storage["access"] == "protocol-service"
+    fs = nas.FileSystem(
+        f"{name}-fs",
+        file_system_type=storage["file_system_type"],
+        protocol_type=storage["protocol_type"],
+        storage_type=storage["storage_type"],
+        capacity=storage["capacity"],
+        zone_id=plan.zone,
+        vpc_id=net.vpc_net.id if cpfs else None,
+        vswitch_id=net.vswitch.id if cpfs else None,
+        encrypt_type=storage["encrypt_type"],
+        kms_key_id=storage["kms_key_id"],
+        description=f"provision-{name}-shared",
+        resource_group_id=extra["resource_group_id"],
+        tags=dict(plan.tags),
+        opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=plan.storage.retain),
+    )
+    options = extra["nfs_options"]
+    if cpfs:
+        service = nas.ProtocolService(
+            f"{name}-fs-nfs",
+            file_system_id=fs.id,
+            protocol_type="NFS",
+            protocol_spec="General",
+            vpc_id=net.vpc_net.id,
+            vswitch_id=net.vswitch.id,
+            description=f"provision-{name}-nfs",
+            opts=opts,
+        )
+        export = nas.ProtocolMountTarget(
+            f"{name}-fs-export",
+            file_system_id=fs.id,
+            protocol_service_id=service.protocol_service_id,
+            path="/",
+            vpc_id=net.vpc_net.id,
+            vswitch_id=net.vswitch.id,
+            access_group_name="DEFAULT_VPC_GROUP_NAME",
+            description=f"provision-{name}-root",
+            opts=opts,
+        )
+        placeholder = f"${{{CPFS_DOMAIN_VAR}}}:{storage['export_path']}"
+        summary = shared_fs_summary(plan, placeholder, "nfs", options)
+        shared_fs = pulumi.Output.all(fs.id, export.export_id).apply(
+            lambda a: {
+                **summary,
+                "file_system_id": a[0],
+                "export_id": a[1],
+                "lookup_command": (
+                    f"export {CPFS_DOMAIN_VAR}=$(aliyun nas DescribeProtocolMountTarget --FileSystemId {a[0]} "
+                    f"--Filters.1.Key ExportIds --Filters.1.Value {a[1]} "
+                    "| jq -r '.ProtocolMountTargets[0].ProtocolMountTargetDomain')"
+                ),
+            }
+        )
+        return None, shared_fs
+
+    group = nas.AccessGroup(
+        f"{name}-fs-ag",
+        access_group_name=f"{name}-nodes",
+        access_group_type="Vpc",
+        file_system_type=storage["file_system_type"],
+        description=f"provision-{name}-nodes",
+        opts=opts,
+    )
+    rule = nas.AccessRule(
+        f"{name}-fs-rule",
+        access_group_name=group.access_group_name,
+        file_system_type=storage["file_system_type"],
+        source_cidr_ip=extra["vswitch_cidr"],
+        rw_access_type="RDWR",
+        user_access_type="no_squash",
+        priority=1,
+        opts=opts,
+    )
+    target = nas.MountTarget(
+        f"{name}-fs-mt",
+        file_system_id=fs.id,
+        access_group_name=group.access_group_name,
+        network_type="Vpc",
+        vpc_id=net.vpc_net.id,
+        vswitch_id=net.vswitch.id,
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[rule]),
+    )
+    source = target.mount_target_domain.apply(lambda d: f"{d}:{storage['export_path']}")
+    shared_fs = pulumi.Output.all(source, fs.id).apply(
+        lambda a: {**shared_fs_summary(plan, a[0], "nfs", options), "file_system_id": a[1]}
+    )
+    return source, shared_fs
