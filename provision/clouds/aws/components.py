@@ -1,0 +1,83 @@
+"""AWS adapter, build half: the ``provision:aws:Cluster`` component (Pulumi only, no decisions).
+
+Resources, in dependency order: VPC with a private node subnet and NAT egress (or the user's
+subnet), the EFA and FSx security groups with standalone rules, FSx for Lustre, the node role and
+key pair, a cluster placement group, ONE launch template with the type's EFA layout, and the gang:
+an instant EC2 Fleet (default) or an Auto Scaling group. Node addresses come from an invoke after
+the gang; nodes are never individual resources.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pulumi
+import pulumi_aws as aws
+
+from provision.clouds.aws import network, nodes, storage
+from provision.outputs import shared_fs_summary, stack_outputs
+
+if TYPE_CHECKING:
+    from provision.plan import ClusterPlan
+
+TYPE_TOKEN = "provision:aws:Cluster"
+
+
+class AwsCluster(pulumi.ComponentResource):
+    """One GPU cluster on AWS, built from a :class:`~provision.plan.ClusterPlan`.
+
+    Attributes:
+        outputs: the stack outputs (``stack_outputs`` plus ``image_pin``).
+    """
+
+    outputs: dict[str, Any]
+
+    def __init__(self, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+        _check_provider_region(plan)
+        super().__init__(TYPE_TOKEN, plan.name, None, opts)
+        net = network.build_network(plan, self)
+        sgs = network.build_security_groups(plan, net, self)
+        fs = storage.build_fsx(plan, net, sgs, self)
+        identity = nodes.build_identity(plan, self)
+        ami = nodes.image_id(plan, self)
+        lt = nodes.launch_template(plan, net, sgs, identity, ami, fs, self)
+        gang: aws.ec2.Fleet | aws.autoscaling.Group = (
+            nodes.fleet(plan, lt, self)
+            if plan.extra["allocation"] == "fleet"
+            else nodes.autoscaling_group(plan, net, lt, self)
+        )
+        ranked = nodes.node_addresses(plan, gang, self)
+        head_ip = nodes.head_public_ip(plan, ranked, self)
+        shared = None
+        if fs is not None:
+            shared = pulumi.Output.all(fs.dns_name, fs.mount_name).apply(
+                lambda a: shared_fs_summary(plan, f"{a[0]}@tcp:/{a[1]}", "lustre", "relatime,flock")
+            )
+        outputs = stack_outputs(plan, ranked.apply(lambda r: r[1]), head_ip, shared)
+        manifest = dict(outputs["fabric_manifest"])
+        self.outputs = {
+            **outputs,
+            # The AMI the launch template really holds (a lookup is resolved once; pin it with image.id).
+            "image_pin": lt.image_id,
+            "fabric_manifest": lt.image_id.apply(lambda ami: {**manifest, "image": ami}),
+        }
+        self.register_outputs(self.outputs)
+
+
+def _check_provider_region(plan: ClusterPlan) -> None:
+    """The default AWS provider must deploy into the plan's region (checked before any resource).
+
+    Raises:
+        pulumi.RunError: the stack's ``aws:region`` names another region.
+    """
+    configured = pulumi.Config("aws").get("region")
+    if configured and configured != plan.region:
+        raise pulumi.RunError(
+            f"the stack's aws:region is {configured!r} but the cluster spec's region is {plan.region!r}; "
+            f"to fix: set aws:region to {plan.region} in the stack file (or change the spec's region)"
+        )
+
+
+def build(plan: ClusterPlan) -> dict[str, Any]:
+    """Create the cluster's resources in the current Pulumi context; returns the stack outputs."""
+    return AwsCluster(plan).outputs

@@ -1,0 +1,223 @@
+"""The mocked AWS: realistic ids, ARNs, DNS names and addresses for every resource and invoke we use.
+
+Deterministic: every id derives from the logical name through ``ctx.hex_id``, so golden files are
+stable. Node addresses come from the node subnet's CIDR, handed out in DESCENDING order so that
+the adapter's rank ordering is exercised.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+import pulumi
+
+from provision.testing.mocks import MockContext
+
+ACCOUNT = "123456789012"
+DEFAULT_NODE_CIDR = "172.31.0.0/20"
+
+
+def _region(ctx: MockContext) -> str:
+    return ctx.region or "us-east-1"
+
+
+def _arn(ctx: MockContext, service: str, resource: str, region: bool = True) -> str:
+    return f"arn:aws:{service}:{_region(ctx) if region else ''}:{ACCOUNT}:{resource}"
+
+
+def _autoname(args: Any, ctx: MockContext, key: str = "name") -> str:
+    return str(args.inputs.get(key) or f"{args.name}-{ctx.hex_id(args.name, 7)}")
+
+
+def _public_ip(ctx: MockContext, name: str) -> str:
+    # TEST-NET-2 (RFC 5737): never a real address.
+    return f"198.51.100.{int(ctx.hex_id(name, 4), 16) % 254 + 1}"
+
+
+def node_cidr(ctx: MockContext) -> str:
+    """The CIDR of the node subnet the program created (a default-VPC-like range otherwise)."""
+    for r in ctx.find("aws:ec2/subnet:Subnet"):
+        if r.name.endswith("-private"):
+            return str(r.inputs["cidrBlock"])
+    return DEFAULT_NODE_CIDR
+
+
+def instance_ids(ctx: MockContext, seed: str, count: int) -> list[str]:
+    return [f"i-{ctx.hex_id(f'{seed}/{i}')}" for i in range(count)]
+
+
+def resource(args: pulumi.runtime.MockResourceArgs, ctx: MockContext) -> tuple[str, dict[str, Any]]:
+    """The id and outputs AWS would return for one resource."""
+    typ, name, inputs = args.typ, args.name, dict(args.inputs)
+    hx = ctx.hex_id(name)
+    out: dict[str, Any] = dict(inputs)
+    if "tags" in inputs:
+        out["tagsAll"] = inputs["tags"]
+    if typ == "aws:ec2/vpc:Vpc":
+        rid = f"vpc-{hx}"
+        out.update(
+            arn=_arn(ctx, "ec2", f"vpc/{rid}"),
+            defaultRouteTableId=f"rtb-{ctx.hex_id(name + '/main')}",
+            mainRouteTableId=f"rtb-{ctx.hex_id(name + '/main')}",
+            defaultSecurityGroupId=f"sg-{ctx.hex_id(name + '/default')}",
+            ownerId=ACCOUNT,
+        )
+    elif typ == "aws:ec2/subnet:Subnet":
+        rid = f"subnet-{hx}"
+        out.update(arn=_arn(ctx, "ec2", f"subnet/{rid}"), ownerId=ACCOUNT)
+    elif typ == "aws:ec2/internetGateway:InternetGateway":
+        rid = f"igw-{hx}"
+        out.update(arn=_arn(ctx, "ec2", f"internet-gateway/{rid}"), ownerId=ACCOUNT)
+    elif typ == "aws:ec2/eip:Eip":
+        rid = f"eipalloc-{hx}"
+        ip = _public_ip(ctx, name)
+        out.update(allocationId=rid, publicIp=ip, publicDns=f"ec2-{ip.replace('.', '-')}.compute-1.amazonaws.com")
+    elif typ == "aws:ec2/natGateway:NatGateway":
+        rid = f"nat-{hx}"
+        out.update(privateIp="10.0.64.4", publicIp=_public_ip(ctx, name))
+    elif typ == "aws:ec2/routeTable:RouteTable":
+        rid = f"rtb-{hx}"
+        out.update(arn=_arn(ctx, "ec2", f"route-table/{rid}"), ownerId=ACCOUNT)
+    elif typ == "aws:ec2/route:Route":
+        rid = f"r-{inputs.get('routeTableId', 'rtb')}{int(hx[:8], 16) % 10**10}"
+        out.update(state="active")
+    elif typ == "aws:ec2/routeTableAssociation:RouteTableAssociation":
+        rid = f"rtbassoc-{hx}"
+    elif typ == "aws:ec2/vpcEndpoint:VpcEndpoint":
+        rid = f"vpce-{hx}"
+        out.update(arn=_arn(ctx, "ec2", f"vpc-endpoint/{rid}"), prefixListId=f"pl-{hx[:8]}", state="available")
+    elif typ == "aws:ec2/securityGroup:SecurityGroup":
+        rid = f"sg-{hx}"
+        out.update(arn=_arn(ctx, "ec2", f"security-group/{rid}"), ownerId=ACCOUNT, name=_autoname(args, ctx))
+    elif typ in ("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
+                 "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"):  # fmt: skip
+        rid = f"sgr-{hx}"
+        out.update(arn=_arn(ctx, "ec2", f"security-group-rule/{rid}"), securityGroupRuleId=rid)
+    elif typ == "aws:ec2/placementGroup:PlacementGroup":
+        rid = _autoname(args, ctx)
+        out.update(name=rid, placementGroupId=f"pg-{hx}", arn=_arn(ctx, "ec2", f"placement-group/{rid}"))
+    elif typ == "aws:iam/role:Role":
+        rid = _autoname(args, ctx)
+        out.update(name=rid, arn=_arn(ctx, "iam", f"role/{rid}", region=False), uniqueId=f"AROA{hx[:17].upper()}")
+    elif typ == "aws:iam/instanceProfile:InstanceProfile":
+        rid = _autoname(args, ctx)
+        out.update(name=rid, arn=_arn(ctx, "iam", f"instance-profile/{rid}", region=False))
+    elif typ == "aws:iam/rolePolicyAttachment:RolePolicyAttachment":
+        rid = f"{inputs.get('role', name)}-{hx[:20]}"
+    elif typ == "aws:ec2/keyPair:KeyPair":
+        rid = _autoname(args, ctx, "keyName")
+        out.update(keyName=rid, keyPairId=f"key-{hx}", arn=_arn(ctx, "ec2", f"key-pair/{rid}"),
+                   fingerprint=":".join(hx[i : i + 2] for i in range(0, 16, 2)))  # fmt: skip
+    elif typ == "aws:fsx/lustreFileSystem:LustreFileSystem":
+        rid = f"fs-{hx}"
+        scratch1 = inputs.get("deploymentType") == "SCRATCH_1"
+        out.update(
+            arn=_arn(ctx, "fsx", f"file-system/{rid}"),
+            dnsName=f"{rid}.fsx.{_region(ctx)}.amazonaws.com",
+            mountName="fsx" if scratch1 else ctx.hex_id(name + "/mount", 8),
+            networkInterfaceIds=[f"eni-{ctx.hex_id(name + f'/eni{i}')}" for i in range(2)],
+            ownerId=ACCOUNT,
+        )
+    elif typ == "aws:ec2/launchTemplate:LaunchTemplate":
+        rid = f"lt-{hx}"
+        out.update(name=_autoname(args, ctx), arn=_arn(ctx, "ec2", f"launch-template/{rid}"),
+                   latestVersion=1, defaultVersion=1)  # fmt: skip
+    elif typ == "aws:ec2/fleet:Fleet":
+        rid = f"fleet-{hx[:8]}-{hx[8:12]}-4{hx[12:15]}-a{hx[15:17]}{ctx.hex_id(name + '/u', 11)[:11]}"
+        spec = inputs.get("targetCapacitySpecification") or {}
+        count = int(spec.get("totalTargetCapacity") or 0)
+        lifecycle = "spot" if spec.get("defaultTargetCapacityType") == "spot" else "on-demand"
+        out.update(
+            arn=_arn(ctx, "ec2", f"fleet/{rid}"),
+            fleetState="active",
+            fulfilledCapacity=float(count),
+            fulfilledOnDemandCapacity=float(count if lifecycle == "on-demand" else 0),
+            fleetInstanceSets=[
+                {"instanceIds": instance_ids(ctx, rid, count), "lifecycle": lifecycle, "platform": "Linux"}
+            ],
+        )
+    elif typ == "aws:autoscaling/group:Group":
+        rid = _autoname(args, ctx)
+        out.update(name=rid, arn=_arn(ctx, "autoscaling", f"autoScalingGroup:{hx}:autoScalingGroupName/{rid}"))
+    elif typ == "aws:autoscaling/schedule:Schedule":
+        rid = str(inputs.get("scheduledActionName") or name)
+        out.update(arn=_arn(ctx, "autoscaling", f"scheduledUpdateGroupAction:{hx}:scheduledActionName/{rid}"))
+    elif typ == "aws:ec2/eipAssociation:EipAssociation":
+        rid = f"eipassoc-{hx}"
+    elif typ == "aws:resourcegroups/group:Group":
+        rid = _autoname(args, ctx)
+        out.update(name=rid, arn=_arn(ctx, "resource-groups", f"group/{rid}"))
+    elif typ == "aws:resourcegroups/resource:Resource":
+        rid = f"{inputs.get('groupArn')},{inputs.get('resourceArn')}"
+    else:
+        rid = f"{name}-{hx[:8]}"
+    return rid, out
+
+
+# ---------------------------------------------------------------------- invokes
+
+
+def _filters(args: Any) -> dict[str, list[str]]:
+    return {f["name"]: list(f.get("values") or []) for f in args.args.get("filters") or []}
+
+
+def get_parameter(args: Any, ctx: MockContext) -> dict[str, Any]:
+    name = str(args.args["name"])
+    ami = f"ami-0{ctx.hex_id(f'{_region(ctx)}{name}', 16)}"
+    return {"id": name, "name": name, "type": "String", "value": ami, "insecureValue": ami, "version": 42,
+            "arn": _arn(ctx, "ssm", f"parameter{name}", region=True).replace(ACCOUNT, "")}  # fmt: skip
+
+
+def get_instances(args: Any, ctx: MockContext) -> dict[str, Any]:
+    filters = _filters(args)
+    tags = dict(args.args.get("instanceTags") or {})
+    if "instance-id" in filters:
+        ids = filters["instance-id"]
+    else:
+        group = tags.get("aws:autoscaling:groupName", "")
+        asg = [r for r in ctx.find("aws:autoscaling/group:Group") if r.outputs.get("name") == group]
+        count = int(asg[0].inputs.get("desiredCapacity") or 0) if asg else 0
+        ids = instance_ids(ctx, group, count)
+    # Launch order is not address order: hand the addresses out highest first.
+    ips = list(reversed(ctx.ips(node_cidr(ctx), len(ids), skip=10)))
+    return {
+        "id": _region(ctx),
+        "ids": ids,
+        "privateIps": ips,
+        "publicIps": [],
+        "instanceTags": tags,
+        "instanceStateNames": list(args.args.get("instanceStateNames") or []),
+        "filters": args.args.get("filters") or [],
+        "region": _region(ctx),
+    }
+
+
+def get_network_interface(args: Any, ctx: MockContext) -> dict[str, Any]:
+    filters = _filters(args)
+    instance = (filters.get("attachment.instance-id") or ["i-unknown"])[0]
+    eni = f"eni-{ctx.hex_id(instance + '/primary')}"
+    return {
+        "id": eni,
+        "interfaceType": (filters.get("interface-type") or ["interface"])[0],
+        "privateIp": str(ipaddress.ip_network(node_cidr(ctx))[10]),
+        "attachments": [{"instanceId": instance, "deviceIndex": 0, "networkCardIndex": 0}],
+        "region": _region(ctx),
+    }
+
+
+def get_caller_identity(args: Any, ctx: MockContext) -> dict[str, Any]:
+    return {
+        "id": ACCOUNT,
+        "accountId": ACCOUNT,
+        "arn": f"arn:aws:iam::{ACCOUNT}:user/provision-mock",
+        "userId": "AIDAPROVISIONMOCK0000",
+    }
+
+
+INVOKES = {
+    "aws:ssm/getParameter:getParameter": get_parameter,
+    "aws:ec2/getInstances:getInstances": get_instances,
+    "aws:ec2/getNetworkInterface:getNetworkInterface": get_network_interface,
+    "aws:index/getCallerIdentity:getCallerIdentity": get_caller_identity,
+}
