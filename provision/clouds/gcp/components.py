@@ -1,0 +1,298 @@
+"""The GCP cluster as a Pulumi component (Pulumi only; every decision is in ``plan.extra``).
+
+Resources (fixed count, whatever the node count): the networks of
+:mod:`provision.clouds.gcp.network`, a node service account and its two role bindings, a placement
+policy (workload policy for A3, compact placement for A2, none for flex-start), the shared
+filesystem of :mod:`provision.clouds.gcp.storage`, ONE regional instance template, ONE zonal managed
+instance group and, for flex-start, ONE resize request. Node IPs come from invokes after the group
+is stable, ordered by instance name (rank 0 = head node).
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+import pulumi
+from pulumi_gcp import compute, projects, serviceaccount
+
+from provision.bootstrap import render_user_data
+from provision.clouds.gcp.adapter import assert_labels
+from provision.clouds.gcp.network import Networks, build_networks
+from provision.clouds.gcp.storage import build_storage
+from provision.images import images_dir
+from provision.outputs import stack_outputs
+from provision.plan import ClusterPlan
+
+TYPE_TOKEN = "provision:gcp:Cluster"
+#: GCP deletes the VMs itself at the plan's expiry (termination time / run duration); no guest timer.
+SELF_DESTRUCT = ": # GCP deletes this VM at the cluster's expiry (instance termination action DELETE)"
+
+
+def termination_time(plan: ClusterPlan) -> str | None:
+    """The template's ``termination_time`` (RFC 3339, UTC) when the plan uses one."""
+    if plan.extra["scheduling"]["lifetime"] != "termination-time" or plan.expires_at is None:
+        return None
+    return plan.expires_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def cloud_setup(plan: ClusterPlan) -> str:
+    """Shell lines for the node: login user, then the fabric's driver-side setup (images/gcp/*.sh)."""
+
+    def snippet(name: str) -> str:
+        return (images_dir() / "gcp" / name).read_text(encoding="utf-8")
+
+    versions = plan.image.versions
+    lines = [
+        f"SSH_USER={shlex.quote(plan.access.ssh_user)}",
+        f"SSH_KEYS={shlex.quote(chr(10).join(plan.access.ssh_public_keys))}",
+        snippet("users.sh"),
+    ]
+    if plan.fabric in ("tcpx", "tcpxo"):
+        lines += [
+            f"NCCL_PLUGIN_IMAGE={shlex.quote(versions['nccl_plugin'])}",
+            f"RXDM_IMAGE={shlex.quote(versions['rxdm'])}",
+        ]
+        if plan.fabric == "tcpxo":
+            lines.append(f"DMABUF_VERSION={shlex.quote(versions['dmabuf_import_helper'])}")
+        lines += [snippet("docker.sh"), snippet(f"{plan.fabric}.sh")]
+    elif plan.fabric == "rdma":
+        lines += [
+            f"NCCL_VERSION={shlex.quote(versions['nccl'])}",
+            f"NCCL_GIB_VERSION={shlex.quote(versions['nccl_gib'])}",
+            snippet("rdma.sh"),
+        ]
+    return "\n".join(lines)
+
+
+class GcpCluster(pulumi.ComponentResource):
+    """One GPU cluster on GCP. Attributes: ``networks``, ``template``, ``group``, ``ips``, ``outputs``."""
+
+    def __init__(self, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(TYPE_TOKEN, plan.name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        extra = plan.extra
+        project = extra["project"]
+        self.networks = build_networks(plan, self)
+        nets = self.networks
+        sa_plan = extra["service_account"]
+        self.service_account = serviceaccount.Account(
+            f"{plan.name}-nodes",
+            account_id=sa_plan["account_id"],
+            display_name=f"provision {plan.name} nodes",
+            description="Node identity: writes logs and metrics, nothing else",
+            project=project,
+            opts=child,
+        )
+        for role in sa_plan["roles"]:
+            projects.IAMMember(
+                f"{plan.name}-nodes-{role.rsplit('.', 1)[-1].lower()}",
+                project=nets.project,
+                role=role,
+                member=self.service_account.member,
+                opts=child,
+            )
+        policy = self._placement_policy(plan, child)
+        self.shared = build_storage(plan, nets, self)
+        user_data = pulumi.Output.from_input(self.shared.mount_script).apply(
+            lambda mount: render_user_data(
+                plan, cloud_setup=cloud_setup(plan), shared_mount=mount, self_destruct=SELF_DESTRUCT
+            )
+        )
+        compact = policy.self_link if policy is not None and extra["placement"]["kind"] == "compact-placement" else None
+        self.template = self._template(plan, nets, user_data, compact, child)
+        workload = policy.self_link if policy is not None and extra["placement"]["kind"] == "workload-policy" else None
+        self.group, waits = self._group(plan, workload, child)
+        self.ips = self._node_ips(plan, waits)
+        self.outputs = stack_outputs(plan, self.ips, None, self.shared.summary)
+        self.register_outputs({"hosts": self.ips, "instance_group": self.group.instance_group})
+
+    # ------------------------------------------------------------------ parts
+    @staticmethod
+    def _placement_policy(plan: ClusterPlan, opts: pulumi.ResourceOptions) -> compute.ResourcePolicy | None:
+        place = plan.extra["placement"]
+        common: dict[str, Any] = {"region": plan.region, "project": plan.extra["project"], "opts": opts}
+        if place["kind"] == "workload-policy":
+            return compute.ResourcePolicy(
+                f"{plan.name}-workload",
+                description=f"dense placement of cluster {plan.name}",
+                workload_policy=compute.ResourcePolicyWorkloadPolicyArgs(
+                    type=place["type"], max_topology_distance=place["max_topology_distance"]
+                ),
+                **common,
+            )
+        if place["kind"] == "compact-placement":
+            return compute.ResourcePolicy(
+                f"{plan.name}-compact",
+                description=f"compact placement of cluster {plan.name}",
+                group_placement_policy=compute.ResourcePolicyGroupPlacementPolicyArgs(collocation=place["collocation"]),
+                **common,
+            )
+        return None
+
+    def _template(
+        self,
+        plan: ClusterPlan,
+        nets: Networks,
+        user_data: pulumi.Output[str],
+        compact_policy: Any,
+        opts: pulumi.ResourceOptions,
+    ) -> compute.RegionInstanceTemplate:
+        extra = plan.extra
+        sched = extra["scheduling"]
+        affinity = sched["reservation_affinity"]
+        reservation = None
+        if affinity is not None:
+            specific = None
+            if affinity["type"] == "SPECIFIC_RESERVATION":
+                specific = compute.RegionInstanceTemplateReservationAffinitySpecificReservationArgs(
+                    key=affinity["key"], values=list(affinity["values"])
+                )
+            reservation = compute.RegionInstanceTemplateReservationAffinityArgs(
+                type=affinity["type"], specific_reservation=specific
+            )
+        run = sched["max_run_duration_s"]
+        shielded = extra["shielded"]
+        return compute.RegionInstanceTemplate(
+            f"{plan.name}-template",
+            region=plan.region,
+            machine_type=plan.instance_type,
+            description=f"nodes of cluster {plan.name}",
+            # A2/A3 machine types come with their GPUs: no guest_accelerators.
+            disks=[
+                compute.RegionInstanceTemplateDiskArgs(
+                    boot=True,
+                    auto_delete=True,
+                    source_image=plan.image.ref,
+                    disk_type=extra["boot_disk"]["type"],
+                    disk_size_gb=extra["boot_disk"]["size_gib"],
+                    labels=dict(plan.tags),
+                )
+            ],
+            network_interfaces=[
+                compute.RegionInstanceTemplateNetworkInterfaceArgs(
+                    network=nets.vpcs[nic["network"]].self_link,
+                    subnetwork=nets.subnets[nic["subnet"]].self_link,
+                    nic_type=nic["nic_type"],
+                    stack_type="IPV4_ONLY",
+                )  # no access_configs: no external IP on any NIC
+                for nic in extra["nics"]
+            ],
+            can_ip_forward=False,
+            scheduling=compute.RegionInstanceTemplateSchedulingArgs(
+                provisioning_model=sched["provisioning_model"],
+                on_host_maintenance=sched["on_host_maintenance"],
+                automatic_restart=sched["automatic_restart"],
+                preemptible=sched["preemptible"],
+                instance_termination_action=sched["instance_termination_action"],
+                termination_time=termination_time(plan),
+                max_run_duration=compute.RegionInstanceTemplateSchedulingMaxRunDurationArgs(seconds=run)
+                if run
+                else None,
+            ),
+            reservation_affinity=reservation,
+            resource_policies=compact_policy,
+            service_account=compute.RegionInstanceTemplateServiceAccountArgs(
+                email=self.service_account.email, scopes=list(extra["service_account"]["scopes"])
+            ),
+            shielded_instance_config=compute.RegionInstanceTemplateShieldedInstanceConfigArgs(
+                enable_secure_boot=shielded["secure_boot"],
+                enable_vtpm=shielded["vtpm"],
+                enable_integrity_monitoring=shielded["integrity_monitoring"],
+            ),
+            metadata={
+                "enable-oslogin": "TRUE",
+                "block-project-ssh-keys": "TRUE",
+                "serial-port-enable": "FALSE",
+                "user-data": user_data,
+            },
+            labels=dict(plan.tags),
+            project=extra["project"],
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=self.shared.resources)),
+        )
+
+    def _group(
+        self, plan: ClusterPlan, workload_policy: Any, opts: pulumi.ResourceOptions
+    ) -> tuple[compute.InstanceGroupManager, list[pulumi.Resource]]:
+        extra, alloc = plan.extra, plan.extra["allocation"]
+        resize = alloc["mode"] == "resize-request"
+        group = compute.InstanceGroupManager(
+            f"{plan.name}-nodes",
+            base_instance_name=plan.name,
+            zone=extra["zone"],
+            description=f"nodes of cluster {plan.name}",
+            versions=[compute.InstanceGroupManagerVersionArgs(name="nodes", instance_template=self.template.self_link)],
+            target_size=alloc["target_size"],
+            target_size_policies=[compute.InstanceGroupManagerTargetSizePolicyArgs(mode="BULK")]
+            if alloc["bulk"]
+            else None,
+            resource_policies=compute.InstanceGroupManagerResourcePoliciesArgs(workload_policy=workload_policy)
+            if workload_policy is not None
+            else None,
+            # A failed node is not silently replaced mid-training (a new VM would change the hostfile).
+            instance_lifecycle_policy=compute.InstanceGroupManagerInstanceLifecyclePolicyArgs(
+                default_action_on_failure="DO_NOTHING"
+            ),
+            # Template changes reach only new VMs; running nodes are never restarted by an update, and no
+            # surge VM is ever created (pulumi-gcp's flex-start MIG example also uses OPPORTUNISTIC, surge 0).
+            update_policy=compute.InstanceGroupManagerUpdatePolicyArgs(
+                type="OPPORTUNISTIC", minimal_action="NONE", max_surge_fixed=0, max_unavailable_fixed=1
+            ),
+            wait_for_instances=alloc["wait"],
+            wait_for_instances_status="STABLE" if alloc["wait"] else None,
+            project=extra["project"],
+            opts=pulumi.ResourceOptions.merge(
+                opts,
+                pulumi.ResourceOptions(
+                    custom_timeouts=pulumi.CustomTimeouts(create="60m", update="60m"),
+                    # The resize request raises the target size; Pulumi must not reset it to 0.
+                    ignore_changes=["target_size"] if resize else None,
+                ),
+            ),
+        )
+        waits: list[pulumi.Resource] = [group]
+        if resize:
+            waits.append(
+                compute.ResizeRequest(
+                    f"{plan.name}-resize",
+                    instance_group_manager=group.name,
+                    zone=extra["zone"],
+                    resize_by=alloc["resize_by"],
+                    requested_run_duration=compute.ResizeRequestRequestedRunDurationArgs(
+                        seconds=str(extra["scheduling"]["max_run_duration_s"])
+                    ),
+                    description=f"all {alloc['resize_by']} nodes of cluster {plan.name}, at once",
+                    project=extra["project"],
+                    opts=opts,
+                )
+            )
+        return group, waits
+
+    def _node_ips(self, plan: ClusterPlan, waits: list[pulumi.Resource]) -> pulumi.Output[list[str]]:
+        invoke = pulumi.InvokeOutputOptions(parent=self, depends_on=waits)
+        group = compute.get_instance_group_output(
+            self_link=self.group.instance_group, zone=plan.extra["zone"], opts=invoke
+        )
+
+        def primary_ips(instances: list[str] | None) -> Any:
+            links = sorted(instances or [])
+            return pulumi.Output.all(
+                *[
+                    compute.get_instance_output(self_link=link, opts=invoke).network_interfaces.apply(
+                        lambda nics: nics[0].network_ip
+                    )
+                    for link in links
+                ]
+            )
+
+        return group.instances.apply(primary_ips)
+
+
+def build(plan: ClusterPlan) -> dict[str, Any]:
+    """Create the cluster's resources; returns the stack outputs (DESIGN.md).
+
+    Raises:
+        SpecError: the plan's labels break GCP's rules (before any resource exists).
+    """
+    assert_labels(plan.tags)
+    return GcpCluster(plan).outputs

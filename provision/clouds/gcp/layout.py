@@ -1,0 +1,309 @@
+"""GCP decisions as plain data (pure: no Pulumi, no SDK). :func:`decide` fills ``plan.extra``.
+
+Every value :mod:`provision.clouds.gcp.components` needs is decided here, so the component only
+translates this mapping into resources. Sources for each rule are cited where the rule lives.
+
+Networks per machine type (Google's published A3 topologies):
+
+* ``a3-highgpu-8g`` (GPUDirect-TCPX): 1 host gVNIC + 4 GPU gVNICs, each GPU NIC in its own VPC with
+  one subnet; every VPC at MTU 8244 (Cluster Toolkit ``a3high-slurm-blueprint.yaml`` sysnet ``mtu:
+  8244``; Google's GPUDirect guides create the GPU VPCs with ``--mtu=8244``).
+* ``a3-megagpu-8g`` (GPUDirect-TCPXO): 1 + 8, same rules (``a3mega-slurm-blueprint.yaml``,
+  ``multivpc network_count: 8``).
+* ``a3-ultragpu-8g`` (GPUDirect RDMA): 2 gVNICs on two ordinary VPCs + 8 MRDMA NICs on ONE RoCE VPC
+  created with network profile ``<zone>-vpc-roce`` and 8 subnets, MTU 8896 everywhere (Cluster
+  Toolkit ``a3ultra-vm.yaml`` and ``modules/network/gpu-rdma-vpc``). RoCE VPCs take no VPC firewall
+  rules (only RDMA_ROCE_POLICY regional policies) and allow all ingress implicitly (Google Cloud
+  "Cloud NGFW for RoCE VPC networks", "RDMA network profiles").
+* A2 and other fabric-less types: one gVNIC on the host VPC (MTU 8896).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Any
+
+from provision.catalog import InstanceOffer
+from provision.resolve import DEFAULT_SHARED_KIND, Resolution
+from provision.spec import ClusterSpec
+
+#: MTUs. TCPX/TCPXO VPCs: 8244 (see module docstring). RoCE and other VPCs: 8896, the largest GCP MTU
+#: and the RDMA network profiles' default ("RDMA network profiles": "8896-byte MTU").
+MTU_TCPX = 8244
+MTU_JUMBO = 8896
+#: Identity-Aware Proxy's TCP forwarding range (Google Cloud "Using IAP for TCP forwarding").
+IAP_RANGE = "35.235.240.0/20"
+#: Managed Lustre servers reach clients on these TCP ports; Google's Managed Lustre VPC set-up opens
+#: them from the private-services range (Cluster Toolkit managed-lustre module sets lnet accept_port 6988).
+LUSTRE_PORTS = ("988", "6988")
+#: GCP reserves the network, gateway and last two addresses of every subnet ("Reserved IP addresses in
+#: IPv4 subnets").
+SUBNET_RESERVED = 4
+#: Node service-account scopes: logs, metrics and read-only Cloud Storage / Artifact Registry pulls.
+#: Never cloud-platform (CKV_GCP_31 forbids full API access on instances).
+NODE_SCOPES = (
+    "https://www.googleapis.com/auth/logging.write",
+    "https://www.googleapis.com/auth/monitoring.write",
+    "https://www.googleapis.com/auth/devstorage.read_only",
+)
+NODE_ROLES = ("roles/logging.logWriter", "roles/monitoring.metricWriter")
+#: Flex-start (Dynamic Workload Scheduler) run durations: 10 minutes to 7 days (ResizeRequest
+#: ``requested_run_duration`` docstring in pulumi-gcp 10.2; "About resize requests in a MIG").
+FLEX_MIN_SECONDS = 600
+FLEX_MAX_SECONDS = 7 * 24 * 3600
+RESERVATION_KEY = "compute.googleapis.com/reservation-name"
+#: Machine types that accept a MIG workload policy ("About workload policies": A3 Ultra, A3 Mega,
+#: A3 High with 8 GPUs, ...). Other types use a compact placement policy on the instance template.
+WORKLOAD_POLICY_TYPES = ("a3-highgpu-8g", "a3-megagpu-8g", "a3-ultragpu-8g")
+#: Boot disk types the machine series accept: A3 Ultra takes Hyperdisk only; A3 High/Mega and A2 take
+#: pd-ssd (Cluster Toolkit blueprints use ``pd-ssd`` for a3high/a3mega, ``hyperdisk-balanced`` for a3ultra).
+BOOT_DISK_TYPES = {"a3-ultragpu-8g": "hyperdisk-balanced"}
+DEFAULT_BOOT_DISK_TYPE = "pd-ssd"
+#: Types whose reservations are dense AI Hypercomputer reservations consumed with RESERVATION_BOUND
+#: (Cluster Toolkit ``a3ultra-vm.yaml``: ``a3u_provisioning_model: RESERVATION_BOUND``).
+RESERVATION_BOUND_TYPES = ("a3-ultragpu-8g",)
+
+
+def network_layout(spec: ClusterSpec, offer: InstanceOffer, fabric: str, zone: str | None) -> dict[str, Any]:
+    """VPCs, subnets and the NIC order for ``offer`` (see the module docstring)."""
+    opts = spec.cloud_options()
+    gpu_cidrs = gpu_subnet_cidrs(opts.gpu_subnet_cidr_base, opts.gpu_subnet_prefix, offer.fabric_interfaces)
+    host_mtu = MTU_TCPX if fabric in ("tcpx", "tcpxo") else MTU_JUMBO
+    networks: list[dict[str, Any]] = [
+        _net("net-0", "host", host_mtu, [("subnet-0", opts.host_subnet_cidr)], ssh=True, nat=True),
+    ]
+    nics = [{"network": "net-0", "subnet": "subnet-0", "nic_type": "GVNIC"}]
+    if offer.host_nics >= 2:
+        networks.append(_net("net-1", "host", host_mtu, [("subnet-1", opts.secondary_host_subnet_cidr)]))
+        nics.append({"network": "net-1", "subnet": "subnet-1", "nic_type": "GVNIC"})
+    if fabric in ("tcpx", "tcpxo"):
+        for i, cidr in enumerate(gpu_cidrs):
+            networks.append(_net(f"gpunet-{i}", "gpu", MTU_TCPX, [(f"gpusubnet-{i}", cidr)]))
+            nics.append({"network": f"gpunet-{i}", "subnet": f"gpusubnet-{i}", "nic_type": "GVNIC"})
+    elif fabric == "rdma":
+        subnets = [(f"rdma-subnet-{i}", cidr) for i, cidr in enumerate(gpu_cidrs)]
+        rdma = _net("rdma-net", "rdma", MTU_JUMBO, subnets, firewall=False)
+        rdma["profile"] = f"{zone}-vpc-roce"
+        networks.append(rdma)
+        nics += [{"network": "rdma-net", "subnet": key, "nic_type": "MRDMA"} for key, _ in subnets]
+    return {"networks": networks, "nics": nics}
+
+
+def _net(
+    key: str,
+    role: str,
+    mtu: int,
+    subnets: list[tuple[str, str]],
+    *,
+    ssh: bool = False,
+    nat: bool = False,
+    firewall: bool = True,
+) -> dict[str, Any]:
+    return {
+        "key": key,
+        "role": role,
+        "mtu": mtu,
+        "profile": None,
+        "subnets": [{"key": k, "cidr": c} for k, c in subnets],
+        "internal_firewall": firewall,
+        "ssh": ssh,
+        "nat": nat,
+    }
+
+
+def gpu_subnet_cidrs(base: str, prefix: int, count: int) -> list[str]:
+    """The first ``count`` subnets of size ``/prefix`` in ``base`` (empty when ``base`` cannot hold them)."""
+    try:
+        net = ipaddress.ip_network(base, strict=True)
+    except ValueError:
+        return []
+    if prefix < net.prefixlen or 2 ** (prefix - net.prefixlen) < count:
+        return []
+    subnets = net.subnets(new_prefix=prefix)
+    return [str(next(subnets)) for _ in range(count)]
+
+
+def placement(spec: ClusterSpec, offer: InstanceOffer) -> dict[str, Any]:
+    """How nodes are packed close together.
+
+    * Flex-start: none; a resize request already creates densely co-located VMs ("Compact placement
+      policy and workload policy overview", AI Hypercomputer docs).
+    * A3 8-GPU types: a MIG workload policy (HIGH_THROUGHPUT); a template that carries a placement
+      policy cannot be used by a MIG with a workload policy, so the template carries none.
+    * Plain (STANDARD) reservations: none; the reservation decides where its VMs run.
+    * Other types (A2): a compact placement policy (COLLOCATED, no ``vm_count``: Google does not
+      recommend it, and a MIG cannot honour "exactly vm_count VMs at once") on the template.
+    """
+    cap = spec.capacity.type
+    if cap == "flex-start":
+        return {"kind": "none", "reason": "resize requests create densely co-located VMs"}
+    if cap == "reservation" and not reservation_bound(spec, offer):
+        # A plain (non-dense) reservation takes no external placement policy (Cluster Toolkit's Slurm
+        # resume.py: "vanilla reservations don't support external policies"); its VMs sit where the
+        # reservation's capacity is.
+        return {"kind": "none", "reason": "a reservation brings its own placement"}
+    if offer.instance_type in WORKLOAD_POLICY_TYPES:
+        return {
+            "kind": "workload-policy",
+            "type": "HIGH_THROUGHPUT",
+            "max_topology_distance": spec.cloud_options().max_topology_distance,
+        }
+    return {"kind": "compact-placement", "collocation": "COLLOCATED"}
+
+
+def reservation_bound(spec: ClusterSpec, offer: InstanceOffer) -> bool:
+    if spec.capacity.type != "reservation":
+        return False
+    explicit = spec.cloud_options().reservation_bound
+    return offer.instance_type in RESERVATION_BOUND_TYPES if explicit is None else explicit
+
+
+def allocation(spec: ClusterSpec, offer: InstanceOffer, nodes: int) -> dict[str, Any]:
+    """Gang allocation with one MIG (resource count does not grow with nodes).
+
+    * flex-start: MIG at target size 0 + one ``ResizeRequest(resize_by=nodes)``: Dynamic Workload
+      Scheduler creates all VMs at once or none ("About resize requests in a MIG").
+    * reservation-bound: MIG at target size ``nodes`` in BULK mode: the MIG creates no VM until it can
+      create all of them ("About bulk mode"; bulk mode takes reservation-bound or flex-start only).
+    * on-demand, spot, plain reservations: MIG at target size ``nodes`` in the default mode. GCP offers
+      no all-or-nothing creation for these models; ``wait_for_instances`` makes ``pulumi up`` fail when
+      the group does not become stable.
+    """
+    if spec.capacity.type == "flex-start":
+        return {"mode": "resize-request", "target_size": 0, "resize_by": nodes, "bulk": False, "wait": False}
+    bulk = reservation_bound(spec, offer)
+    return {"mode": "target-size", "target_size": nodes, "resize_by": 0, "bulk": bulk, "wait": True}
+
+
+def scheduling(spec: ClusterSpec, offer: InstanceOffer) -> dict[str, Any]:
+    """Provisioning model, maintenance behaviour, lifetime mode and reservation affinity.
+
+    Lifetime: on MIG templates we use an absolute ``termination_time`` (the plan's expiry) with
+    ``instance_termination_action=DELETE``. Google supports both a run duration and a termination time
+    in MIG templates ("Limit the run time of VMs in a MIG"); a run duration counts from each VM's own
+    start, so a VM that a bulk MIG creates an hour late would outlive the cluster's expiry, while a
+    termination time ends every node at the same instant. Flex-start VMs need a run duration
+    (``max_run_duration`` in a FLEX_START template and ``requested_run_duration`` on the resize request,
+    as in pulumi-gcp 10.2's RegionResizeRequest example).
+    """
+    cap = spec.capacity.type
+    # The plan has an expiry exactly when the spec has a ttl or a cost cap (provision.cost.estimate).
+    lifetime = spec.lifetime.ttl is not None or spec.lifetime.max_cost_usd is not None
+    out: dict[str, Any] = {
+        "on_host_maintenance": "TERMINATE",  # GPU VMs cannot live-migrate
+        "automatic_restart": True,
+        "preemptible": False,
+        # A time limit needs a termination action; DELETE so an expired node stops billing entirely.
+        "instance_termination_action": "DELETE" if lifetime else None,
+        "lifetime": "termination-time" if lifetime else "none",
+        "max_run_duration_s": None,
+        "reservation_affinity": None,
+    }
+    if cap == "spot":
+        # SPOT needs preemptible=true and automatic_restart=false (InstanceTemplateSchedulingArgs docstring).
+        out.update(provisioning_model="SPOT", preemptible=True, automatic_restart=False)
+        out["instance_termination_action"] = "DELETE"
+    elif cap == "flex-start":
+        ttl = spec.lifetime.ttl
+        seconds = int(ttl.total_seconds()) if ttl else None
+        out.update(provisioning_model="FLEX_START", automatic_restart=False, lifetime="run-duration")
+        out.update(instance_termination_action="DELETE", max_run_duration_s=seconds)
+        out["reservation_affinity"] = {"type": "NO_RESERVATION"}
+    elif cap == "reservation":
+        bound = reservation_bound(spec, offer)
+        out["provisioning_model"] = "RESERVATION_BOUND" if bound else "STANDARD"
+        if bound:
+            # Reservation-bound templates need instance_termination_action DELETE ("Create a MIG that uses
+            # the bulk mode"), lifetime or not.
+            out["instance_termination_action"] = "DELETE"
+        out["reservation_affinity"] = {
+            "type": "SPECIFIC_RESERVATION",
+            "key": RESERVATION_KEY,
+            "values": [spec.capacity.reservation],
+        }
+    else:
+        out["provisioning_model"] = "STANDARD"
+    return out
+
+
+def lustre_filesystem_name(name: str) -> str:
+    """Managed Lustre ``filesystem``: at most 8 letters and digits (lustre.Instance docstring)."""
+    return re.sub(r"[^a-z0-9]", "", name.lower())[:8]
+
+
+def storage(spec: ClusterSpec, res: Resolution) -> dict[str, Any] | None:
+    shared = spec.storage.shared
+    if shared is None or res.storage is None or res.storage_size_gib is None:
+        return None
+    kind = DEFAULT_SHARED_KIND["gcp"] if shared.kind == "auto" else shared.kind
+    out: dict[str, Any] = {"kind": kind, "retain": shared.retain, "mount": shared.mount}
+    if kind == "managed-lustre":
+        out.update(
+            instance_id=f"{spec.name}-lustre",
+            filesystem=lustre_filesystem_name(spec.name),
+            capacity_gib=str(res.storage_size_gib),
+            throughput=str(res.storage_throughput),
+            psa=True,
+            firewall_ports=list(LUSTRE_PORTS),
+            location=res.zone,
+        )
+    elif kind == "parallelstore":
+        out.update(
+            instance_id=f"{spec.name}-daos",
+            capacity_gib=str(res.storage_size_gib),
+            deployment_type=res.storage.tier,
+            psa=True,
+            firewall_ports=[],
+            location=res.zone,
+        )
+    else:  # filestore: DIRECT_PEERING needs no private services access range of ours
+        regional = res.storage.tier in ("REGIONAL", "ENTERPRISE")
+        out.update(
+            tier=res.storage.tier,
+            capacity_gib=res.storage_size_gib,
+            share="shared",
+            connect_mode="DIRECT_PEERING",
+            location=spec.region if regional else res.zone,
+            psa=False,
+            firewall_ports=[],
+        )
+    return out
+
+
+def service_account_id(name: str) -> str:
+    """A service account id (6-30 chars, ``^[a-z][-a-z0-9]{4,28}[a-z0-9]$``) derived from the cluster name."""
+    return f"{name[:23].rstrip('-')}-nodes"
+
+
+def decide(spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
+    """Everything the component needs, as JSON-serialisable data."""
+    assert res.offer is not None and res.fabric is not None and res.nodes is not None  # noqa: S101
+    offer, opts = res.offer, spec.cloud_options()
+    ssh_ranges = list(spec.access.allowed_cidrs) + ([IAP_RANGE] if opts.allow_iap_ssh else [])
+    shared = storage(spec, res)
+    nets = network_layout(spec, offer, res.fabric, res.zone)
+    for net in nets["networks"]:
+        # A retained filesystem stays peered to the host VPC, so the host VPC is retained with it.
+        net["retain"] = bool(shared and shared["retain"] and net["key"] == "net-0")
+    return {
+        "project": opts.project,
+        "zone": res.zone,
+        **nets,
+        "ssh_source_ranges": ssh_ranges,
+        "placement": placement(spec, offer),
+        "allocation": allocation(spec, offer, res.nodes),
+        "scheduling": scheduling(spec, offer),
+        "boot_disk": {
+            "type": BOOT_DISK_TYPES.get(offer.instance_type, DEFAULT_BOOT_DISK_TYPE),
+            "size_gib": opts.boot_disk_gib,
+        },
+        "shielded": {"secure_boot": opts.secure_boot, "vtpm": True, "integrity_monitoring": True},
+        "service_account": {
+            "account_id": service_account_id(spec.name),
+            "roles": list(NODE_ROLES),
+            "scopes": list(NODE_SCOPES),
+        },
+        "psa_prefix_length": opts.psa_prefix_length,
+        "storage": shared,
+    }

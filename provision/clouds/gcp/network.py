@@ -1,0 +1,125 @@
+"""GCP networking resources for a cluster: VPCs, subnets, firewall rules and Cloud NAT.
+
+Pulumi only, no decisions: every value comes from ``plan.extra`` (see
+:mod:`provision.clouds.gcp.layout`). Resources carry no labels because ``compute.Network``,
+``Subnetwork``, ``Firewall``, ``Router`` and ``RouterNat`` have no labels field in the GCP API.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+from pulumi_gcp import compute
+
+from provision.plan import ClusterPlan
+
+
+@dataclass
+class Networks:
+    """The cluster's networks, by the layout's keys."""
+
+    vpcs: dict[str, compute.Network] = field(default_factory=dict)
+    subnets: dict[str, compute.Subnetwork] = field(default_factory=dict)
+    host: compute.Network | None = None
+    host_subnet: compute.Subnetwork | None = None
+    project: Any = None  # str or Output[str]: the spec's project, else the provider's (from the host VPC)
+
+
+def build_networks(plan: ClusterPlan, parent: pulumi.Resource) -> Networks:
+    """Create every VPC, subnet, firewall rule and the host VPC's Cloud NAT."""
+    extra = plan.extra
+    project = extra["project"]
+    opts = pulumi.ResourceOptions(parent=parent)
+    out = Networks()
+    for net in extra["networks"]:
+        vpc_args: dict[str, Any] = {
+            "auto_create_subnetworks": False,
+            "mtu": net["mtu"],
+            "routing_mode": "REGIONAL",
+            "description": f"provision cluster {plan.name}: {net['role']} network",
+        }
+        if net["profile"]:
+            # RoCE VPC: the network profile can only be set at creation and must name the project.
+            profile: str = net["profile"]
+            vpc_args["network_profile"] = pulumi.Output.concat(
+                "projects/", out.project, "/global/networkProfiles/", profile
+            )
+        vpc = compute.Network(
+            f"{plan.name}-{net['key']}",
+            project=project,
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(retain_on_delete=net["retain"])),
+            **vpc_args,
+        )
+        out.vpcs[net["key"]] = vpc
+        if out.host is None:
+            out.host = vpc
+            out.project = project if project else vpc.project
+        cidrs = []
+        for sub in net["subnets"]:
+            subnet = compute.Subnetwork(
+                f"{plan.name}-{sub['key']}",
+                network=vpc.id,
+                region=plan.region,
+                ip_cidr_range=sub["cidr"],
+                # Private Google Access: nodes without external IPs still reach Google APIs (Artifact
+                # Registry, Cloud Storage, Logging). RoCE subnets carry RDMA traffic only.
+                private_ip_google_access=net["role"] != "rdma",
+                stack_type="IPV4_ONLY",
+                project=project,
+                opts=opts,
+            )
+            out.subnets[sub["key"]] = subnet
+            cidrs.append(sub["cidr"])
+            if out.host_subnet is None:
+                out.host_subnet = subnet
+        if net["internal_firewall"]:
+            compute.Firewall(
+                f"{plan.name}-{net['key']}-internal",
+                network=vpc.self_link,
+                direction="INGRESS",
+                priority=1000,
+                allows=[compute.FirewallAllowArgs(protocol="all")],
+                source_ranges=cidrs,
+                description="all traffic between the cluster's nodes on this network",
+                project=project,
+                opts=opts,
+            )
+        if net["ssh"] and extra["ssh_source_ranges"]:
+            compute.Firewall(
+                f"{plan.name}-{net['key']}-ssh",
+                network=vpc.self_link,
+                direction="INGRESS",
+                priority=1000,
+                allows=[compute.FirewallAllowArgs(protocol="tcp", ports=["22"])],
+                source_ranges=list(extra["ssh_source_ranges"]),
+                description="SSH from access.allowed_cidrs",
+                project=project,
+                opts=opts,
+            )
+        if net["nat"]:
+            router = compute.Router(
+                f"{plan.name}-{net['key']}-router",
+                network=vpc.id,
+                region=plan.region,
+                project=project,
+                opts=opts,
+            )
+            compute.RouterNat(
+                f"{plan.name}-{net['key']}-nat",
+                router=router.name,
+                region=plan.region,
+                nat_ip_allocate_option="AUTO_ONLY",
+                source_subnetwork_ip_ranges_to_nat="LIST_OF_SUBNETWORKS",
+                subnetworks=[
+                    compute.RouterNatSubnetworkArgs(
+                        name=out.subnets[s["key"]].id, source_ip_ranges_to_nats=["ALL_IP_RANGES"]
+                    )
+                    for s in net["subnets"]
+                ],
+                log_config=compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
+                project=project,
+                opts=opts,
+            )
+    return out
