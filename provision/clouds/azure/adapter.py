@@ -1,0 +1,348 @@
+"""Azure adapter, plan half: ND-series GPU nodes on InfiniBand inside single-placement-group scale sets.
+
+Pure: imports no Pulumi and no Azure SDK. Every decision :mod:`.components` needs is in the plan:
+islands (one Uniform VMSS + proximity placement group each), the address plan, the pinned image,
+the consumption model and the shared filesystem layout (``plan.extra``).
+
+Azure facts this file relies on (each checked at its source):
+
+* InfiniBand spans one scale set with ``singlePlacementGroup: true``, capped at 100 VMs (300 after a
+  support request): learn.microsoft.com/azure/virtual-machines/sizes-hpc "Cluster configuration options".
+* No delete-at-time exists for VMs; the ScheduledAction API (computeschedule) is preview-only
+  (2025-04-15-preview in azure-native 3.29) and can only deallocate, so lifetime = tags + reaper.
+* On-demand capacity reservations support neither ND-series, proximity placement groups nor scale
+  sets with single placement group: learn.microsoft.com/azure/virtual-machines/capacity-reservation-overview.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+from provision.catalog import InstanceOffer
+from provision.clouds.azure import rules
+from provision.clouds.azure.options import AzureOptions
+from provision.clouds.base import Adapter
+from provision.errors import REDACTED, ProblemCollector
+from provision.resolve import DEFAULT_SHARED_KIND, Resolution
+from provision.spec import ClusterSpec
+
+#: NCCL topology files the ubuntu-hpc image ships (azhpc-images topology/, copied to /opt/microsoft).
+TOPOLOGY_FILES = {
+    "Standard_ND96isr_H100_v5": "/opt/microsoft/ndv5-topo.xml",
+    "Standard_ND96isr_H200_v5": "/opt/microsoft/ndv5-topo.xml",
+    "Standard_ND96asr_v4": "/opt/microsoft/ndv4-topo.xml",
+    "Standard_ND96amsr_A100_v4": "/opt/microsoft/ndv4-topo.xml",
+}
+#: The ARM API version the VMSS-VM network interface GET takes (the operation was never moved to newer versions).
+VMSS_NIC_API_VERSION = "2018-10-01"
+#: The ubuntu-hpc images name the accelerated-networking Ethernet NIC eth0.
+HOST_NIC = "eth0"
+
+
+def resource_group_names(name: str) -> tuple[str, str]:
+    """(cluster resource group, retained-data resource group)."""
+    return f"{name}-rg", f"{name}-data-rg"
+
+
+class AzureAdapter(Adapter):
+    cloud = "azure"
+    extra = "azure"
+    sdk_modules = ("pulumi", "pulumi_azure_native")
+    limits: ClassVar[dict[str, str]] = {
+        "lifetime": "Azure cannot delete a VM at a set time: the expiry is a tag and the reaper deletes the "
+        "resource group; ScheduledAction (computeschedule) is preview-only and only deallocates.",
+        "ib-island": "InfiniBand spans one single-placement-group scale set: 100 VMs, 300 after a support request.",
+        "public_head_node": "A Uniform scale set gives every instance the same NIC; one public node is not possible.",
+        "capacity-reservation": "On-demand capacity reservations exclude ND-series, proximity placement groups and "
+        "single-placement-group scale sets.",
+    }
+
+    # ------------------------------------------------------------------ checks
+    def check(self, spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
+        opts: AzureOptions = spec.cloud_options()
+        self._check_islands(spec, res, opts, found)
+        self._check_access(spec, found)
+        self._check_image(spec, found)
+        self._check_capacity(spec, res, found)
+        self._check_network(spec, res, opts, found)
+        if spec.zone is not None and spec.zone not in ("1", "2", "3"):
+            found.add("zone", spec.zone, "is not an Azure availability zone", "use 1, 2 or 3, or drop zone")
+
+    @staticmethod
+    def _count_path(spec: ClusterSpec) -> tuple[str, int | None]:
+        return ("nodes", spec.nodes) if spec.nodes is not None else ("gpus", spec.gpus)
+
+    def _check_islands(self, spec: ClusterSpec, res: Resolution, opts: AzureOptions, found: ProblemCollector) -> None:
+        if res.nodes is None or res.fabric is None:
+            return
+        path, value = self._count_path(spec)
+        if res.fabric != "infiniband":
+            if res.nodes > rules.VMSS_MAX_NODES:
+                found.add(
+                    path,
+                    value,
+                    f"needs {res.nodes} nodes, above the {rules.VMSS_MAX_NODES} VMs one Uniform scale set holds",
+                    f"use at most {rules.VMSS_MAX_NODES} nodes",
+                )
+            return
+        cap = opts.max_island_nodes
+        if res.nodes > cap and not opts.split_islands:
+            islands = rules.split_islands(res.nodes, cap)
+            found.add(
+                path,
+                value,
+                f"needs {res.nodes} nodes on one InfiniBand fabric, but an Azure IB fabric is one scale set with "
+                f"singlePlacementGroup, capped at {cap} VMs (100 by default, 300 after a quota request)",
+                f"set azure.split_islands: true to build {len(islands)} IB islands of {'/'.join(map(str, islands))} "
+                "nodes (ranks in different islands talk over Ethernet), or raise azure.max_island_nodes (up to 300) "
+                f"after Azure support raises the placement-group limit, or use at most {cap} nodes",
+            )
+
+    @staticmethod
+    def _check_access(spec: ClusterSpec, found: ProblemCollector) -> None:
+        access = spec.access
+        if not access.ssh_public_keys:
+            found.add(
+                "access.ssh_public_keys",
+                REDACTED,
+                "is empty, but Azure Linux nodes here accept SSH keys only (password login is disabled)",
+                "add an ssh-ed25519 or ssh-rsa (2048 bits or more) public key",
+            )
+        for i, key in enumerate(access.ssh_public_keys):
+            why = rules.ssh_key_problem(key)
+            if why:
+                found.add(
+                    f"access.ssh_public_keys[{i}]",
+                    key.split()[0] if key.split() else REDACTED,
+                    why,
+                    "generate a supported key: ssh-keygen -t ed25519 (or ssh-keygen -t rsa -b 4096)",
+                )
+        if access.ssh_user in rules.RESERVED_ADMIN_USERNAMES:
+            found.add(
+                "access.ssh_user",
+                access.ssh_user,
+                "is a user name Azure refuses as a VM's admin user",
+                "use another name, e.g. azureuser or ubuntu",
+            )
+        if access.public_head_node:
+            found.add(
+                "access.public_head_node",
+                True,
+                "is not possible on Azure here: a Uniform scale set gives every node the same network "
+                "configuration, so node 0 alone cannot get a public IP",
+                "set it to false and reach the private nodes over a VPN, VNet peering or Azure Bastion "
+                "(access.allowed_cidrs then lists those networks)",
+            )
+
+    @staticmethod
+    def _check_image(spec: ClusterSpec, found: ProblemCollector) -> None:
+        if spec.image.id:
+            why = rules.image_problem(spec.image.id)
+            if why:
+                found.add(
+                    "image.id",
+                    spec.image.id,
+                    why,
+                    "pin an exact version, e.g. microsoft-dsvm:ubuntu-hpc:2204:22.04.2024102301",
+                )
+
+    @staticmethod
+    def _check_capacity(spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
+        cap = spec.capacity
+        if cap.type != "reservation" or cap.reservation is None:
+            return
+        group = cap.reservation if cap.reservation.startswith("/") else "/" + cap.reservation
+        why = rules.capacity_reservation_problem(group)
+        if why:
+            found.add("capacity.reservation", cap.reservation, why, "copy the group's id from the portal or az CLI")
+        offer = res.offer
+        if offer is not None and cap.type in offer.consumption:  # the shared check did not already refuse it
+            found.add(
+                "capacity.type",
+                cap.type,
+                f"cannot hold {offer.instance_type}: Azure on-demand capacity reservations support neither "
+                "ND-series sizes, proximity placement groups nor single-placement-group scale sets "
+                "(InfiniBand needs both)",
+                "use on-demand (a Reserved Instance or savings plan gives the discount) or spot",
+            )
+
+    def _check_network(self, spec: ClusterSpec, res: Resolution, opts: AzureOptions, found: ProblemCollector) -> None:
+        why = rules.vnet_problem(opts.vnet_cidr)
+        if why:
+            found.add("azure.vnet_cidr", opts.vnet_cidr, why, "use a private range such as 10.0.0.0/16")
+            return
+        if res.nodes is None:
+            return
+        if rules.address_plan(opts.vnet_cidr, self._subnet_prefixes(spec, res)) is None:
+            found.add(
+                "azure.vnet_cidr",
+                opts.vnet_cidr,
+                f"cannot hold the node subnet for {res.nodes} nodes and the filesystem subnet",
+                "use a larger range, e.g. 10.0.0.0/16",
+            )
+
+    # ------------------------------------------------------------------ plan pieces
+    def warnings(self, spec: ClusterSpec, res: Resolution) -> list[str]:
+        opts: AzureOptions = spec.cloud_options()
+        out: list[str] = []
+        if spec.lifetime.ttl is not None or spec.lifetime.max_cost_usd is not None:
+            out.append(
+                "Azure cannot delete VMs at a set time: the expiry is recorded in the provision-expires-at tag on "
+                "the resource group and every resource, and only the reaper (provision reap, run on a schedule) "
+                "deletes the resource group after it. Scheduled deallocation (computeschedule) is preview-only "
+                "and is not used. Until the reaper runs, the cluster keeps billing."
+            )
+        islands = self.islands(spec, res)
+        if len(islands) > 1:
+            out.append(
+                f"{res.nodes} nodes form {len(islands)} InfiniBand islands ({'/'.join(map(str, islands))} nodes): "
+                "ranks in different islands reach each other over Ethernet only; keep tensor- and "
+                "pipeline-parallel groups inside one island (see plan islands and outputs fabric.islands)."
+            )
+        if spec.capacity.type == "spot":
+            out.append("Spot nodes are evicted and deleted when Azure needs the capacity; the island shrinks.")
+        storage = spec.storage.shared
+        if storage is not None and storage.retain and res.storage is not None:
+            _, data_rg = resource_group_names(spec.name)
+            out.append(
+                f"storage.shared.retain: the filesystem and the network it sits in live in resource group {data_rg}, "
+                "which pulumi destroy and the reaper leave in place (tag provision-retain=true); it keeps billing "
+                "until you delete that resource group."
+            )
+        if opts.encryption_at_host:
+            out.append(
+                "encryption at host needs the EncryptionAtHost feature on the subscription "
+                "(az feature register --namespace Microsoft.Compute --name EncryptionAtHost)."
+            )
+        return out
+
+    def islands(self, spec: ClusterSpec, res: Resolution) -> tuple[int, ...]:
+        nodes = res.nodes or 0
+        opts: AzureOptions = spec.cloud_options()
+        if res.fabric != "infiniband" or nodes <= opts.max_island_nodes:
+            return (nodes,)
+        return rules.split_islands(nodes, opts.max_island_nodes)
+
+    def nccl_env(self, offer: InstanceOffer, fabric: str) -> dict[str, str]:
+        if fabric != "infiniband":
+            return {"NCCL_IB_DISABLE": "1", "NCCL_SOCKET_IFNAME": HOST_NIC}
+        env = {
+            # Relaxed PCIe ordering and the host NIC for bootstrap, as the image's own /etc/nccl.conf
+            # (azhpc-images customizations/ndv5.sh) and Microsoft's ND H100 v5 guidance set them.
+            "NCCL_IB_PCI_RELAXED_ORDERING": "1",
+            "NCCL_SOCKET_IFNAME": HOST_NIC,
+        }
+        if offer.gpu_vendor == "nvidia":
+            env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+            topo = TOPOLOGY_FILES.get(offer.instance_type)
+            if topo:
+                env["NCCL_TOPO_FILE"] = topo
+        return env
+
+    @staticmethod
+    def _filesystem_capacity_tib(res: Resolution) -> float:
+        return (res.storage_size_gib or 0) / 1024
+
+    def _subnet_prefixes(self, spec: ClusterSpec, res: Resolution) -> dict[str, int]:
+        prefixes = {"nodes": rules.nodes_subnet_prefix(res.nodes or 1)}
+        kind = self._storage_kind(spec)
+        if kind == "amlfs":
+            prefixes["filesystem"] = rules.amlfs_subnet_prefix(max(1.0, self._filesystem_capacity_tib(res)))
+        elif kind == "netapp":
+            prefixes["filesystem"] = rules.NETAPP_SUBNET_PREFIX
+        return prefixes
+
+    @staticmethod
+    def _storage_kind(spec: ClusterSpec) -> str | None:
+        shared = spec.storage.shared
+        if shared is None or shared.kind == "none":
+            return None
+        return DEFAULT_SHARED_KIND["azure"] if shared.kind == "auto" else shared.kind
+
+    def extra_plan(self, spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
+        opts: AzureOptions = spec.cloud_options()
+        name = spec.name
+        cluster_rg, data_rg = resource_group_names(name)
+        shared = spec.storage.shared
+        retain = bool(shared is not None and shared.retain and res.storage is not None)
+        network_rg = data_rg if retain else cluster_rg
+        layout = rules.address_plan(opts.vnet_cidr, self._subnet_prefixes(spec, res))
+        assert layout is not None  # noqa: S101  # check() refused layouts that do not fit
+        infiniband = res.fabric == "infiniband"
+        islands, first = [], 0
+        for i, size in enumerate(self.islands(spec, res)):
+            islands.append(
+                {
+                    "index": i,
+                    "vmss": f"{name}-island{i}",
+                    "ppg": f"{name}-island{i}-ppg" if infiniband else None,
+                    "first_rank": first,
+                    "nodes": size,
+                }
+            )
+            first += size
+        assert res.offer is not None  # noqa: S101  # plan() calls extra_plan only after every check passed
+        image_ref = self.image(spec, res.offer, res.fabric or "none").ref
+        cap = spec.capacity
+        spot = cap.type == "spot"
+        reservation = None
+        if cap.type == "reservation" and cap.reservation:
+            reservation = cap.reservation if cap.reservation.startswith("/") else "/" + cap.reservation
+        return {
+            "resource_group": cluster_rg,
+            "network_resource_group": network_rg,
+            "retain_network": retain,
+            "vnet": f"{name}-vnet",
+            "vnet_cidr": opts.vnet_cidr,
+            "subnets": layout.subnets,
+            "islands": islands,
+            "single_placement_group": infiniband,
+            "image": rules.image_reference(image_ref),
+            "priority": "Spot" if spot else "Regular",
+            "eviction_policy": "Delete" if spot else None,
+            "max_price": (cap.max_price_per_hour_usd or -1) if spot else None,
+            "capacity_reservation_group": reservation,
+            "os_disk_gib": opts.os_disk_gib,
+            "encryption_at_host": opts.encryption_at_host,
+            "nic": f"{name}-nic",
+            # The compute API documents 1-15 characters for a scale set's computer name prefix.
+            "computer_name_prefix": name[:15].rstrip("-"),
+            "filesystem": self._filesystem_plan(spec, res, opts, layout.subnets),
+            "lifetime": "tags+reaper",
+            "hostfile": {"invoke": "azure-native:resources:getResource", "api_version": VMSS_NIC_API_VERSION},
+        }
+
+    def _filesystem_plan(
+        self, spec: ClusterSpec, res: Resolution, opts: AzureOptions, subnets: dict[str, str]
+    ) -> dict[str, Any] | None:
+        if res.storage is None:
+            return None
+        name = spec.name
+        size_gib = res.storage_size_gib or 0
+        if res.storage.kind == "amlfs":
+            tib = self._filesystem_capacity_tib(res)
+            return {
+                "kind": "amlfs",
+                "name": f"{name}-lustre",
+                "sku": res.storage.tier,
+                "capacity_tib": int(tib) if tib == int(tib) else tib,
+                "zone": spec.zone or opts.filesystem_zone,
+                "maintenance": {"day_of_week": opts.maintenance_day, "time_of_day_utc": opts.maintenance_time_utc},
+                "subnet_prefix_rule": f"/{rules.amlfs_subnet_prefix(tib)} for {tib:g} TiB "
+                "(amlfs-prerequisites table, at least /24 per the SDK)",
+            }
+        tib_bytes = 1024**4
+        size_bytes = math.ceil(size_gib / 1024) * tib_bytes
+        return {
+            "kind": "netapp",
+            "account": f"{name}-anf",
+            "pool": f"{name}-pool",
+            "volume": f"{name}-volume",
+            "creation_token": f"{name}-shared",
+            "service_level": res.storage.tier,
+            "pool_bytes": size_bytes,
+            "volume_bytes": size_bytes,
+            "large_volume": size_bytes > 100 * tib_bytes,
+            "allowed_clients": subnets["nodes"],
+        }

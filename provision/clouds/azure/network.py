@@ -1,0 +1,133 @@
+"""The cluster's network: VNet, node and filesystem subnets, NSG, NAT gateway (Pulumi only, no decisions).
+
+Nodes get no public IP; egress goes through one NAT gateway; the NSG admits SSH only from
+``access.allowed_cidrs`` and otherwise keeps Azure's default rules (VNet-internal traffic allowed,
+Internet inbound denied). Subnets are private (``defaultOutboundAccess: false``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+from pulumi_azure_native import network
+
+from provision.plan import ClusterPlan
+
+#: The service an Azure NetApp Files subnet is delegated to.
+NETAPP_DELEGATION = "Microsoft.NetApp/volumes"
+
+
+@dataclass
+class Network:
+    vnet: network.VirtualNetwork
+    nsg: network.NetworkSecurityGroup
+    nat: network.NatGateway
+    nodes: network.Subnet
+    filesystem: network.Subnet | None
+
+
+def ssh_rules(plan: ClusterPlan) -> list[network.SecurityRuleArgs]:
+    """One inbound rule: TCP 22 from ``access.allowed_cidrs`` (none when the list is empty)."""
+    cidrs = list(plan.access.allowed_cidrs)
+    if not cidrs:
+        return []
+    return [
+        network.SecurityRuleArgs(
+            name="allow-ssh-from-allowed-cidrs",
+            description="SSH from access.allowed_cidrs only",
+            priority=100,
+            direction="Inbound",
+            access="Allow",
+            protocol="Tcp",
+            source_address_prefixes=cidrs,
+            source_port_range="*",
+            destination_address_prefix="VirtualNetwork",
+            destination_port_range="22",
+        )
+    ]
+
+
+def build_network(
+    plan: ClusterPlan, rg_name: pulumi.Input[str], tags: dict[str, str], opts: pulumi.ResourceOptions
+) -> Network:
+    """Create the network in resource group ``rg_name`` with ``tags`` on every taggable resource."""
+    extra = plan.extra
+    name = plan.name
+    location = plan.region
+    zones = [plan.zone] if plan.zone else None
+    nsg = network.NetworkSecurityGroup(
+        f"{name}-nsg",
+        network_security_group_name=f"{name}-nsg",
+        resource_group_name=rg_name,
+        location=location,
+        security_rules=ssh_rules(plan),
+        tags=tags,
+        opts=opts,
+    )
+    nat_ip = network.PublicIPAddress(
+        f"{name}-nat-ip",
+        public_ip_address_name=f"{name}-nat-ip",
+        resource_group_name=rg_name,
+        location=location,
+        sku=network.PublicIPAddressSkuArgs(name="Standard", tier="Regional"),
+        public_ip_allocation_method="Static",
+        public_ip_address_version="IPv4",
+        zones=zones,
+        tags=tags,
+        opts=opts,
+    )
+    nat = network.NatGateway(
+        f"{name}-nat",
+        nat_gateway_name=f"{name}-nat",
+        resource_group_name=rg_name,
+        location=location,
+        sku=network.NatGatewaySkuArgs(name="Standard"),
+        public_ip_addresses=[network.SubResourceArgs(id=nat_ip.id)],
+        idle_timeout_in_minutes=4,
+        zones=zones,
+        tags=tags,
+        opts=opts,
+    )
+    vnet = network.VirtualNetwork(
+        extra["vnet"],
+        virtual_network_name=extra["vnet"],
+        resource_group_name=rg_name,
+        location=location,
+        address_space=network.AddressSpaceArgs(address_prefixes=[extra["vnet_cidr"]]),
+        tags=tags,
+        opts=opts,
+    )
+    nodes = network.Subnet(
+        f"{name}-nodes",
+        subnet_name="nodes",
+        resource_group_name=rg_name,
+        virtual_network_name=vnet.name,
+        address_prefix=extra["subnets"]["nodes"],
+        network_security_group=network.NetworkSecurityGroupArgs(id=nsg.id),
+        nat_gateway=network.SubResourceArgs(id=nat.id),
+        default_outbound_access=False,
+        opts=opts,
+    )
+    fs_subnet = None
+    fs = extra.get("filesystem")
+    if fs is not None:
+        kwargs: dict[str, Any] = {}
+        if fs["kind"] == "netapp":
+            kwargs["delegations"] = [network.DelegationArgs(name="netapp", service_name=NETAPP_DELEGATION)]
+        else:
+            kwargs["nat_gateway"] = network.SubResourceArgs(id=nat.id)
+        fs_subnet = network.Subnet(
+            f"{name}-filesystem",
+            subnet_name="filesystem",
+            resource_group_name=rg_name,
+            virtual_network_name=vnet.name,
+            address_prefix=extra["subnets"]["filesystem"],
+            network_security_group=network.NetworkSecurityGroupArgs(id=nsg.id),
+            default_outbound_access=False,
+            # Azure refuses concurrent writes to one VNet (AnotherOperationInProgress): subnets go in turn.
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[nodes])),
+            **kwargs,
+        )
+    return Network(vnet=vnet, nsg=nsg, nat=nat, nodes=nodes, filesystem=fs_subnet)

@@ -1,0 +1,144 @@
+"""Shared filesystems: Azure Managed Lustre, or Azure NetApp Files over NFS (Pulumi only, no decisions).
+
+Both return the ``shared_fs`` output and the shell lines that mount it on a node, as Outputs
+(the Lustre MGS address and the NFS mount IP are known only after creation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+from pulumi_azure_native import netapp, network, storagecache
+
+from provision.clouds.azure.userdata import mount_lines
+from provision.outputs import shared_fs_summary
+from provision.plan import ClusterPlan
+
+#: Every Azure Managed Lustre file system is named lustrefs (mount <mgs>@tcp:/lustrefs).
+LUSTRE_FSNAME = "lustrefs"
+LUSTRE_OPTIONS = "noatime,flock"
+#: Microsoft's NFSv3 mount options for Azure NetApp Files on Linux (rsize/wsize 256 KiB, hard mounts).
+NFS_OPTIONS = "rw,hard,rsize=262144,wsize=262144,vers=3,tcp"
+
+
+@dataclass
+class SharedFs:
+    summary: pulumi.Output[dict[str, Any]]
+    mount: pulumi.Output[str]
+
+
+def _outputs(plan: ClusterPlan, source: pulumi.Output[str], fs_type: str, options: str) -> SharedFs:
+    mount = plan.storage.mount if plan.storage else "/shared"
+    return SharedFs(
+        summary=source.apply(lambda s: shared_fs_summary(plan, s, fs_type, options)),
+        mount=source.apply(lambda s: mount_lines(fs_type, s, mount, options)),
+    )
+
+
+def build_filesystem(
+    plan: ClusterPlan,
+    rg_name: pulumi.Input[str],
+    subnet: network.Subnet,
+    tags: dict[str, str],
+    opts: pulumi.ResourceOptions,
+) -> SharedFs:
+    """Create the planned filesystem in ``rg_name`` on ``subnet``."""
+    fs = plan.extra["filesystem"]
+    if fs["kind"] == "amlfs":
+        return _amlfs(plan, fs, rg_name, subnet, tags, opts)
+    return _netapp(plan, fs, rg_name, subnet, tags, opts)
+
+
+def _amlfs(
+    plan: ClusterPlan,
+    fs: dict[str, Any],
+    rg_name: pulumi.Input[str],
+    subnet: network.Subnet,
+    tags: dict[str, str],
+    opts: pulumi.ResourceOptions,
+) -> SharedFs:
+    lustre = storagecache.AmlFilesystem(
+        fs["name"],
+        aml_filesystem_name=fs["name"],
+        resource_group_name=rg_name,
+        location=plan.region,
+        sku=storagecache.SkuNameArgs(name=fs["sku"]),
+        storage_capacity_ti_b=fs["capacity_tib"],
+        filesystem_subnet=subnet.id,
+        zones=[fs["zone"]] if fs["zone"] else None,
+        maintenance_window=storagecache.AmlFilesystemMaintenanceWindowArgs(
+            day_of_week=fs["maintenance"]["day_of_week"], time_of_day_utc=fs["maintenance"]["time_of_day_utc"]
+        ),
+        tags=tags,
+        opts=opts,
+    )
+    source = lustre.client_info.apply(lambda c: f"{c.mgs_address}@tcp:/{LUSTRE_FSNAME}")
+    return _outputs(plan, source, "lustre", LUSTRE_OPTIONS)
+
+
+def _netapp(
+    plan: ClusterPlan,
+    fs: dict[str, Any],
+    rg_name: pulumi.Input[str],
+    subnet: network.Subnet,
+    tags: dict[str, str],
+    opts: pulumi.ResourceOptions,
+) -> SharedFs:
+    account = netapp.Account(
+        fs["account"],
+        account_name=fs["account"],
+        resource_group_name=rg_name,
+        location=plan.region,
+        tags=tags,
+        opts=opts,
+    )
+    pool = netapp.CapacityPool(
+        fs["pool"],
+        account_name=account.name,
+        pool_name=fs["pool"],
+        resource_group_name=rg_name,
+        location=plan.region,
+        service_level=fs["service_level"],
+        size=fs["pool_bytes"],
+        qos_type="Auto",
+        tags=tags,
+        opts=opts,
+    )
+    volume = netapp.CapacityPoolVolume(
+        fs["volume"],
+        account_name=account.name,
+        pool_name=pool.name.apply(lambda n: n.split("/")[-1]),
+        volume_name=fs["volume"],
+        resource_group_name=rg_name,
+        location=plan.region,
+        creation_token=fs["creation_token"],
+        service_level=fs["service_level"],
+        subnet_id=subnet.id,
+        usage_threshold=fs["volume_bytes"],
+        is_large_volume=fs["large_volume"] or None,
+        protocol_types=["NFSv3"],
+        network_features="Standard",
+        security_style="unix",
+        unix_permissions="1777",
+        snapshot_directory_visible=False,
+        export_policy=netapp.VolumePropertiesExportPolicyArgs(
+            rules=[
+                netapp.ExportPolicyRuleArgs(
+                    rule_index=1,
+                    allowed_clients=fs["allowed_clients"],
+                    nfsv3=True,
+                    nfsv41=False,
+                    cifs=False,
+                    unix_read_only=False,
+                    unix_read_write=True,
+                    has_root_access=True,
+                )
+            ]
+        ),
+        tags=tags,
+        opts=opts,
+    )
+    source = volume.mount_targets.apply(lambda targets: f"{targets[0].ip_address}:/{fs['creation_token']}")
+    return _outputs(plan, source, "nfs", NFS_OPTIONS)

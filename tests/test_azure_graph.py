@@ -1,0 +1,315 @@
+"""Azure resource graph under the mocked cloud: what the program registers, with the engine's input names."""
+
+from __future__ import annotations
+
+import base64
+import ipaddress
+import subprocess
+from typing import Any
+
+import pulumi
+import pytest
+from conftest import FIXED_NOW, assert_golden, golden_graph, preview, stack_spec
+from test_azure_plan import azure_spec
+
+from provision.catalog import load_catalog
+from provision.catalog.models import RegionOffer
+from provision.clouds.azure.adapter import AzureAdapter
+from provision.errors import SpecError
+from provision.spec import load_spec
+from provision.testing.mocks import CloudMocks
+from provision.testing.run import PreviewResult
+
+VMSS = "azure-native:compute:VirtualMachineScaleSet"
+PPG = "azure-native:compute:ProximityPlacementGroup"
+SUBNET = "azure-native:network:Subnet"
+NSG = "azure-native:network:NetworkSecurityGroup"
+PIP = "azure-native:network:PublicIPAddress"
+NAT = "azure-native:network:NatGateway"
+RG = "azure-native:resources:ResourceGroup"
+AMLFS = "azure-native:storagecache:AmlFilesystem"
+IDENTITY = "azure-native:managedidentity:UserAssignedIdentity"
+#: Azure subnets cannot carry tags; every other resource must.
+UNTAGGABLE = {SUBNET}
+
+
+def run(**overrides: Any) -> PreviewResult:
+    return preview(load_spec(azure_spec(**overrides)))
+
+
+@pytest.fixture(scope="module")
+def cluster() -> PreviewResult:
+    return run(lifetime={"ttl": "6h"})
+
+
+def by_name(result: PreviewResult, name: str) -> Any:
+    return next(r for r in result.resources if r.name == name)
+
+
+# ------------------------------------------------------------------ scale set
+
+
+def test_scale_set_is_one_uniform_ib_island_with_placement_group(cluster: PreviewResult) -> None:
+    vmss = cluster.one(VMSS).inputs
+    ppg = cluster.one(PPG)
+    assert vmss["orchestrationMode"] == "Uniform"
+    assert vmss["singlePlacementGroup"] is True
+    assert vmss["overprovision"] is False
+    assert vmss["platformFaultDomainCount"] == 1
+    assert vmss["upgradePolicy"] == {"mode": "Manual"}
+    assert vmss["proximityPlacementGroup"] == {"id": ppg.id}
+    assert vmss["sku"] == {"name": "Standard_ND96isr_H100_v5", "tier": "Standard", "capacity": 8}
+    assert ppg.inputs["proximityPlacementGroupType"] == "Standard"
+
+
+def test_scale_set_boots_the_pinned_hpc_image(cluster: PreviewResult) -> None:
+    image = cluster.one(VMSS).inputs["virtualMachineProfile"]["storageProfile"]["imageReference"]
+    assert image == {"publisher": "microsoft-dsvm", "offer": "ubuntu-hpc", "sku": "2204", "version": "22.04.2024102301"}
+    assert "latest" not in str(image).lower()
+
+
+def test_nodes_log_in_with_ssh_keys_only(cluster: PreviewResult) -> None:
+    os_profile = cluster.one(VMSS).inputs["virtualMachineProfile"]["osProfile"]
+    linux = os_profile["linuxConfiguration"]
+    assert linux["disablePasswordAuthentication"] is True
+    assert "adminPassword" not in os_profile
+    assert linux["ssh"]["publicKeys"] == [
+        {"path": "/home/azureuser/.ssh/authorized_keys", "keyData": cluster.plan.access.ssh_public_keys[0]}
+    ]
+
+
+def test_nodes_use_the_user_assigned_identity_and_encryption_at_host(cluster: PreviewResult) -> None:
+    vmss = cluster.one(VMSS).inputs
+    identity = cluster.one(IDENTITY)
+    assert vmss["identity"] == {"type": "UserAssigned", "userAssignedIdentities": [identity.id]}
+    profile = vmss["virtualMachineProfile"]
+    assert profile["securityProfile"] == {"encryptionAtHost": True}
+    assert profile["diagnosticsProfile"] == {"bootDiagnostics": {"enabled": True}}  # managed: no storage account
+
+
+def test_nodes_have_no_public_ip_and_egress_through_the_nat_gateway(cluster: PreviewResult) -> None:
+    nic = cluster.one(VMSS).inputs["virtualMachineProfile"]["networkProfile"]["networkInterfaceConfigurations"]
+    assert len(nic) == 1
+    ipconfig = nic[0]["ipConfigurations"][0]
+    assert "publicIPAddressConfiguration" not in ipconfig
+    nodes = by_name(cluster, "az-test-nodes")
+    assert ipconfig["subnet"] == {"id": nodes.id}
+    pip, nat = cluster.one(PIP), cluster.one(NAT)
+    assert nat.inputs["publicIpAddresses"] == [{"id": pip.id}]
+    assert nodes.inputs["natGateway"] == {"id": nat.id}
+    assert nodes.inputs["defaultOutboundAccess"] is False
+
+
+def test_custom_data_is_the_bootstrap_with_the_topology_check_and_no_secret(cluster: PreviewResult) -> None:
+    encoded = cluster.one(VMSS).inputs["virtualMachineProfile"]["osProfile"]["customData"]
+    script = base64.b64decode(encoded).decode()
+    assert "topo_file='/opt/microsoft/ndv5-topo.xml'" in script and "ib_expected=8" in script
+    assert "export NCCL_TOPO_FILE=/opt/microsoft/ndv5-topo.xml" in script
+    assert "@tcp:/lustrefs /shared lustre noatime,flock,_netdev" in script
+    assert "PRIVATE KEY" not in script and "shutdown -h" not in script
+    subprocess.run(["bash", "-n"], input=script, text=True, check=True)
+
+
+# ------------------------------------------------------------------ network and tags
+
+
+def test_nsg_admits_ssh_only_from_the_allowed_cidrs(cluster: PreviewResult) -> None:
+    rules = cluster.one(NSG).inputs["securityRules"]
+    assert len(rules) == 1
+    rule = rules[0]
+    assert (rule["direction"], rule["access"], rule["protocol"], rule["destinationPortRange"]) == (
+        "Inbound",
+        "Allow",
+        "Tcp",
+        "22",
+    )
+    assert rule["sourceAddressPrefixes"] == ["203.0.113.0/24"]
+    assert "sourceAddressPrefix" not in rule
+
+
+def test_nsg_has_no_inbound_rule_without_allowed_cidrs() -> None:
+    result = run(access={"allowed_cidrs": []})
+    assert result.one(NSG).inputs.get("securityRules", []) == []
+
+
+def test_world_ssh_needs_the_explicit_opt_in() -> None:
+    with pytest.raises(SpecError):
+        load_spec(azure_spec(access={"allowed_cidrs": ["0.0.0.0/0"]}))
+    result = run(access={"allowed_cidrs": ["0.0.0.0/0"], "allow_world_ssh": True})
+    assert result.one(NSG).inputs["securityRules"][0]["sourceAddressPrefixes"] == ["0.0.0.0/0"]
+
+
+def test_every_taggable_resource_carries_the_plan_tags(cluster: PreviewResult) -> None:
+    custom = [r for r in cluster.resources if r.custom]
+    assert {r.type for r in custom} >= {RG, IDENTITY, NSG, PIP, NAT, VMSS, PPG, AMLFS}
+    for r in custom:
+        if r.type in UNTAGGABLE:
+            assert "tags" not in r.inputs, r.name
+            continue
+        assert r.inputs["tags"] == cluster.plan.tags, r.name
+    assert cluster.plan.tags["provision-expires-at"] == "20261129t1800z"
+
+
+def test_every_resource_is_a_child_of_the_cluster_component(cluster: PreviewResult) -> None:
+    components = [r for r in cluster.resources if not r.custom]
+    assert [(r.type, r.name) for r in components] == [("provision:azure:Cluster", "az-test")]
+
+
+# ------------------------------------------------------------------ storage
+
+
+def test_amlfs_gets_its_sku_capacity_zone_window_and_own_subnet(cluster: PreviewResult) -> None:
+    fs = cluster.one(AMLFS).inputs
+    subnet = by_name(cluster, "az-test-filesystem")
+    assert fs["sku"] == {"name": "AMLFS-Durable-Premium-250"}
+    assert fs["storageCapacityTiB"] == 8
+    assert fs["filesystemSubnet"] == subnet.id
+    assert fs["zones"] == ["1"]
+    assert fs["maintenanceWindow"] == {"dayOfWeek": "Sunday", "timeOfDayUTC": "02:00"}
+    assert ipaddress.ip_network(subnet.inputs["addressPrefix"]).prefixlen <= 24
+    assert cluster.outputs["shared_fs"]["source"].endswith("@tcp:/lustrefs")
+
+
+def test_netapp_volume_sits_on_a_delegated_subnet_and_exports_to_the_nodes_only() -> None:
+    result = run(storage={"shared": {"kind": "netapp", "tier": "Premium", "size_gib": 4096}})
+    subnet = by_name(result, "az-test-filesystem")
+    assert subnet.inputs["delegations"] == [{"name": "netapp", "serviceName": "Microsoft.NetApp/volumes"}]
+    pool = result.one("azure-native:netapp:CapacityPool").inputs
+    volume = result.one("azure-native:netapp:CapacityPoolVolume").inputs
+    assert pool["size"] == volume["usageThreshold"] == 4 * 1024**4
+    assert (pool["serviceLevel"], volume["serviceLevel"], volume["protocolTypes"]) == ("Premium", "Premium", ["NFSv3"])
+    assert volume["subnetId"] == subnet.id
+    [rule] = volume["exportPolicy"]["rules"]
+    assert rule["allowedClients"] == result.plan.extra["subnets"]["nodes"]
+    assert result.outputs["shared_fs"]["mount_command"].startswith("sudo mkdir -p /shared && sudo mount -t nfs")
+
+
+def test_retained_storage_and_its_network_live_in_a_resource_group_the_reaper_keeps() -> None:
+    result = run(storage={"shared": {"retain": True}})
+    data_rg = by_name(result, "az-test-data-rg")
+    assert data_rg.inputs["tags"]["provision-retain"] == "true"
+    assert data_rg.inputs["tags"]["provision-expires-at"] == "never"
+    for r in result.resources:
+        if r.type in (AMLFS, NSG, NAT, PIP, SUBNET, "azure-native:network:VirtualNetwork"):
+            assert r.inputs["resourceGroupName"] == "az-test-data-rg", r.name
+        elif r.type in (VMSS, PPG, IDENTITY):
+            assert r.inputs["resourceGroupName"] == "az-test-rg", r.name
+            assert r.inputs["tags"]["provision-expires-at"] == result.plan.tags["provision-expires-at"]
+
+
+# ------------------------------------------------------------------ islands, gang allocation, outputs
+
+
+def test_resources_grow_with_islands_not_nodes() -> None:
+    small, large = run(nodes=2), run(nodes=100)
+    assert len(small.resources) == len(large.resources)
+    assert small.one(VMSS).inputs["sku"]["capacity"] == 2 and large.one(VMSS).inputs["sku"]["capacity"] == 100
+
+
+def test_split_cluster_has_one_scale_set_per_island_and_outputs_agree() -> None:
+    result = run(nodes=256, azure={"split_islands": True})
+    sets = result.of_type(VMSS)
+    ppgs = result.of_type(PPG)
+    assert [s.inputs["sku"]["capacity"] for s in sets] == [86, 85, 85] == list(result.plan.islands)
+    assert [s.inputs["proximityPlacementGroup"]["id"] for s in sets] == [p.id for p in ppgs]
+    assert result.outputs["fabric"]["islands"] == [
+        {"first_rank": 0, "nodes": 86},
+        {"first_rank": 86, "nodes": 85},
+        {"first_rank": 171, "nodes": 85},
+    ]
+    hosts = result.outputs["hosts"]
+    assert len(hosts) == len(set(hosts)) == 256
+    nodes_net = ipaddress.ip_network(result.plan.extra["subnets"]["nodes"])
+    assert all(ipaddress.ip_address(h) in nodes_net for h in hosts)
+
+
+def test_hostfile_comes_from_one_nic_read_per_node_in_rank_order(cluster: PreviewResult) -> None:
+    reads = [args for token, args in cluster.calls if token == "azure-native:resources:getResource"]
+    assert len(reads) == 8
+    assert {a["apiVersion"] for a in reads} == {"2018-10-01"}
+    assert sorted(a["parentResourcePath"] for a in reads) == [
+        f"virtualMachineScaleSets/az-test-island0/virtualMachines/{i}" for i in range(8)
+    ]
+    hosts = cluster.outputs["hosts"]
+    assert cluster.outputs["hostfile"].splitlines() == [f"{h} slots=8" for h in hosts]
+    assert hosts[0] == "10.0.0.4" and cluster.outputs["head_node"] == hosts[0]
+    assert cluster.outputs["nccl_env"]["NCCL_TOPO_FILE"] == "/opt/microsoft/ndv5-topo.xml"
+
+
+def test_spot_nodes_are_deleted_on_eviction_and_bid_the_on_demand_price() -> None:
+    profile = run(capacity={"type": "spot"}).one(VMSS).inputs["virtualMachineProfile"]
+    assert (profile["priority"], profile["evictionPolicy"], profile["billingProfile"]) == (
+        "Spot",
+        "Delete",
+        {"maxPrice": -1},
+    )
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "region", "gpu"),
+    [
+        ("Standard_ND96isr_H200_v5", "mexicocentral", "H200"),
+        ("Standard_ND96asr_v4", "eastus", "A100-40GB"),
+        ("Standard_ND96amsr_A100_v4", "eastus", "A100-80GB"),
+    ],
+)
+def test_sibling_nd_sizes_build_from_the_same_code(instance_type: str, region: str, gpu: str) -> None:
+    result = run(instance_type=instance_type, region=region, gpu=gpu, nodes=2)
+    vmss = result.one(VMSS).inputs
+    assert vmss["sku"]["name"] == instance_type and vmss["singlePlacementGroup"] is True
+    assert vmss["virtualMachineProfile"]["storageProfile"]["imageReference"]["sku"] == "2204"
+
+
+def test_mi300x_boots_the_rocm_image_with_rccl_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The catalog row has no region yet (nobody verified one); give it one for this test only.
+    catalog = load_catalog()
+    mi300x = catalog.instance("azure", "Standard_ND96isr_MI300X_v5")
+    assert mi300x is not None
+    patched = mi300x.model_copy(update={"regions": {"eastus": RegionOffer(zones=(), price_per_hour_usd=50.0)}})
+    instances = tuple(patched if o is mi300x else o for o in catalog.instances)
+    monkeypatch.setattr(
+        "provision.clouds.base.load_catalog", lambda: type(catalog)(**{**vars(catalog), "instances": instances})
+    )
+    result = run(gpu="MI300X", instance_type="Standard_ND96isr_MI300X_v5", nodes=2)
+    image = result.one(VMSS).inputs["virtualMachineProfile"]["storageProfile"]["imageReference"]
+    assert image["sku"] == "2204-rocm" and image["version"] == "22.04.2025030701"
+    assert "CUDA_DEVICE_ORDER" not in result.outputs["nccl_env"]
+    assert result.outputs["fabric_manifest"]["rccl"] == "2.20.5"
+
+
+def test_a_reservation_group_in_the_plan_reaches_the_scale_set_profile() -> None:
+    # Azure refuses reservations for every ND size today (check), so the plan is edited by hand here.
+    plan = AzureAdapter().plan(load_spec(azure_spec(nodes=2)), now=FIXED_NOW)
+    group = (
+        "/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/rg1/providers/"
+        "Microsoft.Compute/capacityReservationGroups/crg1"
+    )
+    plan = plan.model_copy(update={"extra": {**plan.extra, "capacity_reservation_group": group}})
+    mocks = CloudMocks(region=plan.region)
+    pulumi.runtime.settings.ROOT.set(None)
+    pulumi.runtime.set_mocks(mocks, project="provision", stack="mock", preview=False)
+
+    @pulumi.runtime.test
+    def _build() -> Any:
+        AzureAdapter().build(plan)
+
+    _build()
+    profile = next(r for r in mocks.ledger if r.type == VMSS).inputs["virtualMachineProfile"]
+    assert profile["capacityReservation"] == {"capacityReservationGroup": {"id": group}}
+
+
+def test_a_bad_spec_registers_no_resource(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[Any] = []
+    monkeypatch.setattr(pulumi.runtime, "set_mocks", lambda *a, **k: calls.append(a))
+    with pytest.raises(SpecError) as err:
+        run(nodes=150, access={"public_head_node": True})
+    assert {p.path for p in err.value.problems} >= {"nodes", "access.public_head_node"}
+    assert calls == []
+
+
+# ------------------------------------------------------------------ golden files
+
+
+@pytest.mark.parametrize("stack", ["azure-ndh100-64", "azure-ndh100-256", "azure-ndh100-ci"])
+def test_stack_graph_matches_its_golden_file(stack: str) -> None:
+    assert_golden(stack, golden_graph(preview(stack_spec(stack))))
