@@ -51,7 +51,10 @@ def run_command(as_json: bool, fn: Callable[[], T]) -> T:
         if as_json:
             emit_json(e.as_dict())
         else:
-            _console(stderr=True).print(f"[bold red]error:[/] {e.render()}", markup=True, highlight=False)
+            from rich.markup import escape
+
+            # User values and patterns contain '[...]': escape them so rich prints them literally.
+            _console(stderr=True).print(f"[bold red]error:[/] {escape(e.render())}", markup=True, highlight=False)
         raise typer.Exit(e.exit_code) from None
     except KeyboardInterrupt:
         _console(stderr=True).print("interrupted")
@@ -142,6 +145,7 @@ def _plan_target(target: str) -> Any:
 
 
 def print_plan(summary: dict[str, Any]) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     t = Table(show_header=False, title=f"plan: {summary['name']}")
@@ -171,11 +175,11 @@ def print_plan(summary: dict[str, Any]) -> None:
         ),
     ]
     for k, v in rows:
-        t.add_row(k, str(v))
+        t.add_row(k, escape(str(v)))
     console = _console()
     console.print(t)
     for w in summary["warnings"]:
-        console.print(f"[yellow]warning:[/] {w}", markup=True)
+        console.print(f"[yellow]warning:[/] {escape(w)}", markup=True)
 
 
 @app.command()
@@ -204,12 +208,13 @@ def preview(target: str = TargetArg, as_json: bool = JsonOpt) -> None:
     if as_json:
         emit_json(doc)
         return
+    from rich.markup import escape
     from rich.tree import Tree
 
     print_plan(doc["plan"])
     tree = Tree(f"[bold]{doc['plan']['name']}[/] ({len(doc['resources'])} resources)")
     for r in doc["resources"]:
-        tree.add(f"{r['type']}  [cyan]{r['name']}[/]")
+        tree.add(f"{escape(r['type'])}  [cyan]{escape(r['name'])}[/]")
     console = _console()
     console.print(tree)
     outputs = doc["outputs"]
@@ -218,7 +223,7 @@ def preview(target: str = TargetArg, as_json: bool = JsonOpt) -> None:
         value = outputs.get(key)
         if isinstance(value, dict):
             value = value.get("mount_command", value)
-        console.print(f"  {key}: {str(value).strip()}")
+        console.print(f"  {key}: {str(value).strip()}", markup=False)
 
 
 # ---------------------------------------------------------------------- schema

@@ -102,7 +102,9 @@ def _apply_cap(
             ],
         )
     if ttl_hours is None:
-        return min(cap / hourly, MAX_TTL.total_seconds() / 3600)
+        max_hours = MAX_TTL.total_seconds() / 3600
+        # A free offer (a catalog price of 0) never reaches the cap: live as long as any cluster may.
+        return min(cap / hourly, max_hours) if hourly > 0 else max_hours
     projected = hourly * ttl_hours
     if projected > cap:
         affordable = math.floor(cap / hourly * 60)

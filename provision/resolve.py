@@ -71,7 +71,12 @@ def _choose_offer(spec: ClusterSpec, catalog: Catalog, found: ProblemCollector) 
     in_region = [o for o in candidates if spec.region in o.regions]
     if not in_region:
         regions = sorted({r for o in candidates for r in o.regions})
-        found.add("region", spec.region, f"has no {gpu.name} offer on {cloud}", f"use one of: {', '.join(regions)}")
+        fix = (
+            f"use one of: {', '.join(regions)}"
+            if regions
+            else f"pick another GPU: the catalog records no {cloud} region for {gpu.name}"
+        )
+        found.add("region", spec.region, f"has no {gpu.name} offer on {cloud}", fix)
         return None
 
     def score(o: InstanceOffer) -> tuple[int, int, int, float]:
@@ -105,7 +110,12 @@ def _check_placement(spec: ClusterSpec, offer: InstanceOffer, res: Resolution, f
     region = offer.regions.get(spec.region)
     if region is None:
         regions = sorted(offer.regions)
-        found.add("region", spec.region, f"does not offer {offer.instance_type}", f"use one of: {', '.join(regions)}")
+        fix = (
+            f"use one of: {', '.join(regions)}"
+            if regions
+            else f"pick another instance_type: the catalog records no region for {offer.instance_type}"
+        )
+        found.add("region", spec.region, f"does not offer {offer.instance_type}", fix)
         return
     if region.sales_only:
         res.warnings.append(
@@ -160,8 +170,10 @@ def _check_fabric(
         res.fabric = "none"
     else:
         with_fabric = [o.instance_type for o in catalog.instances_for(spec.cloud) if o.fabric == spec.fabric]
-        fix = (f"use instance_type {' or '.join(with_fabric)}, " if with_fabric else "") + (
-            f"or fabric {offer.fabric} (or auto)"
+        fix = (
+            f"use instance_type {' or '.join(with_fabric)}, or fabric {offer.fabric} (or auto)"
+            if with_fabric
+            else f"use fabric {offer.fabric} (or auto)"
         )
         found.add("fabric", spec.fabric, f"is not available on {offer.instance_type} (it has {offer.fabric})", fix)
         return

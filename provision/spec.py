@@ -10,6 +10,7 @@ zone?) lives in :mod:`provision.resolve`. Load a spec with :func:`load_spec` (a 
 from __future__ import annotations
 
 import ipaddress
+import json
 import math
 import re
 from datetime import timedelta
@@ -77,6 +78,13 @@ assert set(FabricChoice.__args__) == {"auto", *FABRICS}  # noqa: S101  # kept in
 assert set(SharedKind.__args__) == {"auto", "none", *FILESYSTEM_KINDS}  # noqa: S101
 
 
+def _not_bool(v: Any) -> Any:
+    """Refuse true/false where a number belongs: pydantic's lax mode reads ``gpus: yes`` as 1."""
+    if isinstance(v, bool):
+        raise ValueError("is true/false, not a number; write a number")
+    return v
+
+
 TagKey = Annotated[str, StringConstraints(pattern=LABEL_KEY_PATTERN)]
 TagValue = Annotated[str, StringConstraints(pattern=LABEL_VALUE_PATTERN)]
 
@@ -107,11 +115,13 @@ class SharedStorage(_Model):
     retain: bool = Field(default=False, description="Keep the filesystem when the cluster is destroyed.")
     mount: str = Field(default="/shared", pattern=r"^/[A-Za-z0-9._/-]*$", description="Mount point on nodes.")
 
+    _numbers = field_validator("throughput_mbps_per_tib", mode="before")(_not_bool)
+
     @field_validator("size_gib")
     @classmethod
     def _size_positive(cls, v: int | None) -> int | None:
         if v is not None and not 0 < v <= 100 * 1024 * 1024:
-            raise ValueError("must be between 1 GiB and 100 PiB")
+            raise ValueError("must be between 1 GiB and 100 PiB; give a size such as 36000 or '36TiB'")
         return v
 
 
@@ -197,10 +207,15 @@ class CapacitySpec(_Model):
     )
     max_price_per_hour_usd: float | None = Field(default=None, gt=0, description="Spot bid ceiling per node-hour.")
 
+    _numbers = field_validator("max_price_per_hour_usd", mode="before")(_not_bool)
+
     @model_validator(mode="after")
     def _reservation_needed(self) -> CapacitySpec:
         if self.type in ("reservation", "capacity-block") and not self.reservation:
-            raise ValueError(f"capacity type {self.type!r} needs capacity.reservation (the reservation id or name)")
+            raise ValueError(
+                f"capacity type {self.type!r} needs capacity.reservation; "
+                "set reservation to the reservation (or Capacity Block) id or name"
+            )
         if self.reservation and self.type not in ("reservation", "capacity-block"):
             raise ValueError(
                 f"capacity.reservation is set but capacity.type is {self.type!r}; "
@@ -225,13 +240,15 @@ class LifetimeSpec(_Model):
         default=None, description="Price per node-hour to use when the catalog has none (or to override it)."
     )
 
+    _numbers = field_validator("max_cost_usd", "hourly_price_usd", mode="before")(_not_bool)
+
     @field_validator("ttl")
     @classmethod
     def _ttl_range(cls, v: timedelta | None) -> timedelta | None:
         if v is None:
             return v
         if v < MIN_TTL:
-            raise ValueError("must be at least 30m (clouds refuse shorter self-destruct timers)")
+            raise ValueError("must be at least 30m (clouds refuse shorter self-destruct timers); use 30m or longer")
         if v > MAX_TTL:
             raise ValueError("is over 90d, which is almost certainly a typo; omit ttl for a long-lived cluster")
         return v
@@ -242,9 +259,11 @@ class LifetimeSpec(_Model):
         if v is None:
             return v
         if not math.isfinite(v) or v <= 0:
-            raise ValueError("must be a positive, finite amount of USD")
+            raise ValueError("must be a positive, finite amount of USD; write a number such as 5000")
         if v > MAX_COST_USD:
-            raise ValueError(f"is above {MAX_COST_USD:,.0f} USD, which is almost certainly a typo")
+            raise ValueError(
+                f"is above {MAX_COST_USD:,.0f} USD, which is almost certainly a typo; check the number of digits"
+            )
         return v
 
 
@@ -274,19 +293,18 @@ class ClusterSpec(_Model):
     azure: AzureOptions | None = Field(default=None, description="Azure-only options.")
     alibaba: AlibabaOptions | None = Field(default=None, description="Alibaba-only options.")
 
+    _numbers = field_validator("gpus", "nodes", mode="before")(_not_bool)
+
     @model_validator(mode="before")
     @classmethod
     def _gpu_shorthand(cls, data: Any) -> Any:
+        # Only a well-formed shorthand that agrees with gpus is expanded; anything else stays as
+        # written and cross_field_problems reports it with its path, beside every other problem
+        # (raising here would stop pydantic from checking the other fields).
         if isinstance(data, dict) and isinstance(data.get("gpu"), str) and ":" in data["gpu"]:
-            model, _, count = data["gpu"].partition(":")
-            data = dict(data)
-            data["gpu"] = model.strip()
-            if count.strip().isdigit():
-                if data.get("gpus") not in (None, int(count)):
-                    raise ValueError(f"gpu says {count} GPUs but gpus says {data['gpus']}; keep one")
-                data["gpus"] = int(count)
-            else:
-                raise ValueError(f"gpu {data['gpu']!r}: the count after ':' must be a whole number, e.g. 'H100:64'")
+            model, count = _gpu_shorthand_parts(data["gpu"])
+            if count is not None and data.get("gpus") in (None, count):
+                data = {**data, "gpu": model, "gpus": count}
         return data
 
     @field_validator("tags")
@@ -305,7 +323,9 @@ class ClusterSpec(_Model):
     @classmethod
     def _owner(cls, v: str | None) -> str | None:
         if v is not None and not re.match(LABEL_VALUE_PATTERN, v):
-            raise ValueError("must be up to 63 lowercase letters, digits, '_' or '-' (it becomes a label)")
+            raise ValueError(
+                "must be up to 63 lowercase letters, digits, '_' or '-' (it becomes a label); write it like 'jane-doe'"
+            )
         return v
 
     @model_validator(mode="after")
@@ -321,6 +341,13 @@ class ClusterSpec(_Model):
         """This cloud's option model (its defaults when the spec gives none)."""
         defaults = {"aws": AwsOptions, "gcp": GcpOptions, "azure": AzureOptions, "alibaba": AlibabaOptions}
         return getattr(self, self.cloud) or defaults[self.cloud]()
+
+
+def _gpu_shorthand_parts(gpu: str) -> tuple[str, int | None]:
+    """``"H100:64"`` -> ``("H100", 64)``; the count is ``None`` when it is not a whole number."""
+    model, _, count = gpu.partition(":")
+    count = count.strip()
+    return model.strip(), int(count) if count.isascii() and count.isdigit() else None
 
 
 def cross_field_problems(data: dict[str, Any]) -> list[Problem]:
@@ -346,6 +373,21 @@ def cross_field_problems(data: dict[str, Any]) -> list[Problem]:
                 "gpus", MISSING, "is required when nodes is absent", "give gpus (total GPUs, e.g. 64) or nodes (e.g. 8)"
             )
         )
+    if isinstance(gpu, str) and ":" in gpu:
+        model, count = _gpu_shorthand_parts(gpu)
+        if count is None:
+            out.append(
+                Problem("gpu", gpu, "has a count after ':' that is not a whole number", f"write it like '{model}:64'")
+            )
+        elif data.get("gpus") not in (None, count):
+            out.append(
+                Problem(
+                    "gpus",
+                    data.get("gpus"),
+                    f"disagrees with gpu {gpu!r} ({count} GPUs)",
+                    "keep one: drop the count from gpu or drop gpus",
+                )
+            )
     cloud = data.get("cloud")
     if cloud in CLOUDS:
         for other in CLOUDS:
@@ -405,10 +447,19 @@ _FIX_BY_TYPE = {
     "literal_error": "use one of the listed values",
     "string_pattern_mismatch": "change it to match the pattern",
     "greater_than": "use a larger number",
+    "greater_than_equal": "use a larger number",
+    "less_than": "use a smaller number",
     "less_than_equal": "use a smaller number",
+    "string_too_long": "shorten it",
+    "too_long": "give fewer items",
+    "too_short": "give more items",
     "int_parsing": "write a whole number",
     "int_from_float": "write a whole number",
     "float_parsing": "write a number",
+    "float_type": "write a number",
+    "int_type": "write a whole number",
+    "bool_type": "write true or false",
+    "finite_number": "write a finite number",
     "bool_parsing": "write true or false",
     "dict_type": "write a mapping (key: value)",
     "model_type": "write a mapping (key: value)",
@@ -447,7 +498,9 @@ def problems_from_validation(err: ValidationError, data: Any = None) -> list[Pro
         if loc and loc[-1] in ("function-after[_cross_fields()]", "function-before[_gpu_shorthand()]"):
             loc = loc[:-1]
         loc = tuple(p for p in loc if not (isinstance(p, str) and p.startswith("function-")))
-        path = _path(loc)
+        # pydantic marks a bad mapping key with a trailing "[key]"; the path names the entry instead.
+        is_key = bool(loc) and loc[-1] == "[key]"
+        path = _path(loc[:-1] if is_key else loc)
         kind = e.get("type", "")
         value = e.get("input", MISSING)
         msg = str(e.get("msg", "")).removeprefix("Value error, ")
@@ -465,14 +518,22 @@ def problems_from_validation(err: ValidationError, data: Any = None) -> list[Pro
         if isinstance(value, dict) and kind not in ("dict_type", "model_type"):
             value = MISSING if kind == "missing" else "{...}"
         fix = _FIX_BY_TYPE.get(kind, "")
+        if kind == "literal_error":
+            allowed = re.findall(r"'([^']*)'", str(e.get("ctx", {}).get("expected", "")))
+            hints = suggest(str(value), allowed) if isinstance(value, str) else []
+            fix = (
+                f"did you mean {' or '.join(repr(h) for h in hints)}?" if hints else f"use one of: {', '.join(allowed)}"
+            )
         if kind == "string_pattern_mismatch":
-            key = "[key]" if loc and loc[-1] == "[key]" else ("tags" if loc and loc[0] == "tags" else str(loc[-1]))
+            key = "[key]" if is_key else ("tags" if loc and loc[0] == "tags" else str(loc[-1]))
             fix = _PATTERN_FIXES.get(key, fix)
             msg = f"does not match {e.get('ctx', {}).get('pattern', 'the pattern')}"
         if "; " in msg and "to fix" not in msg and kind == "value_error":
             rule, _, fix = msg.partition("; ")
         else:
             rule = msg[0].lower() + msg[1:] if msg else kind
+        if is_key:
+            rule = f"is not a valid key: {rule}"
         if kind == "value_error" and isinstance(value, (dict, list, tuple)):
             value = "(see rule)"
         out.append(Problem(path, value, rule, fix))
@@ -522,6 +583,15 @@ def spec_data_from_document(doc: Any, source: str) -> dict[str, Any]:
                 problems=[Problem("config", source, f"has no {CONFIG_KEY!r} key", f"put the spec under {CONFIG_KEY}")]
             )
         doc = cfg[CONFIG_KEY]
+        if isinstance(doc, str):  # `pulumi config set` / set-all store structured values as JSON text
+            try:
+                doc = json.loads(doc)
+            except ValueError:
+                raise SpecError(
+                    problems=[
+                        Problem(CONFIG_KEY, doc[:60], "is neither a mapping nor JSON", "write the spec as key: value")
+                    ]
+                ) from None
         if isinstance(doc, dict) and set(doc) == {"secure"}:
             raise SpecError(
                 problems=[
@@ -560,7 +630,13 @@ def target_path(target: str, root: Path | None = None) -> Path:
 
     known = sorted(f.name[len("Pulumi.") : -len(".yaml")] for f in stacks_dir(root).glob("Pulumi.*.yaml"))
     hints = suggest(target, known)
-    fix = f"did you mean {' or '.join(hints)}?" if hints else f"use one of: {', '.join(known)} or a YAML path"
+    fix = (
+        f"did you mean {' or '.join(hints)}?"
+        if hints
+        else f"use one of: {', '.join(known)} or a YAML path"
+        if known
+        else f"give a path to a spec YAML file (no stacks found in {stacks_dir(root)})"
+    )
     raise SpecError(problems=[Problem("target", target, "is neither a stack in stacks/ nor a YAML file", fix)])
 
 

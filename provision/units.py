@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 from datetime import timedelta
+from fractions import Fraction
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
@@ -39,25 +40,36 @@ def parse_duration(value: Any) -> timedelta:
         return value
     if isinstance(value, bool):
         raise ValueError("is not a duration; write it like '6h', '90m' or '1d12h'")
-    if isinstance(value, (int, float)):
-        if not math.isfinite(value):
-            raise ValueError("is not a finite duration; write it like '6h'")
-        return timedelta(hours=value)
-    if isinstance(value, str) and _DURATION_WHOLE.match(value):
-        seconds = sum(float(n) * _UNIT_SECONDS[u.lower()] for n, u in _DURATION_PART.findall(value))
-        return timedelta(seconds=seconds)
+    try:
+        if isinstance(value, (int, float)):
+            if not math.isfinite(value):
+                raise ValueError("is not a finite duration; write it like '6h'")
+            return timedelta(hours=value)
+        if isinstance(value, str) and _DURATION_WHOLE.match(value):
+            seconds = sum(float(n) * _UNIT_SECONDS[u.lower()] for n, u in _DURATION_PART.findall(value))
+            return timedelta(seconds=seconds)
+    except OverflowError:
+        # timedelta tops out near 2.7 million years; a 400-digit number must be a ValueError, not a crash.
+        raise ValueError("is far too long to be a duration; write it like '6h'") from None
     raise ValueError("is not a duration; write it like '6h', '90m' or '1d12h'")
 
 
 def format_duration(td: timedelta) -> str:
-    """The shortest shorthand for ``td``: ``timedelta(hours=6)`` -> ``"6h"``."""
-    total = int(td.total_seconds())
-    if total <= 0:
+    """The shortest shorthand for ``td``: ``timedelta(hours=6)`` -> ``"6h"``.
+
+    Exact to the microsecond (``"1h0.5s"``), so ``parse_duration(format_duration(td)) == td``
+    for every non-negative ``td``; negative durations format as ``"0s"``.
+    """
+    micros = (td.days * 86400 + td.seconds) * 1_000_000 + td.microseconds
+    if micros <= 0:
         return "0s"
+    total, frac = divmod(micros, 1_000_000)
     parts = []
     for unit, size in _UNIT_SECONDS.items():
         n, total = divmod(total, size)
-        if n:
+        if unit == "s" and frac:
+            parts.append(f"{n}.{frac:06d}".rstrip("0") + "s")
+        elif n:
             parts.append(f"{n}{unit}")
     return "".join(parts)
 
@@ -72,15 +84,19 @@ def parse_size_gib(value: Any) -> int:
     """
     if isinstance(value, bool):
         raise ValueError("is not a size; write it like '36TiB' or '4800GiB'")
-    if isinstance(value, (int, float)):
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
         if not math.isfinite(value):
-            raise ValueError("is not a finite size")
+            raise ValueError("is not a finite size; write it like '36TiB' or '4800GiB'")
         return math.ceil(value)
     if isinstance(value, str):
         m = _SIZE.match(value)
         if m and m.group(2).lower() in _SIZE_BYTES:
-            size_bytes = float(m.group(1)) * _SIZE_BYTES[m.group(2).lower()]
-            return math.ceil(size_bytes / 1024**3 - 1e-9)
+            # Exact arithmetic: '1B' is 1 GiB (not 0), '1.2TB' rounds up exactly, and a number of a
+            # few hundred digits stays finite (the field's range check then refuses it).
+            size_bytes = Fraction(m.group(1)) * _SIZE_BYTES[m.group(2).lower()]
+            return math.ceil(size_bytes / 1024**3)
     raise ValueError("is not a size; write it like '36TiB' or '4800GiB'")
 
 

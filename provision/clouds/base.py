@@ -106,7 +106,12 @@ class Adapter(ABC):
         cost = estimate(spec, catalog, offer, nodes, storage)  # type: ignore[arg-type]
         expires_at = expiry(now, cost.lifetime_hours)
         warnings = [*res.warnings, *self.warnings(spec, res)]
-        if cost.unpriced:
+        if cost.unpriced and spec.lifetime.max_cost_usd is not None and cost.hourly_usd is not None:
+            warnings.append(
+                f"the cost cap counts only the priced parts; {', '.join(cost.unpriced)} have no catalog price "
+                "and are not counted against it."
+            )
+        elif cost.unpriced:
             warnings.append(
                 f"no catalog price for: {', '.join(cost.unpriced)}; the hourly estimate "
                 + ("is missing" if cost.hourly_usd is None else "leaves those parts out")

@@ -1,0 +1,337 @@
+"""Cost: hourly estimate = nodes x price + filesystem + NAT, and the cost-cap rules.
+
+Most cases use a small hand-made catalog whose figures make the arithmetic easy to check by
+hand; a few recompute the packaged catalog's rows with the same formula.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import date, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from conftest import FIXED_NOW
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_spec_errors import BASES, mutate
+
+from provision.catalog import Catalog, FilesystemOffer, InstanceOffer, NetworkPrices, load_catalog
+from provision.catalog.models import RegionOffer, Source
+from provision.cost import HOURS_PER_MONTH, estimate, expiry, spent_usd, storage_hourly_usd
+from provision.errors import BudgetError, ProblemCollector
+from provision.resolve import resolve
+from provision.spec import MAX_TTL, ClusterSpec, load_spec
+from provision.units import parse_duration
+
+SRC = (Source(ref="hand-made test row", retrieved=date(2026, 11, 29), covers="everything"),)
+MAX_HOURS = MAX_TTL.total_seconds() / 3600  # 2160
+
+
+def _offer(instance_type: str, prices: dict[str, float | None]) -> InstanceOffer:
+    return InstanceOffer(
+        cloud="aws",
+        instance_type=instance_type,
+        family="x8",
+        gpu="H100",
+        gpus_per_node=8,
+        gpu_memory_gib=80,
+        vcpus=192,
+        memory_gib=2048,
+        fabric="efa",
+        fabric_interfaces=32,
+        consumption=("on-demand", "spot"),
+        regions={r: RegionOffer(zones=(f"{r}a",), price_per_hour_usd=p) for r, p in prices.items()},
+        sources=SRC,
+    )
+
+
+#: 40 USD per node-hour in us-east-1; no price in us-west-2; free in eu-west-1.
+NODE = _offer("x8.big", {"us-east-1": 40.0, "us-west-2": None, "eu-west-1": 0.0})
+#: 146 USD per TiB-month (0.2 USD per TiB-hour at 730 h) plus 0.73 USD per provisioned MB/s-month.
+FS = FilesystemOffer(
+    cloud="aws",
+    kind="fsx-lustre",
+    tier="TEST_TIER",
+    protocol="lustre",
+    min_gib=1024,
+    step_gib=1024,
+    max_gib=102400,
+    throughput_mbps_per_tib=(125, 250),
+    price_per_tib_month_usd=146.0,
+    price_per_mbps_month_usd=0.73,
+    sources=SRC,
+)
+NAT = NetworkPrices(cloud="aws", nat_per_hour_usd=0.05, sources=SRC)
+TEST_CATALOG = Catalog(version="test", gpus=load_catalog().gpus, instances=(NODE,), filesystems=(FS,), network=(NAT,))
+
+# 4 nodes x 40 = 160.00; 2 TiB x 146 / 730 = 0.40; 250 MB/s/TiB x 2 TiB x 0.73 / 730 = 0.50; NAT 0.05.
+HOURLY = 160.0 + 0.4 + 0.5 + 0.05  # 160.95
+
+
+def spec(**changes: Any) -> ClusterSpec:
+    """A 32-GPU (4-node) aws spec with a 2 TiB, 250 MB/s/TiB filesystem, plus ``changes``."""
+    base = mutate(BASES["aws"], {"gpus": 32, "storage.shared.size_gib": "2TiB"})
+    base["storage"]["shared"]["throughput_mbps_per_tib"] = 250
+    return load_spec(mutate(base, {k.replace("__", "."): v for k, v in changes.items()}))
+
+
+def cost(s: ClusterSpec, catalog: Catalog = TEST_CATALOG) -> Any:
+    found = ProblemCollector()
+    res = resolve(s, catalog, found)
+    assert not found, [str(p) for p in found.problems]
+    storage = (res.storage, res.storage_size_gib, res.storage_throughput) if res.storage else None
+    return estimate(s, catalog, res.offer, res.nodes, storage)
+
+
+# --------------------------------------------------------------------------------- hourly estimate
+
+
+def test_hourly_is_nodes_times_price_plus_filesystem_plus_nat() -> None:
+    c = cost(spec())
+
+    assert c.compute_hourly_usd == 160.0
+    assert c.storage_hourly_usd == pytest.approx(0.9)
+    assert c.network_hourly_usd == 0.05
+    assert c.hourly_usd == pytest.approx(HOURLY)
+    assert c.unpriced == ()
+    assert (c.lifetime_hours, c.lifetime_usd) == (None, None)
+
+
+def test_storage_hourly_by_hand() -> None:
+    assert storage_hourly_usd(FS, 2048, None) == pytest.approx(0.4)  # capacity only
+    assert storage_hourly_usd(FS, 2048, 250) == pytest.approx(0.9)
+    assert storage_hourly_usd(FS, 10240, 125) == pytest.approx(146 * 10 / 730 + 0.73 * 125 * 10 / 730)
+    unpriced = FS.model_copy(update={"price_per_tib_month_usd": None})
+    assert storage_hourly_usd(unpriced, 2048, 250) is None
+
+
+def test_no_shared_filesystem_costs_nothing() -> None:
+    c = cost(load_spec(mutate(BASES["aws"], {"gpus": 32})))
+
+    assert c.storage_hourly_usd == 0.0
+    assert c.hourly_usd == pytest.approx(160.05)
+
+
+def test_hourly_price_override_replaces_the_catalog_price() -> None:
+    c = cost(spec(lifetime__hourly_price_usd=25.0))
+
+    assert c.compute_hourly_usd == 100.0  # 4 nodes x 25
+    assert c.hourly_usd == pytest.approx(100.95)
+
+
+def test_unpriced_offer_has_no_hourly_but_keeps_ttl() -> None:
+    c = cost(spec(region="us-west-2", lifetime__ttl="6h"))
+
+    assert c.compute_hourly_usd is None
+    assert c.hourly_usd is None
+    assert c.unpriced == ("compute",)
+    assert c.lifetime_hours == 6.0
+    assert c.lifetime_usd is None
+
+
+def test_packaged_catalog_row_by_hand() -> None:
+    """aws p5.48xlarge x 8 in us-east-1 with FSx SCRATCH_2 2400 GiB, recomputed from the rows."""
+    cat = load_catalog()
+    s = load_spec(
+        mutate(
+            BASES["aws"], {"storage.shared.tier": "SCRATCH_2", "storage.shared.size_gib": 2400, "lifetime.ttl": "6h"}
+        )
+    )
+    node_price = cat.instance("aws", "p5.48xlarge").price("us-east-1")
+    (scratch,) = [f for f in cat.filesystems_for("aws", "fsx-lustre") if f.tier == "SCRATCH_2"]
+    nat = cat.network_prices("aws").nat_per_hour_usd
+    assert node_price and scratch.price_per_tib_month_usd and nat  # the rows this test reads are priced
+
+    c = cost(s, cat)
+
+    fs = scratch.price_per_tib_month_usd * 2400 / 1024 / HOURS_PER_MONTH
+    assert c.compute_hourly_usd == pytest.approx(8 * node_price)
+    assert c.storage_hourly_usd == pytest.approx(fs, abs=1e-4)
+    assert c.hourly_usd == pytest.approx(8 * node_price + fs + nat, abs=1e-4)
+    assert c.lifetime_usd == pytest.approx(6 * (8 * node_price + fs + nat), abs=1e-3)
+
+
+def test_packaged_catalog_lists_unpriced_parts() -> None:
+    cat = load_catalog()
+    s = load_spec(mutate(BASES["gcp"], {"storage.shared.size_gib": 9000}))
+    assert cat.network_prices("gcp").nat_per_hour_usd is None  # what this test relies on
+
+    c = cost(s, cat)
+
+    assert "network" in c.unpriced
+    assert c.hourly_usd == pytest.approx(c.compute_hourly_usd + (c.storage_hourly_usd or 0.0), abs=1e-4)
+
+
+# ------------------------------------------------------------------------------------- cost caps
+
+
+def test_cap_derives_the_lifetime() -> None:
+    c = cost(spec(lifetime__max_cost_usd=1000))
+
+    assert c.lifetime_hours == pytest.approx(1000 / HOURLY, abs=1e-4)  # 6.2131 h
+    assert c.lifetime_usd == pytest.approx(1000, abs=0.05)
+
+
+def test_cap_lifetime_never_exceeds_the_longest_ttl() -> None:
+    c = cost(spec(lifetime__max_cost_usd=9_000_000))
+
+    assert c.lifetime_hours == MAX_HOURS
+
+
+def test_cap_of_exactly_one_hour_is_accepted() -> None:
+    c = cost(spec(lifetime__max_cost_usd=HOURLY))
+
+    assert c.lifetime_hours == pytest.approx(1.0)
+
+
+def test_cap_below_one_hour_is_refused() -> None:
+    with pytest.raises(BudgetError) as info:
+        cost(spec(lifetime__max_cost_usd=160))
+
+    err = info.value
+    assert err.exit_code == 3
+    (p,) = err.problems
+    assert (p.path, p.value) == ("lifetime.max_cost_usd", 160)
+    assert p.rule == "buys less than one hour of this cluster ($160.95/h)"
+    assert p.fix == "raise it to at least 161 or use fewer nodes"
+
+
+def test_ttl_over_the_cap_is_refused_with_a_shorter_ttl() -> None:
+    # 24 h x 160.95 = 3862.80 > 1000; 1000 / 160.95 h = 372.8 min -> 6h12m.
+    with pytest.raises(BudgetError) as info:
+        cost(spec(lifetime__ttl="24h", lifetime__max_cost_usd=1000))
+
+    (p,) = info.value.problems
+    assert p.path == "lifetime.max_cost_usd"
+    assert p.rule == "is below the projected $3,862.80 for ttl 24h at $160.95/h"
+    assert p.fix == "shorten lifetime.ttl to 6h12m or less, or raise the cap to 3863"
+    assert info.value.exit_code == 3
+
+
+def test_the_suggested_ttl_fits_under_the_cap() -> None:
+    with pytest.raises(BudgetError) as info:
+        cost(spec(lifetime__ttl="3d", lifetime__max_cost_usd=5000))
+    suggested = re.search(r"shorten lifetime\.ttl to (\S+) or less", info.value.problems[0].fix)
+    assert suggested is not None
+
+    c = cost(spec(lifetime__ttl=suggested.group(1), lifetime__max_cost_usd=5000))
+
+    assert c.lifetime_usd <= 5000
+    assert parse_duration(suggested.group(1)) + timedelta(minutes=1) > timedelta(hours=5000 / HOURLY)
+
+
+def test_ttl_costing_exactly_the_cap_is_accepted() -> None:
+    c = cost(spec(lifetime__ttl="2h", lifetime__max_cost_usd=2 * HOURLY))
+
+    assert c.lifetime_hours == 2.0
+    assert c.lifetime_usd == pytest.approx(2 * HOURLY)
+
+
+def test_ttl_under_the_cap_keeps_the_ttl() -> None:
+    c = cost(spec(lifetime__ttl="6h", lifetime__max_cost_usd=5000))
+
+    assert c.lifetime_hours == 6.0
+    assert c.lifetime_usd == pytest.approx(6 * HOURLY)
+
+
+def test_cap_on_unpriced_offer_is_refused() -> None:
+    with pytest.raises(BudgetError) as info:
+        cost(spec(region="us-west-2", lifetime__max_cost_usd=5000))
+
+    (p,) = info.value.problems
+    assert p.path == "lifetime.max_cost_usd"
+    assert "no price for x8.big in us-west-2" in p.rule
+    assert "lifetime.hourly_price_usd" in p.fix
+
+
+def test_cap_on_unpriced_offer_works_with_an_hourly_price() -> None:
+    c = cost(spec(region="us-west-2", lifetime__max_cost_usd=5000, lifetime__hourly_price_usd=30.0))
+
+    assert c.compute_hourly_usd == 120.0
+    assert c.lifetime_hours == pytest.approx(5000 / (120 + 0.9 + 0.05), abs=1e-4)
+
+
+def test_cap_on_a_free_offer_lives_the_longest_ttl() -> None:
+    s = load_spec(mutate(BASES["aws"], {"gpus": 32, "region": "eu-west-1", "lifetime.max_cost_usd": 100}))
+    no_nat = Catalog("t", TEST_CATALOG.gpus, (NODE,), (), (NAT.model_copy(update={"nat_per_hour_usd": 0.0}),))
+
+    c = cost(s, no_nat)
+
+    assert c.hourly_usd == 0.0
+    assert c.lifetime_hours == MAX_HOURS
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    cap=st.floats(min_value=1, max_value=1e6, allow_nan=False),
+    ttl_minutes=st.one_of(st.none(), st.integers(min_value=30, max_value=90 * 24 * 60)),
+    nodes=st.integers(min_value=1, max_value=64),
+)
+def test_cap_is_never_exceeded(cap: float, ttl_minutes: int | None, nodes: int) -> None:
+    changes: dict[str, Any] = {"gpus": nodes * 8, "lifetime.max_cost_usd": cap}
+    if ttl_minutes is not None:
+        changes["lifetime.ttl"] = f"{ttl_minutes}m"
+    s = load_spec(mutate(BASES["aws"], changes))
+    hourly = nodes * 40.0 + 0.05
+
+    try:
+        c = cost(s)
+    except BudgetError as e:
+        (p,) = e.problems
+        assert p.path == "lifetime.max_cost_usd"
+        assert cap < hourly or (ttl_minutes is not None and hourly * ttl_minutes / 60 > cap)
+        return
+    assert c.lifetime_usd <= cap + 0.01
+    assert c.lifetime_hours <= MAX_HOURS
+    assert cap >= hourly
+
+
+# ---------------------------------------------------------------------------------- expiry, spend
+
+
+def test_expiry_adds_the_lifetime_to_the_second() -> None:
+    start = datetime(2026, 11, 29, 12, 0, 0, 123456, tzinfo=timezone.utc)
+
+    assert expiry(start, 6.5) == datetime(2026, 11, 29, 18, 30, tzinfo=timezone.utc)
+    assert expiry(start, 1000 / HOURLY).microsecond == 0
+    assert expiry(start, None) is None
+
+
+def test_spent_usd_by_hand() -> None:
+    start = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+
+    assert spent_usd(10.0, start, start + timedelta(minutes=90)) == 15.0
+    assert spent_usd(HOURLY, start, start + timedelta(hours=2)) == round(2 * HOURLY, 2)
+    assert spent_usd(10.0, start, start - timedelta(hours=1)) == 0.0
+    assert spent_usd(None, start, start) is None
+
+
+# --------------------------------------------------------------------------------- via the plan
+
+
+def _aws_adapter() -> Any:
+    pytest.importorskip("provision.clouds.aws.adapter", reason="provision/clouds/aws/adapter.py is not written yet")
+    from provision.clouds.base import get_adapter
+
+    return get_adapter("aws")
+
+
+def test_plan_carries_the_estimate_and_expiry() -> None:
+    plan = _aws_adapter().plan(spec(lifetime__max_cost_usd=1000), catalog=TEST_CATALOG, now=FIXED_NOW)
+
+    assert plan.cost.hourly_usd == pytest.approx(HOURLY)
+    assert plan.cost.lifetime_hours == pytest.approx(1000 / HOURLY, abs=1e-4)
+    assert plan.expires_at == expiry(FIXED_NOW, plan.cost.lifetime_hours)
+    assert plan.summary()["hourly_usd"] == plan.cost.hourly_usd
+    assert math.isclose(plan.summary()["max_lifetime_hours"], 1000 / HOURLY, abs_tol=1e-4)
+
+
+def test_plan_refuses_a_cap_below_one_hour() -> None:
+    adapter = _aws_adapter()
+
+    with pytest.raises(BudgetError) as info:
+        adapter.plan(spec(lifetime__max_cost_usd=100), catalog=TEST_CATALOG, now=FIXED_NOW)
+
+    assert [p.path for p in info.value.problems] == ["lifetime.max_cost_usd"]
