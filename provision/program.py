@@ -71,15 +71,15 @@ def cluster_program(spec: ClusterSpec | None = None, now: datetime | None = None
     return get_adapter(spec.cloud).build(plan)
 
 
-def main() -> None:
-    """Entry point of ``stacks/__main__.py``: run and export every output.
+def main(spec: ClusterSpec | None = None, now: datetime | None = None) -> None:
+    """Run the program and export every output: ``stacks/__main__.py`` and the Automation API's inline program.
 
     User errors become a ``pulumi.RunError`` (printed without a Python traceback).
     """
     import pulumi
 
     try:
-        outputs = cluster_program()
+        outputs = cluster_program(spec, now)
     except ProvisionError as e:
         raise pulumi.RunError(str(e)) from None
     for name, value in outputs.items():

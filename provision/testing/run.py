@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -101,6 +103,7 @@ def run_program(
     adapter = get_adapter(spec.cloud)
     plan = adapter.plan(spec, now=now, stack=stack, owner=owner)
     adapter.require_sdk()
+    _ensure_event_loop()
     mocks = CloudMocks(faults, region=spec.region)
     pulumi.runtime.set_all_config({CONFIG_KEY: spec.model_dump_json(exclude_none=True), **(config or {})})
     pulumi.runtime.settings.ROOT.set(None)
@@ -114,3 +117,26 @@ def run_program(
 
     _run()
     return PreviewResult(plan=plan, resources=list(mocks.ledger), outputs=captured, calls=list(mocks.calls))
+
+
+def _ensure_event_loop() -> None:
+    """Give this thread an open event loop unless one is running.
+
+    Pulumi's mocked runtime makes futures on the current loop. After an ``asyncio.run``
+    (in a script, or an earlier test) the main thread has none and ``asyncio.Future()``
+    raises. Inside a running loop (a Jupyter cell) nothing is needed: the runtime pumps it.
+    """
+    try:
+        asyncio.get_running_loop()
+        return
+    except RuntimeError:
+        pass
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            loop = asyncio.get_event_loop()
+        if not loop.is_closed():
+            return
+    except RuntimeError:
+        pass
+    asyncio.set_event_loop(asyncio.new_event_loop())
