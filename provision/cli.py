@@ -237,21 +237,15 @@ def schema(as_json: bool = JsonOpt) -> None:
     emit_json(ClusterSpec.model_json_schema())
 
 
-def _register_optional() -> None:
+def _register_commands() -> None:
     """Commands that live in their own modules (size, up/down/status/outputs, reap)."""
-    import importlib
+    from provision import cli_lifecycle, cli_reap, cli_size
 
-    for module in ("provision.cli_size", "provision.cli_lifecycle", "provision.cli_reap"):
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as e:
-            if e.name == module:  # not written yet; any other missing module is a real error
-                continue
-            raise
-        mod.register(app)
+    for module in (cli_size, cli_lifecycle, cli_reap):
+        module.register(app)
 
 
-_register_optional()
+_register_commands()
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ deleting the group removes it whole.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -214,3 +215,106 @@ class AwsSweeper:
             ec2.delete_key_pair(KeyPairId=rid)
         else:  # pragma: no cover - KINDS and this dispatch are kept in step
             raise ValueError(kind)
+
+
+# ---------------------------------------------------------------------- stacks (mock and Pulumi state)
+
+
+def _iso_time(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(timezone.utc)
+    except ValueError:
+        return None
+
+
+def expired_mock_stacks(now: datetime | None = None, home: Any = None) -> list[ExpiredCluster]:
+    """Mocked clusters (``--mock`` state) whose ``expires_at`` output has passed."""
+    from provision.mockstate import MockStore
+
+    now = now or datetime.now(timezone.utc)
+    store = MockStore(home)
+    out = []
+    for stack in store.stacks():
+        state = store.load(stack)
+        expires = _iso_time(state.outputs.get("expires_at")) if state else None
+        if state is None or expires is None or expires > now:
+            continue
+        out.append(
+            ExpiredCluster(
+                cloud=str(state.spec.get("cloud", "")),
+                region=str(state.spec.get("region", "")),
+                cluster=stack,
+                expires_at=expires,
+                resources=[f"{r.type}:{r.name}" for r in state.resources if r.custom],
+            )
+        )
+    return out
+
+
+def reap_mock_stack(stack: str, home: Any = None) -> list[str]:
+    """Delete a mocked cluster's state (what ``provision down --mock`` does); returns what went."""
+    from provision.mockstate import MockStore
+
+    state = MockStore(home).delete(stack)
+    return [f"{r.type}:{r.name}" for r in state.resources if r.custom] if state else []
+
+
+def _workspace(command: Any = None, root: Any = None) -> Any:
+    from pulumi import automation as auto
+
+    from provision import automation
+
+    env = automation.workspace_env()
+    work_dir = root or automation.project_root() or automation.private_dir(automation.provision_home() / "project")
+    return auto.LocalWorkspace(
+        work_dir=str(work_dir),
+        env_vars=env,
+        secrets_provider=automation.secrets_provider(env["PULUMI_BACKEND_URL"]),
+        pulumi_command=command or automation.pulumi_command(),
+    )
+
+
+def expired_pulumi_stacks(now: datetime | None = None, command: Any = None, root: Any = None) -> list[ExpiredCluster]:
+    """Stacks in the state backend whose ``provision-expires-at`` stack tag has passed.
+
+    Raises:
+        CloudError: the Pulumi CLI is missing or the backend refused.
+    """
+    now = now or datetime.now(timezone.utc)
+    ws = _workspace(command, root)
+    out = []
+    for summary in ws.list_stacks():
+        tags = ws.list_tags(summary.name)
+        expires = parse_label_time(tags.get(TAG_EXPIRES, ""))
+        if expires is None or expires > now:
+            continue
+        config = {k: v.value for k, v in ws.get_all_config(summary.name).items()}
+        spec = config.get("provision:cluster", "{}")
+        try:
+            doc = json.loads(spec)
+        except ValueError:
+            doc = {}
+        out.append(
+            ExpiredCluster(
+                cloud=str(doc.get("cloud", "")),
+                region=str(doc.get("region", "")),
+                cluster=summary.name,
+                expires_at=expires,
+                resources=[f"resources:{summary.resource_count}"] if summary.resource_count is not None else [],
+            )
+        )
+    return out
+
+
+def reap_pulumi_stack(stack: str, command: Any = None, root: Any = None) -> list[str]:
+    """``down`` the stack with the spec stored in its config (destroy, refresh-on-pending, retry)."""
+    from provision.cluster import Cluster
+    from provision.spec import load_spec
+
+    ws = _workspace(command, root)
+    raw = ws.get_all_config(stack)["provision:cluster"].value
+    cluster = Cluster(load_spec(json.loads(raw)), stack=stack, pulumi_command=command, display="none")
+    result = cluster.down(yes=True)
+    return [f"{s.op}:{s.type}:{s.name}" for s in (result.steps if result else [])]

@@ -1,6 +1,6 @@
 #!/bin/bash
 # provision node bootstrap (cloud-init user data). Rendered per cluster by provision/bootstrap.py.
-# Holds no secrets: SSH keys come through the cloud's key mechanism, never through user data.
+# Holds no secrets: SSH private keys never appear here; public keys may (GCP OS Login ignores metadata ssh-keys).
 set -euo pipefail
 exec > >(tee -a /var/log/provision-bootstrap.log) 2>&1
 echo "provision: bootstrapping node of cluster ${CLUSTER} (${CLOUD})"

@@ -114,8 +114,8 @@ class Adapter(ABC):
         elif cost.unpriced:
             warnings.append(
                 f"no catalog price for: {', '.join(cost.unpriced)}; the hourly estimate "
-                + ("is missing" if cost.hourly_usd is None else "leaves those parts out")
-                + " (set lifetime.hourly_price_usd to price the nodes)."
+                + ("is missing (set lifetime.hourly_price_usd to price the nodes)." if cost.hourly_usd is None
+                   else "leaves those parts out.")
             )
         if spec.capacity.type != "on-demand" and cost.hourly_usd is not None:
             warnings.append(f"prices are on-demand list prices; {spec.capacity.type} capacity usually costs less.")

@@ -1,0 +1,66 @@
+"""``provision reap``: list (and with ``--yes`` delete) clusters past their expiry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    from provision.cli import JsonOpt
+
+    @app.command()
+    def reap(
+        yes: bool = typer.Option(False, "--yes", help="Delete what is listed (default: only list)."),
+        mock: bool = typer.Option(False, "--mock", help="Reap the mocked clouds' stacks instead of real ones."),
+        aws_region: list[str] = typer.Option(
+            [], "--aws-region", help="Also sweep this AWS region by tag (works without Pulumi state); repeatable."
+        ),
+        as_json: bool = JsonOpt,
+    ) -> None:
+        """Find clusters whose provision-expires-at has passed: in the state backend, or by cloud tags."""
+        from provision.cli import _console, emit_json, run_command
+
+        def go() -> dict[str, Any]:
+            from provision import reaper
+
+            found: list[dict[str, Any]] = []
+            if mock:
+                for c in reaper.expired_mock_stacks():
+                    row = {**c.as_dict(), "source": "mock"}
+                    if yes:
+                        row["deleted"] = reaper.reap_mock_stack(c.cluster)
+                    found.append(row)
+            else:
+                for c in reaper.expired_pulumi_stacks():
+                    row = {**c.as_dict(), "source": "pulumi-stack"}
+                    if yes:
+                        row["deleted"] = reaper.reap_pulumi_stack(c.cluster)
+                    found.append(row)
+            for region in aws_region:
+                sweeper = reaper.AwsSweeper(region)
+                for c in sweeper.find():
+                    row = {**c.as_dict(), "source": "aws-tags"}
+                    if yes:
+                        row["deleted"] = sweeper.delete(c)
+                    found.append(row)
+            return {"expired": found, "deleted": yes}
+
+        doc = run_command(as_json, go)
+        if as_json:
+            emit_json(doc)
+            return
+        console = _console()
+        if not doc["expired"]:
+            console.print("no expired clusters", markup=False)
+            return
+        for row in doc["expired"]:
+            verb = f"deleted {len(row.get('deleted', []))} resources of" if yes else "expired:"
+            console.print(
+                f"{verb} {row['cluster']} ({row['cloud']} {row['region']}, {row['source']}) "
+                f"expired at {row['expires_at']}",
+                markup=False,
+            )
+        if not yes:
+            console.print("run again with --yes to delete them", markup=False)

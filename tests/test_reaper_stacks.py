@@ -1,0 +1,93 @@
+"""The reaper over stacks: mocked clusters' state and Pulumi stacks found by their expiry tag."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import FIXED_NOW, stack_spec
+from pulumi import automation as auto
+from test_automation import FakePulumi
+from typer.testing import CliRunner
+
+from provision import reaper
+from provision.cli import app
+from provision.mockstate import MockStore, run_mock
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("PROVISION_HOME", str(tmp_path / "home"))
+    for var in ("PULUMI_BACKEND_URL", "PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE"):
+        monkeypatch.delenv(var, raising=False)
+    return tmp_path / "home"
+
+
+def _mock_up(stack: str, created: Any) -> None:
+    store = MockStore()
+    store.save(run_mock(stack_spec(stack), stack, None, now=created).state)
+
+
+def test_expired_mock_cluster_is_listed_and_a_live_one_is_not() -> None:
+    _mock_up("gcp-a3-ci", FIXED_NOW - timedelta(days=1))  # 4h ttl: long gone
+    _mock_up("aws-p5-ci", FIXED_NOW)  # 2h ttl: still alive at FIXED_NOW + 1h
+    found = reaper.expired_mock_stacks(now=FIXED_NOW + timedelta(hours=1))
+    assert [c.cluster for c in found] == ["gcp-a3-ci"]
+    assert found[0].cloud == "gcp" and found[0].expires_at == FIXED_NOW - timedelta(days=1) + timedelta(hours=4)
+    assert any(r.startswith("gcp:compute/instanceGroupManager") for r in found[0].resources)
+
+
+def test_reap_cli_lists_then_deletes_expired_mock_clusters_only_with_yes() -> None:
+    _mock_up("gcp-a3-ci", FIXED_NOW - timedelta(days=30))
+    runner = CliRunner()
+    listed = runner.invoke(app, ["reap", "--mock", "--json"])
+    assert listed.exit_code == 0, listed.output
+    doc = json.loads(listed.stdout)
+    assert [r["cluster"] for r in doc["expired"]] == ["gcp-a3-ci"] and doc["deleted"] is False
+    assert MockStore().load("gcp-a3-ci") is not None  # listing deletes nothing
+    reaped = runner.invoke(app, ["reap", "--mock", "--yes", "--json"])
+    assert reaped.exit_code == 0, reaped.output
+    assert json.loads(reaped.stdout)["expired"][0]["deleted"]
+    assert MockStore().load("gcp-a3-ci") is None
+    again = json.loads(runner.invoke(app, ["reap", "--mock", "--json"]).stdout)
+    assert again["expired"] == []
+
+
+class TaggedFake(FakePulumi):
+    """The automation tests' fake CLI, plus `stack ls` and `stack tag ls`."""
+
+    def run(self, args, cwd, additional_env, on_output=None, on_error=None):  # type: ignore[no-untyped-def]
+        a = [x for x in args if x != "--non-interactive"]
+        if a[:3] == ["stack", "ls", "--json"]:
+            self.calls.append(a)
+            rows = [
+                {"name": s, "current": False, "resourceCount": len(self.state.get(s, []))} for s in sorted(self.stacks)
+            ]
+            return auto.CommandResult(json.dumps(rows), "", 0)
+        if a[:3] == ["stack", "tag", "ls"]:
+            self.calls.append(a)
+            stack = a[a.index("--stack") + 1]
+            return auto.CommandResult(json.dumps(self.tags.get(stack, {})), "", 0)
+        return super().run(args, cwd, additional_env, on_output, on_error)
+
+
+def test_expired_pulumi_stack_is_found_by_tag_and_destroyed() -> None:
+    from provision.cluster import Cluster
+
+    fake = TaggedFake()
+    old = Cluster("gcp-a3-ci", stack="ci-old", pulumi_command=fake, display="none")
+    old.up(yes=True)
+    fake.tags["ci-old"]["provision-expires-at"] = "20261101t0000z"  # as if created weeks ago
+    Cluster("aws-p5-ci", stack="ci-live", pulumi_command=fake, display="none").up(yes=True)
+    fake.tags["ci-live"]["provision-expires-at"] = "20991231t0000z"
+
+    found = reaper.expired_pulumi_stacks(now=FIXED_NOW, command=fake)
+    assert [(c.cluster, c.cloud) for c in found] == [("ci-old", "gcp")]
+    deleted = reaper.reap_pulumi_stack("ci-old", command=fake)
+    assert deleted and all(d.startswith("delete:") for d in deleted)
+    assert fake.state["ci-old"] == [] and fake.state["ci-live"]
+    assert any(c[0] == "destroy" and "ci-old" in c for c in fake.calls)
+    assert not any(c[0] == "destroy" and "ci-live" in c for c in fake.calls)
