@@ -25,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-from provision.catalog.models import CLOUDS, CONSUMPTIONS, FABRICS, FILESYSTEM_KINDS
+from provision.catalog.models import CLOUDS, Consumption, FabricKind, FilesystemKind
 from provision.clouds.alibaba.options import AlibabaOptions
 from provision.clouds.aws.options import AwsOptions
 from provision.clouds.azure.options import AzureOptions
@@ -55,23 +55,8 @@ _PUBLIC_KEY = re.compile(
 _PRIVATE_KEY_MARKERS = ("PRIVATE KEY", "PuTTY-User-Key-File", "OPENSSH PRIVATE")
 _WORLD = ("0.0.0.0/0", "::/0")
 
-FabricChoice = Literal["auto", "efa", "tcpx", "tcpxo", "rdma", "infiniband", "erdma", "none"]
-SharedKind = Literal[
-    "auto",
-    "none",
-    "fsx-lustre",
-    "filestore",
-    "managed-lustre",
-    "parallelstore",
-    "amlfs",
-    "netapp",
-    "cpfs",
-    "cpfs-lingjun",
-    "nas",
-    "nas-extreme",
-]
-assert set(FabricChoice.__args__) == {"auto", *FABRICS}  # noqa: S101  # kept in step with the catalog
-assert set(SharedKind.__args__) == {"auto", "none", *FILESYSTEM_KINDS}  # noqa: S101
+FabricChoice = Literal["auto", FabricKind]
+SharedKind = Literal["auto", "none", FilesystemKind]
 
 
 def _not_bool(v: Any) -> Any:
@@ -193,7 +178,7 @@ class AccessSpec(_Model):
 class CapacitySpec(_Model):
     """How the capacity is bought."""
 
-    type: Literal["on-demand", "spot", "reservation", "capacity-block", "flex-start"] = Field(
+    type: Consumption = Field(
         default="on-demand", description="Consumption model."
     )
     reservation: str | None = Field(
@@ -222,7 +207,6 @@ class CapacitySpec(_Model):
         return self
 
 
-assert set(CapacitySpec.model_fields["type"].annotation.__args__) == set(CONSUMPTIONS)  # type: ignore[union-attr]  # noqa: S101
 
 
 class LifetimeSpec(_Model):

@@ -8,18 +8,18 @@ Every figure carries its source; a figure nobody could verify is ``null`` in the
 from __future__ import annotations
 
 from datetime import date
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Cloud = Literal["aws", "gcp", "azure", "alibaba"]
-CLOUDS: tuple[str, ...] = ("aws", "gcp", "azure", "alibaba")
+CLOUDS: tuple[str, ...] = get_args(Cloud)
 
 FabricKind = Literal["efa", "tcpx", "tcpxo", "rdma", "infiniband", "erdma", "none"]
-FABRICS: tuple[str, ...] = ("efa", "tcpx", "tcpxo", "rdma", "infiniband", "erdma", "none")
+FABRICS: tuple[str, ...] = get_args(FabricKind)
 
 Consumption = Literal["on-demand", "spot", "reservation", "capacity-block", "flex-start"]
-CONSUMPTIONS: tuple[str, ...] = ("on-demand", "spot", "reservation", "capacity-block", "flex-start")
+CONSUMPTIONS: tuple[str, ...] = get_args(Consumption)
 
 FilesystemKind = Literal[
     "fsx-lustre",
@@ -33,18 +33,7 @@ FilesystemKind = Literal[
     "nas",
     "nas-extreme",
 ]
-FILESYSTEM_KINDS: tuple[str, ...] = (
-    "fsx-lustre",
-    "filestore",
-    "managed-lustre",
-    "parallelstore",
-    "amlfs",
-    "netapp",
-    "cpfs",
-    "cpfs-lingjun",
-    "nas",
-    "nas-extreme",
-)
+FILESYSTEM_KINDS: tuple[str, ...] = get_args(FilesystemKind)
 
 
 class _Row(BaseModel):

@@ -24,8 +24,7 @@ from provision.catalog import Catalog, GpuModel, load_catalog, suggest
 from provision.catalog.models import CLOUDS
 from provision.cost import HOURS_PER_MONTH
 from provision.errors import ProblemCollector, SpecError
-from provision.sizing.estimates import (  # noqa: F401
-    _NUMBERS,
+from provision.sizing.estimates import (
     _NUMBERS_REQUIRED,
     _choose_gpus,
     _count,
@@ -33,19 +32,14 @@ from provision.sizing.estimates import (  # noqa: F401
     _memory,
     _number,
     _peak_tflops,
-    _whole,
 )
-from provision.sizing.models import (  # noqa: F401
-    _COUNT,
-    _COUNT_SCALE,
+from provision.sizing.models import (
     AMORTISATION_YEARS,
     ASPECT,
     DEFAULT_DEADLINE_DAYS,
     DEFAULT_GPUS_PER_NODE,
-    FABRIC_NAMES,
     FSDP_GATHERED_LAYERS,
     GIB,
-    HOURS_PER_YEAR,
     LAYER_ACTIVATION_BYTES_PER_TOKEN_HIDDEN,
     MAX_GPUS,
     MFU_WARN_ABOVE,
@@ -54,35 +48,21 @@ from provision.sizing.models import (  # noqa: F401
     RAW_TEXT_BYTES_PER_TOKEN,
     RETAINED_CHECKPOINTS,
     RUNTIME_RESERVE_GIB,
-    STATE_BYTES,
     TOKENIZED_BYTES_PER_TOKEN,
     TYPICAL_DRAW_FRACTION,
-    VENDOR_PENALTY,
-    Amortisation,
-    BuyVsRent,
     CloudOption,
     ClusterChoice,
     ComputeEstimate,
-    Count,
-    FilesystemChoice,
     MemoryEstimate,
-    Optimizer,
-    Precision,
     SizingInputs,
     SizingReport,
-    StorageEstimate,
-    _Model,
     format_count,
     parse_count,
 )
-from provision.sizing.offers import (  # noqa: F401
+from provision.sizing.offers import (
     _buy_vs_rent,
-    _cheapest_region,
-    _closest_gpu,
     _cloud_option,
-    _filesystem,
     _gpu_hours,
-    _offer_key,
     _storage,
 )
 
@@ -332,3 +312,6 @@ def _warnings(req: SizingInputs, memory: MemoryEstimate, cluster: ClusterChoice)
             "deadline"
         )
     return tuple(out)
+
+
+__all__ = ["SizingReport", "format_count", "parse_count", "size_training"]
