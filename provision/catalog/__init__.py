@@ -72,7 +72,8 @@ class Catalog:
         self, cloud: str | None = None, gpu: str | None = None, region: str | None = None
     ) -> list[InstanceOffer]:
         """Offers filtered by cloud, canonical GPU name and region (each optional)."""
-        canonical = self.gpu(gpu).name if gpu and self.gpu(gpu) else gpu
+        model = self.gpu(gpu) if gpu else None
+        canonical = model.name if model else gpu
         return [
             o
             for o in self.instances
@@ -100,7 +101,7 @@ class Catalog:
 
 
 def _read(name: str) -> object:
-    text = resources.files("provision.catalog").joinpath("data", name).read_text(encoding="utf-8")
+    text = resources.files("provision.catalog").joinpath("data").joinpath(name).read_text(encoding="utf-8")
     return yaml.safe_load(text)
 
 

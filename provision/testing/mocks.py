@@ -138,7 +138,7 @@ class CloudMocks(pulumi.runtime.Mocks):
         )
         return rid, outputs
 
-    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:  # type: ignore[override]  # a dict is a valid answer
         self.calls.append((args.token, dict(args.args)))
         module = self._cloud_module(args.token)
         handler = getattr(module, "INVOKES", {}).get(args.token) if module else None
