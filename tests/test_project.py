@@ -74,3 +74,11 @@ def test_adapter_modules_are_pure(cloud: str) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "", f"provision.clouds.{cloud}.adapter imported: {out}"
+
+
+def test_pulumi_yaml_declares_no_config_a_stack_file_would_have_to_set() -> None:
+    # Pulumi fails `up` with "Stack 'x' is missing configuration value" for a declared project config key
+    # that has no default and is absent from the stack file (pulumi/pulumi workspace project tests).
+    project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
+    for key, decl in (project.get("config") or {}).items():
+        assert not isinstance(decl, dict) or "default" in decl or "value" in decl, key
