@@ -21,13 +21,23 @@ from provision.spec import CONFIG_KEY, PROJECT, ClusterSpec, load_spec
 CREATED_AT_KEY = f"{PROJECT}:createdAt"
 
 
+_CREATED_AT_FIX = (
+    'run once: pulumi config set provision:createdAt "$(date -u +%Y-%m-%dT%H:%M:%SZ)" (provision up sets it for you)'
+)
+
+
 def _config_created_at() -> datetime | None:
     import pulumi
+
+    from provision.errors import Problem, SpecError
 
     raw = pulumi.Config(PROJECT).get("createdAt")
     if not raw:
         return None
-    return datetime.fromisoformat(raw.replace("Z", "+00:00")).astimezone(timezone.utc)
+    try:
+        return datetime.fromisoformat(raw.replace("Z", "+00:00")).astimezone(timezone.utc)
+    except ValueError:
+        raise SpecError(problems=[Problem(CREATED_AT_KEY, raw, "is not an ISO 8601 time", _CREATED_AT_FIX)]) from None
 
 
 def spec_from_config() -> ClusterSpec:
@@ -56,9 +66,34 @@ def spec_from_config() -> ClusterSpec:
 
 
 def plan_for_stack(spec: ClusterSpec, now: datetime | None = None) -> ClusterPlan:
+    """Plan ``spec`` for the current stack, its lifetime counting from ``now`` or ``provision:createdAt``.
+
+    Raises:
+        SpecError: an update (not a preview) of a cluster with a lifetime but no ``createdAt``:
+            its expiry, and every tag and node template derived from it, would move on each
+            ``pulumi up`` and replace the nodes.
+    """
     import pulumi
 
-    return get_adapter(spec.cloud).plan(spec, now=now or _config_created_at(), stack=pulumi.get_stack())
+    anchor = now or _config_created_at()
+    plan = get_adapter(spec.cloud).plan(spec, now=anchor, stack=pulumi.get_stack())
+    if anchor is None and plan.expires_at is not None:
+        if not pulumi.runtime.is_dry_run():
+            from provision.errors import Problem, SpecError
+
+            raise SpecError(
+                problems=[
+                    Problem(
+                        CREATED_AT_KEY,
+                        None,
+                        "is required to update a cluster with a lifetime: without it the expiry (and the tags and "
+                        "node templates derived from it) would move on every update and replace the nodes",
+                        _CREATED_AT_FIX,
+                    )
+                ]
+            )
+        pulumi.log.warn(f"{CREATED_AT_KEY} is not set: this preview counts the lifetime from now; {_CREATED_AT_FIX}")
+    return plan
 
 
 def cluster_program(spec: ClusterSpec | None = None, now: datetime | None = None) -> dict[str, Any]:

@@ -100,3 +100,28 @@ def test_mocked_ids_are_in_each_clouds_format_and_stable() -> None:
     gcp = preview(stack_spec("gcp-a3-ci"))
     net = next(r for r in gcp.resources if r.type == "gcp:compute/network:Network")
     assert net.id.startswith("projects/")
+
+
+def _run_stack_entry(cfg: dict[str, str], secret: list[str], preview: bool) -> CloudMocks:
+    pulumi.runtime.set_all_config(cfg, secret)
+    pulumi.runtime.settings.ROOT.set(None)
+    mocks = CloudMocks()
+    pulumi.runtime.set_mocks(mocks, project="provision", stack="gcp-a3-64", preview=preview)
+    pulumi.runtime.test(lambda: runpy.run_path(str(ROOT / "stacks" / "__main__.py")))()
+    return mocks
+
+
+def test_an_update_of_a_cluster_with_a_lifetime_needs_created_at(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pulumi, "export", lambda name, value: None)
+    cfg, secret = stack_config(ROOT, "gcp-a3-64")
+    assert CREATED_AT_KEY not in cfg
+    with pytest.raises(pulumi.RunError) as err:
+        _run_stack_entry(cfg, secret, preview=False)
+    assert "provision:createdAt" in str(err.value) and "pulumi config set provision:createdAt" in str(err.value)
+
+
+def test_a_preview_without_created_at_counts_from_now(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pulumi, "export", lambda name, value: None)
+    cfg, secret = stack_config(ROOT, "gcp-a3-64")
+    mocks = _run_stack_entry(cfg, secret, preview=True)
+    assert any(r.type == "gcp:compute/instanceGroupManager:InstanceGroupManager" for r in mocks.ledger)
