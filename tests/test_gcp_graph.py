@@ -315,6 +315,10 @@ def test_parallelstore_gets_psa_and_a_dfuse_mount() -> None:
     assert r.of_type("gcp:servicenetworking/connection:Connection")
     assert "dfuse -m /shared" in r.outputs["shared_fs"]["mount_command"]
     assert r.outputs["shared_fs"]["access_points"] == ["10.200.0.2", "10.200.0.3", "10.200.0.4"]
+    # DAOS servers in the private-services range reach the clients on any TCP port (Parallelstore VPC docs)
+    (rule,) = [f for f in r.of_type(FIREWALL) if f.name.endswith("-storage")]
+    assert rule.inputs["sourceRanges"] == ["10.200.0.0/20"]
+    assert rule.inputs["allows"] == [{"protocol": "tcp"}]
 
 
 def test_retained_storage_uses_retain_on_delete() -> None:
@@ -392,3 +396,61 @@ def test_user_data_is_valid_bash_for_every_fabric_and_filesystem(over: dict[str,
     user_data = run(**over).one(TEMPLATE).inputs["metadata"]["user-data"]
     subprocess.run(["bash", "-n"], input=user_data, text=True, check=True)
     assert user_data.startswith("#!/bin/bash")
+
+
+# ---------------------------------------------------------------------------- node setup scripts
+
+
+def _user_data(**over: Any) -> str:
+    return str(run(**over).one(TEMPLATE).inputs["metadata"]["user-data"])
+
+
+@pytest.mark.parametrize("over", [{}, ULTRA, {"storage": {"shared": LUSTRE}}])
+def test_every_google_apt_source_names_its_signing_key(over: dict[str, Any]) -> None:
+    # apt refuses an unsigned repository, and under `set -e` that stops the whole bootstrap.
+    user_data = _user_data(**over)
+    sources = [ln for ln in user_data.splitlines() if ln.lstrip().startswith('echo "deb')]
+    google = [ln for ln in sources if "pkg.dev" in ln or "packages.cloud.google.com" in ln]
+    assert google
+    for line in google:
+        assert "signed-by=/etc/apt/keyrings/" in line or "trusted=yes" in line, line
+    for line in google:  # the key exists before the source that names it
+        for key in ("gcp-ar-repo.gpg", "google-cloud-packages.gpg"):
+            if key in line:
+                assert user_data.index(f"-o /etc/apt/keyrings/{key}") < user_data.index(line)
+
+
+def _kernel_guard() -> str:
+    from provision.images import images_dir
+
+    text = (images_dir() / "gcp" / "tcpxo.sh").read_text(encoding="utf-8")
+    (guard,) = [ln.strip() for ln in text.splitlines() if "sort -V" in ln]
+    return guard
+
+
+@pytest.mark.parametrize(
+    ("kernel", "patched"), [("5.15.0", False), ("6.8.0", False), ("6.13.0", True), ("6.17.0", True)]
+)
+def test_dmabuf_source_is_patched_exactly_on_kernels_from_6_13(kernel: str, patched: bool) -> None:
+    import subprocess
+
+    script = f"kernel={kernel}\n{_kernel_guard()} echo patch; fi\n"
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True).stdout
+    assert (out.strip() == "patch") is patched
+
+
+def test_tcpxo_builds_the_patched_dmabuf_helper_before_loading_it() -> None:
+    user_data = _user_data()
+    patch, install = user_data.index('MODULE_IMPORT_NS("DMA_BUF")'), user_data.index("dkms install -m dmabuf-import")
+    assert user_data.index("linux-headers-$(uname -r)") < patch < install < user_data.index("modprobe import-helper")
+    assert "DMABUF_VERSION=1.1" in user_data and "/etc/modules-load.d/provision-dmabuf.conf" in user_data
+
+
+@pytest.mark.parametrize("over", [{}, {"instance_type": "a3-highgpu-8g"}])
+def test_rxdm_gets_the_driver_from_the_container_toolkit_not_the_hosts_libraries(over: dict[str, Any]) -> None:
+    user_data = _user_data(**over)
+    unit = user_data[user_data.index("provision-rxdm.service <<UNIT") : user_data.index("\nUNIT\n")]
+    assert "--gpus all" in unit
+    # the host's lib directory (its glibc included) must not shadow the container's own libraries
+    assert "--volume /usr/lib/x86_64-linux-gnu" not in unit
+    assert "--uid" not in unit and "--alsologtostderr" not in unit  # retired in RxDM v1.0.20 (TCPXO)

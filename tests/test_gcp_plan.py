@@ -314,9 +314,16 @@ def test_lustre_plan_uses_psa_and_the_catalog_tier() -> None:
         "capacity_gib": "36000",
         "throughput": "250",
         "psa": True,
+        "firewall": True,
         "firewall_ports": ["988", "6988"],
         "location": None,
     }
+
+
+def test_parallelstore_plan_opens_every_tcp_port_from_the_psa_range() -> None:
+    st_ = plan(instance_type="a3-highgpu-8g", storage={"shared": {"kind": "parallelstore", "size_gib": 12288}})
+    # Google's Parallelstore VPC set-up: `firewall-rules create --allow=tcp --source-ranges=<PSA range>`
+    assert (st_.extra["storage"]["firewall"], st_.extra["storage"]["firewall_ports"]) == (True, [])
 
 
 def test_lustre_size_off_the_tier_step_is_rejected_by_the_catalog() -> None:

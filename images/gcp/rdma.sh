@@ -1,12 +1,9 @@
 # --- GCP: GPUDirect RDMA (a3-ultragpu-8g). Needs NCCL_VERSION and NCCL_GIB_VERSION set above.
 # Steps follow Cluster Toolkit's a3ultra blueprint (install_nccl.yml, install_nccl_gib.yml,
 # configure_nccl_env.yml): pinned NCCL, Google's gIB NCCL plugin from Artifact Registry, its env script.
-export DEBIAN_FRONTEND=noninteractive
+# google-apt.sh (the ar+https transport and Google's keys) runs before.
 if command -v add-nvidia-repositories >/dev/null; then add-nvidia-repositories -y; fi
-echo "deb http://packages.cloud.google.com/apt apt-transport-artifact-registry-stable main" \
-  > /etc/apt/sources.list.d/artifact-registry.list
-apt-get update -q && apt-get install -y -q apt-transport-artifact-registry
-echo "deb ar+https://us-apt.pkg.dev/projects/gce-ai-infra gpudirect-gib-apt main" \
+echo "deb [signed-by=/etc/apt/keyrings/gcp-ar-repo.gpg] ar+https://us-apt.pkg.dev/projects/gce-ai-infra gpudirect-gib-apt main" \
   > /etc/apt/sources.list.d/gpudirect-gib.list
 apt-get update -q
 apt-get install -y -q --allow-downgrades "libnccl2=${NCCL_VERSION}" "libnccl-dev=${NCCL_VERSION}" \

@@ -5,6 +5,9 @@ docker run --rm --volume /var/lib:/var/lib "${NCCL_PLUGIN_IMAGE}" install --inst
 echo /var/lib/tcpx/lib64 > /etc/ld.so.conf.d/provision-tcpx.conf && ldconfig
 mkdir -p /run/tcpx
 iptables -I INPUT -p tcp -m tcp -j ACCEPT
+# The driver libraries reach the container through --gpus all (the NVIDIA container toolkit mounts them into
+# its /usr/lib/x86_64-linux-gnu), as in slurm-gcp's receive-data-path-manager prolog. Never mount the host's
+# /usr/lib/x86_64-linux-gnu onto LD_LIBRARY_PATH: the container's loader would pick up the host's glibc.
 cat > /etc/systemd/system/provision-rxdm.service <<UNIT
 [Unit]
 Description=GPUDirect-TCPX receive data path manager
@@ -14,8 +17,8 @@ Requires=docker.service
 Restart=always
 ExecStartPre=-/usr/bin/docker rm -f receive-datapath-manager
 ExecStart=/usr/bin/docker run --rm --name receive-datapath-manager --privileged --cap-add=NET_ADMIN \
-  --network=host --gpus all --volume /usr/lib/x86_64-linux-gnu:/usr/local/nvidia/lib64 \
-  --env LD_LIBRARY_PATH=/usr/local/nvidia/lib64 --volume /run/tcpx:/run/tcpx \
+  --network=host --gpus all --ulimit memlock=-1 --env LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu \
+  --volume /run/tcpx:/run/tcpx \
   --entrypoint /tcpgpudmarxd/build/app/tcpgpudmarxd ${RXDM_IMAGE} \
   --gpu_nic_preset a3vm --gpu_shmem_type fd --uds_path /run/tcpx --setup_param "--verbose 128 2 0"
 [Install]

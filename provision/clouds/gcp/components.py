@@ -53,13 +53,16 @@ def cloud_setup(plan: ClusterPlan) -> str:
             f"NCCL_PLUGIN_IMAGE={shlex.quote(versions['nccl_plugin'])}",
             f"RXDM_IMAGE={shlex.quote(versions['rxdm'])}",
         ]
+        lines.append(snippet("docker.sh"))
         if plan.fabric == "tcpxo":
-            lines.append(f"DMABUF_VERSION={shlex.quote(versions['dmabuf_import_helper'])}")
-        lines += [snippet("docker.sh"), snippet(f"{plan.fabric}.sh")]
+            # The dmabuf import helper comes from Google's ar+https TCPXO repository.
+            lines += [f"DMABUF_VERSION={shlex.quote(versions['dmabuf_import_helper'])}", snippet("google-apt.sh")]
+        lines.append(snippet(f"{plan.fabric}.sh"))
     elif plan.fabric == "rdma":
         lines += [
             f"NCCL_VERSION={shlex.quote(versions['nccl'])}",
             f"NCCL_GIB_VERSION={shlex.quote(versions['nccl_gib'])}",
+            snippet("google-apt.sh"),
             snippet("rdma.sh"),
         ]
     return "\n".join(lines)

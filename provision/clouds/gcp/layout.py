@@ -245,6 +245,7 @@ def storage(spec: ClusterSpec, res: Resolution) -> dict[str, Any] | None:
             capacity_gib=str(res.storage_size_gib),
             throughput=str(res.storage_throughput),
             psa=True,
+            firewall=True,
             firewall_ports=list(LUSTRE_PORTS),
             location=res.zone,
         )
@@ -254,7 +255,10 @@ def storage(spec: ClusterSpec, res: Resolution) -> dict[str, Any] | None:
             capacity_gib=str(res.storage_size_gib),
             deployment_type=res.storage.tier,
             psa=True,
-            firewall_ports=[],
+            # Every TCP port from the private-services range: Google's "Configure a VPC network" for
+            # Parallelstore creates that rule (``--allow=tcp --source-ranges=<the PSA range>``).
+            firewall=True,
+            firewall_ports=[],  # empty: all TCP ports
             location=res.zone,
         )
     else:  # filestore: DIRECT_PEERING needs no private services access range of ours
@@ -266,6 +270,7 @@ def storage(spec: ClusterSpec, res: Resolution) -> dict[str, Any] | None:
             connect_mode="DIRECT_PEERING",
             location=spec.region if regional else res.zone,
             psa=False,
+            firewall=False,
             firewall_ports=[],
         )
     return out

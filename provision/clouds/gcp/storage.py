@@ -26,6 +26,7 @@ from provision.plan import ClusterPlan
 #: (Cluster Toolkit's mount.sh uses ``defaults`` on the command line).
 MOUNT_OPTIONS = "defaults"
 FSTAB_OPTIONS = "defaults,_netdev"
+FS_NAMES = {"managed-lustre": "Managed Lustre", "parallelstore": "Parallelstore", "filestore": "Filestore"}
 
 
 @dataclass
@@ -72,16 +73,19 @@ def build_storage(plan: ClusterPlan, nets: Networks, parent: pulumi.Resource) ->
         )
         created += [address, connection]
         depends = [connection]
-        if st["firewall_ports"]:
+        if st["firewall"]:
+            # The filesystem's servers (in the private-services range) open connections to the clients:
+            # Lustre on its LNet ports, Parallelstore (DAOS) on any TCP port (no ports = all).
+            ports = list(st["firewall_ports"]) or None
             created.append(
                 compute.Firewall(
                     f"{plan.name}-net-0-storage",
                     network=nets.host.self_link,
                     direction="INGRESS",
                     priority=1000,
-                    allows=[compute.FirewallAllowArgs(protocol="tcp", ports=list(st["firewall_ports"]))],
+                    allows=[compute.FirewallAllowArgs(protocol="tcp", ports=ports)],
                     source_ranges=[pulumi.Output.concat(address.address, "/", str(plan.extra["psa_prefix_length"]))],
-                    description="Managed Lustre servers to clients",
+                    description=f"{FS_NAMES[st['kind']]} servers to clients",
                     project=project,
                     opts=pulumi.ResourceOptions(parent=parent),
                 )
