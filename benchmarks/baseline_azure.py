@@ -1,7 +1,7 @@
 """Hand-written Pulumi program with the resources provision registers for an Azure cluster (no provision code).
 
 ``program(nodes)`` registers what ``spec(nodes)`` makes provision register: a resource group, a
-user-assigned identity, an NSG with one SSH rule, a NAT gateway with its public IP, a VNet with a node
+user-assigned identity, an NSG with three SSH rules, a NAT gateway with its public IP, a VNet with a node
 and a filesystem subnet, an Azure Managed Lustre file system, and per InfiniBand island (at most 100
 nodes each) one proximity placement group and one Uniform scale set; then one VMSS-VM network
 interface read (``resources.get_resource``) per node for the hostfile, as provision does. Used by
@@ -68,15 +68,25 @@ def program(nodes: int) -> None:
         location=REGION,
         security_rules=[
             network.SecurityRuleArgs(
-                name="allow-ssh",
-                priority=100,
+                name=rule,
+                priority=priority,
                 direction="Inbound",
-                access="Allow",
+                access=access,
                 protocol="Tcp",
-                source_address_prefixes=["203.0.113.0/24"],
                 source_port_range="*",
                 destination_address_prefix="VirtualNetwork",
                 destination_port_range="22",
+                **source,
+            )
+            for rule, priority, access, source in (
+                ("allow-ssh", 100, "Allow", {"source_address_prefixes": ["203.0.113.0/24"]}),
+                (
+                    "allow-ssh-between-nodes",
+                    110,
+                    "Allow",
+                    {"source_address_prefixes": [f"10.0.0.0/{_node_prefix(nodes)}"]},
+                ),
+                ("deny-other-ssh", 4096, "Deny", {"source_address_prefix": "*"}),
             )
         ],
         tags=tags,
@@ -171,7 +181,8 @@ def program(nodes: int) -> None:
             ),
             virtual_machine_profile=compute.VirtualMachineScaleSetVMProfileArgs(
                 os_profile=compute.VirtualMachineScaleSetOSProfileArgs(
-                    computer_name_prefix=NAME,
+                    # One prefix per island: scale sets all count instance ids from 000000.
+                    computer_name_prefix=NAME if len(_islands(nodes)) == 1 else f"{NAME}i{i}",
                     admin_username="azureuser",
                     custom_data=boot,
                     linux_configuration=compute.LinuxConfigurationArgs(

@@ -110,33 +110,77 @@ def test_custom_data_is_the_bootstrap_with_the_topology_check_and_no_secret(clus
     subprocess.run(["bash", "-n"], input=script, text=True, check=True)
 
 
+def _run_fabric_setup(tmp_path: Any, load_state: str, active_state: str) -> list[str]:
+    """Run the rendered fabric setup with stubbed systemctl/sleep/touch/modprobe; returns the sleeps it did."""
+    from provision.clouds.azure.userdata import fabric_setup
+
+    plan = AzureAdapter().plan(load_spec(azure_spec(nodes=2)), now=FIXED_NOW)
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    log = tmp_path / "sleeps"
+    log.touch()
+    scripts = {
+        # Like systemd: a unit that does not exist still answers `show`, with LoadState=not-found.
+        "systemctl": f'case "$*" in *LoadState*) echo {load_state};; *ActiveState*) echo {active_state};; '
+        "*list-unit-files*) exit 1;; esac",
+        "sleep": f'echo "$1" >> {log}',
+        "touch": "true",
+        "modprobe": "true",
+    }
+    for name, body in scripts.items():
+        (stubs / name).write_text(f"#!/bin/bash\n{body}\n")
+        (stubs / name).chmod(0o755)
+    env = {"PATH": f"{stubs}:/usr/bin:/bin"}
+    subprocess.run(["bash", "-c", fabric_setup(plan)], env=env, check=True, capture_output=True, timeout=30)
+    return log.read_text().split()
+
+
+def test_fabric_setup_does_not_wait_for_a_customization_unit_the_image_lacks(tmp_path: Any) -> None:
+    # A custom image.id may not ship sku-customizations.service; systemd then reports ActiveState=inactive
+    # (not an error), which the wait loop used to treat as "not started yet" for 60 x 5 s.
+    assert _run_fabric_setup(tmp_path, load_state="not-found", active_state="inactive") == []
+
+
+def test_fabric_setup_waits_while_the_customization_unit_is_still_starting(tmp_path: Any) -> None:
+    assert len(_run_fabric_setup(tmp_path, load_state="loaded", active_state="activating")) == 60
+
+
 # ------------------------------------------------------------------ network and tags
 
 
-def test_nsg_admits_ssh_only_from_the_allowed_cidrs(cluster: PreviewResult) -> None:
-    rules = cluster.one(NSG).inputs["securityRules"]
-    assert len(rules) == 1
-    rule = rules[0]
-    assert (rule["direction"], rule["access"], rule["protocol"], rule["destinationPortRange"]) == (
-        "Inbound",
-        "Allow",
-        "Tcp",
-        "22",
+def _ssh_rules(result: PreviewResult) -> list[tuple[int, str, list[str]]]:
+    """(priority, access, sources) of the NSG's inbound TCP 22 rules, by priority."""
+    rules = result.one(NSG).inputs.get("securityRules", [])
+    for rule in rules:
+        assert (rule["direction"], rule["protocol"], rule["destinationPortRange"]) == ("Inbound", "Tcp", "22")
+    return sorted(
+        (r["priority"], r["access"], r.get("sourceAddressPrefixes") or [r["sourceAddressPrefix"]]) for r in rules
     )
-    assert rule["sourceAddressPrefixes"] == ["203.0.113.0/24"]
-    assert "sourceAddressPrefix" not in rule
 
 
-def test_nsg_has_no_inbound_rule_without_allowed_cidrs() -> None:
+def test_nsg_admits_ssh_only_from_the_allowed_cidrs_and_the_node_subnet(cluster: PreviewResult) -> None:
+    # Azure's default rule 65000 AllowVnetInBound admits every port from the VirtualNetwork service tag,
+    # which grows to cover peered VNets and VPN-connected networks (the documented way to reach these
+    # private nodes): without the final deny, any peered network could SSH in regardless of allowed_cidrs.
+    assert _ssh_rules(cluster) == [
+        (100, "Allow", ["203.0.113.0/24"]),
+        (110, "Allow", [cluster.plan.extra["subnets"]["nodes"]]),
+        (4096, "Deny", ["*"]),
+    ]
+    deny = next(r for r in cluster.one(NSG).inputs["securityRules"] if r["access"] == "Deny")
+    assert deny["sourceAddressPrefix"] == "*" and "sourceAddressPrefixes" not in deny
+
+
+def test_nsg_admits_only_node_to_node_ssh_without_allowed_cidrs() -> None:
     result = run(access={"allowed_cidrs": []})
-    assert result.one(NSG).inputs.get("securityRules", []) == []
+    assert _ssh_rules(result) == [(110, "Allow", [result.plan.extra["subnets"]["nodes"]]), (4096, "Deny", ["*"])]
 
 
 def test_world_ssh_needs_the_explicit_opt_in() -> None:
     with pytest.raises(SpecError):
         load_spec(azure_spec(access={"allowed_cidrs": ["0.0.0.0/0"]}))
     result = run(access={"allowed_cidrs": ["0.0.0.0/0"], "allow_world_ssh": True})
-    assert result.one(NSG).inputs["securityRules"][0]["sourceAddressPrefixes"] == ["0.0.0.0/0"]
+    assert _ssh_rules(result)[0] == (100, "Allow", ["0.0.0.0/0"])
 
 
 def test_every_taggable_resource_carries_the_plan_tags(cluster: PreviewResult) -> None:

@@ -70,6 +70,7 @@ def test_plan_splits_256_nodes_into_three_even_islands_when_asked() -> None:
     p = plan(nodes=256, azure={"split_islands": True})
     assert p.islands == (86, 85, 85)
     islands = p.extra["islands"]
+    assert any("one NCCL job cannot span them" in w and "NCCL_IB_DISABLE=1" in w for w in p.warnings)
     assert [i["nodes"] for i in islands] == [86, 85, 85]
     assert [i["first_rank"] for i in islands] == [0, 86, 171]
     assert len({i["vmss"] for i in islands}) == 3 and len({i["ppg"] for i in islands}) == 3
@@ -160,9 +161,29 @@ def test_plan_rejects_a_public_head_node() -> None:
 
 
 def test_plan_keeps_the_computer_name_prefix_within_15_characters() -> None:
-    prefix = plan(name="a-very-long-cluster-name-for-test").extra["computer_name_prefix"]
-    assert prefix == "a-very-long-clu" and len(prefix) <= 15
-    assert plan(name="abcdefghijklmn-x").extra["computer_name_prefix"] == "abcdefghijklmn"
+    [island] = plan(name="a-very-long-cluster-name-for-test").extra["islands"]
+    assert island["computer_name_prefix"] == "a-very-long-clu"
+    [island] = plan(name="abcdefghijklmn-x").extra["islands"]
+    assert island["computer_name_prefix"] == "abcdefghijklmn"
+
+
+def test_plan_gives_every_island_its_own_computer_name_prefix() -> None:
+    # A Uniform scale set names its VMs <prefix><instance id in 6 base-36 digits>, and every scale set
+    # counts from 000000: islands sharing a prefix would boot duplicate hostnames into one VNet.
+    islands = plan(name="a-very-long-cluster-name-for-test", nodes=256, azure={"split_islands": True}).extra["islands"]
+    prefixes = [i["computer_name_prefix"] for i in islands]
+    assert prefixes == ["a-very-long-ci0", "a-very-long-ci1", "a-very-long-ci2"]
+
+
+@given(
+    name=st.from_regex(r"^[a-z][a-z0-9-]{0,38}[a-z0-9]$", fullmatch=True),
+    islands=st.integers(1, 1200),
+)
+def test_computer_name_prefixes_are_distinct_and_valid(name: str, islands: int) -> None:
+    prefixes = rules.computer_name_prefixes(name, islands)
+    assert len(prefixes) == islands == len(set(prefixes))
+    # Hostnames are prefix + 6 fixed-width characters, so distinct prefixes give distinct hostnames.
+    assert all(1 <= len(p) <= 15 and not p.endswith("-") and p[0].isalpha() for p in prefixes)
 
 
 def test_plan_pins_the_hpc_image_to_an_exact_version() -> None:
@@ -278,6 +299,12 @@ def test_plan_sizes_the_lustre_subnet_from_the_filesystem_capacity() -> None:
 def test_plan_rejects_an_amlfs_size_off_the_sku_step() -> None:
     found = problems(storage={"shared": {"kind": "amlfs", "tier": "AMLFS-Durable-Premium-250", "size_gib": 9000}})
     assert "8192" in found["storage.shared.size_gib"].rule
+
+
+def test_plan_warns_when_regional_nodes_may_land_outside_the_lustre_zone() -> None:
+    assert any("set zone: '1'" in w for w in plan().warnings)
+    assert not any("set zone:" in w for w in plan(zone="1").warnings)
+    assert not any("set zone:" in w for w in plan(storage={"shared": {"kind": "netapp", "tier": "Standard"}}).warnings)
 
 
 def test_plan_puts_retained_storage_and_its_network_in_their_own_resource_group() -> None:

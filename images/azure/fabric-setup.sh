@@ -5,9 +5,12 @@
 ib_expected=${IB_EXPECTED}
 topo_file='${TOPO_FILE}'
 gpu_vendor='${GPU_VENDOR}'
+# systemd answers `show` for a unit that does not exist too (LoadState=not-found, ActiveState=inactive),
+# so an image without the service is recognised by LoadState, not by the exit status.
 for _ in $$(seq 1 60); do
-  state=$$(systemctl show -p ActiveState --value sku-customizations 2>/dev/null || echo missing)
-  [ "$$state" = "active" ] || [ "$$state" = "missing" ] || [ "$$state" = "failed" ] && break
+  [ "$$(systemctl show -p LoadState --value sku-customizations 2>/dev/null)" = "loaded" ] || break
+  state=$$(systemctl show -p ActiveState --value sku-customizations 2>/dev/null)
+  [ "$$state" = "active" ] || [ "$$state" = "failed" ] && break
   sleep 5
 done
 if [ "$$gpu_vendor" = "nvidia" ] && systemctl list-unit-files nvidia-fabricmanager.service >/dev/null 2>&1; then

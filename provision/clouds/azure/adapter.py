@@ -34,7 +34,13 @@ TOPOLOGY_FILES = {
     "Standard_ND96asr_v4": "/opt/microsoft/ndv4-topo.xml",
     "Standard_ND96amsr_A100_v4": "/opt/microsoft/ndv4-topo.xml",
 }
-#: The ARM API version the VMSS-VM network interface GET takes (the operation was never moved to newer versions).
+#: Microsoft's documented api-version of the VMSS-VM network interface GET (operation
+#: NetworkInterfaces_GetVirtualMachineScaleSetNetworkInterface, default 2018-10-01). It is passed to the
+#: getResource invoke as intent only: azure-native 3.29 drops an invoke's api_version on GET and sends the
+#: resources module's own 2024-03-01 (provider.go Invoke: ``azureClient.Get(ctx, id, res.APIVersion, nil)``).
+#: ARM then needs 2024-03-01 on this Microsoft.Compute child type's list; that list has followed the Compute
+#: API versions (it ended at the then-newest 2023-07-01 in Azure/azure-sdk-for-python#32029) and 2024-03-01
+#: is a Compute version, but its presence is not verified.
 VMSS_NIC_API_VERSION = "2018-10-01"
 #: The ubuntu-hpc images name the accelerated-networking Ethernet NIC eth0.
 HOST_NIC = "eth0"
@@ -95,7 +101,8 @@ class AzureAdapter(Adapter):
                 f"needs {res.nodes} nodes on one InfiniBand fabric, but an Azure IB fabric is one scale set with "
                 f"singlePlacementGroup, capped at {cap} VMs (100 by default, 300 after a quota request)",
                 f"set azure.split_islands: true to build {len(islands)} IB islands of {'/'.join(map(str, islands))} "
-                "nodes (ranks in different islands talk over Ethernet), or raise azure.max_island_nodes (up to 300) "
+                "nodes (InfiniBand does not cross islands: one NCCL job per island, or NCCL_IB_DISABLE=1 for a job "
+                "spanning them), or raise azure.max_island_nodes (up to 300) "
                 f"after Azure support raises the placement-group limit, or use at most {cap} nodes",
             )
 
@@ -197,8 +204,10 @@ class AzureAdapter(Adapter):
         if len(islands) > 1:
             out.append(
                 f"{res.nodes} nodes form {len(islands)} InfiniBand islands ({'/'.join(map(str, islands))} nodes): "
-                "ranks in different islands reach each other over Ethernet only; keep tensor- and "
-                "pipeline-parallel groups inside one island (see plan islands and outputs fabric.islands)."
+                "InfiniBand does not cross scale sets, and NCCL uses one network for a whole communicator (no "
+                "per-peer fallback to Ethernet), so one NCCL job cannot span them over InfiniBand: run one job "
+                "per island, or set NCCL_IB_DISABLE=1 for a job that spans islands (all of its traffic then goes "
+                "over Ethernet). See plan islands and outputs fabric.islands."
             )
         if spec.capacity.type == "spot":
             out.append("Spot nodes are evicted and deleted when Azure needs the capacity; the island shrinks.")
@@ -209,6 +218,14 @@ class AzureAdapter(Adapter):
                 f"storage.shared.retain: the filesystem and the network it sits in live in resource group {data_rg}, "
                 "which pulumi destroy and the reaper leave in place (tag provision-retain=true); it keeps billing "
                 "until you delete that resource group."
+            )
+        if res.storage is not None and res.storage.kind == "amlfs" and spec.zone is None and opts.filesystem_zone:
+            # create-file-system-portal: "create the file system in the same region and availability zone as
+            # your client machines" for optimal performance.
+            out.append(
+                f"The Lustre file system goes to availability zone {opts.filesystem_zone} (azure.filesystem_zone) "
+                "but the nodes have no zone, so Azure may place them in another zone and every I/O crosses zones: "
+                f"set zone: '{opts.filesystem_zone}' to keep them together."
             )
         if opts.encryption_at_host:
             out.append(
@@ -270,13 +287,15 @@ class AzureAdapter(Adapter):
         layout = rules.address_plan(opts.vnet_cidr, self._subnet_prefixes(spec, res))
         assert layout is not None  # noqa: S101  # check() refused layouts that do not fit
         infiniband = res.fabric == "infiniband"
+        sizes = self.islands(spec, res)
         islands, first = [], 0
-        for i, size in enumerate(self.islands(spec, res)):
+        for i, (size, prefix) in enumerate(zip(sizes, rules.computer_name_prefixes(name, len(sizes)), strict=True)):
             islands.append(
                 {
                     "index": i,
                     "vmss": f"{name}-island{i}",
                     "ppg": f"{name}-island{i}-ppg" if infiniband else None,
+                    "computer_name_prefix": prefix,
                     "first_rank": first,
                     "nodes": size,
                 }
@@ -306,8 +325,6 @@ class AzureAdapter(Adapter):
             "os_disk_gib": opts.os_disk_gib,
             "encryption_at_host": opts.encryption_at_host,
             "nic": f"{name}-nic",
-            # The compute API documents 1-15 characters for a scale set's computer name prefix.
-            "computer_name_prefix": name[:15].rstrip("-"),
             "filesystem": self._filesystem_plan(spec, res, opts, layout.subnets),
             "lifetime": "tags+reaper",
             "hostfile": {"invoke": "azure-native:resources:getResource", "api_version": VMSS_NIC_API_VERSION},

@@ -8,8 +8,10 @@ node and a filesystem subnet, NSG, NAT gateway, and the shared filesystem.
 The hostfile comes from one ``azure-native:resources:getResource`` invoke per node: azure-native
 3.29 has no invoke for the VMSS network-interface list, so each VMSS VM's primary NIC is read at
 ``Microsoft.Compute/virtualMachineScaleSets/<vmss>/virtualMachines/<i>/networkInterfaces/<nic>``
-(api-version 2018-10-01, the VMSS NIC API). Instance ids are 0..n-1 for a scale set created with
-``overprovision: false`` and never scaled; a replaced instance gets a new id and must be re-read.
+(see ``VMSS_NIC_API_VERSION`` for which api-version actually goes on the wire). Instance ids are
+0..n-1 for a scale set created with ``overprovision: false`` and never scaled; once an instance is
+deleted (a Spot eviction with policy Delete, a manual delete) its read fails and so does the next
+``pulumi up``, until the scale set is replaced (``pulumi up --target-replace`` on it).
 """
 
 from __future__ import annotations
@@ -130,7 +132,7 @@ class AzureCluster(pulumi.ComponentResource):
         spot = extra["priority"] == "Spot"
         profile = compute.VirtualMachineScaleSetVMProfileArgs(
             os_profile=compute.VirtualMachineScaleSetOSProfileArgs(
-                computer_name_prefix=extra["computer_name_prefix"],
+                computer_name_prefix=island["computer_name_prefix"],
                 admin_username=user,
                 custom_data=boot,
                 linux_configuration=compute.LinuxConfigurationArgs(

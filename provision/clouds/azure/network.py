@@ -1,8 +1,8 @@
 """The cluster's network: VNet, node and filesystem subnets, NSG, NAT gateway (Pulumi only, no decisions).
 
 Nodes get no public IP; egress goes through one NAT gateway; the NSG admits SSH only from
-``access.allowed_cidrs`` and otherwise keeps Azure's default rules (VNet-internal traffic allowed,
-Internet inbound denied). Subnets are private (``defaultOutboundAccess: false``).
+``access.allowed_cidrs`` and the node subnet, and otherwise keeps Azure's default rules (VNet-internal
+traffic allowed, Internet inbound denied). Subnets are private (``defaultOutboundAccess: false``).
 """
 
 from __future__ import annotations
@@ -28,25 +28,42 @@ class Network:
     filesystem: network.Subnet | None
 
 
+def _ssh_rule(
+    name: str, description: str, priority: int, access: str, source: list[str] | str
+) -> network.SecurityRuleArgs:
+    """An inbound TCP 22 rule. ``source`` is a list of CIDRs, or one tag such as ``*``: ARM refuses ``*`` and
+    service tags inside ``sourceAddressPrefixes`` (SecurityRuleParameterContainsUnsupportedValue)."""
+    prefixes = {"source_address_prefixes": source} if isinstance(source, list) else {"source_address_prefix": source}
+    return network.SecurityRuleArgs(
+        name=name,
+        description=description,
+        priority=priority,
+        direction="Inbound",
+        access=access,
+        protocol="Tcp",
+        source_port_range="*",
+        destination_address_prefix="VirtualNetwork",
+        destination_port_range="22",
+        **prefixes,
+    )
+
+
 def ssh_rules(plan: ClusterPlan) -> list[network.SecurityRuleArgs]:
-    """One inbound rule: TCP 22 from ``access.allowed_cidrs`` (none when the list is empty)."""
+    """Inbound TCP 22: allow ``access.allowed_cidrs`` and the node subnet (MPI launches), deny everything else.
+
+    The final deny is what makes ``allowed_cidrs`` binding: Azure's default rule 65000 AllowVnetInBound admits
+    every port from the VirtualNetwork service tag, and that tag covers peered VNets and networks connected
+    through a VPN gateway (learn.microsoft.com/azure/virtual-network/service-tags-overview), which are exactly
+    how these private nodes are reached.
+    """
+    rules = []
     cidrs = list(plan.access.allowed_cidrs)
-    if not cidrs:
-        return []
-    return [
-        network.SecurityRuleArgs(
-            name="allow-ssh-from-allowed-cidrs",
-            description="SSH from access.allowed_cidrs only",
-            priority=100,
-            direction="Inbound",
-            access="Allow",
-            protocol="Tcp",
-            source_address_prefixes=cidrs,
-            source_port_range="*",
-            destination_address_prefix="VirtualNetwork",
-            destination_port_range="22",
-        )
-    ]
+    if cidrs:
+        rules.append(_ssh_rule("allow-ssh-from-allowed-cidrs", "SSH from access.allowed_cidrs", 100, "Allow", cidrs))
+    nodes = plan.extra["subnets"]["nodes"]
+    rules.append(_ssh_rule("allow-ssh-between-nodes", "SSH between the cluster's nodes", 110, "Allow", [nodes]))
+    rules.append(_ssh_rule("deny-other-ssh", "No SSH from anywhere else, peered networks included", 4096, "Deny", "*"))
+    return rules
 
 
 def build_network(

@@ -22,6 +22,10 @@ AZURE_RESERVED_PER_SUBNET = 5
 #: A Uniform scale set holds at most 1,000 VMs when single_placement_group is false.
 VMSS_MAX_NODES = 1000
 
+#: The compute API documents 1-15 characters for a scale set's computer name prefix
+#: (VirtualMachineScaleSetOSProfile.computerNamePrefix).
+COMPUTER_NAME_PREFIX_MAX = 15
+
 #: Usernames the compute API refuses as adminUsername (OSProfile.adminUsername, "Disallowed values").
 # fmt: off
 RESERVED_ADMIN_USERNAMES = frozenset((
@@ -65,6 +69,26 @@ def split_islands(nodes: int, max_island: int) -> tuple[int, ...]:
     count = max(1, math.ceil(nodes / max_island))
     base, extra = divmod(nodes, count)
     return tuple([base + 1] * extra + [base] * (count - extra))
+
+
+def computer_name_prefixes(name: str, islands: int) -> tuple[str, ...]:
+    """One computer name prefix per island scale set, all distinct.
+
+    A Uniform scale set names each VM ``<prefix><instance id as 6 base-36 digits>`` and every scale set
+    counts from ``000000``, so islands that shared a prefix would boot duplicate hostnames into one VNet
+    (Open MPI, Slurm and Azure-provided DNS all key on the hostname). One island keeps the plain name;
+    several get ``i<index>``. Hostnames have a fixed-width tail, so distinct prefixes give distinct names.
+
+    >>> computer_name_prefixes("llm-train", 2)
+    ('llm-traini0', 'llm-traini1')
+    """
+    if islands == 1:
+        return (name[:COMPUTER_NAME_PREFIX_MAX].rstrip("-"),)
+    out = []
+    for i in range(islands):
+        suffix = f"i{i}"
+        out.append(name[: COMPUTER_NAME_PREFIX_MAX - len(suffix)].rstrip("-") + suffix)
+    return tuple(out)
 
 
 def amlfs_subnet_prefix(capacity_tib: float) -> int:
