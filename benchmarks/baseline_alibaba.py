@@ -1,7 +1,8 @@
 """Hand-written Pulumi program with the resources provision registers for an Alibaba cluster (no provision code).
 
 ``program(nodes)`` registers what ``spec(nodes)`` makes provision register: VPC, vSwitch, security group +
-one SSH rule, Enhanced NAT gateway + EIP + association + SNAT entry, key pair, one image lookup, one
+one SSH rule, Enhanced NAT gateway + EIP + association + SNAT entry, one image lookup (no key pair: the spec's
+ed25519 key cannot be one, so provision creates none), one
 LowLatency deployment set per 20 nodes, one ``ecs.Instance`` per node (primary ERI + inline secondary ERI,
 auto release, encrypted ESSD, user data) and general-purpose NAS with its access group, rule and mount
 target. Used by benchmarks/preview_scale.py.
@@ -73,7 +74,6 @@ def program(nodes: int) -> None:
         snat_ip=eip.ip_address,
         opts=pulumi.ResourceOptions(depends_on=[assoc]),
     )
-    key = ecs.EcsKeyPair(f"{NAME}-key", key_pair_name=f"{NAME}-key", public_key=KEY, tags=tags)
     fs = nas.FileSystem(
         f"{NAME}-fs",
         file_system_type="standard",
@@ -105,7 +105,7 @@ def program(nodes: int) -> None:
     ).images.apply(lambda images: images[0].id)
     sets = [ecs.EcsDeploymentSet(f"{NAME}-ds-{i}", strategy="LowLatency") for i in range(math.ceil(nodes / 20))]
     user_data = target.mount_target_domain.apply(
-        lambda domain: base64.b64encode(f"#!/bin/bash\nmount {domain}:/ /shared\n".ljust(6000).encode()).decode()
+        lambda domain: base64.b64encode(f"#!/bin/bash\nmount {domain}:/ /shared\n".ljust(7000).encode()).decode()
     )
     for rank in range(nodes):
         ecs.Instance(
@@ -115,7 +115,6 @@ def program(nodes: int) -> None:
             image_id=image,
             vswitch_id=vswitch.id,
             security_groups=[sg.id],
-            key_name=key.key_pair_name,
             internet_max_bandwidth_out=0,
             instance_charge_type="PostPaid",
             auto_release_time="2030-01-01T00:00:00Z",

@@ -7,12 +7,16 @@ import dataclasses
 import importlib
 import inspect
 import ipaddress
+import os
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import assert_golden, golden_graph, preview, stack_spec
 
 from provision.catalog import load_catalog
+from provision.clouds.alibaba.userdata import cloud_setup
 from provision.errors import SpecError
 from provision.spec import load_spec
 from provision.testing import run as run_module
@@ -22,6 +26,8 @@ INSTANCE = "alicloud:ecs/instance:Instance"
 DEPLOYMENT_SET = "alicloud:ecs/ecsDeploymentSet:EcsDeploymentSet"
 RULE = "alicloud:ecs/securityGroupRule:SecurityGroupRule"
 EIP_ASSOC = "alicloud:ecs/eipAssociation:EipAssociation"
+KEY_PAIR = "alicloud:ecs/ecsKeyPair:EcsKeyPair"
+RSA_KEY = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQCwcHJvdmlzaW9uLWV4YW1wbGUtcnNhLWtleQ== rsa-example"
 
 
 def spec(**overrides: Any) -> Any:
@@ -130,6 +136,8 @@ def test_subscription_nodes_carry_no_auto_release_time() -> None:
     for node in result.of_type(INSTANCE):
         assert "autoReleaseTime" not in node.inputs
         assert node.inputs["instanceChargeType"] == "PrePaid" and node.inputs["period"] == 1
+        # The provider refuses to delete a PrePaid instance without force_delete, so `down` would fail.
+        assert node.inputs["forceDelete"] is True
 
 
 def test_disks_are_encrypted_with_the_kms_key(gn8: Any) -> None:
@@ -144,17 +152,25 @@ def test_disks_are_encrypted_with_the_kms_key(gn8: Any) -> None:
 
 
 def test_nodes_have_no_public_ip_and_log_in_by_key_only(gn8: Any) -> None:
-    (key,) = gn8.of_type("alicloud:ecs/ecsKeyPair:EcsKeyPair")
-    assert key.inputs["publicKey"] == KEY
+    # The spec's only key is ed25519, which ECS ImportKeyPair rejects: no key pair, login through user data.
+    assert not gn8.of_type(KEY_PAIR)
     for node in gn8.of_type(INSTANCE):
         assert node.inputs["internetMaxBandwidthOut"] == 0
         assert "allocatePublicIp" not in node.inputs
         assert "password" not in node.inputs and "kmsEncryptedPassword" not in node.inputs
-        assert node.inputs["keyName"] == key.inputs["keyPairName"]
+        assert "keyName" not in node.inputs
+        assert KEY in base64.b64decode(node.inputs["userData"]).decode()
     # The only EIP is the NAT gateway's: nothing is associated with a node.
     (assoc,) = gn8.of_type(EIP_ASSOC)
     assert assoc.inputs["instanceType"] == "Nat"
     assert gn8.outputs["head_node"] == gn8.outputs["hosts"][0]
+
+
+def test_an_rsa_key_becomes_the_nodes_key_pair() -> None:
+    result = preview(spec(access={"ssh_public_keys": [KEY, RSA_KEY], "allowed_cidrs": []}, storage={}))
+    (key,) = result.of_type(KEY_PAIR)
+    assert key.inputs["publicKey"] == RSA_KEY
+    assert {n.inputs["keyName"] for n in result.of_type(INSTANCE)} == {key.inputs["keyPairName"]}
 
 
 def test_public_head_node_gets_the_only_node_eip() -> None:
@@ -223,6 +239,67 @@ def test_user_data_is_base64_small_and_holds_no_secret(gn8: Any) -> None:
         assert "PRIVATE KEY" not in text and "password" not in text.lower()
         assert "env_setup.sh --egs" in text and "sha256sum -c" in text
         assert "mtu 8500" in text and "export NCCL_IB_HCA=erdma" in text
+
+
+def test_user_data_is_valid_bash(gn8: Any) -> None:
+    text = base64.b64decode(gn8.of_type(INSTANCE)[0].inputs["userData"]).decode()
+    subprocess.run(["bash", "-n"], input=text, text=True, check=True)
+
+
+def test_login_keys_go_to_the_users_real_home(gn8: Any) -> None:
+    # With ed25519 keys only, authorized_keys is the sole way in: it must land in root's /root, not /home/root.
+    root = gn8.plan.model_copy(update={"access": gn8.plan.access.model_copy(update={"ssh_user": "root"})})
+    setup = cloud_setup(root)
+    assert "/home/root" not in setup and "getent passwd root" in setup
+    subprocess.run(["bash", "-n"], input=setup, text=True, check=True)
+
+
+def test_erdma_runs_in_roce_compat_mode_at_every_boot(gn8: Any) -> None:
+    # nccl_env selects RoCEv2 GIDs, which erdma exposes in compat mode (Alibaba's eRDMA controller loads the
+    # GPU driver with compat_mode=Y); modprobe.d keeps it across reboots.
+    text = base64.b64decode(gn8.of_type(INSTANCE)[0].inputs["userData"]).decode()
+    assert "options erdma compat_mode=Y" in text and "modprobe erdma compat_mode=Y" in text
+
+
+def _net_script(setup: str) -> str:
+    start = setup.index("<<'NET'\n") + len("<<'NET'\n")
+    return setup[start : setup.index("\nNET\n", start)]
+
+
+def test_network_setup_is_reapplied_at_every_boot(gn8: Any) -> None:
+    # User data runs once, and the setup may reboot the node to load drivers: MTU and the secondary ERI's
+    # address must come back after any reboot, so they live in a boot-time unit, not in one-off `ip` calls.
+    text = base64.b64decode(gn8.of_type(INSTANCE)[0].inputs["userData"]).decode()
+    assert "ExecStart=/usr/local/sbin/provision-net" in text and "systemctl enable provision-net.service" in text
+    assert "dhclient" not in text  # a DHCP default route on eth1 would take eth0's traffic
+
+
+def test_network_script_gives_the_secondary_eri_its_address_below_eth0s_routes(gn8: Any, tmp_path: Path) -> None:
+    script = tmp_path / "provision-net"
+    script.write_text(_net_script(cloud_setup(gn8.plan)))
+    sysfs, fakebin, log = tmp_path / "net", tmp_path / "bin", tmp_path / "calls"
+    for ifname, mac in (("eth0", "00:16:3e:00:00:01"), ("eth1", "00:16:3e:00:00:02")):
+        (sysfs / ifname).mkdir(parents=True)
+        (sysfs / ifname / "address").write_text(mac + "\n")
+    fakebin.mkdir()
+    (fakebin / "ip").write_text(
+        f'#!/bin/bash\necho "ip $*" >> {log}\n[ "$*" = "-4 addr show dev eth0" ] && echo "inet 10.0.0.1/18"\nexit 0\n'
+    )
+    metadata = {
+        "00:16:3e:00:00:02/primary-ip-address": "10.0.0.9",
+        "00:16:3e:00:00:02/vswitch-cidr-block": "10.0.0.0/18",
+    }
+    cases = "\n".join(f'  */{k}) echo "{v}";;' for k, v in metadata.items())
+    (fakebin / "curl").write_text(f'#!/bin/bash\ncase "${{@: -1}}" in\n{cases}\n  *) exit 22;;\nesac\n')
+    for tool in ("ip", "curl"):
+        (fakebin / tool).chmod(0o755)
+    env = {**os.environ, "PATH": f"{fakebin}:{os.environ['PATH']}", "PROVISION_NET_SYSFS": str(sysfs)}
+    subprocess.run(["bash", str(script)], env={**env, "PROVISION_NET_METADATA": "http://md/macs"}, check=True)
+    calls = log.read_text().splitlines()
+    assert "ip link set dev eth0 mtu 8500" in calls and "ip link set dev eth1 mtu 8500" in calls
+    assert "ip addr add 10.0.0.9/18 dev eth1 noprefixroute" in calls
+    assert "ip route replace 10.0.0.0/18 dev eth1 metric 200" in calls
+    assert not any(c.startswith(("ip addr add", "ip route")) and "eth0" in c for c in calls)
 
 
 # ---------------------------------------------------------------- storage

@@ -107,7 +107,7 @@ def test_plan_puts_an_eri_on_every_card_the_type_offers(
     p = plan(spec(instance_type=instance_type, region=region, zone=f"{region}-{'l' if 'beijing' in region else 'i'}"))
     assert p.extra["eri_cards"] == cards
     assert p.extra["jumbo_frames"] is jumbo
-    assert p.extra["mtu"] == (8500 if jumbo else 1500)
+    assert p.extra["mtu"] == (8500 if jumbo else 1500)  # no jumbo here only where there is no eRDMA
     assert p.nccl_env.get("NCCL_IB_HCA") == nccl_hca
     assert p.nccl_env["NCCL_SOCKET_IFNAME"] == "eth0"
     assert p.nccl_env["NCCL_IB_DISABLE"] == ("0" if nccl_hca else "1")
@@ -119,9 +119,11 @@ def test_plan_with_fabric_none_on_an_erdma_type_gets_no_eri() -> None:
     assert p.nccl_env["NCCL_IB_DISABLE"] == "1"
 
 
-def test_plan_jumbo_frames_can_be_turned_off() -> None:
+def test_plan_erdma_without_jumbo_frames_uses_mtu_1400() -> None:
+    # Alibaba, "Enable eRDMA on a GPU-accelerated instance": with NCCL's LL128 protocol the MTU must be 8500 with
+    # jumbo frames and 1400 without them; a wrong MTU causes data consistency problems.
     p = plan(spec(alibaba={"jumbo_frames": False}))
-    assert p.extra["jumbo_frames"] is False and p.extra["mtu"] == 1500
+    assert p.extra["jumbo_frames"] is False and p.extra["mtu"] == 1400
     assert p.extra["eri_cards"] == [0, 1]
 
 
@@ -197,6 +199,7 @@ def test_subscription_nodes_have_no_auto_release_time() -> None:
     p = plan(spec(alibaba={"subscription_months": 1}))
     assert p.extra["charge_type"] == "PrePaid" and p.extra["period_months"] == 1
     assert p.extra["auto_release"] is False and auto_release_time(p) is None
+    assert any("force_delete" in w for w in p.warnings)
 
 
 def test_plan_rejects_subscription_with_a_lifetime() -> None:
@@ -281,6 +284,27 @@ def test_plan_requires_a_zone_when_the_catalog_lists_none() -> None:
 def test_plan_rejects_public_head_without_allowed_cidrs_and_missing_keys_together() -> None:
     found = problems(spec(access={"public_head_node": True}))
     assert set(found) >= {"access.public_head_node", "access.ssh_public_keys"}
+
+
+RSA_KEY = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQCwcHJvdmlzaW9uLWV4YW1wbGUtcnNhLWtleQ== rsa-example"
+ECDSA_KEY = "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTY= ecdsa-example"
+
+
+@pytest.mark.parametrize(
+    ("keys", "key_pair"),
+    [([KEY, RSA_KEY], RSA_KEY), ([ECDSA_KEY, RSA_KEY], ECDSA_KEY), ([RSA_KEY], RSA_KEY)],
+)
+def test_plan_key_pair_takes_the_first_key_ecs_can_import(keys: list[str], key_pair: str) -> None:
+    # ECS ImportKeyPair takes rsa, dsa and ecdsa keys only: an ed25519 key pair would fail at `pulumi up`.
+    p = plan(spec(access={"ssh_public_keys": keys}))
+    assert p.extra["key_pair_public_key"] == key_pair
+    assert not any("key pair" in w for w in p.warnings)
+
+
+def test_plan_ed25519_only_gets_no_key_pair_and_a_warning() -> None:
+    p = plan(spec())
+    assert p.extra["key_pair_public_key"] is None
+    assert any("ImportKeyPair" in w and "ubuntu" in w for w in p.warnings)
 
 
 def test_plan_rejects_tags_alibaba_reserves_and_too_many_tags() -> None:

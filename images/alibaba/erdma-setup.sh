@@ -3,18 +3,21 @@
 export DEBIAN_FRONTEND=noninteractive
 provision_reboot=false
 
-# --- login user: the ECS key pair logs in as root; give the spec's user the same public keys
+# --- login user: every spec key in the user's own home (root's is /root), the only login when no key is RSA or
+#     ECDSA (ECS key pairs take no ed25519 keys, so the nodes then have no key pair)
 if ! id -u ${PROVISION_SSH_USER} >/dev/null 2>&1; then
   useradd -m -s /bin/bash ${PROVISION_SSH_USER}
 fi
 echo "${PROVISION_SSH_USER} ALL=(ALL) NOPASSWD:ALL" > /etc/sudoers.d/90-provision
 chmod 0440 /etc/sudoers.d/90-provision
-install -d -m 0700 -o ${PROVISION_SSH_USER} -g ${PROVISION_SSH_USER} /home/${PROVISION_SSH_USER}/.ssh
-cat > /home/${PROVISION_SSH_USER}/.ssh/authorized_keys <<'KEYS'
+provision_home=$(getent passwd ${PROVISION_SSH_USER} | cut -d: -f6)
+provision_group=$(id -gn ${PROVISION_SSH_USER})
+install -d -m 0700 -o ${PROVISION_SSH_USER} -g "$provision_group" "$provision_home/.ssh"
+cat > "$provision_home/.ssh/authorized_keys" <<'KEYS'
 ${PROVISION_AUTHORIZED_KEYS}
 KEYS
-chown ${PROVISION_SSH_USER}:${PROVISION_SSH_USER} /home/${PROVISION_SSH_USER}/.ssh/authorized_keys
-chmod 0600 /home/${PROVISION_SSH_USER}/.ssh/authorized_keys
+chown "${PROVISION_SSH_USER}:$provision_group" "$provision_home/.ssh/authorized_keys"
+chmod 0600 "$provision_home/.ssh/authorized_keys"
 
 # --- GPU driver (pinned branch) and NVIDIA Fabric Manager (8-GPU HGX boards have NVSwitch)
 if ! command -v nvidia-smi >/dev/null 2>&1; then
@@ -33,17 +36,63 @@ if [ "${PROVISION_ERDMA}" = "true" ] && ! command -v eadm >/dev/null 2>&1; then
   echo "${PROVISION_ERDMA_INSTALLER_SHA256}  erdma_installer.tar.gz" | sha256sum -c -
   curl -fsSLo env_setup.sh http://mirrors.cloud.aliyuncs.com/erdma/env_setup.sh
   bash env_setup.sh --egs --url "${PROVISION_ERDMA_INSTALLER_URL}"
-  modprobe erdma || provision_reboot=true
 fi
 
-# --- every ENI up with an address (the secondary ERI is eth1) and the planned MTU
-for dev in /sys/class/net/eth*; do
+# --- erdma in RoCE-compatible mode (its RoCEv2 GIDs are what nccl_env selects), now and at every boot, and
+#     GPUDirect's peer-memory module where the driver has it; as Alibaba's eRDMA controller loads the GPU (OFED)
+#     driver (AliyunContainerService/alibabacloud-erdma-controller, internal/drivers/ofed.go)
+if [ "${PROVISION_ERDMA}" = "true" ]; then
+  echo "options erdma compat_mode=Y" > /etc/modprobe.d/provision-erdma.conf
+  if [ "$(cat /sys/module/erdma/parameters/compat_mode 2>/dev/null || true)" = "N" ]; then
+    rmmod erdma || provision_reboot=true
+  fi
+  modprobe erdma compat_mode=Y || provision_reboot=true
+  if modprobe nvidia_peermem 2>/dev/null; then echo nvidia_peermem > /etc/modules-load.d/provision-peermem.conf; fi
+fi
+
+# --- network, at every boot (user data runs once; the reboot below or any later one drops `ip` settings): the
+#     planned MTU on every ENI (Alibaba requires it for NCCL over eRDMA) and each secondary ENI (the second ERI)
+#     addressed from the instance metadata with its routes at metric 200+, below eth0's, so eth0 keeps the default
+#     and subnet routes (as the eRDMA controller does, internal/drivers/netdev.go). PROVISION_NET_* are for tests.
+cat > /usr/local/sbin/provision-net <<'NET'
+#!/bin/bash
+set -u
+net=${PROVISION_NET_SYSFS:-/sys/class/net}
+md=${PROVISION_NET_METADATA:-http://100.100.100.200/latest/meta-data/network/interfaces/macs}
+metric=200
+for dev in "$net"/eth*; do
+  [ -e "$dev" ] || continue
   ifname=$(basename "$dev")
   ip link set dev "$ifname" mtu ${PROVISION_MTU} || true
+  [ "$ifname" = "eth0" ] && continue
+  ip link set dev "$ifname" up || true
   if ! ip -4 addr show dev "$ifname" | grep -q inet; then
-    dhclient "$ifname" || true
+    mac=$(cat "$dev/address")
+    addr=$(curl -fsS "$md/$mac/primary-ip-address") && cidr=$(curl -fsS "$md/$mac/vswitch-cidr-block") || continue
+    ip addr add "$addr/${cidr#*/}" dev "$ifname" noprefixroute || true
+    ip route replace "$cidr" dev "$ifname" metric "$metric" || true
   fi
+  metric=$((metric + 1))
 done
+NET
+chmod 0755 /usr/local/sbin/provision-net
+cat > /etc/systemd/system/provision-net.service <<'UNIT'
+[Unit]
+Description=provision: ENI MTU and secondary ENI (ERI) addresses
+Wants=network-online.target
+After=network-online.target
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/local/sbin/provision-net
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+systemctl daemon-reload
+systemctl enable provision-net.service
+/usr/local/sbin/provision-net
 
 if [ "$provision_reboot" = "true" ]; then
   echo "provision: kernel modules need a reboot; rebooting in 1 minute"

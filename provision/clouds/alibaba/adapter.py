@@ -54,6 +54,11 @@ PROVISION_TAGS = 5  # provision-cluster, -owner, -expires-at, -stack, and -rank 
 MAX_INLINE_ERIS = 2
 #: MTU with jumbo frames enabled on an ECS instance (ECS "Jumbo frames" docs); the VPC default is 1500.
 JUMBO_MTU = 8500
+#: MTU of eRDMA nodes without jumbo frames. Alibaba, "Enable eRDMA on a GPU-accelerated instance"
+#: (help/en/ecs/user-guide/on-the-gpu-instance-configuration-erdma): with NCCL's LL128 protocol the MTU must be
+#: 8500 with jumbo frames and 1400 without; a wrong MTU causes data consistency problems.
+ERDMA_MTU = 1400
+DEFAULT_MTU = 1500
 #: Bandwidth of node 0's EIP with access.public_head_node (SSH only).
 HEAD_EIP_MBPS = 10
 #: The nodes' vSwitch is the first /18 of the VPC (or the VPC itself when smaller): room for 16k ENIs.
@@ -65,6 +70,10 @@ VSWITCH_RESERVED = 64
 #: null). ebmgn8v: "170 Gbit/s (85 x 2)" and two eRDMA NICs (PAI "eRDMA: Use high-performance networks",
 #: https://www.alibabacloud.com/help/en/pai/user-guide/erdma-distributed-training-with-high-performance-networks).
 NETWORK_CARDS_FALLBACK = {"ecs.ebmgn8v.48xlarge": 2}
+
+#: Key types ECS ImportKeyPair accepts: rsa, dsa and ecdsa (and their OpenSSH certificates); not ssh-ed25519 nor
+#: FIDO sk-* keys (ECS API "ImportKeyPair", help/en/ecs/developer-reference/api-ecs-2014-05-26-importkeypair).
+KEY_PAIR_TYPES = ("ssh-rsa", "ssh-dss", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521")
 
 #: NFS options Alibaba documents for Linux clients (NAS "Mount an NFS file system", NFSv3; CPFS protocol
 #: service exports are NFSv3 as well).
@@ -88,6 +97,14 @@ def image_lookup(plan: ClusterPlan) -> str | None:
     """The ``name_regex`` to resolve once when the image is not pinned by id, else ``None``."""
     ref = plan.image.ref
     return ref[len(LOOKUP_PREFIX) :] if ref.startswith(LOOKUP_PREFIX) else None
+
+
+def key_pair_public_key(keys: tuple[str, ...]) -> str | None:
+    """The first of ``keys`` an ECS key pair can hold (root login), or ``None`` when none is RSA/DSA/ECDSA.
+
+    Every key also reaches ``access.ssh_user`` through the user data, whatever its type.
+    """
+    return next((k for k in keys if k.split(" ", 1)[0] in KEY_PAIR_TYPES), None)
 
 
 def _shared_kind(spec: ClusterSpec) -> str | None:
@@ -171,13 +188,14 @@ def decide(spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
         "placement_groups": placement,
         "eri_cards": eris,
         "jumbo_frames": jumbo,
-        "mtu": JUMBO_MTU if jumbo else 1500,
+        "mtu": JUMBO_MTU if jumbo else (ERDMA_MTU if eris else DEFAULT_MTU),
         "system_disk_gib": opts.system_disk_gib,
         "data_disk_gib": opts.data_disk_gib,
         "kms_key_id": opts.kms_key_id,
         "resource_group_id": opts.resource_group_id,
         "nat_bandwidth_mbps": opts.nat_bandwidth_mbps,
         "public_head": spec.access.public_head_node,
+        "key_pair_public_key": key_pair_public_key(spec.access.ssh_public_keys),
         # SSH only: a small pay-by-traffic EIP for node 0 when access.public_head_node.
         "head_eip_bandwidth_mbps": HEAD_EIP_MBPS,
         "storage": storage,
@@ -263,8 +281,8 @@ class AlibabaAdapter(Adapter):
             found.add(
                 "access.ssh_public_keys",
                 "()",
-                "is empty: Alibaba nodes here log in with an ECS key pair only (no password is ever set)",
-                "add your OpenSSH public key (e.g. the line in ~/.ssh/id_ed25519.pub)",
+                "is empty: Alibaba nodes here have no password; you log in as access.ssh_user with these keys",
+                "add your OpenSSH public key (e.g. the line in ~/.ssh/id_ed25519.pub or ~/.ssh/id_rsa.pub)",
             )
         if res.offer is not None and res.nodes is not None and res.fabric is not None:
             vswitch = _vswitch_cidr(opts.vpc_cidr)
@@ -306,10 +324,21 @@ class AlibabaAdapter(Adapter):
         opts = spec.cloud_options()
         if res.offer is None or res.nodes is None or res.fabric is None:
             return out
+        if spec.access.ssh_public_keys and key_pair_public_key(spec.access.ssh_public_keys) is None:
+            out.append(
+                "access.ssh_public_keys has no RSA or ECDSA key, the only types an ECS key pair takes (ImportKeyPair "
+                f"rejects ed25519): the nodes get no key pair and no root login; log in as {spec.access.ssh_user}, "
+                "whose authorized_keys the bootstrap writes."
+            )
         if res.fabric == "erdma" and res.offer.fabric_interfaces > MAX_INLINE_ERIS:
             out.append(
                 f"{res.offer.instance_type} takes {res.offer.fabric_interfaces} ERIs but ecs.Instance creates "
                 f"{MAX_INLINE_ERIS} (primary + one secondary); the nodes get {MAX_INLINE_ERIS}."
+            )
+        if opts.subscription_months is not None:
+            out.append(
+                "subscription nodes carry force_delete: `down` converts them to pay-as-you-go and releases them "
+                "before the subscription ends (Alibaba's refund rules apply)."
             )
         if spec.capacity.type == "spot" and opts.placement == "low-latency":
             out.append(

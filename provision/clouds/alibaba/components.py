@@ -41,14 +41,17 @@ class AlibabaCluster(pulumi.ComponentResource):
         net = build_network(plan, self)
         mount_source, self.shared_fs = build_storage(plan, net, self)
 
-        key = ecs.EcsKeyPair(
-            f"{name}-key",
-            key_pair_name=f"{name}-key",
-            public_key=plan.access.ssh_public_keys[0],
-            resource_group_id=extra["resource_group_id"],
-            tags=tags,
-            opts=child,
-        )
+        # ECS key pairs take RSA/ECDSA keys only; without one the nodes get none (login via the user data).
+        key = None
+        if extra["key_pair_public_key"]:
+            key = ecs.EcsKeyPair(
+                f"{name}-key",
+                key_pair_name=f"{name}-key",
+                public_key=extra["key_pair_public_key"],
+                resource_group_id=extra["resource_group_id"],
+                tags=tags,
+                opts=child,
+            )
         self.image_id = self._image(plan)
         sets = [
             ecs.EcsDeploymentSet(
@@ -106,7 +109,7 @@ class AlibabaCluster(pulumi.ComponentResource):
         plan: ClusterPlan,
         rank: int,
         net: Network,
-        key: ecs.EcsKeyPair,
+        key: ecs.EcsKeyPair | None,
         data: Any,
         deployment_set: ecs.EcsDeploymentSet | None,
     ) -> ecs.Instance:
@@ -142,12 +145,15 @@ class AlibabaCluster(pulumi.ComponentResource):
             image_id=self.image_id,
             vswitch_id=net.vswitch.id,
             security_groups=[net.security_group.id],
-            key_name=key.key_pair_name,
+            key_name=key.key_pair_name if key is not None else None,
             internet_max_bandwidth_out=0,
             instance_charge_type=extra["charge_type"],
             period=extra["period_months"] if prepaid else None,
             period_unit="Month" if prepaid else None,
             renewal_status="Normal" if prepaid else None,
+            # alicloud_instance refuses to delete a PrePaid instance unless force_delete converts it to PostPaid
+            # first (provider resourceAliCloudInstanceDelete): without it `down` fails on subscription nodes.
+            force_delete=True if prepaid else None,
             auto_release_time=auto_release_time(plan),
             spot_strategy=extra["spot_strategy"],
             spot_price_limit=extra["spot_price_limit"],

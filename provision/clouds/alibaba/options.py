@@ -39,7 +39,10 @@ class AlibabaOptions(CloudOptions):
         "'none' skips deployment sets (use when the family is not supported by LowLatency in your region).",
     )
     jumbo_frames: bool = Field(
-        default=True, description="Enable jumbo frames (MTU 8500) on eRDMA instance types; ignored without eRDMA."
+        default=True,
+        description="Enable jumbo frames (MTU 8500) on eRDMA instance types; without them eRDMA nodes use MTU 1400, "
+        "as Alibaba requires for NCCL. Turn off where the instance type has no jumbo-frame support "
+        "(DescribeInstanceTypes JumboFrameSupport). Ignored without eRDMA.",
     )
     subscription_months: int | None = Field(
         default=None,
