@@ -6,7 +6,8 @@ associations and an S3 gateway endpoint; the EFA and FSx security groups with st
 for Lustre PERSISTENT_2 file system with EFA; the node role, SSM policy attachment, instance profile and
 key pair; a cluster placement group; one SSM image lookup; ONE launch template with the p5 EFA layout
 (33 interfaces); and the gang: one instant EC2 Fleet up to 1,000 nodes (its MinTargetCapacity limit),
-an Auto Scaling group above that; then one DescribeInstances read for the hostfile. The resource count
+an Auto Scaling group above that; then the DescribeInstances reads for the hostfile (one per 197 fleet
+instances: EC2 takes at most 200 filter values per call). The resource count
 does not grow with the node count. Used by benchmarks/preview_scale.py.
 """
 
@@ -194,10 +195,22 @@ def program(nodes: int) -> None:
             tags=tags,
         )
         ids = fleet.fleet_instance_sets.apply(lambda sets: sorted(i for s in sets for i in s.instance_ids))
-        found = ec2.get_instances_output(
-            filters=[ec2.GetInstancesFilterArgs(name="instance-id", values=ids)],
-            instance_state_names=["pending", "running"],
-        )
+
+        def lookup(ids: list[str]) -> Any:
+            # DescribeInstances takes at most 200 filter values per call.
+            return pulumi.Output.all(
+                *[
+                    ec2.get_instances_output(
+                        filters=[ec2.GetInstancesFilterArgs(name="instance-id", values=ids[i : i + 197])],
+                        instance_tags={"provision-cluster": NAME},
+                        instance_state_names=["pending", "running"],
+                    ).private_ips
+                    for i in range(0, len(ids), 197)
+                ]
+            )
+
+        pulumi.export("hosts", ids.apply(lookup).apply(lambda parts: [ip for p in parts for ip in p]))
+        return
     else:
         group = aws.autoscaling.Group(
             f"{NAME}-asg",

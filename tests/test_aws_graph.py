@@ -155,6 +155,21 @@ def test_hostfile_comes_from_the_fleet_in_address_order(p5_64: Any) -> None:
     assert call["instanceTags"] == {"provision-cluster": "aws-p5-64"}
 
 
+def test_large_fleet_hostfile_stays_under_the_describe_instances_filter_limit() -> None:
+    # EC2 rejects a DescribeInstances call with more than 200 filter values (FilterLimitExceeded).
+    result = preview(spec(nodes=400))
+    calls = [args for token, args in result.calls if token == "aws:ec2/getInstances:getInstances"]
+    assert len(calls) == 3
+    for call in calls:
+        values = sum(len(f["values"]) for f in call["filters"]) + len(call["instanceTags"])
+        assert values + len(call["instanceStateNames"]) <= 200
+    looked_up = [i for call in calls for i in call["filters"][0]["values"]]
+    assert sorted(looked_up) == sorted(result.one(FLEET).outputs["fleetInstanceSets"][0]["instanceIds"])
+    hosts = result.outputs["hosts"]
+    assert len(hosts) == len(set(hosts)) == 400
+    assert hosts == sorted(hosts, key=ipaddress.ip_address)
+
+
 def test_image_is_resolved_once_and_exported_as_pin(p5_64: Any) -> None:
     ssm = [args for token, args in p5_64.calls if token == "aws:ssm/getParameter:getParameter"]
     assert len(ssm) == 1 and ssm[0]["name"].endswith("base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id")
@@ -311,6 +326,22 @@ def test_new_ami_never_replaces_nodes_and_fleet_changes_replace_the_gang(monkeyp
     assert fleet.delete_before_replace is True and "launchTemplateConfigs" in fleet.replace_on_changes
     preview(spec(image={"id": "ami-0123456789abcdef0"}))
     assert not seen["LaunchTemplate/t1-nodes"].ignore_changes
+
+
+def test_placement_group_outlives_the_nodes_on_destroy(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Deleting an instant fleet does not wait for its instances, and a placement group that still holds
+    # terminating instances refuses deletion (InvalidPlacementGroup.InUse). The node security group's delete
+    # waits for the last node interface, so the placement group must be deleted after it.
+    import pulumi_aws as aws
+
+    seen = spy_options(monkeypatch, aws.ec2.SecurityGroup)
+    result = preview(spec())
+    nodes_sg = seen["SecurityGroup/t1-nodes"]
+    assert [type(d) for d in nodes_sg.depends_on] == [aws.ec2.PlacementGroup]
+    assert nodes_sg.custom_timeouts.delete == "30m"
+    assert result.one(LT).inputs["placement"] == {"groupName": result.one(PG).outputs["name"]}
+    preview(spec(aws={"placement_group": "my-reserved-pg"}))
+    assert not seen["SecurityGroup/t1-nodes"].depends_on
 
 
 def test_stack_region_must_match_the_spec() -> None:

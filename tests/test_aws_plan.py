@@ -91,9 +91,17 @@ def test_plan_carries_p5_layout_and_nccl_env() -> None:
     assert len(p.extra["efa_interfaces"]) == 33
     assert p.fabric_interfaces == 32
     assert p.nccl_env == EFA_ENV
-    assert p.nccl_env["FI_PROVIDER"] == "efa" and p.nccl_env["FI_EFA_USE_DEVICE_RDMA"] == "1"
-    # Obsolete on the Ubuntu 22.04 DLAMI kernel (fork-safe rdma-core) and on current aws-ofi-nccl.
-    for obsolete in ("FI_EFA_FORK_SAFE", "NCCL_PROTO", "FI_EFA_ENABLE_SHM_TRANSFER", "NCCL_TREE_THRESHOLD"):
+    assert p.nccl_env["FI_PROVIDER"] == "efa"
+    assert p.nccl_env["NCCL_BUFFSIZE"] == "8388608" and p.nccl_env["NCCL_P2P_NET_CHUNKSIZE"] == "524288"
+    # Obsolete on the Ubuntu 22.04 DLAMI kernel (fork-safe rdma-core) and on current aws-ofi-nccl; RDMA is
+    # libfabric's default where the device has it (awsome-distributed-training dropped the variable, PR #851).
+    for obsolete in (
+        "FI_EFA_FORK_SAFE",
+        "FI_EFA_USE_DEVICE_RDMA",
+        "NCCL_PROTO",
+        "FI_EFA_ENABLE_SHM_TRANSFER",
+        "NCCL_TREE_THRESHOLD",
+    ):
         assert obsolete not in p.nccl_env
 
 

@@ -56,10 +56,11 @@ _RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{8,17}$")
 _AMI_ID = re.compile(r"^ami-[0-9a-f]{8,17}$")
 
 EFA_ENV = {
-    # aws-samples/awsome-distributed-training micro-benchmarks/nccl-tests (the DLAMI sbatch) and the
-    # aws-ofi-nccl defaults: libfabric's EFA provider with GPUDirect RDMA, host NICs for bootstrap.
+    # aws-samples/awsome-distributed-training micro-benchmarks/nccl-tests/slurm/nccl-tests-ami.sbatch (2026-02):
+    # libfabric's EFA provider, host NICs for bootstrap. FI_EFA_USE_DEVICE_RDMA is left out, as there since
+    # PR #851 (2025-09): libfabric uses RDMA by default where the device has it, and "1" makes fi_getinfo fail
+    # on an EFA type without RDMA.
     "FI_PROVIDER": "efa",
-    "FI_EFA_USE_DEVICE_RDMA": "1",
     "NCCL_SOCKET_IFNAME": "^docker,lo,veth",
     "NCCL_BUFFSIZE": "8388608",
     "NCCL_P2P_NET_CHUNKSIZE": "524288",

@@ -1,8 +1,9 @@
 """AWS adapter, build half: the ``provision:aws:Cluster`` component (Pulumi only, no decisions).
 
 Resources, in dependency order: VPC with a private node subnet and NAT egress (or the user's
-subnet), the EFA and FSx security groups with standalone rules, FSx for Lustre, the node role and
-key pair, a cluster placement group, ONE launch template with the type's EFA layout, and the gang:
+subnet), a cluster placement group, the EFA and FSx security groups with standalone rules (the node
+group after the placement group, so destroy removes the group last), FSx for Lustre, the node role
+and key pair, ONE launch template with the type's EFA layout, and the gang:
 an instant EC2 Fleet (default) or an Auto Scaling group. Node addresses come from an invoke after
 the gang; nodes are never individual resources.
 """
@@ -36,11 +37,12 @@ class AwsCluster(pulumi.ComponentResource):
         _check_provider_region(plan)
         super().__init__(TYPE_TOKEN, plan.name, None, opts)
         net = network.build_network(plan, self)
-        sgs = network.build_security_groups(plan, net, self)
+        pg = nodes.placement_group(plan, self)
+        sgs = network.build_security_groups(plan, net, self, placement=pg)
         fs = storage.build_fsx(plan, net, sgs, self)
         identity = nodes.build_identity(plan, self)
         ami = nodes.image_id(plan, self)
-        lt = nodes.launch_template(plan, net, sgs, identity, ami, fs, self)
+        lt = nodes.launch_template(plan, net, sgs, identity, ami, fs, pg, self)
         gang: aws.ec2.Fleet | aws.autoscaling.Group = (
             nodes.fleet(plan, lt, self)
             if plan.extra["allocation"] == "fleet"

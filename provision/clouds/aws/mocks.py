@@ -12,9 +12,11 @@ from typing import Any
 
 import pulumi
 
-from provision.testing.mocks import MockContext
+from provision.testing.mocks import CloudFaultError, MockContext
 
 ACCOUNT = "123456789012"
+#: EC2 DescribeInstances: at most 200 filter values in one call.
+MAX_FILTER_VALUES = 200
 DEFAULT_NODE_CIDR = "172.31.0.0/20"
 
 
@@ -169,25 +171,49 @@ def get_parameter(args: Any, ctx: MockContext) -> dict[str, Any]:
             "arn": _arn(ctx, "ssm", f"parameter{name}", region=True).replace(ACCOUNT, "")}  # fmt: skip
 
 
+def _launched(ctx: MockContext) -> list[str]:
+    """Every instance the mocked fleets launched, in launch order."""
+    return [
+        i
+        for r in ctx.find("aws:ec2/fleet:Fleet")
+        for s in r.outputs.get("fleetInstanceSets") or []
+        for i in s.get("instanceIds") or []
+    ]
+
+
 def get_instances(args: Any, ctx: MockContext) -> dict[str, Any]:
     filters = _filters(args)
     tags = dict(args.args.get("instanceTags") or {})
+    states = list(args.args.get("instanceStateNames") or [])
+    # The provider turns tags and states into filters too; EC2 counts every value against its limit.
+    values = sum(len(v) for v in filters.values()) + len(tags) + len(states)
+    if values > MAX_FILTER_VALUES:
+        raise CloudFaultError(
+            "FilterLimitExceeded",
+            f"The maximum number of filter values specified on a single call is {MAX_FILTER_VALUES}",
+        )
     if "instance-id" in filters:
         ids = filters["instance-id"]
+        launched = _launched(ctx)
+        order = {i: n for n, i in enumerate(launched)}
+        # One stable address per instance, whichever lookup asks; launch order is not address order,
+        # so the fleet's addresses are handed out highest first.
+        pool = ctx.ips(node_cidr(ctx), len(launched) + len(ids), skip=10)
+        known = list(reversed(pool[: len(launched)]))
+        ips = [known[order[i]] if i in order else pool[len(launched) + n] for n, i in enumerate(ids)]
     else:
         group = tags.get("aws:autoscaling:groupName", "")
         asg = [r for r in ctx.find("aws:autoscaling/group:Group") if r.outputs.get("name") == group]
         count = int(asg[0].inputs.get("desiredCapacity") or 0) if asg else 0
         ids = instance_ids(ctx, group, count)
-    # Launch order is not address order: hand the addresses out highest first.
-    ips = list(reversed(ctx.ips(node_cidr(ctx), len(ids), skip=10)))
+        ips = list(reversed(ctx.ips(node_cidr(ctx), len(ids), skip=10)))
     return {
         "id": _region(ctx),
         "ids": ids,
         "privateIps": ips,
         "publicIps": [],
         "instanceTags": tags,
-        "instanceStateNames": list(args.args.get("instanceStateNames") or []),
+        "instanceStateNames": states,
         "filters": args.args.get("filters") or [],
         "region": _region(ctx),
     }

@@ -153,8 +153,16 @@ def _rule(
     )
 
 
-def build_security_groups(plan: ClusterPlan, net: Network, parent: pulumi.Resource) -> SecurityGroups:
-    """The EFA group (all traffic within itself, SSH from ``allowed_cidrs``) and the FSx group."""
+def build_security_groups(
+    plan: ClusterPlan, net: Network, parent: pulumi.Resource, placement: pulumi.Resource | None = None
+) -> SecurityGroups:
+    """The EFA group (all traffic within itself, SSH from ``allowed_cidrs``) and the FSx group.
+
+    ``placement`` (the cluster placement group, if one is created) is deleted only after the node group:
+    deleting an instant fleet does not wait for its instances, and a placement group that still holds
+    terminating instances refuses deletion (``InvalidPlacementGroup.InUse``). The group's delete retries
+    on ``DependencyViolation`` until the last node network interface is gone, so it is the wait.
+    """
     n = plan.name
     fsx_spec = plan.extra["fsx"]
     cluster = aws.ec2.SecurityGroup(
@@ -162,7 +170,11 @@ def build_security_groups(plan: ClusterPlan, net: Network, parent: pulumi.Resour
         vpc_id=net.vpc_id,
         description=f"provision {n}: EFA all traffic within the cluster; SSH from allowed networks",
         tags=tags(plan, "nodes"),
-        opts=pulumi.ResourceOptions(parent=parent),
+        opts=pulumi.ResourceOptions(
+            parent=parent,
+            depends_on=[placement] if placement is not None else None,
+            custom_timeouts=pulumi.CustomTimeouts(delete="30m"),
+        ),
     )
     # EFA needs rules that reference the group itself, in both directions (CIDR rules do not count).
     _rule("in", "nodes-in-self", plan, cluster, parent, peer=cluster, description="EFA and host traffic in cluster")

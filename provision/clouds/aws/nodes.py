@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from provision.plan import ClusterPlan
 
 LIVE_STATES = ["pending", "running"]
+#: DescribeInstances refuses a call with more than 200 filter values ("FilterLimitExceeded: The maximum
+#: number of filter values specified on a single call is 200"); the cluster tag and the two states take 3.
+MAX_FILTER_VALUES = 200
+IDS_PER_LOOKUP = MAX_FILTER_VALUES - 1 - len(LIVE_STATES)
 
 
 def _opts(parent: pulumi.Resource, **kw: Any) -> pulumi.ResourceOptions:
@@ -76,12 +80,11 @@ def image_id(plan: ClusterPlan, parent: pulumi.Resource) -> pulumi.Output[str]:
     return aws.ssm.get_parameter_output(name=lookup, opts=pulumi.InvokeOutputOptions(parent=parent)).value
 
 
-def placement_group_name(plan: ClusterPlan, parent: pulumi.Resource) -> pulumi.Input[str] | None:
-    pg = plan.extra["placement_group"]
-    if pg["create"]:
-        group = aws.ec2.PlacementGroup(f"{plan.name}-pg", strategy="cluster", tags=tags(plan, "pg"), opts=_opts(parent))
-        return group.name
-    return pg["name"]
+def placement_group(plan: ClusterPlan, parent: pulumi.Resource) -> aws.ec2.PlacementGroup | None:
+    """The cluster placement group the plan asks to create (none for reservations or a user's group)."""
+    if not plan.extra["placement_group"]["create"]:
+        return None
+    return aws.ec2.PlacementGroup(f"{plan.name}-pg", strategy="cluster", tags=tags(plan, "pg"), opts=_opts(parent))
 
 
 def _capacity_reservation(
@@ -136,6 +139,7 @@ def launch_template(
     identity: Identity,
     ami: pulumi.Output[str],
     fs: aws.fsx.LustreFileSystem | None,
+    pg: aws.ec2.PlacementGroup | None,
     parent: pulumi.Resource,
 ) -> aws.ec2.LaunchTemplate:
     """One launch template for every node: the EFA layout, IMDSv2, encrypted root, user data, tags."""
@@ -158,7 +162,7 @@ def launch_template(
         script = source.apply(lambda s: userdata.render(plan, s))
     else:
         script = pulumi.Output.from_input(userdata.render(plan))
-    pg = placement_group_name(plan, parent)
+    pg_name = pg.name if pg is not None else plan.extra["placement_group"]["name"]
     node_tags = tags(plan, "node")
     return aws.ec2.LaunchTemplate(
         f"{plan.name}-nodes",
@@ -168,7 +172,7 @@ def launch_template(
         key_name=identity.key_name,
         iam_instance_profile=aws.ec2.LaunchTemplateIamInstanceProfileArgs(arn=identity.profile.arn),
         network_interfaces=nics,
-        placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=pg) if pg else None,
+        placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=pg_name) if pg_name else None,
         metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
             http_endpoint="enabled",
             http_tokens="required",
@@ -323,6 +327,7 @@ def node_addresses(
     """(instance ids, private IPs) by rank, read back after the gang exists."""
     invoke = pulumi.InvokeOutputOptions(parent=parent)
     cluster_tag = {"provision-cluster": plan.name}
+    found: pulumi.Output[list[Any]]  # one (ids, private IPs) pair per DescribeInstances lookup
     if isinstance(gang, aws.ec2.Fleet):
 
         def fleet_ids(sets: Sequence[Any]) -> list[str]:
@@ -331,26 +336,36 @@ def node_addresses(
                 # An instant fleet that misses MinTargetCapacity launches nothing yet still "succeeds".
                 raise pulumi.RunError(
                     f"the EC2 Fleet launched {len(ids)} of {plan.nodes} {plan.instance_type} nodes (no capacity "
-                    f"in {plan.zone}?); see the fleet's errors with `aws ec2 describe-fleets`, then destroy or retry"
+                    f"in {plan.zone}?); see the fleet's errors with `aws ec2 describe-fleets`. The empty fleet "
+                    "stays in the stack, so running `provision up` again changes nothing: run `provision down`, "
+                    "then `provision up`"
                 )
             if not ids:
                 raise pulumi.RunError("the EC2 Fleet launched no nodes; see `aws ec2 describe-fleets`")
             return ids
 
-        ids = gang.fleet_instance_sets.apply(fleet_ids)
-        found = aws.ec2.get_instances_output(
-            filters=ids.apply(lambda v: [aws.ec2.GetInstancesFilterArgs(name="instance-id", values=v)]),
-            instance_tags=cluster_tag,
-            instance_state_names=LIVE_STATES,
-            opts=invoke,
-        )
+        def lookup(ids: list[str]) -> pulumi.Output[list[Any]]:
+            # One DescribeInstances per IDS_PER_LOOKUP ids: a 1,000-node fleet in one call is FilterLimitExceeded.
+            parts = [
+                aws.ec2.get_instances_output(
+                    filters=[aws.ec2.GetInstancesFilterArgs(name="instance-id", values=ids[i : i + IDS_PER_LOOKUP])],
+                    instance_tags=cluster_tag,
+                    instance_state_names=LIVE_STATES,
+                    opts=invoke,
+                )
+                for i in range(0, len(ids), IDS_PER_LOOKUP)
+            ]
+            return pulumi.Output.all(*[pulumi.Output.all(p.ids, p.private_ips) for p in parts])
+
+        found = gang.fleet_instance_sets.apply(fleet_ids).apply(lookup)
     else:
-        found = aws.ec2.get_instances_output(
+        group = aws.ec2.get_instances_output(
             instance_tags=gang.name.apply(lambda name: {**cluster_tag, "aws:autoscaling:groupName": name}),
             instance_state_names=LIVE_STATES,
             opts=invoke,
         )
-    return pulumi.Output.all(found.ids, found.private_ips).apply(lambda a: _rank_order(list(a[0]), list(a[1])))
+        found = pulumi.Output.all(pulumi.Output.all(group.ids, group.private_ips))
+    return found.apply(lambda parts: _rank_order([i for p in parts for i in p[0]], [ip for p in parts for ip in p[1]]))
 
 
 def head_public_ip(
