@@ -21,16 +21,26 @@ def nccl_env_lines(env: dict[str, str]) -> str:
 
 
 def self_destruct_timer(plan: ClusterPlan) -> str:
-    """A shutdown timer at the expiry; with shutdown behaviour 'terminate' it deletes the VM (AWS)."""
+    """A systemd timer that powers the node off at the expiry; with shutdown behaviour 'terminate' it deletes the VM.
+
+    A calendar timer with ``Persistent=true`` survives reboots and fires at the next boot when the
+    expiry passed while the node was down (a ``shutdown +N`` timer is lost on reboot).
+    """
     if plan.expires_at is None:
         return ": # no lifetime set"
     stamp = plan.expires_at.strftime("%Y-%m-%d %H:%M:%S UTC")
     return (
-        f'expires_epoch=$(date -d "{stamp}" +%s)\n'
-        "now_epoch=$(date +%s)\n"
-        "minutes=$(( (expires_epoch - now_epoch) / 60 ))\n"
-        'if [ "$minutes" -lt 1 ]; then minutes=1; fi\n'
-        'shutdown -h "+$minutes" "provision: cluster lifetime reached"'
+        "cat > /etc/systemd/system/provision-expiry.service <<'UNIT'\n"
+        "[Unit]\nDescription=provision: cluster lifetime reached\n"
+        "[Service]\nType=oneshot\nExecStart=/bin/systemctl poweroff\n"
+        "UNIT\n"
+        "cat > /etc/systemd/system/provision-expiry.timer <<'UNIT'\n"
+        f"[Unit]\nDescription=provision: power off at the cluster's expiry\n"
+        f"[Timer]\nOnCalendar={stamp}\nPersistent=true\nAccuracySec=1s\n"
+        "[Install]\nWantedBy=timers.target\n"
+        "UNIT\n"
+        "systemctl daemon-reload\n"
+        "systemctl enable --now provision-expiry.timer"
     )
 
 
