@@ -102,7 +102,7 @@ def test_launch_template_user_data_mounts_fsx_and_sets_timer(p5_64: Any) -> None
     fs = p5_64.one(FSX).outputs
     assert f"{fs['dnsName']}@tcp:/{fs['mountName']}" in script
     assert "efa_expected=32" in script
-    assert 'date -d "2026-11-30 00:00:00 UTC"' in script
+    assert "OnCalendar=2026-11-30 00:00:00 UTC" in script and "Persistent=true" in script
     assert "PRIVATE KEY" not in script
 
 

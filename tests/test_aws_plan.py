@@ -299,7 +299,7 @@ def test_user_data_checks_efa_mounts_fsx_and_arms_the_timer() -> None:
     script = userdata.render(p, userdata.fsx_source("fs-0abc.fsx.us-east-1.amazonaws.com", "abcdefgh"))
     assert "efa_expected=32" in script
     assert "fs-0abc.fsx.us-east-1.amazonaws.com@tcp:/abcdefgh" in script
-    assert 'date -d "2026-11-29 18:00:00 UTC"' in script and "shutdown -h" in script
+    assert "OnCalendar=2026-11-29 18:00:00 UTC" in script and "systemctl poweroff" in script
     assert "export FI_PROVIDER=efa" in script
     assert "PRIVATE KEY" not in script
     for placeholder in ("${EFA_EXPECTED}", "${FSX_SOURCE}", "${MOUNT}", "${KEYS}", "${CLOUD_SETUP}", "$$"):
@@ -326,4 +326,4 @@ def test_fido_key_goes_to_user_data_instead_of_a_key_pair() -> None:
 def test_asg_timer_fires_after_the_scheduled_scale_to_zero() -> None:
     p = plan(lifetime={"ttl": "6h"}, aws={"allocation": "asg"})
     assert p.extra["lifetime"]["asg_schedule"] is True
-    assert 'date -d "2026-11-29 18:15:00 UTC"' in userdata.render(p)
+    assert "OnCalendar=2026-11-29 18:15:00 UTC" in userdata.render(p)
