@@ -102,7 +102,9 @@ class Catalog:
 
 def _read(name: str) -> object:
     text = resources.files("provision.catalog").joinpath("data").joinpath(name).read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    # libyaml's loader parses the catalog about ten times faster than the pure-Python one.
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load(text, Loader=loader)  # noqa: S506  # a safe loader either way
 
 
 @cache
