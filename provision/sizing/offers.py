@@ -8,36 +8,18 @@ from typing import Any, Literal
 from provision.catalog import Catalog, FilesystemOffer, GpuModel, InstanceOffer
 from provision.catalog.models import CLOUDS
 from provision.cost import HOURS_PER_MONTH, storage_hourly_usd
-from provision.sizing.estimates import (  # noqa: F401
-    _NUMBERS,
-    _NUMBERS_REQUIRED,
+from provision.sizing.estimates import (
     _choose_gpus,
-    _count,
-    _gpus_per_node,
     _memory,
-    _number,
     _peak_tflops,
-    _whole,
 )
-from provision.sizing.models import (  # noqa: F401
-    _COUNT,
-    _COUNT_SCALE,
+from provision.sizing.models import (
     AMORTISATION_YEARS,
-    ASPECT,
-    DEFAULT_DEADLINE_DAYS,
-    DEFAULT_GPUS_PER_NODE,
     FABRIC_NAMES,
-    FSDP_GATHERED_LAYERS,
     GIB,
     HOURS_PER_YEAR,
-    LAYER_ACTIVATION_BYTES_PER_TOKEN_HIDDEN,
-    MAX_GPUS,
-    MFU_WARN_ABOVE,
-    OPTIMIZERS,
-    PRECISIONS,
     RAW_TEXT_BYTES_PER_TOKEN,
     RETAINED_CHECKPOINTS,
-    RUNTIME_RESERVE_GIB,
     STATE_BYTES,
     TOKENIZED_BYTES_PER_TOKEN,
     TYPICAL_DRAW_FRACTION,
@@ -46,18 +28,9 @@ from provision.sizing.models import (  # noqa: F401
     BuyVsRent,
     CloudOption,
     ClusterChoice,
-    ComputeEstimate,
-    Count,
     FilesystemChoice,
-    MemoryEstimate,
-    Optimizer,
-    Precision,
     SizingInputs,
-    SizingReport,
     StorageEstimate,
-    _Model,
-    format_count,
-    parse_count,
 )
 
 
