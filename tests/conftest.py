@@ -46,13 +46,36 @@ def preview(spec: Any, **kwargs: Any) -> Any:
     return run_program(spec, **kwargs)
 
 
+_SCRIPT_KEYS = ("userData", "customData", "user-data", "startup-script")
+
+
+def _readable(value: Any, key: str = "") -> Any:
+    """Node scripts as lists of lines (base64 decoded), so golden diffs show what changed in them."""
+    if isinstance(value, dict):
+        return {k: _readable(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_readable(v) for v in value]
+    if key in _SCRIPT_KEYS and isinstance(value, str):
+        text = value
+        if not value.startswith(("#!", "#cloud-config")):
+            import base64
+            import binascii
+
+            try:
+                text = base64.b64decode(value, validate=True).decode("utf-8")
+            except (binascii.Error, UnicodeDecodeError):
+                return value
+        return {"script_lines": text.splitlines()}
+    return value
+
+
 def golden_graph(result: Any) -> dict[str, Any]:
     """The part of a mocked run that golden files pin: resources (type, name, inputs) and outputs."""
     doc = result.as_dict()
     # Pulumi registers sibling resources concurrently, so registration order varies between runs.
     resources = sorted(doc["resources"], key=lambda r: (r["type"], r["name"]))
     components = sorted(doc["components"], key=lambda r: (r["type"], r["name"]))
-    return {"resources": resources, "components": components, "outputs": doc["outputs"]}
+    return _readable({"resources": resources, "components": components, "outputs": doc["outputs"]})
 
 
 def assert_golden(name: str, data: Any) -> None:
