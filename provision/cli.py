@@ -135,13 +135,19 @@ def offers(
 # ---------------------------------------------------------------------- plan / preview
 
 
-def _plan_target(target: str) -> Any:
-    from provision.clouds.base import get_adapter
-    from provision.spec import load_target
+def _target_data(target: str) -> Any:
+    from provision.loading import read_yaml, spec_data_from_document, target_path
 
-    spec = load_target(target)
+    path = target_path(target)
+    return spec_data_from_document(read_yaml(path), str(path))
+
+
+def _plan_target(target: str) -> Any:
+    """The plan of a target; shape and catalog problems come together in one error."""
+    from provision.validate import load_and_plan
+
     stack = target if "/" not in target and not target.endswith((".yaml", ".yml")) else None
-    return get_adapter(spec.cloud).plan(spec, stack=stack)
+    return load_and_plan(_target_data(target), stack=stack)
 
 
 def print_plan(summary: dict[str, Any]) -> None:
@@ -195,14 +201,13 @@ def plan(target: str = TargetArg, as_json: bool = JsonOpt) -> None:
 @app.command()
 def preview(target: str = TargetArg, as_json: bool = JsonOpt) -> None:
     """Run the real Pulumi program against the mocked cloud and print every resource."""
-    from provision.spec import load_target
 
     def go() -> dict[str, Any]:
         from provision.testing import run_program
 
-        spec = load_target(target)
         stack = target if "/" not in target and not target.endswith((".yaml", ".yml")) else "preview"
-        return run_program(spec, stack=stack).as_dict()
+        plan = _plan_target(target)  # every problem at once, before anything is registered
+        return run_program(plan.spec, stack=stack).as_dict()
 
     doc = run_command(as_json, go)
     if as_json:

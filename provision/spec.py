@@ -13,7 +13,7 @@ import ipaddress
 import math
 import re
 from datetime import timedelta
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -393,16 +393,39 @@ def cross_field_problems(data: dict[str, Any]) -> list[Problem]:
 
 
 # The loaders live in provision/loading.py; these names stay importable from here (contract).
-from provision.loading import (  # noqa: E402
-    load_spec,
-    load_spec_file,
-    load_target,
-    problems_from_validation,
-    read_yaml,
-    spec_data_from_document,
-    stacks_dir,
-    target_path,
+# Resolved on first use, so importing either module first works.
+_LOADERS = (
+    "load_spec",
+    "load_spec_file",
+    "load_target",
+    "problems_from_validation",
+    "read_yaml",
+    "spec_data_from_document",
+    "stacks_dir",
+    "target_path",
 )
+
+
+if TYPE_CHECKING:
+    from provision.loading import (
+        load_spec,
+        load_spec_file,
+        load_target,
+        problems_from_validation,
+        read_yaml,
+        spec_data_from_document,
+        stacks_dir,
+        target_path,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LOADERS:
+        from provision import loading
+
+        return getattr(loading, name)
+    raise AttributeError(f"module 'provision.spec' has no attribute {name!r}")
+
 
 __all__ = [
     "AccessSpec",
