@@ -30,7 +30,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Mapping
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,8 +39,9 @@ from pulumi.automation.errors import create_command_error
 
 from provision.clouds.base import TAG_CLUSTER, TAG_EXPIRES, TAG_OWNER
 from provision.errors import CapacityError, CloudError, ProvisionError
-from provision.program import CREATED_AT_KEY
+from provision.program import CREATED_AT_KEY, created_at_from
 from provision.spec import CONFIG_KEY, PROJECT, ClusterSpec, load_spec
+from provision.units import format_time
 
 if TYPE_CHECKING:
     from provision.progress import Progress
@@ -267,34 +268,37 @@ def open_stack(
     Raises:
         CloudError: the CLI is missing, or the backend refused.
     """
-    work_dir = root or private_dir(provision_home() / "project")
-    env = workspace_env()
-    opts = auto.LocalWorkspaceOptions(
-        work_dir=str(work_dir),
-        env_vars=env,
-        secrets_provider=secrets_provider(env["PULUMI_BACKEND_URL"]),
-        pulumi_command=command or pulumi_command(),
-    )
+    settings = workspace_settings(root, command)
     init = auto.create_or_select_stack if create else auto.select_stack
     try:
-        return init(name, project_name=PROJECT, program=program, opts=opts)
+        return init(name, project_name=PROJECT, program=program, opts=auto.LocalWorkspaceOptions(**settings))
     except auto.StackNotFoundError:
         return None
     except auto.CommandError as e:
-        raise CloudError(f"cannot open stack {name!r} on {env['PULUMI_BACKEND_URL']}: {_tail(e)}") from None
+        backend = settings["env_vars"]["PULUMI_BACKEND_URL"]
+        raise CloudError(f"cannot open stack {name!r} on {backend}: {_tail(e)}") from None
+
+
+def workspace_settings(root: Path | None, command: auto.PulumiCommand | None = None) -> dict[str, Any]:
+    """Keyword arguments of ``LocalWorkspace`` / ``LocalWorkspaceOptions``: folder, env, secrets, CLI.
+
+    ``root`` is the folder with ``Pulumi.yaml``; ``None`` uses ``<home>/project``.
+
+    Raises:
+        CloudError: the CLI is missing (and no ``command`` was given).
+    """
+    env = workspace_env()
+    return {
+        "work_dir": str(root or private_dir(provision_home() / "project")),
+        "env_vars": env,
+        "secrets_provider": secrets_provider(env["PULUMI_BACKEND_URL"]),
+        "pulumi_command": command or pulumi_command(),
+    }
 
 
 def stack_config(stack: auto.Stack) -> dict[str, str]:
     """The stack's config as ``{"ns:key": value}`` (structured values as JSON text)."""
     return {k: v.value for k, v in stack.get_all_config().items()}
-
-
-def parse_time(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(timezone.utc)
-
-
-def format_time(t: datetime) -> str:
-    return t.astimezone(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def _same_spec(raw: str | None, spec: ClusterSpec) -> bool:
@@ -319,7 +323,7 @@ def write_config(stack: auto.Stack, spec: ClusterSpec, now: datetime, *, created
     """
     current = stack_config(stack)
     created_raw = current.get(CREATED_AT_KEY)
-    created_at = parse_time(created_raw) if created_raw else (now.replace(microsecond=0) if created else None)
+    created_at = created_at_from(created_raw) or (now.replace(microsecond=0) if created else None)
     updates: dict[str, auto.ConfigValue] = {}
     if not _same_spec(current.get(CONFIG_KEY), spec):
         updates[CONFIG_KEY] = auto.ConfigValue(json.dumps(spec.model_dump(mode="json", exclude_none=True)))

@@ -44,10 +44,16 @@ def emit_json(doc: Any) -> None:
 
 
 def run_command(as_json: bool, fn: Callable[[], T]) -> T:
-    """Run ``fn``; turn a ``ProvisionError`` into a message and its exit code (no traceback)."""
+    """Run ``fn``; turn a ``ProvisionError`` (or an ``OSError``, exit 1) into a message and its exit code.
+
+    No traceback is printed for either.
+    """
     try:
         return fn()
-    except ProvisionError as e:
+    except (ProvisionError, OSError) as e:
+        if isinstance(e, OSError):  # an unwritable ~/.provision, a full disk, ...
+            where = f" ({e.filename})" if e.filename else ""
+            e = ProvisionError(f"{e.strerror or e}{where}. To fix: check that path's permissions and free space")
         if as_json:
             emit_json(e.as_dict())
         else:
@@ -142,12 +148,18 @@ def _target_data(target: str) -> Any:
     return spec_data_from_document(read_yaml(path), str(path))
 
 
+def _target_stack(target: str) -> str | None:
+    """The stack of a ``Pulumi.<stack>.yaml`` target (a stack name included), as ``Cluster`` names it."""
+    from provision.loading import stack_of_file, target_path
+
+    return stack_of_file(target_path(target))
+
+
 def _plan_target(target: str) -> Any:
     """The plan of a target; shape and catalog problems come together in one error."""
     from provision.validate import load_and_plan
 
-    stack = target if "/" not in target and not target.endswith((".yaml", ".yml")) else None
-    return load_and_plan(_target_data(target), stack=stack)
+    return load_and_plan(_target_data(target), stack=_target_stack(target))
 
 
 def print_plan(summary: dict[str, Any]) -> None:
@@ -205,7 +217,7 @@ def preview(target: str = TargetArg, as_json: bool = JsonOpt) -> None:
     def go() -> dict[str, Any]:
         from provision.testing import run_program
 
-        stack = target if "/" not in target and not target.endswith((".yaml", ".yml")) else "preview"
+        stack = _target_stack(target) or "preview"
         plan = _plan_target(target)  # every problem at once, before anything is registered
         return run_program(plan.spec, stack=stack).as_dict()
 

@@ -6,7 +6,7 @@ otherwise). ``--mock`` runs against the mocked cloud with local state (no Pulumi
 credentials). Exit codes as everywhere: 0 ok, 2 bad input, 3 refused by policy or budget,
 1 anything else (a missing Pulumi CLI included).
 
-Registered by :func:`provision.cli._register_optional`; this module imports ``provision.cli``
+Registered by :func:`provision.cli._register_commands`; this module imports ``provision.cli``
 only inside the commands, so importing either first works, and nothing heavy loads at start.
 """
 

@@ -39,12 +39,7 @@ def register(app: typer.Typer) -> None:
                         row["deleted"] = reaper.reap_pulumi_stack(c.cluster)
                     found.append(row)
             for region in aws_region:
-                sweeper = reaper.AwsSweeper(region)
-                for c in sweeper.find():
-                    row = {**c.as_dict(), "source": "aws-tags"}
-                    if yes:
-                        row["deleted"] = sweeper.delete(c)
-                    found.append(row)
+                found.extend(_sweep_aws(region, yes))
             return {"expired": found, "deleted": yes}
 
         doc = run_command(as_json, go)
@@ -64,3 +59,32 @@ def register(app: typer.Typer) -> None:
             )
         if not yes:
             console.print("run again with --yes to delete them", markup=False)
+
+
+def _sweep_aws(region: str, yes: bool) -> list[dict[str, Any]]:
+    """Expired clusters in one AWS region by tag (deleted with ``yes``); AWS failures become ``ProvisionError`` s.
+
+    Raises:
+        UnsupportedError: boto3 is not installed. CloudError: AWS refused (no credentials, access denied, ...).
+    """
+    from provision import reaper
+    from provision.errors import CloudError, UnsupportedError
+
+    try:
+        from botocore.exceptions import BotoCoreError, ClientError
+    except ImportError:
+        raise UnsupportedError(
+            "--aws-region needs boto3, which is not installed. To fix: pip install 'provision[aws]'"
+        ) from None
+    rows = []
+    try:
+        sweeper = reaper.AwsSweeper(region)
+        for c in sweeper.find():
+            row = {**c.as_dict(), "source": "aws-tags"}
+            if yes:
+                row["deleted"] = sweeper.delete(c)
+            rows.append(row)
+    except (BotoCoreError, ClientError) as e:
+        code = e.response.get("Error", {}).get("Code", "") if isinstance(e, ClientError) else type(e).__name__
+        raise CloudError(f"sweeping AWS region {region} failed: {e}", code=code) from None
+    return rows

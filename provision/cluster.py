@@ -29,9 +29,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from provision.errors import CloudError, Problem, SpecError
+from provision.loading import resolve_target, stack_of_file
 from provision.outputs import render_hostfile
 from provision.progress import OperationResult, Progress
-from provision.spec import ClusterSpec, load_spec, load_spec_file, target_path
+from provision.spec import ClusterSpec
+from provision.units import format_time
 
 if TYPE_CHECKING:
     from pulumi import automation as auto
@@ -59,7 +61,7 @@ class ClusterCost:
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         for k in ("created_at", "expires_at"):
-            d[k] = d[k].isoformat().replace("+00:00", "Z") if d[k] else None
+            d[k] = format_time(d[k]) if d[k] else None
         return d
 
     def __str__(self) -> str:
@@ -84,24 +86,9 @@ def _duration(hours: float) -> str:
 
 
 def _resolve(target: Any, root: Path | None) -> tuple[ClusterSpec, str]:
-    """(spec, default stack name) for a ClusterSpec, a mapping, a spec/stack file or a stack name."""
-    if isinstance(target, ClusterSpec):
-        return target, target.name
-    if isinstance(target, Mapping):
-        spec = load_spec(dict(target))
-        return spec, spec.name
-    if isinstance(target, (str, Path)):
-        path = target_path(str(target), root)
-        spec = load_spec_file(path)
-        name = path.name
-        if name.startswith("Pulumi.") and name.endswith((".yaml", ".yml")):
-            return spec, name[len("Pulumi.") :].rsplit(".", 1)[0]
-        return spec, spec.name
-    raise SpecError(
-        problems=[
-            Problem("target", type(target).__name__, "is not a spec", "pass a ClusterSpec, mapping, path or stack")
-        ]
-    )
+    """(spec, default stack name): the stack file's stack, else the spec's name."""
+    spec, source = resolve_target(target, root)
+    return spec, (stack_of_file(source) if source else None) or spec.name
 
 
 def _check_stack_name(stack: str) -> str:
@@ -175,9 +162,12 @@ class Cluster:
         Raises:
             SpecError: the catalog cannot satisfy the spec. BudgetError: the cost cap refuses it.
         """
+        return self._plan_at(self._known_created_at())
+
+    def _plan_at(self, created: datetime | None) -> ClusterPlan:
+        """The plan whose lifetime counts from ``created`` (from now when ``None``), computed once."""
         from provision.clouds.base import get_adapter
 
-        created = self._known_created_at()
         if created not in self._plans:
             self._plans[created] = get_adapter(self.spec.cloud).plan(self.spec, now=created, stack=self.stack)
         return self._plans[created]
@@ -199,7 +189,10 @@ class Cluster:
 
             stack = self._open(create=True)
             assert stack is not None  # noqa: S101  # create=True always returns a stack
-            program = self._program(automation.write_config(stack, self.spec, _now(), created=False) or _now())
+            created_at = automation.run_operation(
+                "config", self.stack, lambda: automation.write_config(stack, self.spec, _now(), created=False)
+            )
+            program = self._program(created_at or _now())
             with self._progress("preview") as p:
                 automation.run_operation(
                     "preview", self.stack, lambda: stack.preview(program=program, on_event=p.on_event), p
@@ -232,10 +225,13 @@ class Cluster:
 
         stack = self._open(create=True)
         assert stack is not None  # noqa: S101
-        created_at = automation.write_config(stack, self.spec, _now())
+        created_at = automation.run_operation(
+            "config", self.stack, lambda: automation.write_config(stack, self.spec, _now())
+        )
         assert created_at is not None  # noqa: S101  # up writes the creation time when it is missing
         self._created_at = created_at
-        automation.set_stack_tags(stack, self.plan().tags)
+        tags = self.plan().tags
+        automation.run_operation("stack tag set", self.stack, lambda: automation.set_stack_tags(stack, tags))
         program = self._program(created_at)
         with self._progress("up") as p:
             res = automation.run_operation(
@@ -327,28 +323,33 @@ class Cluster:
             created, outputs = (state.created_at, state.outputs) if state else (None, {})
         else:
             from provision import automation
+            from provision.program import created_at_from
 
             stack = self._open(create=False)
             resources, outputs, created = [], {}, None
             if stack is not None:
                 resources = automation.run_operation("status", self.stack, lambda: automation.stack_resources(stack))
-                raw = automation.stack_config(stack).get(automation.CREATED_AT_KEY)
-                created = automation.parse_time(raw) if raw else None
-                outputs = {k: v.value for k, v in stack.outputs().items()} if resources else {}
+                raw = automation.run_operation("status", self.stack, lambda: automation.stack_config(stack)).get(
+                    automation.CREATED_AT_KEY
+                )
+                created = created_at_from(raw)
+                if resources:
+                    outs = automation.run_operation("outputs", self.stack, stack.outputs)
+                    outputs = {k: v.value for k, v in outs.items()}
             self._created_at = created
         self._state = "up" if resources else "none"
         self._outputs = outputs
-        cost = self.cost
+        cost = self.cost.as_dict()
         return {
             "stack": self.stack,
             "cluster": self.spec.name,
             "mock": self.mock,
             "state": self._state,
             "resources": resources,
-            "created_at": cost.as_dict()["created_at"],
-            "expires_at": cost.as_dict()["expires_at"],
-            "hourly_usd": cost.hourly_usd,
-            "spent_usd": cost.spent_usd,
+            "created_at": cost["created_at"],
+            "expires_at": cost["expires_at"],
+            "hourly_usd": cost["hourly_usd"],
+            "spent_usd": cost["spent_usd"],
             "head_node": outputs.get("head_node"),
         }
 
@@ -435,8 +436,8 @@ class Cluster:
     @property
     def cost(self) -> ClusterCost:
         """Estimated USD per hour, and spent since creation at that rate."""
-        plan = self.plan()
-        created = self._known_created_at()
+        created = self._known_created_at()  # in mock mode a state file read: once
+        plan = self._plan_at(created)
         now = _now()
         from provision.cost import spent_usd
 
@@ -471,7 +472,7 @@ class Cluster:
             "fabric": plan.fabric,
             "state": state,
             "cost": str(cost),
-            "expires": (expires.isoformat().replace("+00:00", "Z") if expires else "never")
+            "expires": (format_time(expires) if expires else "never")
             + ("" if cost.created_at else " (if created now)"),
         }
 

@@ -43,8 +43,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from provision.cluster import Cluster
-from provision.errors import MISSING, BudgetError, CloudError, Problem, ProvisionError, SpecError, UnsupportedError
-from provision.spec import PROJECT, ClusterSpec, load_spec, load_spec_file, target_path
+from provision.errors import MISSING, BudgetError, CloudError, Problem, ProvisionError, UnsupportedError
+from provision.loading import resolve_target, stack_of_file
+from provision.spec import PROJECT, ClusterSpec, load_spec
+from provision.units import format_time
 
 if TYPE_CHECKING:
     from pulumi import automation as auto
@@ -89,30 +91,6 @@ def unique_names(name: str, env: Mapping[str, str] | None = None, nonce: str | N
 
 
 # ---------------------------------------------------------------------- spec and bounds
-
-
-def stack_of_file(path: Path) -> str | None:
-    """The stack a ``Pulumi.<stack>.yaml`` file belongs to; ``None`` for any other file."""
-    n = path.name
-    if n.startswith("Pulumi.") and n.endswith((".yaml", ".yml")) and n.count(".") >= 2:
-        return n[len("Pulumi.") :].rsplit(".", 1)[0]
-    return None
-
-
-def resolve_target(target: Any, root: Path | None) -> tuple[ClusterSpec, Path | None]:
-    """(spec, the stack file it came from or ``None``)."""
-    if isinstance(target, ClusterSpec):
-        return target, None
-    if isinstance(target, Mapping):
-        return load_spec(dict(target)), None
-    if isinstance(target, (str, Path)):
-        path = target_path(str(target), root)
-        return load_spec_file(path), path if stack_of_file(path) else None
-    raise SpecError(
-        problems=[
-            Problem("target", type(target).__name__, "is not a spec", "pass a ClusterSpec, mapping, path or stack")
-        ]
-    )
 
 
 def with_overrides(
@@ -170,7 +148,7 @@ def require_bounds(plan: ClusterPlan) -> None:
 
 
 def _iso(t: datetime | None) -> str:
-    return t.astimezone(timezone.utc).isoformat().replace("+00:00", "Z") if t else "never"
+    return format_time(t) if t else "never"
 
 
 def _announce(plan: ClusterPlan, stack: str, mock: bool) -> None:
@@ -415,7 +393,7 @@ def _record(cluster: EphemeralCluster, generated: bool) -> Path:
         "expires_at": _iso(cluster.expires_at),
         "pid": os.getpid(),
         "host": socket.gethostname(),
-        "recorded_at": _iso(datetime.now(timezone.utc).replace(microsecond=0)),
+        "recorded_at": format_time(datetime.now(timezone.utc)),
     }
     _write_json(path, entry)
     return path
@@ -503,8 +481,10 @@ def cleanup(
         try:
             entry = json.loads(path.read_text(encoding="utf-8"))
             row: dict[str, Any] = {"stack": entry["stack"], "cluster": entry.get("cluster"), "mock": entry["mock"]}
-        except (ValueError, KeyError) as e:
-            rows.append({"stack": path.stem, "status": "failed", "error": f"unreadable record {path}: {e}"})
+            if not isinstance(entry["spec"], dict):  # _destroy plans the teardown from it
+                raise ValueError("'spec' is not a mapping")
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            rows.append({"stack": path.stem, "status": "failed", "error": f"unreadable record {path}: {e!r}"})
             continue
         if not force and _owner_alive(entry):
             rows.append({**row, "status": "running"})

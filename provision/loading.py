@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -170,6 +171,15 @@ def read_yaml(path: Path) -> Any:
         return yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise SpecError(problems=[Problem("", str(path), "does not exist", "check the path")]) from None
+    except IsADirectoryError:
+        raise SpecError(problems=[Problem("", str(path), "is a folder", "give a YAML file or a stack name")]) from None
+    except (OSError, UnicodeDecodeError) as e:  # no permission, a binary file, ...
+        why = e.strerror if isinstance(e, OSError) and e.strerror else type(e).__name__
+        raise SpecError(
+            problems=[
+                Problem("", str(path), f"cannot be read as a YAML text file ({why})", "give a readable spec file")
+            ]
+        ) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "somewhere"
@@ -242,6 +252,34 @@ def target_path(target: str, root: Path | None = None) -> Path:
         else f"give a path to a spec YAML file (no stacks found in {stacks_dir(root)})"
     )
     raise SpecError(problems=[Problem("target", target, "is neither a stack in stacks/ nor a YAML file", fix)])
+
+
+def stack_of_file(path: Path) -> str | None:
+    """The stack a ``Pulumi.<stack>.yaml`` file belongs to; ``None`` for any other file."""
+    n = path.name
+    if n.startswith("Pulumi.") and n.endswith((".yaml", ".yml")) and n.count(".") >= 2:
+        return n[len("Pulumi.") :].rsplit(".", 1)[0]
+    return None
+
+
+def resolve_target(target: Any, root: Path | None) -> tuple[ClusterSpec, Path | None]:
+    """(spec, the stack file it came from or ``None``) for a ClusterSpec, a mapping, a file or a stack name.
+
+    Raises:
+        SpecError: the target cannot be read, or the spec is invalid.
+    """
+    if isinstance(target, ClusterSpec):
+        return target, None
+    if isinstance(target, Mapping):
+        return load_spec(dict(target)), None
+    if isinstance(target, (str, Path)):
+        path = target_path(str(target), root)
+        return load_spec_file(path), path if stack_of_file(path) else None
+    raise SpecError(
+        problems=[
+            Problem("target", type(target).__name__, "is not a spec", "pass a ClusterSpec, mapping, path or stack")
+        ]
+    )
 
 
 def load_target(target: str, root: Path | None = None) -> ClusterSpec:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from provision.units import format_time
+
 if TYPE_CHECKING:
     from provision.plan import ClusterPlan
 
@@ -96,7 +98,7 @@ def static_outputs(plan: ClusterPlan) -> dict[str, Any]:
         "gpus": plan.gpus,
         "nccl_env": plan.nccl_env,
         "fabric": fabric_summary(plan),
-        "expires_at": plan.expires_at.isoformat().replace("+00:00", "Z") if plan.expires_at else None,
+        "expires_at": format_time(plan.expires_at) if plan.expires_at else None,
         "hourly_usd": plan.cost.hourly_usd,
         "fabric_manifest": {"image": plan.image.ref, **plan.image.versions},
     }

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from provision.catalog.models import FilesystemOffer, InstanceOffer
 from provision.spec import AccessSpec, CapacitySpec, ClusterSpec, ScratchStorage
+from provision.units import format_time
 
 
 class _Frozen(BaseModel):
@@ -119,7 +120,7 @@ class ClusterPlan(_Frozen):
             "hourly_usd": self.cost.hourly_usd,
             "cost": self.cost.model_dump(mode="json"),
             "max_lifetime_hours": self.cost.lifetime_hours,
-            "expires_at": self.expires_at.isoformat().replace("+00:00", "Z") if self.expires_at else None,
+            "expires_at": format_time(self.expires_at) if self.expires_at else None,
             "tags": self.tags,
             "nccl_env": self.nccl_env,
             "warnings": list(self.warnings),

@@ -8,13 +8,14 @@ same code.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from provision.clouds.base import get_adapter
 from provision.errors import ProvisionError
 from provision.plan import ClusterPlan
 from provision.spec import CONFIG_KEY, PROJECT, ClusterSpec, load_spec
+from provision.units import parse_time
 
 #: Config key holding the cluster's creation time (ISO 8601, UTC). ``provision up`` writes it
 #: once, so the expiry and every tag derived from it stay the same on later updates.
@@ -26,18 +27,26 @@ _CREATED_AT_FIX = (
 )
 
 
-def _config_created_at() -> datetime | None:
-    import pulumi
+def created_at_from(raw: str | None) -> datetime | None:
+    """The ``provision:createdAt`` config value as a UTC time; ``None`` when unset.
 
+    Raises:
+        SpecError: the value is not an ISO 8601 time (names the key and how to reset it).
+    """
     from provision.errors import Problem, SpecError
 
-    raw = pulumi.Config(PROJECT).get("createdAt")
     if not raw:
         return None
     try:
-        return datetime.fromisoformat(raw.replace("Z", "+00:00")).astimezone(timezone.utc)
+        return parse_time(raw)
     except ValueError:
         raise SpecError(problems=[Problem(CREATED_AT_KEY, raw, "is not an ISO 8601 time", _CREATED_AT_FIX)]) from None
+
+
+def _config_created_at() -> datetime | None:
+    import pulumi
+
+    return created_at_from(pulumi.Config(PROJECT).get("createdAt"))
 
 
 def spec_from_config() -> ClusterSpec:

@@ -18,9 +18,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import partial
 from typing import Any
 
 from provision.clouds.base import TAG_CLUSTER, TAG_EXPIRES, parse_label_time
+from provision.units import format_time, parse_time
 
 #: Tag value that marks a resource the user chose to keep (storage.shared.retain).
 TAG_RETAIN = "provision-retain"
@@ -41,7 +43,7 @@ class ExpiredCluster:
             "cloud": self.cloud,
             "region": self.region,
             "cluster": self.cluster,
-            "expires_at": self.expires_at.isoformat().replace("+00:00", "Z"),
+            "expires_at": format_time(self.expires_at),
             "resources": list(self.resources),
         }
 
@@ -224,7 +226,7 @@ def _iso_time(value: Any) -> datetime | None:
     if not isinstance(value, str) or not value:
         return None
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(timezone.utc)
+        return parse_time(value)
     except ValueError:
         return None
 
@@ -266,14 +268,7 @@ def _workspace(command: Any = None, root: Any = None) -> Any:
 
     from provision import automation
 
-    env = automation.workspace_env()
-    work_dir = root or automation.project_root() or automation.private_dir(automation.provision_home() / "project")
-    return auto.LocalWorkspace(
-        work_dir=str(work_dir),
-        env_vars=env,
-        secrets_provider=automation.secrets_provider(env["PULUMI_BACKEND_URL"]),
-        pulumi_command=command or automation.pulumi_command(),
-    )
+    return auto.LocalWorkspace(**automation.workspace_settings(root or automation.project_root(), command))
 
 
 def expired_pulumi_stacks(now: datetime | None = None, command: Any = None, root: Any = None) -> list[ExpiredCluster]:
@@ -282,15 +277,19 @@ def expired_pulumi_stacks(now: datetime | None = None, command: Any = None, root
     Raises:
         CloudError: the Pulumi CLI is missing or the backend refused.
     """
+    from provision.automation import run_operation
+
     now = now or datetime.now(timezone.utc)
     ws = _workspace(command, root)
     out = []
-    for summary in ws.list_stacks():
-        tags = ws.list_tags(summary.name)
+    for summary in run_operation("stack ls", "(every stack)", ws.list_stacks):
+        name = summary.name
+        tags = run_operation("stack tag ls", name, partial(ws.list_tags, name))
         expires = parse_label_time(tags.get(TAG_EXPIRES, ""))
         if expires is None or expires > now:
             continue
-        config = {k: v.value for k, v in ws.get_all_config(summary.name).items()}
+        stored = run_operation("config", name, partial(ws.get_all_config, name))
+        config = {k: v.value for k, v in stored.items()}
         spec = config.get("provision:cluster", "{}")
         try:
             doc = json.loads(spec)
@@ -309,12 +308,26 @@ def expired_pulumi_stacks(now: datetime | None = None, command: Any = None, root
 
 
 def reap_pulumi_stack(stack: str, command: Any = None, root: Any = None) -> list[str]:
-    """``down`` the stack with the spec stored in its config (destroy, refresh-on-pending, retry)."""
+    """``down`` the stack with the spec stored in its config (destroy, refresh-on-pending, retry).
+
+    Raises:
+        CloudError: the CLI or backend failed, or the stack holds no spec to plan its teardown with.
+    """
+    from provision.automation import run_operation
     from provision.cluster import Cluster
-    from provision.spec import load_spec
+    from provision.errors import CloudError, SpecError
+    from provision.spec import CONFIG_KEY, load_spec
 
     ws = _workspace(command, root)
-    raw = ws.get_all_config(stack)["provision:cluster"].value
-    cluster = Cluster(load_spec(json.loads(raw)), stack=stack, pulumi_command=command, display="none")
+    stored = run_operation("config", stack, lambda: ws.get_all_config(stack))
+    try:
+        spec = load_spec(json.loads(stored[CONFIG_KEY].value))
+    except (KeyError, ValueError, SpecError) as e:
+        why = "has no" if isinstance(e, KeyError) else f"has an unreadable ({type(e).__name__})"
+        raise CloudError(
+            f"stack {stack!r} {why} {CONFIG_KEY} config, so its teardown cannot be planned. To fix: run "
+            f"`pulumi destroy --stack {stack}` (with the same PULUMI_BACKEND_URL)"
+        ) from None
+    cluster = Cluster(spec, stack=stack, pulumi_command=command, display="none")
     result = cluster.down(yes=True)
     return [f"{s.op}:{s.type}:{s.name}" for s in (result.steps if result else [])]

@@ -1,14 +1,15 @@
 """Shorthand types parsed once: durations (``6h``, ``90m``, ``1d12h``) and sizes (``36TiB``, ``4800GiB``).
 
 They are pydantic ``Annotated`` types, so a spec field declared ``Duration`` accepts
-``"6h"``, ``6.5`` (hours) or a ``timedelta``, and always holds a ``timedelta``.
+``"6h"``, ``6.5`` (hours) or a ``timedelta``, and always holds a ``timedelta``. Also here: the
+one ISO 8601 UTC time format every module writes and reads (:func:`format_time`, :func:`parse_time`).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from fractions import Fraction
 from typing import Annotated, Any
 
@@ -72,6 +73,20 @@ def format_duration(td: timedelta) -> str:
         elif n:
             parts.append(f"{n}{unit}")
     return "".join(parts)
+
+
+def format_time(t: datetime) -> str:
+    """``t`` in UTC to the second, as ISO 8601 with ``Z``: ``2026-11-29T19:55:00Z`` (state, outputs, JSON)."""
+    return t.astimezone(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def parse_time(value: str) -> datetime:
+    """An ISO 8601 time (``Z`` or an offset) as an aware UTC ``datetime``; inverse of :func:`format_time`.
+
+    Raises:
+        ValueError: not an ISO 8601 time.
+    """
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(timezone.utc)
 
 
 def parse_size_gib(value: Any) -> int:

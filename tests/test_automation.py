@@ -28,6 +28,7 @@ from provision import automation
 from provision.cluster import Cluster
 from provision.errors import CapacityError, CloudError
 from provision.progress import Progress
+from provision.units import parse_time
 
 STACK = "gcp-a3-64"
 NODE_TYPE = "gcp:compute/instance:Instance"
@@ -259,7 +260,7 @@ def test_up_selects_or_inits_writes_config_and_tags_then_runs_the_inline_program
     assert set_all[:4] == ["config", "set-all", "--stack", "team-a3"]
     pairs = dict(set_all[i + 1].split("=", 1) for i, x in enumerate(set_all) if x == "--plaintext")
     assert json.loads(pairs["provision:cluster"]) == stack_spec(STACK).model_dump(mode="json", exclude_none=True)
-    created = automation.parse_time(pairs["provision:createdAt"])
+    created = parse_time(pairs["provision:createdAt"])
     assert cluster.cost.created_at == created
     up = fake.calls[7]
     assert up[:3] == ["up", "--yes", "--skip-preview"]
@@ -289,7 +290,7 @@ def test_second_up_keeps_created_at_writes_no_config_and_changes_nothing(home: P
     assert "config set-all" not in _kinds(fake)
     assert _kinds(fake)[:3] == ["stack select", "config", f"stack tag set provision-cluster {again.spec.name}"]
     assert fake.files["team-a3"]["provision:createdAt"] == created
-    assert again.cost.created_at == automation.parse_time(created)
+    assert again.cost.created_at == parse_time(created)
     assert result is not None and result.changed == 0 and result.changes == {"same": 2}
 
 
@@ -387,6 +388,43 @@ def test_a_locked_stack_says_how_to_release_the_lock(home: Path) -> None:
     cluster = Cluster.from_spec(stack_spec(STACK), stack="team-a3", pulumi_command=fake, display="none")
     with pytest.raises(CloudError, match="pulumi cancel --stack team-a3"):
         cluster.up()
+
+
+class FailingCall(FakePulumi):
+    """A ``FakePulumi`` whose calls starting with ``words`` (flags ignored) fail with ``stderr``."""
+
+    def __init__(self, words: str, stderr: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.failing, self.stderr = words, stderr
+
+    def run(self, args, cwd, additional_env, on_output=None, on_error=None):  # type: ignore[no-untyped-def]
+        words = " ".join(x for x in args if not x.startswith("-"))
+        if words.startswith(self.failing):
+            self.calls.append([x for x in args if x != "--non-interactive"])
+            raise self._error(self.stderr)
+        return super().run(args, cwd, additional_env, on_output, on_error)
+
+
+WRONG_PASSPHRASE = "error: getting stack configuration: incorrect passphrase"
+
+
+@pytest.mark.parametrize("operation", ["up", "preview", "status"])
+def test_a_config_read_failure_is_a_cloud_error_not_a_traceback(home: Path, operation: str) -> None:
+    fake = FailingCall("config", WRONG_PASSPHRASE)
+    fake.stacks.add("team-a3")
+    fake.state["team-a3"] = [(NODE_TYPE, "node-0")]  # status reads the config only of a stack with resources
+    cluster = Cluster.from_spec(stack_spec(STACK), stack="team-a3", pulumi_command=fake, display="none")
+    with pytest.raises(CloudError, match="incorrect passphrase") as err:
+        getattr(cluster, operation)()
+    assert err.value.exit_code == 1 and "of 'team-a3' failed" in err.value.message
+
+
+def test_a_refused_stack_tag_is_a_cloud_error_before_any_resource(home: Path) -> None:
+    fake = FailingCall("stack tag set", "error: stack tags are not supported by this backend")
+    cluster = Cluster.from_spec(stack_spec(STACK), stack="team-a3", pulumi_command=fake, display="none")
+    with pytest.raises(CloudError, match="stack tags are not supported"):
+        cluster.up()
+    assert "up" not in _kinds(fake) and not fake.state.get("team-a3")
 
 
 def test_ephemeral_tears_down_after_an_exception_in_the_block(home: Path) -> None:
@@ -524,3 +562,16 @@ def test_plain_progress_writes_one_line_per_finished_resource_and_a_summary(caps
     assert err[0] == "up s: started"
     assert err[1].split() == ["create", NODE_TYPE, "n0"]
     assert err[2].startswith("up s: 1 created, 0 updated, 0 deleted, 0 unchanged")
+
+
+def test_a_garbled_created_at_is_a_spec_error_naming_the_key(home: Path) -> None:
+    from provision.errors import SpecError
+
+    fake = FakePulumi(stack_files={"team-a3": {"provision:createdAt": "last tuesday"}})
+    fake.stacks.add("team-a3")
+    fake.state["team-a3"] = [(NODE_TYPE, "node-0")]
+    cluster = Cluster.from_spec(stack_spec(STACK), stack="team-a3", pulumi_command=fake, display="none")
+    for operation in (cluster.status, cluster.up):
+        with pytest.raises(SpecError) as err:
+            operation()
+        assert err.value.problems[0].path == "provision:createdAt" and err.value.exit_code == 2

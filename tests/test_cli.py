@@ -392,7 +392,6 @@ def test_schema_accepts_a_dumped_spec_and_refuses_a_bad_one() -> None:
 # ----------------------------------------------------------------------------- known CLI defects
 
 
-
 def test_error_text_is_printed_verbatim(tmp_path: Path) -> None:
     path = write_spec(tmp_path, CASES_BY_ID["name-uppercase"].data)
 
@@ -421,3 +420,21 @@ def test_repo_stacks_resolve_by_name_or_report_target() -> None:
     assert problem["path"] == "target"
     if stacks:
         assert name in problem["fix"]  # did-you-mean names the real stack
+
+
+def test_an_unusable_provision_home_is_exit_1_with_a_message_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home-is-a-file"
+    home.write_text("")
+    monkeypatch.setenv("PROVISION_HOME", str(home))
+    result = runner.invoke(app, ["status", "gcp-a3-64", "--mock", "--json"])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    doc = json.loads(result.stdout)
+    assert doc["error"] == "ProvisionError" and str(home) in doc["message"] and "To fix" in doc["message"]
+
+
+def test_plan_of_a_stack_file_path_names_the_stack_as_up_would() -> None:
+    by_name = json.loads(runner.invoke(app, ["plan", "gcp-a3-64", "--json"]).stdout)
+    by_path = json.loads(runner.invoke(app, ["plan", str(ROOT / "stacks" / "Pulumi.gcp-a3-64.yaml"), "--json"]).stdout)
+    assert by_name["tags"]["provision-stack"] == by_path["tags"]["provision-stack"] == "gcp-a3-64"

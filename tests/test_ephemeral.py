@@ -360,3 +360,18 @@ def test_real_teardown_failure_keeps_the_stack_and_cleanup_releases_the_lock(hom
     assert [r["status"] for r in rows] == ["deleted"]
     assert "cancel" in _ops(fake) and fake.state[c.stack] == [] and c.stack not in fake.stacks
     assert _nothing_exists(home)
+
+
+@pytest.mark.parametrize(
+    "record",
+    [{"stack": "x", "mock": True}, {"stack": "x", "mock": True, "spec": "gcp"}, ["not", "a", "record"], "{"],
+    ids=["no-spec", "spec-not-a-mapping", "a-list", "bad-json"],
+)
+def test_cleanup_reports_a_broken_record_and_goes_on(home: Path, record: Any) -> None:
+    from provision.ephemeral import cleanup, ledger_dir
+
+    text = record if isinstance(record, str) else json.dumps(record)
+    (ledger_dir() / "broken.json").write_text(text)
+    rows = cleanup()
+    assert [(r["stack"], r["status"]) for r in rows] == [("broken", "failed")]
+    assert "unreadable record" in rows[0]["error"] and (ledger_dir() / "broken.json").exists()

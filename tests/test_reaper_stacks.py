@@ -91,3 +91,49 @@ def test_expired_pulumi_stack_is_found_by_tag_and_destroyed() -> None:
     assert fake.state["ci-old"] == [] and fake.state["ci-live"]
     assert any(c[0] == "destroy" and "ci-old" in c for c in fake.calls)
     assert not any(c[0] == "destroy" and "ci-live" in c for c in fake.calls)
+
+
+class BrokenBackendFake(TaggedFake):
+    """`stack ls` fails as it does when the backend cannot be read."""
+
+    def run(self, args, cwd, additional_env, on_output=None, on_error=None):  # type: ignore[no-untyped-def]
+        if [x for x in args if x != "--non-interactive"][:2] == ["stack", "ls"]:
+            raise self._error("error: could not list stacks: permission denied")
+        return super().run(args, cwd, additional_env, on_output, on_error)
+
+
+def test_a_backend_that_cannot_list_stacks_is_a_cloud_error() -> None:
+    from provision.errors import CloudError
+
+    with pytest.raises(CloudError, match="permission denied"):
+        reaper.expired_pulumi_stacks(now=FIXED_NOW, command=BrokenBackendFake())
+
+
+def test_reap_cli_on_a_broken_backend_exits_1_without_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("provision.automation.pulumi_command", BrokenBackendFake)
+    result = CliRunner().invoke(app, ["reap", "--json"])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    assert "permission denied" in json.loads(result.stdout)["message"]
+
+
+def test_reaping_a_stack_without_a_spec_says_how_to_destroy_it() -> None:
+    from provision.errors import CloudError
+
+    fake = TaggedFake()
+    fake.stacks.add("orphan")
+    with pytest.raises(CloudError, match="pulumi destroy --stack orphan") as err:
+        reaper.reap_pulumi_stack("orphan", command=fake)
+    assert "has no provision:cluster config" in err.value.message
+
+
+def test_reap_aws_region_without_credentials_exits_1_without_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    from botocore.exceptions import NoCredentialsError
+
+    def no_credentials(self: Any, now: Any = None) -> Any:
+        raise NoCredentialsError()
+
+    monkeypatch.setattr(reaper.AwsSweeper, "find", no_credentials)
+    result = CliRunner().invoke(app, ["reap", "--mock", "--aws-region", "us-east-1", "--json"])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    doc = json.loads(result.stdout)
+    assert doc["error"] == "CloudError" and "us-east-1" in doc["message"] and "credentials" in doc["message"]

@@ -1583,3 +1583,21 @@ def test_budget_error_exits_3_and_spec_error_2() -> None:
     assert BudgetError.exit_code == 3
     assert SpecError.exit_code == 2
     assert issubclass(BudgetError, ProvisionError) and issubclass(SpecError, ProvisionError)
+
+
+@pytest.mark.parametrize(
+    ("make", "rule"),
+    [
+        (lambda p: p.mkdir(), "is a folder"),
+        (lambda p: p.write_bytes(b"\xff\xfe\x00binary"), "cannot be read as a YAML text file"),
+    ],
+    ids=["folder", "binary"],
+)
+def test_an_unreadable_spec_file_is_a_spec_error(tmp_path: Any, make: Any, rule: str) -> None:
+    from provision.spec import load_spec_file
+
+    path = tmp_path / "spec.yaml"
+    make(path)
+    with pytest.raises(SpecError) as err:
+        load_spec_file(path)
+    assert err.value.problems[0].value == str(path) and rule in err.value.problems[0].rule

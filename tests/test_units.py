@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -12,7 +12,16 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 from provision.spec import MAX_TTL
-from provision.units import Duration, SizeGiB, format_duration, format_size_gib, parse_duration, parse_size_gib
+from provision.units import (
+    Duration,
+    SizeGiB,
+    format_duration,
+    format_size_gib,
+    format_time,
+    parse_duration,
+    parse_size_gib,
+    parse_time,
+)
 
 GIB = 1024**3
 
@@ -251,3 +260,12 @@ def test_json_schema_describes_the_shorthand() -> None:
     assert props["ttl"]["type"] == "string"
     assert "6h" in props["ttl"]["examples"]
     assert {"type": "integer"} in props["size"]["anyOf"]
+
+
+def test_times_are_written_in_utc_to_the_second_with_z_and_read_back() -> None:
+    berlin = datetime(2026, 11, 29, 20, 55, 7, 999_999, tzinfo=timezone(timedelta(hours=1)))
+    assert format_time(berlin) == "2026-11-29T19:55:07Z"
+    assert parse_time("2026-11-29T19:55:07Z") == berlin.replace(microsecond=0)
+    assert parse_time("2026-11-29T20:55:07+01:00").tzinfo == timezone.utc
+    with pytest.raises(ValueError):
+        parse_time("yesterday")

@@ -84,7 +84,8 @@ def provision_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _target(target: Any, root: Path | None) -> tuple[ClusterSpec, str, dict[str, str]]:
     """(spec, stack name, the stack file's provider config) for a run under the mocks."""
-    from provision.ephemeral import read_stack_file_config, resolve_target, stack_of_file
+    from provision.ephemeral import read_stack_file_config
+    from provision.loading import resolve_target, stack_of_file
 
     spec, source = resolve_target(target, root)
     if source is None:
