@@ -23,8 +23,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from provision.errors import CloudError
 from provision.progress import ResourceChange
 from provision.spec import ClusterSpec
+from provision.units import format_time, parse_time
 
 #: Bumped when the file layout changes; older files are read as "nothing exists".
 STATE_VERSION = 1
@@ -79,8 +81,8 @@ class MockState:
             "stack": self.stack,
             "spec_hash": self.spec_hash,
             "spec": self.spec,
-            "created_at": _iso(self.created_at),
-            "updated_at": _iso(self.updated_at),
+            "created_at": format_time(self.created_at),
+            "updated_at": format_time(self.updated_at),
             "resources": [r.as_dict() for r in self.resources],
             "outputs": self.outputs,
         }
@@ -98,18 +100,10 @@ class MockState:
                 for r in doc.get("resources") or []
             ],
             outputs=doc.get("outputs") or {},
-            created_at=_parse(doc["created_at"]),
-            updated_at=_parse(doc["updated_at"]),
+            created_at=parse_time(doc["created_at"]),
+            updated_at=parse_time(doc["updated_at"]),
             version=int(doc.get("version", STATE_VERSION)),
         )
-
-
-def _iso(t: datetime) -> str:
-    return t.astimezone(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
-
-def _parse(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(timezone.utc)
 
 
 @dataclass
@@ -152,9 +146,14 @@ class MockStore:
             doc = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return None
-        if doc.get("version") != STATE_VERSION:
+        except ValueError as e:
+            raise CloudError(f"the mock state {path} is not JSON ({e}); to fix: delete it") from None
+        if not isinstance(doc, dict) or doc.get("version") != STATE_VERSION:
             return None
-        return MockState.from_dict(doc)
+        try:
+            return MockState.from_dict(doc)
+        except (KeyError, TypeError, ValueError) as e:
+            raise CloudError(f"the mock state {path} is damaged ({e!r}); to fix: delete it") from None
 
     def save(self, state: MockState) -> Path:
         """Write atomically with owner-only permissions."""

@@ -153,3 +153,20 @@ def test_changed_shape_creates_updates_and_deletes_like_the_engine(first_run: ob
     back = run_mock(stack_spec(STACK), STACK, smaller.state, now=FIXED_NOW)
     assert ("create", "gcp:lustre/instance:Instance") in {(c.op, c.type) for c in back.changes}
     assert {r.key for r in back.state.resources} == {r.key for r in first_run.state.resources}
+
+
+def test_a_damaged_mock_state_is_a_clear_error_naming_the_file(tmp_path: Path) -> None:
+    from provision.errors import CloudError
+    from provision.mockstate import MockStore
+
+    store = MockStore(tmp_path / "h")
+    store.path("broken").write_text("{not json")
+    with pytest.raises(CloudError) as err:
+        store.load("broken")
+    assert "broken.json" in str(err.value) and "delete it" in str(err.value)
+    from provision.mockstate import STATE_VERSION
+
+    store.path("partial").write_text(json.dumps({"version": STATE_VERSION, "stack": "partial"}))
+    with pytest.raises(CloudError) as err2:
+        store.load("partial")
+    assert "damaged" in str(err2.value)
