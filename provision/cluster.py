@@ -21,14 +21,14 @@ import html
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from provision.errors import CloudError, Problem, SpecError
+from provision.errors import CapacityError, CloudError, Problem, SpecError, UnsupportedError
 from provision.loading import resolve_target, stack_of_file
 from provision.outputs import render_hostfile
 from provision.progress import OperationResult, Progress
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from pulumi import automation as auto
 
     from provision.plan import ClusterPlan
+    from provision.testing.mocks import Fault
 
 #: Pulumi stack names: letters, digits, '-', '_', '.', optionally as org/project/stack.
 _STACK_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./")
@@ -114,6 +115,9 @@ class Cluster:
         display: progress display: ``auto``, ``rich``, ``notebook``, ``plain`` or ``none``.
         pulumi_command: the ``pulumi.automation.PulumiCommand`` to run (default: the
             installed CLI; tests pass a fake).
+        faults: mock mode only: :class:`~provision.testing.Fault` s that fail resources with a
+            cloud error code, so a user's CI can rehearse capacity or quota failures. What was
+            created before the failure stays in the mock state, as Pulumi would keep it.
 
     Raises:
         SpecError: the target cannot be read or the spec is invalid (every problem listed).
@@ -128,15 +132,19 @@ class Cluster:
         root: Path | str | None = None,
         display: str = "auto",
         pulumi_command: auto.PulumiCommand | None = None,
+        faults: Sequence[Fault] = (),
     ) -> None:
         from provision.automation import project_root
 
+        if faults and not mock:
+            raise UnsupportedError("faults can only be injected into the mocked cloud; to fix: pass mock=True")
         self.root = Path(root) if root else project_root()
         self.spec, default_stack = _resolve(target, self.root)
         self.stack = _check_stack_name(stack or default_stack)
         self.mock = mock
         self.display = display
         self._command = pulumi_command
+        self._faults = tuple(faults)
         self._outputs: dict[str, Any] | None = None
         self._created_at: datetime | None = None
         self._state = "unknown"
@@ -526,11 +534,19 @@ class Cluster:
         return result
 
     def _mock_up(self, apply: bool) -> OperationResult:
-        from provision.mockstate import run_mock
+        from provision.automation import CAPACITY_CODES
+        from provision.mockstate import MockRunFailedError, run_mock
 
         def run() -> tuple[list[Any], dict[str, Any]]:
             store = self._store()
-            planned = run_mock(self.spec, self.stack, store.load(self.stack))
+            try:
+                planned = run_mock(self.spec, self.stack, store.load(self.stack), faults=self._faults)
+            except MockRunFailedError as e:
+                if apply:  # like Pulumi, keep what was created before the failure; `down` removes it
+                    store.save(e.state)
+                if e.code in CAPACITY_CODES:
+                    raise CapacityError(f"{e.message} (the cloud has no capacity)") from None
+                raise
             if apply and planned.changed:
                 store.save(planned.state)
             return planned.changes, planned.state.outputs

@@ -211,7 +211,25 @@ def diff_resources(old: list[MockResource], new: list[MockResource]) -> list[Res
     return steps
 
 
-def run_mock(spec: ClusterSpec, stack: str, previous: MockState | None, now: datetime | None = None) -> MockPlan:
+class MockRunFailedError(CloudError):
+    """A mocked ``up`` failed part-way (an injected fault); ``state`` is what exists afterwards.
+
+    Like a real Pulumi run, what was created before the failure stays: the state keeps the
+    resources registered so far plus the earlier ones not reached, and ``down`` removes them.
+    """
+
+    def __init__(self, message: str, code: str, state: MockState) -> None:
+        super().__init__(message, code=code)
+        self.state = state
+
+
+def run_mock(
+    spec: ClusterSpec,
+    stack: str,
+    previous: MockState | None,
+    now: datetime | None = None,
+    faults: tuple[Any, ...] | list[Any] = (),
+) -> MockPlan:
     """Run the program for ``spec`` under the mocked cloud and diff it against ``previous``.
 
     The creation time is ``previous.created_at`` when there is one, else ``now``, so an
@@ -219,23 +237,34 @@ def run_mock(spec: ClusterSpec, stack: str, previous: MockState | None, now: dat
 
     Raises:
         SpecError, BudgetError: the spec fails validation (nothing is registered).
+        MockRunFailedError: an injected fault failed a resource; carries the partial state.
     """
-    from provision.testing import run_program
+    from provision.testing import CloudFaultError, run_program
 
     now = (now or datetime.now(timezone.utc)).replace(microsecond=0)
     created_at = previous.created_at if previous else now
-    run = run_program(spec, stack=stack, now=created_at)
-    resources = [MockResource(r.type, r.name, _jsonable(r.inputs), r.id, r.custom) for r in run.resources]
-    state = MockState(
-        stack=stack,
-        spec=_jsonable(spec.model_dump(mode="json", exclude_none=True)),
-        spec_hash=spec_hash(spec),
-        resources=resources,
-        outputs=_jsonable(run.outputs),
-        created_at=created_at,
-        updated_at=now,
-    )
-    return MockPlan(state, diff_resources(previous.resources if previous else [], resources))
+
+    def state_of(registered: list[Any], outputs: dict[str, Any]) -> MockState:
+        resources = [MockResource(r.type, r.name, _jsonable(r.inputs), r.id, r.custom) for r in registered]
+        return MockState(
+            stack=stack,
+            spec=_jsonable(spec.model_dump(mode="json", exclude_none=True)),
+            spec_hash=spec_hash(spec),
+            resources=resources,
+            outputs=_jsonable(outputs),
+            created_at=created_at,
+            updated_at=now,
+        )
+
+    try:
+        run = run_program(spec, stack=stack, now=created_at, faults=faults)
+    except CloudFaultError as e:
+        partial = state_of(e.partial, {})
+        reached = {r.key for r in partial.resources}
+        partial.resources += [r for r in (previous.resources if previous else []) if r.key not in reached]
+        raise MockRunFailedError(f"up of {stack!r} failed: {e}", e.code, partial) from None
+    state = state_of(run.resources, run.outputs)
+    return MockPlan(state, diff_resources(previous.resources if previous else [], state.resources))
 
 
 def destroy_steps(state: MockState | None) -> list[ResourceChange]:

@@ -250,3 +250,32 @@ def test_sigterm_during_teardown_is_ignored_so_the_teardown_finishes() -> None:
     with _sigterm_as_interrupt() as signals:
         signals.tearing_down = True
         os.kill(os.getpid(), signal.SIGTERM)  # would raise KeyboardInterrupt before teardown began
+
+
+def test_a_mocked_capacity_fault_fails_up_keeps_what_was_created_and_down_removes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from provision.errors import CapacityError
+    from provision.mockstate import MockStore
+    from provision.testing import Fault
+
+    monkeypatch.setenv("PROVISION_HOME", str(tmp_path / "home"))
+    fault = Fault(code="InsufficientInstanceCapacity", type_token="aws:ec2/fleet:Fleet")
+    cluster = Cluster("aws-p5-16", mock=True, faults=[fault], display="none")
+    with pytest.raises(CapacityError) as err:
+        cluster.up()
+    assert "InsufficientInstanceCapacity" in str(err.value)
+    state = MockStore().load("aws-p5-16")
+    assert state is not None and state.resources  # the VPC, groups and template created before the fleet
+    assert not any(r.type == "aws:ec2/fleet:Fleet" for r in state.resources)
+    assert cluster.status()["state"] == "up"
+    cluster.down()
+    assert MockStore().load("aws-p5-16") is None
+
+
+def test_faults_need_the_mocked_cloud() -> None:
+    from provision.errors import UnsupportedError
+    from provision.testing import Fault
+
+    with pytest.raises(UnsupportedError):
+        Cluster("aws-p5-16", faults=[Fault(code="X", index=0)])

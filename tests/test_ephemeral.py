@@ -128,7 +128,7 @@ def test_an_up_that_fails_half_way_destroys_what_it_created(home: Path, monkeypa
 
     real_run_mock, deleted = mockstate.run_mock, []
 
-    def half_way(spec: Any, stack: str, previous: Any, now: Any = None) -> Any:
+    def half_way(spec: Any, stack: str, previous: Any, now: Any = None, faults: Any = ()) -> Any:
         full = real_run_mock(spec, stack, previous, now).state
         created = [r for r in full.resources if r.type != FLEET]
         MockStore().save(dataclasses.replace(full, resources=created, outputs={}))

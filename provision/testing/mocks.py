@@ -33,6 +33,8 @@ class CloudFaultError(Exception):
 
     def __init__(self, code: str, message: str) -> None:
         self.code = code
+        #: Resources registered before the failure (set by ``run_program``).
+        self.partial: list[Registered] = []
         super().__init__(f"{code}: {message}")
 
 

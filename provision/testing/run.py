@@ -14,7 +14,7 @@ import yaml
 
 from provision.plan import ClusterPlan
 from provision.spec import CONFIG_KEY, PROJECT, ClusterSpec
-from provision.testing.mocks import CloudMocks, Fault, Registered
+from provision.testing.mocks import CloudFaultError, CloudMocks, Fault, Registered
 
 
 @dataclass
@@ -115,7 +115,12 @@ def run_program(
         outputs = adapter.build(plan)
         return _resolve(outputs).apply(captured.update)
 
-    _run()
+    try:
+        _run()
+    except CloudFaultError as e:
+        # What a real run leaves in the state: every resource created before the failure.
+        e.partial = list(mocks.ledger)
+        raise
     return PreviewResult(plan=plan, resources=list(mocks.ledger), outputs=captured, calls=list(mocks.calls))
 
 
