@@ -30,6 +30,19 @@ def root() -> Path:
     return ROOT
 
 
+#: Environment a developer may have set that would leak a real backend or passphrase into a test.
+PULUMI_ENV = ("PULUMI_BACKEND_URL", "PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE")
+
+
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point ``PROVISION_HOME`` under ``tmp_path`` (not created) and drop inherited Pulumi backend settings."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("PROVISION_HOME", str(home))
+    for var in PULUMI_ENV:
+        monkeypatch.delenv(var, raising=False)
+    return home
+
+
 def stack_spec(name: str) -> Any:
     """The ClusterSpec of ``stacks/Pulumi.<name>.yaml``."""
     from provision.spec import load_target

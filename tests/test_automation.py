@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, stack_spec
+from conftest import ROOT, isolated_home, stack_spec
 from pulumi import automation as auto
 from pulumi.automation.errors import create_command_error
 from semver import VersionInfo
@@ -36,10 +36,8 @@ NODE_TYPE = "gcp:compute/instance:Instance"
 
 @pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("PROVISION_HOME", str(tmp_path / "home"))
-    for var in ("PULUMI_BACKEND_URL", "PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE"):
-        monkeypatch.delenv(var, raising=False)
-    return tmp_path / "home"
+    home = isolated_home(tmp_path, monkeypatch)
+    return home
 
 
 def _urn(stack: str, type_: str, name: str) -> str:

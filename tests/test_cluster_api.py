@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, stack_spec
+from conftest import ROOT, isolated_home, stack_spec
 from typer.testing import CliRunner
 
 from provision.cli import app
@@ -28,8 +28,8 @@ STACK = "gcp-a3-64"
 
 @pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("PROVISION_HOME", str(tmp_path / "home"))
-    return tmp_path / "home"
+    home = isolated_home(tmp_path, monkeypatch)
+    return home
 
 
 def _state_file(home: Path, stack: str = STACK) -> Path:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, stack_spec
+from conftest import ROOT, isolated_home, stack_spec
 from test_automation import FakePulumi
 
 from provision import ephemeral
@@ -36,12 +36,10 @@ LOCKED = "error: the stack is currently locked by 1 lock(s). Either wait or dele
 
 @pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("PROVISION_HOME", str(tmp_path / "home"))
-    for var in ("PULUMI_BACKEND_URL", "PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE"):
-        monkeypatch.delenv(var, raising=False)
+    home = isolated_home(tmp_path, monkeypatch)
     for var in (*ephemeral.RUN_ID_VARS, "GITHUB_RUN_ATTEMPT"):  # our own CI sets these
         monkeypatch.delenv(var, raising=False)
-    return tmp_path / "home"
+    return home
 
 
 def _nothing_exists(home: Path) -> bool:

@@ -8,7 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from conftest import FIXED_NOW, stack_spec
+from conftest import FIXED_NOW, isolated_home, stack_spec
 
 from provision.mockstate import (
     MockResource,
@@ -27,8 +27,8 @@ STACK = "gcp-a3-64"
 
 @pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("PROVISION_HOME", str(tmp_path / "home"))
-    return tmp_path / "home"
+    home = isolated_home(tmp_path, monkeypatch)
+    return home
 
 
 def _r(name: str, **inputs: object) -> MockResource:

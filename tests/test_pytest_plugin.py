@@ -198,3 +198,20 @@ def test_the_entry_point_is_declared_for_pytest() -> None:
     tomllib = pytest.importorskip("tomllib")
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["entry-points"]["pytest11"] == {"provision": PLUGIN}
+
+
+def test_provision_home_drops_an_inherited_backend_and_passphrase(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PULUMI_BACKEND_URL", "s3://someone-elses-real-state")
+    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "real-passphrase")
+    project.makepyfile(
+        """
+        import os
+
+        def test_isolated(provision_home):
+            assert "PULUMI_BACKEND_URL" not in os.environ
+            assert "PULUMI_CONFIG_PASSPHRASE" not in os.environ
+        """
+    )
+    project.runpytest(*_plugin_args()).assert_outcomes(passed=1)

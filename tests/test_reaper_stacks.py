@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXED_NOW, stack_spec
+from conftest import FIXED_NOW, isolated_home, stack_spec
 from pulumi import automation as auto
 from test_automation import FakePulumi
 from typer.testing import CliRunner
@@ -20,10 +20,8 @@ from provision.mockstate import MockStore, run_mock
 
 @pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("PROVISION_HOME", str(tmp_path / "home"))
-    for var in ("PULUMI_BACKEND_URL", "PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE"):
-        monkeypatch.delenv(var, raising=False)
-    return tmp_path / "home"
+    home = isolated_home(tmp_path, monkeypatch)
+    return home
 
 
 def _mock_up(stack: str, created: Any) -> None:

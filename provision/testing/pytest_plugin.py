@@ -75,10 +75,16 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 
 @pytest.fixture
 def provision_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty ``PROVISION_HOME`` (0700) under ``tmp_path``, set for the test and restored after."""
+    """An empty ``PROVISION_HOME`` (0700) under ``tmp_path``, set for the test and restored after.
+
+    A backend or passphrase from the developer's environment (``PULUMI_BACKEND_URL``,
+    ``PULUMI_CONFIG_PASSPHRASE[_FILE]``) is unset too, so nothing reaches real state.
+    """
     home = tmp_path / "provision-home"
     home.mkdir(mode=0o700)
     monkeypatch.setenv("PROVISION_HOME", str(home))
+    for var in ("PULUMI_BACKEND_URL", "PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE"):
+        monkeypatch.delenv(var, raising=False)
     return home
 
 
