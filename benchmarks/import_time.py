@@ -25,7 +25,7 @@ def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 15
     base = _median_seconds("pass", runs)
     imp = _median_seconds("import provision", runs)
-    cli = _median_seconds("import provision.cli", runs)
+    cli = _median_seconds("import provision.cli.app", runs)
     print(f"python -c pass:          {base * 1000:7.1f} ms")
     print(
         f"import provision:        {imp * 1000:7.1f} ms  ratio {imp / base:.2f}  (own cost {(imp - base) * 1000:.1f} ms)"

@@ -25,8 +25,10 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from provision.cluster import Cluster
-    from provision.errors import (
+    from provision.ops.cluster import Cluster
+    from provision.planning.plan import ClusterPlan
+    from provision.spec import ClusterSpec, load_spec, load_spec_file
+    from provision.spec.errors import (
         BudgetError,
         CapacityError,
         CloudError,
@@ -34,20 +36,18 @@ if TYPE_CHECKING:
         SpecError,
         UnsupportedError,
     )
-    from provision.plan import ClusterPlan
-    from provision.spec import ClusterSpec, load_spec, load_spec_file
 
 _LAZY = {
-    "Cluster": "provision.cluster",
+    "Cluster": "provision.ops.cluster",
     "ClusterSpec": "provision.spec",
     "load_spec": "provision.spec",
     "load_spec_file": "provision.spec",
-    "BudgetError": "provision.errors",
-    "CapacityError": "provision.errors",
-    "CloudError": "provision.errors",
-    "ProvisionError": "provision.errors",
-    "SpecError": "provision.errors",
-    "UnsupportedError": "provision.errors",
+    "BudgetError": "provision.spec.errors",
+    "CapacityError": "provision.spec.errors",
+    "CloudError": "provision.spec.errors",
+    "ProvisionError": "provision.spec.errors",
+    "SpecError": "provision.spec.errors",
+    "UnsupportedError": "provision.spec.errors",
 }
 
 

@@ -1,5 +1,5 @@
 """Entry point for `pulumi up -s <stack>`: the spec is the stack's `provision:cluster` config."""
 
-from provision.program import main
+from provision.engine.program import main
 
 main()

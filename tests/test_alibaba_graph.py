@@ -17,9 +17,9 @@ from conftest import assert_golden, golden_graph, preview, stack_spec
 
 from provision.catalog import load_catalog
 from provision.clouds.alibaba.userdata import cloud_setup
-from provision.errors import SpecError
+from provision.engine import mockrun as run_module
 from provision.spec import load_spec
-from provision.testing import run as run_module
+from provision.spec.errors import SpecError
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHByb3Zpc2lvbi1leGFtcGxlLWtleS1kby1ub3QtdXNl provision-example"
 INSTANCE = "alicloud:ecs/instance:Instance"

@@ -20,8 +20,8 @@ from provision.clouds.alibaba.adapter import (
     auto_release_time,
     image_lookup,
 )
-from provision.errors import SpecError
 from provision.spec import load_spec
+from provision.spec.errors import SpecError
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHByb3Zpc2lvbi1leGFtcGxlLWtleS1kby1ub3QtdXNl provision-example"
 

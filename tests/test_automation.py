@@ -24,11 +24,11 @@ from pulumi import automation as auto
 from pulumi.automation.errors import create_command_error
 from semver import VersionInfo
 
-from provision import automation
-from provision.cluster import Cluster
-from provision.errors import CapacityError, CloudError
-from provision.progress import Progress
-from provision.units import parse_time
+from provision.engine import automation
+from provision.engine.progress import Progress
+from provision.ops.cluster import Cluster
+from provision.spec.errors import CapacityError, CloudError
+from provision.spec.units import parse_time
 
 STACK = "gcp-a3-64"
 NODE_TYPE = "gcp:compute/instance:Instance"
@@ -451,7 +451,7 @@ def test_missing_cli_is_a_clear_error_naming_the_install_page_and_mock(
 def test_missing_cli_exits_1_without_a_traceback(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    from provision.cli import app
+    from provision.cli.app import app
 
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     res = CliRunner().invoke(app, ["up", STACK, "--yes", "--json"])
@@ -563,7 +563,7 @@ def test_plain_progress_writes_one_line_per_finished_resource_and_a_summary(caps
 
 
 def test_a_garbled_created_at_is_a_spec_error_naming_the_key(home: Path) -> None:
-    from provision.errors import SpecError
+    from provision.spec.errors import SpecError
 
     fake = FakePulumi(stack_files={"team-a3": {"provision:createdAt": "last tuesday"}})
     fake.stacks.add("team-a3")

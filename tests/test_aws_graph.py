@@ -12,8 +12,8 @@ import pytest
 from conftest import assert_golden, golden_graph, preview, stack_spec
 from test_aws_plan import spec
 
-from provision.errors import SpecError
-from provision.testing import run as run_module
+from provision.engine import mockrun as run_module
+from provision.spec.errors import SpecError
 
 LT = "aws:ec2/launchTemplate:LaunchTemplate"
 FLEET = "aws:ec2/fleet:Fleet"

@@ -19,8 +19,8 @@ from provision.clouds.aws.adapter import (
     fsx_efa_allowed,
     vpc_layout,
 )
-from provision.errors import SpecError
 from provision.spec import load_spec
+from provision.spec.errors import SpecError
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHByb3Zpc2lvbi1leGFtcGxlLWtleS1kby1ub3QtdXNl provision-example"
 KEY2 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFNlY29uZC1leGFtcGxlLWtleS1mb3ItdGVzdHMtb25seQ second"

@@ -15,10 +15,10 @@ from test_azure_plan import azure_spec
 from provision.catalog import load_catalog
 from provision.catalog.models import RegionOffer
 from provision.clouds.azure.adapter import AzureAdapter
-from provision.errors import SpecError
+from provision.clouds.mocking import CloudMocks
+from provision.engine.mockrun import PreviewResult
 from provision.spec import load_spec
-from provision.testing.mocks import CloudMocks
-from provision.testing.run import PreviewResult
+from provision.spec.errors import SpecError
 
 VMSS = "azure-native:compute:VirtualMachineScaleSet"
 PPG = "azure-native:compute:ProximityPlacementGroup"

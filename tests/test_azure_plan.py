@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from provision.catalog import load_catalog
 from provision.clouds.azure import rules
 from provision.clouds.azure.adapter import AzureAdapter
-from provision.errors import SpecError
 from provision.spec import load_spec
+from provision.spec.errors import SpecError
 
 EXAMPLE_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHByb3Zpc2lvbi1leGFtcGxlLWtleS1kby1ub3QtdXNl provision-example"
 

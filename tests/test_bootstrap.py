@@ -7,8 +7,8 @@ from datetime import timedelta
 
 from conftest import FIXED_NOW, stack_spec
 
-from provision.bootstrap import render_user_data, self_destruct_timer
 from provision.clouds.base import get_adapter
+from provision.planning.bootstrap import render_user_data, self_destruct_timer
 
 
 def _plan(stack: str, **update):

@@ -20,7 +20,7 @@ from test_spec_errors import BASES, CASES_BY_ID, PRIVATE_KEYS, SECRET_MATERIAL, 
 from typer.testing import CliRunner
 
 from provision.catalog import load_catalog
-from provision.cli import app
+from provision.cli.app import app
 from provision.spec import ClusterSpec, load_spec
 
 runner = CliRunner()

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from provision.cli import app
+from provision.cli.app import app
 
 STACKS = sorted(
     p.name[len("Pulumi.") : -len(".yaml")] for p in (Path(__file__).parent.parent / "stacks").glob("Pulumi.*.yaml")

@@ -19,9 +19,9 @@ import yaml
 from conftest import ROOT, isolated_home, stack_spec
 from typer.testing import CliRunner
 
-from provision.cli import app
-from provision.cluster import Cluster
-from provision.errors import CloudError, SpecError
+from provision.cli.app import app
+from provision.ops.cluster import Cluster
+from provision.spec.errors import CloudError, SpecError
 
 STACK = "gcp-a3-64"
 
@@ -245,7 +245,7 @@ def test_shell_up_status_down_with_mock_in_one_subprocess(home: Path) -> None:
 
 
 def test_sigterm_during_teardown_is_ignored_so_the_teardown_finishes() -> None:
-    from provision.cluster import _sigterm_as_interrupt
+    from provision.ops.cluster import _sigterm_as_interrupt
 
     with _sigterm_as_interrupt() as signals:
         signals.tearing_down = True
@@ -255,8 +255,8 @@ def test_sigterm_during_teardown_is_ignored_so_the_teardown_finishes() -> None:
 def test_a_mocked_capacity_fault_fails_up_keeps_what_was_created_and_down_removes_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from provision.errors import CapacityError
-    from provision.mockstate import MockStore
+    from provision.engine.mockstate import MockStore
+    from provision.spec.errors import CapacityError
     from provision.testing import Fault
 
     monkeypatch.setenv("PROVISION_HOME", str(tmp_path / "home"))
@@ -274,7 +274,7 @@ def test_a_mocked_capacity_fault_fails_up_keeps_what_was_created_and_down_remove
 
 
 def test_faults_need_the_mocked_cloud() -> None:
-    from provision.errors import UnsupportedError
+    from provision.spec.errors import UnsupportedError
     from provision.testing import Fault
 
     with pytest.raises(UnsupportedError):

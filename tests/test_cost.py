@@ -19,11 +19,11 @@ from test_spec_errors import BASES, mutate
 
 from provision.catalog import Catalog, FilesystemOffer, InstanceOffer, NetworkPrices, load_catalog
 from provision.catalog.models import RegionOffer, Source
-from provision.cost import HOURS_PER_MONTH, estimate, expiry, spent_usd, storage_hourly_usd
-from provision.errors import BudgetError, ProblemCollector
-from provision.resolve import resolve
+from provision.planning.cost import HOURS_PER_MONTH, estimate, expiry, spent_usd, storage_hourly_usd
+from provision.planning.resolve import resolve
 from provision.spec import MAX_TTL, ClusterSpec, load_spec
-from provision.units import parse_duration
+from provision.spec.errors import BudgetError, ProblemCollector
+from provision.spec.units import parse_duration
 
 SRC = (Source(ref="hand-made test row", retrieved=date(2026, 11, 29), covers="everything"),)
 MAX_HOURS = MAX_TTL.total_seconds() / 3600  # 2160

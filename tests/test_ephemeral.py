@@ -21,13 +21,13 @@ import pytest
 from conftest import ROOT, isolated_home, stack_spec
 from test_automation import FakePulumi
 
-from provision import ephemeral
 from provision.clouds.base import plan_spec
-from provision.cluster import Cluster, _check_stack_name
-from provision.ephemeral import cleanup, ephemeral_cluster, require_bounds, unique_names, with_overrides
-from provision.errors import BudgetError, CloudError, SpecError, UnsupportedError
-from provision.mockstate import MockStore
+from provision.engine.mockstate import MockStore
+from provision.ops import ephemeral
+from provision.ops.cluster import Cluster, _check_stack_name
+from provision.ops.ephemeral import cleanup, ephemeral_cluster, require_bounds, unique_names, with_overrides
 from provision.spec import NAME_PATTERN, load_spec
+from provision.spec.errors import BudgetError, CloudError, SpecError, UnsupportedError
 
 STACK = "aws-p5-ci"
 FLEET = "aws:ec2/fleet:Fleet"
@@ -121,7 +121,7 @@ def test_an_up_that_fails_half_way_destroys_what_it_created(home: Path, monkeypa
     The Pulumi engine keeps resources created before a failure in the stack's state; the
     mocked cloud's state does the same here, then the fault from the mocked cloud propagates.
     """
-    from provision import mockstate
+    from provision.engine import mockstate
     from provision.testing import CloudFaultError, Fault, run_program
 
     real_run_mock, deleted = mockstate.run_mock, []
@@ -273,7 +273,8 @@ def test_a_failed_teardown_names_the_stack_and_reap_and_keeps_the_record(
     with pytest.raises(CloudError) as err, ephemeral_cluster(STACK, mock=True, display="none") as c:
         monkeypatch.setattr(Cluster, "_mock_down", broken)
     text = str(err.value)
-    assert c.stack in text and "provision reap --yes --mock" in text and "python -m provision.ephemeral cleanup" in text
+    assert c.stack in text and "provision reap --yes --mock" in text
+    assert "python -m provision.ops.ephemeral cleanup" in text
     assert err.value.code == "DependencyViolation"
     assert MockStore().load(c.stack) is not None
     monkeypatch.undo()
@@ -286,7 +287,7 @@ def test_a_failed_teardown_names_the_stack_and_reap_and_keeps_the_record(
 def test_cleanup_destroys_what_a_killed_run_left(home: Path, capsys: pytest.CaptureFixture) -> None:
     script = (
         "import os, signal\n"
-        "from provision.ephemeral import ephemeral_cluster\n"
+        "from provision.ops.ephemeral import ephemeral_cluster\n"
         "with ephemeral_cluster('alibaba-gn8-ci', mock=True, display='none') as c:\n"
         "    print(c.stack, flush=True)\n"
         "    os.kill(os.getpid(), signal.SIGKILL)\n"
@@ -366,7 +367,7 @@ def test_real_teardown_failure_keeps_the_stack_and_cleanup_releases_the_lock(hom
     ids=["no-spec", "spec-not-a-mapping", "a-list", "bad-json"],
 )
 def test_cleanup_reports_a_broken_record_and_goes_on(home: Path, record: Any) -> None:
-    from provision.ephemeral import cleanup, ledger_dir
+    from provision.ops.ephemeral import cleanup, ledger_dir
 
     text = record if isinstance(record, str) else json.dumps(record)
     (ledger_dir() / "broken.json").write_text(text)

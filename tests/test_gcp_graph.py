@@ -10,9 +10,9 @@ import pytest
 from conftest import FIXED_NOW, preview
 
 from provision.clouds.gcp.adapter import GcpAdapter
-from provision.errors import SpecError
+from provision.clouds.mocking import CloudMocks
 from provision.spec import load_spec
-from provision.testing.mocks import CloudMocks
+from provision.spec.errors import SpecError
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHByb3Zpc2lvbi1leGFtcGxlLWtleS1kby1ub3QtdXNl example"
 NETWORK = "gcp:compute/network:Network"
@@ -362,7 +362,7 @@ def test_bad_spec_creates_no_resource(monkeypatch: pytest.MonkeyPatch) -> None:
             super().__init__(*a, **k)
             made.append(self)
 
-    monkeypatch.setattr("provision.testing.run.CloudMocks", Recording)
+    monkeypatch.setattr("provision.engine.mockrun.CloudMocks", Recording)
     with pytest.raises(SpecError):
         run(capacity={"type": "flex-start"}, lifetime={"ttl": None})
     assert made == []  # planning failed before the mocked cloud (or any resource) existed
@@ -421,7 +421,7 @@ def test_every_google_apt_source_names_its_signing_key(over: dict[str, Any]) -> 
 
 
 def _kernel_guard() -> str:
-    from provision.images import images_dir
+    from provision.planning.images import images_dir
 
     text = (images_dir() / "gcp" / "tcpxo.sh").read_text(encoding="utf-8")
     (guard,) = [ln.strip() for ln in text.splitlines() if "sort -V" in ln]

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from provision.clouds.gcp import layout
 from provision.clouds.gcp.adapter import GcpAdapter, assert_labels, check_labels
-from provision.errors import SpecError
 from provision.spec import NAME_PATTERN, load_spec
+from provision.spec.errors import SpecError
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHByb3Zpc2lvbi1leGFtcGxlLWtleS1kby1ub3QtdXNl example"
 

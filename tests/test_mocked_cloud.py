@@ -10,7 +10,7 @@ import pulumi
 import pytest
 from conftest import FIXED_NOW, ROOT, preview, stack_spec
 
-from provision.program import CREATED_AT_KEY
+from provision.engine.program import CREATED_AT_KEY
 from provision.spec import CONFIG_KEY
 from provision.testing import CloudMocks, Fault, UnknownInvokeError, stack_config
 

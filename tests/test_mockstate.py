@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXED_NOW, isolated_home, stack_spec
 
-from provision.mockstate import (
+from provision.engine.mockstate import (
     MockResource,
     MockState,
     MockStore,
@@ -156,15 +156,15 @@ def test_changed_shape_creates_updates_and_deletes_like_the_engine(first_run: ob
 
 
 def test_a_damaged_mock_state_is_a_clear_error_naming_the_file(tmp_path: Path) -> None:
-    from provision.errors import CloudError
-    from provision.mockstate import MockStore
+    from provision.engine.mockstate import MockStore
+    from provision.spec.errors import CloudError
 
     store = MockStore(tmp_path / "h")
     store.path("broken").write_text("{not json")
     with pytest.raises(CloudError) as err:
         store.load("broken")
     assert "broken.json" in str(err.value) and "delete it" in str(err.value)
-    from provision.mockstate import STATE_VERSION
+    from provision.engine.mockstate import STATE_VERSION
 
     store.path("partial").write_text(json.dumps({"version": STATE_VERSION, "stack": "partial"}))
     with pytest.raises(CloudError) as err2:

@@ -9,7 +9,7 @@ import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 
-from provision.preflight import aws_preflight
+from provision.engine.preflight import aws_preflight
 from provision.spec import load_spec
 
 

@@ -30,7 +30,7 @@ def warm_imports() -> None:
     The inner runs are in-process, and pytester drops the modules imported after its snapshot;
     a provider SDK imported again would register its package with Pulumi twice.
     """
-    from provision.ephemeral import ephemeral_cluster
+    from provision.ops.ephemeral import ephemeral_cluster
     from provision.testing import run_program
 
     run_program(stack_spec("aws-p5-ci"))
@@ -56,7 +56,7 @@ def test_mock_cloud_runs_a_stack_with_its_provider_config_and_faults(project: py
         """
         import pulumi
         import pytest
-        from provision.errors import SpecError
+        from provision.spec.errors import SpecError
         from provision.testing import CloudFaultError, Fault
 
         def test_graph(provision_mock_cloud):
@@ -144,7 +144,7 @@ def test_the_options_make_real_the_default_and_set_cap_and_ttl(project: pytest.P
     project.makepyfile(
         """
         from contextlib import contextmanager
-        import provision.ephemeral
+        import provision.ops.ephemeral
 
         def test_real_by_default(ephemeral_cluster, monkeypatch):
             calls = []
@@ -154,7 +154,7 @@ def test_the_options_make_real_the_default_and_set_cap_and_ttl(project: pytest.P
                 calls.append(kwargs)
                 yield target
 
-            monkeypatch.setattr(provision.ephemeral, "ephemeral_cluster", recording)
+            monkeypatch.setattr(provision.ops.ephemeral, "ephemeral_cluster", recording)
             ephemeral_cluster("team-ci")
             ephemeral_cluster("team-ci", mock=True, max_cost_usd=10)
             assert calls[0]["mock"] is False and calls[0]["max_cost_usd"] == 123.0 and calls[0]["ttl"] == "90m"
@@ -172,7 +172,7 @@ def test_the_cap_option_refuses_a_cluster_over_it(project: pytest.Pytester) -> N
     project.makepyfile(
         """
         import pytest
-        from provision.errors import BudgetError
+        from provision.spec.errors import BudgetError
 
         def test_capped(ephemeral_cluster, provision_home):
             with pytest.raises(BudgetError, match="over the cap"):
@@ -187,7 +187,8 @@ def test_the_cap_option_refuses_a_cluster_over_it(project: pytest.Pytester) -> N
 def test_loading_the_plugin_imports_neither_pulumi_nor_pydantic() -> None:
     code = (
         "import sys, provision.testing.pytest_plugin\n"
-        "print([m for m in ('pulumi', 'pydantic', 'yaml', 'provision.cluster', 'provision.spec') if m in sys.modules])"
+        "heavy = ('pulumi', 'pydantic', 'yaml', 'provision.ops.cluster', 'provision.spec.models')\n"
+        "print([m for m in heavy if m in sys.modules])"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

@@ -9,7 +9,7 @@ import pytest
 from moto import mock_aws
 
 from provision.clouds.base import TAG_CLUSTER, TAG_EXPIRES, label_time
-from provision.reaper import TAG_RETAIN, AwsSweeper
+from provision.ops.reaper import TAG_RETAIN, AwsSweeper
 
 REGION = "us-east-1"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)

@@ -13,9 +13,9 @@ from pulumi import automation as auto
 from test_automation import FakePulumi
 from typer.testing import CliRunner
 
-from provision import reaper
-from provision.cli import app
-from provision.mockstate import MockStore, run_mock
+from provision.cli.app import app
+from provision.engine.mockstate import MockStore, run_mock
+from provision.ops import reaper
 
 
 @pytest.fixture(autouse=True)
@@ -73,7 +73,7 @@ class TaggedFake(FakePulumi):
 
 
 def test_expired_pulumi_stack_is_found_by_tag_and_destroyed() -> None:
-    from provision.cluster import Cluster
+    from provision.ops.cluster import Cluster
 
     fake = TaggedFake()
     old = Cluster("gcp-a3-ci", stack="ci-old", pulumi_command=fake, display="none")
@@ -101,21 +101,21 @@ class BrokenBackendFake(TaggedFake):
 
 
 def test_a_backend_that_cannot_list_stacks_is_a_cloud_error() -> None:
-    from provision.errors import CloudError
+    from provision.spec.errors import CloudError
 
     with pytest.raises(CloudError, match="permission denied"):
         reaper.expired_pulumi_stacks(now=FIXED_NOW, command=BrokenBackendFake())
 
 
 def test_reap_cli_on_a_broken_backend_exits_1_without_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("provision.automation.pulumi_command", BrokenBackendFake)
+    monkeypatch.setattr("provision.engine.automation.pulumi_command", BrokenBackendFake)
     result = CliRunner().invoke(app, ["reap", "--json"])
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
     assert "permission denied" in json.loads(result.stdout)["message"]
 
 
 def test_reaping_a_stack_without_a_spec_says_how_to_destroy_it() -> None:
-    from provision.errors import CloudError
+    from provision.spec.errors import CloudError
 
     fake = TaggedFake()
     fake.stacks.add("orphan")

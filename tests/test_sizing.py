@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 
 from provision.catalog import load_catalog
 from provision.catalog.models import RegionOffer
-from provision.cli import app
-from provision.errors import SpecError
-from provision.sizing import parse_count, size_training
+from provision.cli.app import app
+from provision.planning.sizing import parse_count, size_training
+from provision.spec.errors import SpecError
 
 GIB = 1024**3
 

@@ -3,9 +3,9 @@
 Each case starts from a valid base spec of one cloud, applies a mutation (dotted path -> value,
 or ``DELETE``) and names the stage that must refuse it and the Problem path(s) it must carry:
 
-* ``spec``: :func:`provision.spec.load_spec` raises ``SpecError`` (shape and cross-field rules);
-* ``catalog``: the spec loads, and :func:`provision.resolve.resolve` collects problems;
-* ``budget``: the plan is feasible, and :func:`provision.cost.estimate` raises ``BudgetError``.
+* ``spec``: :func:`provision.spec.models.load_spec` raises ``SpecError`` (shape and cross-field rules);
+* ``catalog``: the spec loads, and :func:`provision.planning.resolve.resolve` collects problems;
+* ``budget``: the plan is feasible, and :func:`provision.planning.cost.estimate` raises ``BudgetError``.
 
 Catalog and budget cases are also run through ``get_adapter(cloud).plan`` when the cloud's adapter
 exists (and skipped, naming the missing adapter module, until then).
@@ -23,10 +23,10 @@ import pytest
 from conftest import FIXED_NOW
 
 from provision.catalog import load_catalog
-from provision.cost import estimate
-from provision.errors import BudgetError, Problem, ProblemCollector, ProvisionError, SpecError
-from provision.resolve import resolve
+from provision.planning.cost import estimate
+from provision.planning.resolve import resolve
 from provision.spec import ClusterSpec, load_spec
+from provision.spec.errors import BudgetError, Problem, ProblemCollector, ProvisionError, SpecError
 
 CATALOG = load_catalog()
 

@@ -19,9 +19,8 @@ from hypothesis import strategies as st
 from test_spec_errors import PRIVATE_KEYS, SECRET_MATERIAL, public_key
 
 from provision.catalog import load_catalog
-from provision.cost import estimate
-from provision.errors import BudgetError, ProblemCollector, SpecError
-from provision.resolve import resolve
+from provision.planning.cost import estimate
+from provision.planning.resolve import resolve
 from provision.spec import (
     LABEL_KEY_PATTERN,
     LABEL_VALUE_PATTERN,
@@ -31,6 +30,7 @@ from provision.spec import (
     ClusterSpec,
     load_spec,
 )
+from provision.spec.errors import BudgetError, ProblemCollector, SpecError
 
 CATALOG = load_catalog()
 CLOUDS = ("aws", "gcp", "azure", "alibaba")

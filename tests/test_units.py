@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 from provision.spec import MAX_TTL
-from provision.units import (
+from provision.spec.units import (
     Duration,
     SizeGiB,
     format_duration,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from provision.errors import BudgetError, SpecError
-from provision.validate import load_and_plan, salvage
+from provision.clouds.validate import load_and_plan, salvage
+from provision.spec.errors import BudgetError, SpecError
 
 BASE = {"name": "llm-train", "cloud": "aws", "region": "us-east-1", "gpu": "H100", "gpus": 64}
 
@@ -51,7 +51,7 @@ def test_a_valid_spec_plans_and_budget_errors_still_apply() -> None:
 
 
 def test_salvage_drops_failed_fields_and_stands_in_for_a_bad_name() -> None:
-    from provision.errors import Problem
+    from provision.spec.errors import Problem
 
     spec = salvage({**BASE, "name": "X", "fabrik": "efa"}, [Problem("name", "X", "r"), Problem("fabrik", "efa", "r")])
     assert spec is not None and spec.name == "salvaged-spec" and spec.gpus == 64

@@ -2,7 +2,7 @@
 
 An adapter has two halves:
 
-* ``plan(spec) -> ClusterPlan`` is pure: catalog checks (shared, in :mod:`provision.resolve`)
+* ``plan(spec) -> ClusterPlan`` is pure: catalog checks (shared, in :mod:`provision.planning.resolve`)
   plus the cloud's own rules (:meth:`Adapter.check`), all problems reported at once,
   then cost, lifetime, tags, image and NCCL environment. No SDK or Pulumi calls.
 * ``build(plan) -> outputs`` only turns the plan into Pulumi resources. It lives in the
@@ -20,18 +20,20 @@ from datetime import datetime, timezone
 from typing import Any, ClassVar
 
 from provision.catalog import Catalog, InstanceOffer, load_catalog
-from provision.cost import estimate, expiry
-from provision.errors import ProblemCollector, SpecError, UnsupportedError
-from provision.images import default_image
-from provision.plan import ClusterPlan, ImagePlan, StoragePlan
-from provision.resolve import Resolution, resolve
+from provision.planning.cost import estimate, expiry
+from provision.planning.images import default_image
+from provision.planning.plan import ClusterPlan, ImagePlan, StoragePlan
+from provision.planning.resolve import Resolution, resolve
 from provision.spec import ClusterSpec
+from provision.spec.errors import ProblemCollector, SpecError, UnsupportedError
 
 #: Tags every resource carries (contract: the reaper and cost reports rely on them).
 TAG_CLUSTER = "provision-cluster"
 TAG_OWNER = "provision-owner"
 TAG_EXPIRES = "provision-expires-at"
 TAG_STACK = "provision-stack"
+#: Tag value that marks a resource the user chose to keep (storage.shared.retain).
+TAG_RETAIN = "provision-retain"
 
 
 def label_time(t: datetime | None) -> str:
@@ -114,8 +116,11 @@ class Adapter(ABC):
         elif cost.unpriced:
             warnings.append(
                 f"no catalog price for: {', '.join(cost.unpriced)}; the hourly estimate "
-                + ("is missing (set lifetime.hourly_price_usd to price the nodes)." if cost.hourly_usd is None
-                   else "leaves those parts out.")
+                + (
+                    "is missing (set lifetime.hourly_price_usd to price the nodes)."
+                    if cost.hourly_usd is None
+                    else "leaves those parts out."
+                )
             )
         if spec.capacity.type != "on-demand" and cost.hourly_usd is not None:
             warnings.append(f"prices are on-demand list prices; {spec.capacity.type} capacity usually costs less.")
@@ -129,7 +134,7 @@ class Adapter(ABC):
             tags[TAG_STACK] = re.sub(r"[^a-z0-9_-]", "-", stack.lower())[:63]
         storage_plan = None
         if res.storage is not None and spec.storage.shared is not None:
-            from provision.cost import storage_hourly_usd
+            from provision.planning.cost import storage_hourly_usd
 
             storage_plan = StoragePlan(
                 kind=res.storage.kind,

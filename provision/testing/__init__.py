@@ -1,7 +1,7 @@
 """The mocked clouds: run the real Pulumi program with no credentials and no spend.
 
-``run_program(spec)`` runs :func:`provision.program.cluster_program` under
-:class:`~provision.testing.mocks.CloudMocks` and returns what was registered and the
+``run_program(spec)`` runs :func:`provision.engine.program.cluster_program` under
+:class:`~provision.clouds.mocking.CloudMocks` and returns what was registered and the
 outputs. ``stack_config(root, stack)`` loads a stack file into Pulumi config exactly as
 the CLI would.
 
@@ -15,8 +15,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from provision.testing.mocks import CloudFaultError, CloudMocks, Fault, Registered, UnknownInvokeError
-    from provision.testing.run import PreviewResult, run_program, stack_config
+    from provision.clouds.mocking import CloudFaultError, CloudMocks, Fault, Registered, UnknownInvokeError
+    from provision.engine.mockrun import PreviewResult, run_program, stack_config
 
 __all__ = [
     "CloudFaultError",
@@ -30,14 +30,14 @@ __all__ = [
 ]
 
 _LAZY = {
-    "CloudFaultError": "provision.testing.mocks",
-    "CloudMocks": "provision.testing.mocks",
-    "Fault": "provision.testing.mocks",
-    "Registered": "provision.testing.mocks",
-    "UnknownInvokeError": "provision.testing.mocks",
-    "PreviewResult": "provision.testing.run",
-    "run_program": "provision.testing.run",
-    "stack_config": "provision.testing.run",
+    "CloudFaultError": "provision.clouds.mocking",
+    "CloudMocks": "provision.clouds.mocking",
+    "Fault": "provision.clouds.mocking",
+    "Registered": "provision.clouds.mocking",
+    "UnknownInvokeError": "provision.clouds.mocking",
+    "PreviewResult": "provision.engine.mockrun",
+    "run_program": "provision.engine.mockrun",
+    "stack_config": "provision.engine.mockrun",
 }
 
 

@@ -11,7 +11,7 @@ Installed with provision (entry point ``pytest11: provision``), so any suite can
   worker thread with its own event loop and context, so the Pulumi mocks and config it
   installs never reach the test's thread, and nothing of the test's is reset.
 * ``ephemeral_cluster``: ``cluster = ephemeral_cluster(target, max_cost_usd=..., ttl=...)``
-  brings up a bounded cluster (:func:`provision.ephemeral.ephemeral_cluster`) and destroys it
+  brings up a bounded cluster (:func:`provision.ops.ephemeral.ephemeral_cluster`) and destroys it
   when the test ends, failed or not. It runs on the mocked cloud, in an isolated home, unless
   pytest runs with ``--provision-real``; ``mock=False`` without that option fails the test.
 
@@ -35,10 +35,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from provision.cluster import Cluster
+    from provision.clouds.mocking import Fault
+    from provision.engine.mockrun import PreviewResult
+    from provision.ops.cluster import Cluster
     from provision.spec import ClusterSpec
-    from provision.testing.mocks import Fault
-    from provision.testing.run import PreviewResult
 
 REAL_OPTION = "--provision-real"
 
@@ -90,8 +90,8 @@ def provision_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _target(target: Any, root: Path | None) -> tuple[ClusterSpec, str, dict[str, str]]:
     """(spec, stack name, the stack file's provider config) for a run under the mocks."""
-    from provision.ephemeral import read_stack_file_config
-    from provision.loading import resolve_target, stack_of_file
+    from provision.ops.ephemeral import read_stack_file_config
+    from provision.spec.loading import resolve_target, stack_of_file
 
     spec, source = resolve_target(target, root)
     if source is None:
@@ -120,7 +120,7 @@ def provision_mock_cloud() -> Callable[..., PreviewResult]:
         now: datetime | None = None,
         root: Path | str | None = None,
     ) -> PreviewResult:
-        from provision.testing.run import run_program
+        from provision.engine.mockrun import run_program
 
         spec, default_stack, config = _target(target, Path(root) if root else None)
         return _isolated(run_program, spec, stack=stack or default_stack, faults=tuple(faults), now=now, config=config)
@@ -140,7 +140,7 @@ def _isolated(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     import asyncio
     from concurrent.futures import ThreadPoolExecutor
 
-    from provision.testing.mocks import CloudFaultError
+    from provision.clouds.mocking import CloudFaultError
 
     def quiet(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         if isinstance(context.get("exception"), CloudFaultError) and "never retrieved" in context.get("message", ""):
@@ -167,7 +167,7 @@ def ephemeral_cluster(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
 
     Every cluster started in the test is destroyed when the test ends, in reverse order. ``mock``
     defaults to the mocked cloud unless pytest runs with ``--provision-real``; other keyword
-    arguments go to :func:`provision.ephemeral.ephemeral_cluster`.
+    arguments go to :func:`provision.ops.ephemeral.ephemeral_cluster`.
     """
     real = bool(request.config.getoption("provision_real"))
     if not real:
@@ -184,7 +184,7 @@ def ephemeral_cluster(request: pytest.FixtureRequest) -> Iterator[Callable[..., 
             ttl: Any = None,
             **kwargs: Any,
         ) -> Cluster:
-            from provision.ephemeral import ephemeral_cluster as bounded
+            from provision.ops.ephemeral import ephemeral_cluster as bounded
 
             if mock is None:
                 mock = not real

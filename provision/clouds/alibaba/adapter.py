@@ -31,11 +31,11 @@ from typing import Any, ClassVar
 
 from provision.catalog import InstanceOffer
 from provision.clouds.base import Adapter
-from provision.errors import ProblemCollector, SpecError
-from provision.images import LOOKUP_PREFIX, default_image
-from provision.plan import ClusterPlan
-from provision.resolve import DEFAULT_SHARED_KIND, Resolution
+from provision.planning.images import LOOKUP_PREFIX, default_image
+from provision.planning.plan import ClusterPlan
+from provision.planning.resolve import DEFAULT_SHARED_KIND, Resolution
 from provision.spec import ClusterSpec
+from provision.spec.errors import ProblemCollector, SpecError
 
 #: A LowLatency deployment set holds at most 20 instances, all in one zone (ECS "Deployment sets" limits,
 #: https://www.alibabacloud.com/help/zh/doc-detail/91258.htm). Spot instances cannot join a deployment set.

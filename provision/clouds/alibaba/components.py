@@ -18,8 +18,8 @@ from provision.clouds.alibaba.adapter import auto_release_time, image_lookup
 from provision.clouds.alibaba.network import Network, build_network
 from provision.clouds.alibaba.storage import build_storage
 from provision.clouds.alibaba.userdata import user_data
-from provision.outputs import stack_outputs
-from provision.plan import ClusterPlan
+from provision.planning.outputs import stack_outputs
+from provision.planning.plan import ClusterPlan
 
 TYPE_TOKEN = "provision:alibaba:Cluster"
 

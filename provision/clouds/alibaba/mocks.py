@@ -11,7 +11,7 @@ import ipaddress
 import re
 from typing import Any
 
-from provision.testing.mocks import MockContext
+from provision.clouds.mocking import MockContext
 
 #: Documentation range (RFC 5737 TEST-NET-2) for public EIPs, so no real address appears in tests.
 _PUBLIC_NET = "198.51.100.0/24"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pulumi
 from pulumi_alicloud import ecs, vpc
 
-from provision.plan import ClusterPlan
+from provision.planning.plan import ClusterPlan
 
 
 @dataclass

@@ -22,8 +22,8 @@ import pulumi
 from pulumi_alicloud import nas
 
 from provision.clouds.alibaba.network import Network
-from provision.outputs import shared_fs_summary
-from provision.plan import ClusterPlan
+from provision.planning.outputs import shared_fs_summary
+from provision.planning.plan import ClusterPlan
 
 CPFS_DOMAIN_VAR = "CPFS_EXPORT_DOMAIN"
 

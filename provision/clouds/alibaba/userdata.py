@@ -11,9 +11,9 @@ import shlex
 from string import Template
 from typing import Any
 
-from provision.bootstrap import render_user_data
-from provision.images import images_dir
-from provision.plan import ClusterPlan
+from provision.planning.bootstrap import render_user_data
+from provision.planning.images import images_dir
+from provision.planning.plan import ClusterPlan
 
 #: ECS user data limit (RunInstances ``UserData``: at most 32 KB after base64 encoding).
 MAX_USER_DATA_BYTES = 32 * 1024

@@ -30,12 +30,12 @@ import re
 from typing import Any, ClassVar
 
 from provision.catalog import InstanceOffer
-from provision.clouds.aws.options import AwsOptions
 from provision.clouds.base import Adapter
-from provision.errors import ProblemCollector
-from provision.images import LOOKUP_PREFIX
-from provision.resolve import Resolution
+from provision.planning.images import LOOKUP_PREFIX
+from provision.planning.resolve import Resolution
 from provision.spec import ClusterSpec
+from provision.spec.errors import ProblemCollector
+from provision.spec.options.aws import AwsOptions
 
 #: EC2 Fleet ``MinTargetCapacity`` maximum (the all-or-nothing gang size limit).
 FLEET_MAX_NODES = 1000

@@ -16,16 +16,16 @@ import pulumi
 import pulumi_aws as aws
 
 from provision.clouds.aws import network, nodes, storage
-from provision.outputs import shared_fs_summary, stack_outputs
+from provision.planning.outputs import shared_fs_summary, stack_outputs
 
 if TYPE_CHECKING:
-    from provision.plan import ClusterPlan
+    from provision.planning.plan import ClusterPlan
 
 TYPE_TOKEN = "provision:aws:Cluster"
 
 
 class AwsCluster(pulumi.ComponentResource):
-    """One GPU cluster on AWS, built from a :class:`~provision.plan.ClusterPlan`.
+    """One GPU cluster on AWS, built from a :class:`~provision.planning.plan.ClusterPlan`.
 
     Attributes:
         outputs: the stack outputs (``stack_outputs`` plus ``image_pin``).

@@ -12,7 +12,7 @@ from typing import Any
 
 import pulumi
 
-from provision.testing.mocks import CloudFaultError, MockContext
+from provision.clouds.mocking import CloudFaultError, MockContext
 
 ACCOUNT = "123456789012"
 #: EC2 DescribeInstances: at most 200 filter values in one call.

@@ -14,7 +14,7 @@ import pulumi
 import pulumi_aws as aws
 
 if TYPE_CHECKING:
-    from provision.plan import ClusterPlan
+    from provision.planning.plan import ClusterPlan
 
 ALL = "-1"
 WORLD = "0.0.0.0/0"

@@ -21,7 +21,7 @@ from provision.clouds.aws import userdata
 from provision.clouds.aws.network import Network, SecurityGroups, tags
 
 if TYPE_CHECKING:
-    from provision.plan import ClusterPlan
+    from provision.planning.plan import ClusterPlan
 
 LIVE_STATES = ["pending", "running"]
 #: DescribeInstances refuses a call with more than 200 filter values ("FilterLimitExceeded: The maximum

@@ -10,7 +10,7 @@ import pulumi_aws as aws
 from provision.clouds.aws.network import Network, SecurityGroups, tags
 
 if TYPE_CHECKING:
-    from provision.plan import ClusterPlan
+    from provision.planning.plan import ClusterPlan
 
 
 def build_fsx(

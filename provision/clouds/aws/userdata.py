@@ -11,11 +11,11 @@ from datetime import timedelta
 from string import Template
 from typing import TYPE_CHECKING
 
-from provision.bootstrap import render_user_data, self_destruct_timer
-from provision.images import images_dir
+from provision.planning.bootstrap import render_user_data, self_destruct_timer
+from provision.planning.images import images_dir
 
 if TYPE_CHECKING:
-    from provision.plan import ClusterPlan
+    from provision.planning.plan import ClusterPlan
 
 #: AWS limits raw user data to 16 KB.
 MAX_USER_DATA_BYTES = 16 * 1024

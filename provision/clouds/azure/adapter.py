@@ -21,11 +21,11 @@ from typing import Any, ClassVar
 
 from provision.catalog import InstanceOffer
 from provision.clouds.azure import rules
-from provision.clouds.azure.options import AzureOptions
 from provision.clouds.base import Adapter
-from provision.errors import REDACTED, ProblemCollector
-from provision.resolve import DEFAULT_SHARED_KIND, Resolution
+from provision.planning.resolve import DEFAULT_SHARED_KIND, Resolution
 from provision.spec import ClusterSpec
+from provision.spec.errors import REDACTED, ProblemCollector
+from provision.spec.options.azure import AzureOptions
 
 #: NCCL topology files the ubuntu-hpc image ships (azhpc-images topology/, copied to /opt/microsoft).
 TOPOLOGY_FILES = {

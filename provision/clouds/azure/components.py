@@ -25,10 +25,9 @@ from provision.clouds.azure.adapter import VMSS_NIC_API_VERSION
 from provision.clouds.azure.network import Network, build_network
 from provision.clouds.azure.storage import SharedFs, build_filesystem
 from provision.clouds.azure.userdata import custom_data
-from provision.clouds.base import TAG_EXPIRES
-from provision.outputs import stack_outputs
-from provision.plan import ClusterPlan
-from provision.reaper import TAG_RETAIN
+from provision.clouds.base import TAG_EXPIRES, TAG_RETAIN
+from provision.planning.outputs import stack_outputs
+from provision.planning.plan import ClusterPlan
 
 TYPE_TOKEN = "provision:azure:Cluster"
 

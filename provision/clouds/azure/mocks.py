@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from provision.testing.mocks import MockContext, Registered
+from provision.clouds.mocking import MockContext, Registered
 
 #: ARM path per type token: provider namespace/type segments, formatted with the inputs.
 _PATHS = {

@@ -13,7 +13,7 @@ from typing import Any
 import pulumi
 from pulumi_azure_native import network
 
-from provision.plan import ClusterPlan
+from provision.planning.plan import ClusterPlan
 
 #: The service an Azure NetApp Files subnet is delegated to.
 NETAPP_DELEGATION = "Microsoft.NetApp/volumes"

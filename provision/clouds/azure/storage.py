@@ -13,8 +13,8 @@ import pulumi
 from pulumi_azure_native import netapp, network, storagecache
 
 from provision.clouds.azure.userdata import mount_lines
-from provision.outputs import shared_fs_summary
-from provision.plan import ClusterPlan
+from provision.planning.outputs import shared_fs_summary
+from provision.planning.plan import ClusterPlan
 
 #: Every Azure Managed Lustre file system is named lustrefs (mount <mgs>@tcp:/lustrefs).
 LUSTRE_FSNAME = "lustrefs"

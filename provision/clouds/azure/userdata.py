@@ -11,11 +11,11 @@ import shlex
 from string import Template
 from typing import TYPE_CHECKING
 
-from provision.bootstrap import render_user_data
-from provision.images import images_dir
+from provision.planning.bootstrap import render_user_data
+from provision.planning.images import images_dir
 
 if TYPE_CHECKING:
-    from provision.plan import ClusterPlan
+    from provision.planning.plan import ClusterPlan
 
 #: Azure has no VM lifetime; an in-guest shutdown leaves the VM allocated (and billed), so none is set.
 NO_SELF_DESTRUCT = (

@@ -20,11 +20,11 @@ from typing import Any, ClassVar
 from provision.catalog import InstanceOffer
 from provision.clouds.base import Adapter
 from provision.clouds.gcp import layout
-from provision.errors import Problem, ProblemCollector, SpecError
-from provision.images import default_image
-from provision.plan import ImagePlan
-from provision.resolve import DEFAULT_SHARED_KIND, Resolution
+from provision.planning.images import default_image
+from provision.planning.plan import ImagePlan
+from provision.planning.resolve import DEFAULT_SHARED_KIND, Resolution
 from provision.spec import LABEL_KEY_PATTERN, LABEL_VALUE_PATTERN, ClusterSpec
+from provision.spec.errors import Problem, ProblemCollector, SpecError
 
 #: Interface names of A3 VMs on Google's Ubuntu images (consistent "predictable" names). Sources:
 #: Cluster Toolkit a3-highgpu-8g/nccl-tests/run-nccl-tests.sh (TCPX) and

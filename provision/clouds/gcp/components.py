@@ -16,13 +16,13 @@ from typing import Any
 import pulumi
 from pulumi_gcp import compute, projects, serviceaccount
 
-from provision.bootstrap import render_user_data
 from provision.clouds.gcp.adapter import assert_labels
 from provision.clouds.gcp.network import Networks, build_networks
 from provision.clouds.gcp.storage import build_storage
-from provision.images import images_dir
-from provision.outputs import stack_outputs
-from provision.plan import ClusterPlan
+from provision.planning.bootstrap import render_user_data
+from provision.planning.images import images_dir
+from provision.planning.outputs import stack_outputs
+from provision.planning.plan import ClusterPlan
 
 TYPE_TOKEN = "provision:gcp:Cluster"
 #: GCP deletes the VMs itself at the plan's expiry (termination time / run duration); no guest timer.

@@ -25,7 +25,7 @@ import re
 from typing import Any
 
 from provision.catalog import InstanceOffer
-from provision.resolve import DEFAULT_SHARED_KIND, Resolution
+from provision.planning.resolve import DEFAULT_SHARED_KIND, Resolution
 from provision.spec import ClusterSpec
 
 #: MTUs. TCPX/TCPXO VPCs: 8244 (see module docstring). RoCE and other VPCs: 8896, the largest GCP MTU
@@ -188,7 +188,7 @@ def scheduling(spec: ClusterSpec, offer: InstanceOffer) -> dict[str, Any]:
     as in pulumi-gcp 10.2's RegionResizeRequest example).
     """
     cap = spec.capacity.type
-    # The plan has an expiry exactly when the spec has a ttl or a cost cap (provision.cost.estimate).
+    # The plan has an expiry exactly when the spec has a ttl or a cost cap (provision.planning.cost.estimate).
     lifetime = spec.lifetime.ttl is not None or spec.lifetime.max_cost_usd is not None
     out: dict[str, Any] = {
         "on_host_maintenance": "TERMINATE",  # GPU VMs cannot live-migrate

@@ -16,7 +16,7 @@ from typing import Any
 
 import pulumi
 
-from provision.testing.mocks import MockContext
+from provision.clouds.mocking import MockContext
 
 API = "https://www.googleapis.com/compute/v1"
 #: A private-services range the mocked Service Networking allocates (outside the default subnets).

@@ -13,7 +13,7 @@ from typing import Any
 import pulumi
 from pulumi_gcp import compute
 
-from provision.plan import ClusterPlan
+from provision.planning.plan import ClusterPlan
 
 
 @dataclass

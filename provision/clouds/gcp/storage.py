@@ -18,9 +18,9 @@ import pulumi
 from pulumi_gcp import compute, filestore, lustre, parallelstore, servicenetworking
 
 from provision.clouds.gcp.network import Networks
-from provision.images import images_dir
-from provision.outputs import shared_fs_summary
-from provision.plan import ClusterPlan
+from provision.planning.images import images_dir
+from provision.planning.outputs import shared_fs_summary
+from provision.planning.plan import ClusterPlan
 
 #: Lustre and NFS mount options; fstab lines add ``_netdev`` so boot waits for the network
 #: (Cluster Toolkit's mount.sh uses ``defaults`` on the command line).

@@ -1,0 +1,95 @@
+"""What every command module shares: options, the console, JSON output and error handling.
+
+Command modules import this module, never :mod:`provision.cli.app` (which imports them).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import typer
+
+from provision.spec.errors import ProvisionError
+
+JsonOpt = typer.Option(False, "--json", help="Print one JSON document on stdout and nothing else.")
+TargetArg = typer.Argument(..., help="A stack name (stacks/Pulumi.<name>.yaml) or a path to a spec or stack YAML file.")
+
+T = TypeVar("T")
+
+
+def console(stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    # A pipe or CI log has no width; 140 columns keeps tables readable there.
+    width = None if stream.isatty() else 140
+    return Console(stderr=stderr, highlight=False, soft_wrap=False, width=width)
+
+
+def emit_json(doc: Any) -> None:
+    sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
+
+
+def run_command(as_json: bool, fn: Callable[[], T]) -> T:
+    """Run ``fn``; turn a ``ProvisionError`` (or an ``OSError``, exit 1) into a message and its exit code.
+
+    No traceback is printed for either.
+    """
+    try:
+        return fn()
+    except (ProvisionError, OSError) as e:
+        if isinstance(e, OSError):  # an unwritable ~/.provision, a full disk, ...
+            where = f" ({e.filename})" if e.filename else ""
+            e = ProvisionError(f"{e.strerror or e}{where}. To fix: check that path's permissions and free space")
+        if as_json:
+            emit_json(e.as_dict())
+        else:
+            from rich.markup import escape
+
+            # User values and patterns contain '[...]': escape them so rich prints them literally.
+            console(stderr=True).print(f"[bold red]error:[/] {escape(e.render())}", markup=True, highlight=False)
+        raise typer.Exit(e.exit_code) from None
+    except KeyboardInterrupt:
+        console(stderr=True).print("interrupted")
+        raise typer.Exit(130) from None
+
+
+def print_plan(summary: dict[str, Any]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    t = Table(show_header=False, title=f"plan: {summary['name']}")
+    t.add_column(style="bold")
+    t.add_column(overflow="fold")
+    storage = summary["storage"]
+    cost = summary["cost"]
+    rows = [
+        ("cloud / region / zone", f"{summary['cloud']} / {summary['region']} / {summary['zone'] or '-'}"),
+        ("nodes", f"{summary['nodes']} x {summary['instance_type']} ({summary['gpus']} x {summary['gpu']})"),
+        (
+            "fabric",
+            f"{summary['fabric']} ({summary['fabric_interfaces']} interfaces/node), islands {summary['islands']}",
+        ),
+        ("capacity", summary["capacity"]),
+        (
+            "shared storage",
+            f"{storage['kind']} {storage['tier']} {storage['size_gib']} GiB" if storage else "none",
+        ),
+        ("image", f"{summary['image']['ref']} ({summary['image']['source']})"),
+        ("hourly", f"${cost['hourly_usd']:,.2f}/h" if cost["hourly_usd"] is not None else "unpriced"),
+        (
+            "lifetime",
+            f"{cost['lifetime_hours']:g} h, ~${cost['lifetime_usd']:,.2f}, expires {summary['expires_at']}"
+            if cost["lifetime_hours"] is not None and cost["lifetime_usd"] is not None
+            else (f"expires {summary['expires_at']}" if summary["expires_at"] else "no lifetime set"),
+        ),
+    ]
+    for k, v in rows:
+        t.add_row(k, escape(str(v)))
+    out = console()
+    out.print(t)
+    for w in summary["warnings"]:
+        out.print(f"[yellow]warning:[/] {escape(w)}", markup=True)

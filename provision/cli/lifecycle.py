@@ -1,0 +1,194 @@
+"""``provision up|down|status|outputs TARGET [--mock] [--yes] [--json]``.
+
+``up`` shows the plan and its cost, then asks before creating anything unless ``--yes``;
+``down`` asks too. ``--json`` cannot prompt, so it needs ``--yes`` for both (exit 2
+otherwise). ``--mock`` runs against the mocked cloud with local state (no Pulumi CLI, no
+credentials). Exit codes as everywhere: 0 ok, 2 bad input, 3 refused by policy or budget,
+1 anything else (a missing Pulumi CLI included).
+
+Registered by :mod:`provision.cli.app` through :func:`register`; nothing heavy loads at start.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from provision.cli.common import console, emit_json, print_plan, run_command
+
+_TARGET = typer.Argument(..., help="A stack name (stacks/Pulumi.<name>.yaml) or a path to a spec or stack YAML file.")
+_JSON = typer.Option(False, "--json", help="Print one JSON document on stdout and nothing else.")
+_MOCK = typer.Option(
+    False, "--mock", help="Use the mocked cloud with local state (~/.provision/mock): no Pulumi CLI, no credentials."
+)
+_YES = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")
+
+#: Outputs printed by `provision up` and `provision outputs` in text mode, in this order.
+_SHOWN_OUTPUTS = ("head_node", "hostfile", "ssh_config", "nccl_env", "shared_fs", "expires_at", "hourly_usd")
+
+
+def _cluster(target: str, mock: bool, as_json: bool) -> Any:
+    from provision.ops.cluster import Cluster
+
+    return Cluster(target, mock=mock, display="none" if as_json else "auto")
+
+
+def _require_yes(command: str, target: str, yes: bool, as_json: bool) -> None:
+    """With ``--json`` nothing can be asked: refuse (exit 2) unless ``--yes`` was given."""
+    if yes or not as_json:
+        return
+    from provision.spec.errors import Problem, UnsupportedError
+
+    def refuse() -> None:
+        raise UnsupportedError(
+            f"provision {command} --json needs --yes",
+            [
+                Problem(
+                    "--yes",
+                    False,
+                    f"is required with --json, which cannot ask before `{command}` changes the cloud",
+                    f"run `provision {command} {target} --json --yes`",
+                )
+            ],
+        )
+
+    run_command(True, refuse)
+
+
+def _ask(question: str) -> None:
+    if not typer.confirm(question, default=False, err=True):
+        console(stderr=True).print("aborted: nothing was changed")
+        raise typer.Exit(1)
+
+
+def _print_changes(result: Any) -> None:
+    from rich.markup import escape
+
+    out = console()
+    for step in result.steps:
+        out.print(f"  {escape(str(step))}")
+    out.print(f"[bold]{escape(result.summary())}[/]")
+    for warning in result.warnings:
+        out.print(f"[yellow]warning:[/] {escape(warning)}")
+
+
+def _print_outputs(outputs: dict[str, Any]) -> None:
+    from rich.markup import escape
+
+    out = console()
+    for key in _SHOWN_OUTPUTS:
+        value = outputs.get(key)
+        if value is None:
+            continue
+        if key == "nccl_env" and isinstance(value, dict):
+            value = "\n".join(f"{k}={v}" for k, v in sorted(value.items()))
+        elif key == "shared_fs" and isinstance(value, dict):
+            value = value.get("mount_command", value)
+        text = str(value).rstrip("\n")
+        if "\n" in text:
+            out.print(f"[bold]{key}:[/]")
+            for line in text.splitlines():
+                out.print(f"  {escape(line)}")
+        else:
+            out.print(f"[bold]{key}:[/] {escape(text)}")
+
+
+def _interruptible(operation: Any, undo: str, mock: bool) -> Any:
+    """Run ``operation``; on Ctrl-C say what may exist and how to remove it, then stop as interrupted."""
+    try:
+        return operation(yes=True)
+    except KeyboardInterrupt:
+        console(stderr=True).print(
+            f"interrupted: resources created so far still exist. To remove them: {undo}{' --mock' if mock else ''}",
+            markup=False,
+        )
+        raise
+
+
+def up(target: str = _TARGET, mock: bool = _MOCK, yes: bool = _YES, as_json: bool = _JSON) -> None:
+    """Create or update a cluster (shows the plan and cost, then asks unless --yes)."""
+    _require_yes("up", target, yes, as_json)
+    cluster = run_command(as_json, lambda: _cluster(target, mock, as_json))
+    if not as_json:
+        print_plan(run_command(False, lambda: cluster.plan().summary()))
+        if not yes:
+            cluster.display = "none"  # the changes are printed below; a live display would repeat them
+            _print_changes(run_command(False, cluster.preview))
+            cluster.display = "auto"
+            _ask(f"Bring up {cluster.stack}{' (mock)' if mock else ''}?")
+    result = run_command(as_json, lambda: _interruptible(cluster.up, f"provision down {target}", mock))
+    if as_json:
+        emit_json(result.as_dict())
+        return
+    _print_outputs(result.outputs)
+
+
+def down(target: str = _TARGET, mock: bool = _MOCK, yes: bool = _YES, as_json: bool = _JSON) -> None:
+    """Delete every resource of a cluster (asks unless --yes)."""
+    _require_yes("down", target, yes, as_json)
+    cluster = run_command(as_json, lambda: _cluster(target, mock, as_json))
+    if not yes:
+        status = run_command(False, cluster.status)
+        if status["state"] == "none":
+            console().print(f"{cluster.stack}: nothing exists; nothing to delete")
+            return
+        _ask(f"Delete all {len(status['resources'])} resources of {cluster.stack}{' (mock)' if mock else ''}?")
+    result = run_command(as_json, lambda: cluster.down(yes=True))
+    if as_json:
+        emit_json(result.as_dict())
+    else:
+        _print_changes(result)
+
+
+def status(target: str = _TARGET, mock: bool = _MOCK, as_json: bool = _JSON) -> None:
+    """Show what exists for a cluster: its resources, cost so far and expiry."""
+    doc = run_command(as_json, lambda: _cluster(target, mock, as_json).status())
+    if as_json:
+        emit_json(doc)
+        return
+    from rich.markup import escape
+    from rich.table import Table
+
+    out = console()
+    mode = " (mock)" if doc["mock"] else ""
+    if doc["state"] == "none":
+        out.print(f"{escape(doc['stack'])}{mode}: nothing exists")
+        return
+    table = Table(title=f"{doc['stack']}{mode}: {len(doc['resources'])} resources")
+    for col in ("type", "name", "id"):
+        table.add_column(col, overflow="fold")
+    for r in doc["resources"]:
+        table.add_row(escape(r["type"]), escape(r["name"]), escape(str(r["id"] or "")))
+    out.print(table)
+    spent = f"${doc['spent_usd']:,.2f}" if doc["spent_usd"] is not None else "unpriced"
+    hourly = f"${doc['hourly_usd']:,.2f}/h" if doc["hourly_usd"] is not None else "unpriced"
+    out.print(f"created {doc['created_at']}, expires {doc['expires_at'] or 'never'}; {hourly}, {spent} so far")
+
+
+def outputs(target: str = _TARGET, mock: bool = _MOCK, as_json: bool = _JSON) -> None:
+    """Print a cluster's outputs (hostfile, ssh_config, nccl_env, ...)."""
+
+    def go() -> dict[str, Any]:
+        from provision.spec.errors import CloudError
+
+        cluster = _cluster(target, mock, as_json)
+        found = cluster.outputs
+        if not found:
+            raise CloudError(
+                f"cluster {cluster.stack!r} is not up, so it has no outputs. "
+                f"To fix: run `provision up {target}{' --mock' if mock else ''}` first"
+            )
+        return dict(found)
+
+    found = run_command(as_json, go)
+    if as_json:
+        emit_json(found)
+    else:
+        _print_outputs(found)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``up``, ``down``, ``status`` and ``outputs`` to the ``provision`` app."""
+    for fn in (up, down, status, outputs):
+        app.command(fn.__name__)(fn)

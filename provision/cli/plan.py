@@ -1,0 +1,84 @@
+"""``provision plan``, ``preview`` and ``schema``: what a spec becomes, before anything exists."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from provision.cli.common import JsonOpt, TargetArg, console, emit_json, print_plan, run_command
+
+
+def _target_data(target: str) -> Any:
+    from provision.spec.loading import read_yaml, spec_data_from_document, target_path
+
+    path = target_path(target)
+    return spec_data_from_document(read_yaml(path), str(path))
+
+
+def _target_stack(target: str) -> str | None:
+    """The stack of a ``Pulumi.<stack>.yaml`` target (a stack name included), as ``Cluster`` names it."""
+    from provision.spec.loading import stack_of_file, target_path
+
+    return stack_of_file(target_path(target))
+
+
+def _plan_target(target: str) -> Any:
+    """The plan of a target; shape and catalog problems come together in one error."""
+    from provision.clouds.validate import load_and_plan
+
+    return load_and_plan(_target_data(target), stack=_target_stack(target))
+
+
+def plan(target: str = TargetArg, as_json: bool = JsonOpt) -> None:
+    """Validate a spec and print the resolved plan (nothing is created)."""
+    summary = run_command(as_json, lambda: _plan_target(target).summary())
+    if as_json:
+        emit_json(summary)
+    else:
+        print_plan(summary)
+
+
+def preview(target: str = TargetArg, as_json: bool = JsonOpt) -> None:
+    """Run the real Pulumi program against the mocked cloud and print every resource."""
+
+    def go() -> dict[str, Any]:
+        from provision.engine.mockrun import run_program
+
+        stack = _target_stack(target) or "preview"
+        plan = _plan_target(target)  # every problem at once, before anything is registered
+        return run_program(plan.spec, stack=stack).as_dict()
+
+    doc = run_command(as_json, go)
+    if as_json:
+        emit_json(doc)
+        return
+    from rich.markup import escape
+    from rich.tree import Tree
+
+    print_plan(doc["plan"])
+    tree = Tree(f"[bold]{doc['plan']['name']}[/] ({len(doc['resources'])} resources)")
+    for r in doc["resources"]:
+        tree.add(f"{escape(r['type'])}  [cyan]{escape(r['name'])}[/]")
+    out = console()
+    out.print(tree)
+    outputs = doc["outputs"]
+    out.print("[bold]outputs[/]")
+    for key in ("head_node", "hostfile", "shared_fs", "expires_at", "hourly_usd"):
+        value = outputs.get(key)
+        if isinstance(value, dict):
+            value = value.get("mount_command", value)
+        out.print(f"  {key}: {str(value).strip()}", markup=False)
+
+
+def schema(as_json: bool = JsonOpt) -> None:
+    """Print the JSON Schema of the cluster spec."""
+    from provision.spec import ClusterSpec
+
+    emit_json(ClusterSpec.model_json_schema())
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``plan``, ``preview`` and ``schema`` to the ``provision`` app."""
+    for fn in (plan, preview, schema):
+        app.command(fn.__name__)(fn)

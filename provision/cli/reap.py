@@ -1,0 +1,89 @@
+"""``provision reap``: list (and with ``--yes`` delete) clusters past their expiry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from provision.cli.common import JsonOpt, console, emit_json, run_command
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def reap(
+        yes: bool = typer.Option(False, "--yes", help="Delete what is listed (default: only list)."),
+        mock: bool = typer.Option(False, "--mock", help="Reap the mocked clouds' stacks instead of real ones."),
+        aws_region: list[str] = typer.Option(
+            [], "--aws-region", help="Also sweep this AWS region by tag (works without Pulumi state); repeatable."
+        ),
+        as_json: bool = JsonOpt,
+    ) -> None:
+        """Find clusters whose provision-expires-at has passed: in the state backend, or by cloud tags."""
+
+        def go() -> dict[str, Any]:
+            from provision.ops import reaper
+
+            found: list[dict[str, Any]] = []
+            if mock:
+                for c in reaper.expired_mock_stacks():
+                    row = {**c.as_dict(), "source": "mock"}
+                    if yes:
+                        row["deleted"] = reaper.reap_mock_stack(c.cluster)
+                    found.append(row)
+            else:
+                for c in reaper.expired_pulumi_stacks():
+                    row = {**c.as_dict(), "source": "pulumi-stack"}
+                    if yes:
+                        row["deleted"] = reaper.reap_pulumi_stack(c.cluster)
+                    found.append(row)
+            for region in aws_region:
+                found.extend(_sweep_aws(region, yes))
+            return {"expired": found, "deleted": yes}
+
+        doc = run_command(as_json, go)
+        if as_json:
+            emit_json(doc)
+            return
+        out = console()
+        if not doc["expired"]:
+            out.print("no expired clusters", markup=False)
+            return
+        for row in doc["expired"]:
+            verb = f"deleted {len(row.get('deleted', []))} resources of" if yes else "expired:"
+            out.print(
+                f"{verb} {row['cluster']} ({row['cloud']} {row['region']}, {row['source']}) "
+                f"expired at {row['expires_at']}",
+                markup=False,
+            )
+        if not yes:
+            out.print("run again with --yes to delete them", markup=False)
+
+
+def _sweep_aws(region: str, yes: bool) -> list[dict[str, Any]]:
+    """Expired clusters in one AWS region by tag (deleted with ``yes``); AWS failures become ``ProvisionError`` s.
+
+    Raises:
+        UnsupportedError: boto3 is not installed. CloudError: AWS refused (no credentials, access denied, ...).
+    """
+    from provision.ops import reaper
+    from provision.spec.errors import CloudError, UnsupportedError
+
+    try:
+        from botocore.exceptions import BotoCoreError, ClientError
+    except ImportError:
+        raise UnsupportedError(
+            "--aws-region needs boto3, which is not installed. To fix: pip install 'provision[aws]'"
+        ) from None
+    rows = []
+    try:
+        sweeper = reaper.AwsSweeper(region)
+        for c in sweeper.find():
+            row = {**c.as_dict(), "source": "aws-tags"}
+            if yes:
+                row["deleted"] = sweeper.delete(c)
+            rows.append(row)
+    except (BotoCoreError, ClientError) as e:
+        code = e.response.get("Error", {}).get("Code", "") if isinstance(e, ClientError) else type(e).__name__
+        raise CloudError(f"sweeping AWS region {region} failed: {e}", code=code) from None
+    return rows

@@ -1,0 +1,208 @@
+"""``provision size``: the sizing planner on the command line.
+
+Numbers are taken as text and parsed by :func:`provision.planning.sizing.size_training`, so one run reports every bad
+option at once (exit 2, no traceback) instead of stopping at the first one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from provision.cli.common import console, emit_json, run_command
+
+GIB = 1024**3
+
+
+def size(
+    params: str | None = typer.Option(None, "--params", help="Model parameters: 70B, 7e9, 500M.", show_default=False),
+    tokens: str | None = typer.Option(None, "--tokens", help="Training tokens: 2T, 1.5T, 300B.", show_default=False),
+    gpu: str = typer.Option("H100", "--gpu", help="Accelerator model from the catalog."),
+    gpus: str | None = typer.Option(None, "--gpus", metavar="N", help="Total GPUs (whole nodes); default: derived."),
+    deadline_days: str | None = typer.Option(
+        None, "--deadline-days", metavar="DAYS", help="Finish within this many days (default 30 without --gpus)."
+    ),
+    mfu: str = typer.Option("0.4", "--mfu", metavar="FLOAT", help="Model-FLOPs utilisation, in (0, 1]."),
+    precision: str = typer.Option("bf16", "--precision", help="bf16 or fp8 (sets the peak TFLOPS)."),
+    optimizer: str = typer.Option("adamw", "--optimizer", help="adamw, adafactor or sgd."),
+    seq_len: str = typer.Option("4096", "--seq-len", metavar="TOKENS", help="Training sequence length."),
+    checkpoint_minutes: str = typer.Option(
+        "5", "--checkpoint-minutes", metavar="MIN", help="Time allowed to write one checkpoint."
+    ),
+    electricity_usd_per_kwh: str = typer.Option(
+        "0.12", "--electricity-usd-per-kwh", metavar="USD", help="Electricity price for an owned server."
+    ),
+    pue: str = typer.Option("1.3", "--pue", metavar="FLOAT", help="Data-centre power usage effectiveness."),
+    utilisation: str = typer.Option(
+        "0.8", "--utilisation", metavar="FLOAT", help="Share of hours an owned server is busy."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout and nothing else."),
+) -> None:
+    """Size a training run: FLOPs, GPU-hours, memory per GPU, GPUs and time, clouds, storage, buy versus rent."""
+    from provision.planning.sizing import size_training
+
+    report = run_command(
+        as_json,
+        lambda: size_training(
+            params,
+            tokens,
+            gpu=gpu,
+            gpus=gpus,
+            deadline_days=deadline_days,
+            mfu=mfu,
+            precision=precision,
+            optimizer=optimizer,
+            seq_len=seq_len,
+            checkpoint_minutes=checkpoint_minutes,
+            electricity_usd_per_kwh=electricity_usd_per_kwh,
+            pue=pue,
+            utilisation=utilisation,
+        ),
+    )
+    if as_json:
+        emit_json(report.as_dict())
+    else:
+        print_report(report.as_dict())
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``size`` command to ``app``."""
+    app.command("size")(size)
+
+
+def _usd(v: float | None) -> str:
+    return "unpriced" if v is None else f"${v:,.0f}" if v >= 100 else f"${v:,.2f}"
+
+
+def _bytes(v: float) -> str:
+    for scale, unit in ((1e15, "PB"), (1e12, "TB"), (1e9, "GB"), (1e6, "MB")):
+        if v >= scale:
+            return f"{v / scale:,.2f} {unit}"
+    return f"{v:,.0f} B"
+
+
+def _table(title: str, rows: list[tuple[str, str]]) -> Any:
+    from rich.table import Table
+
+    t = Table(show_header=False, title=title, title_justify="left")
+    t.add_column(style="bold")
+    t.add_column(overflow="fold")
+    for k, v in rows:
+        t.add_row(k, v)
+    return t
+
+
+def print_report(r: dict[str, Any]) -> None:
+    """Readable rich output of a sizing report (``SizingReport.as_dict()``)."""
+    from rich.table import Table
+
+    from provision.planning.sizing import format_count
+
+    out = console()
+    i, c, m, k, s, b = r["inputs"], r["compute"], r["memory"], r["cluster"], r["storage"], r["buy_vs_rent"]
+    out.print(
+        _table(
+            f"compute: {format_count(i['params'])} parameters x {format_count(i['tokens'])} tokens on {i['gpu']}",
+            [
+                ("formula", c["formula"]),
+                ("training FLOPs", f"{c['training_flops']:.3e} ({c['tokens_per_param']:.1f} tokens/param)"),
+                (
+                    "per GPU",
+                    f"{c['peak_tflops_per_gpu']:g} dense {i['precision'].upper()} TFLOPS peak x MFU {i['mfu']:g} = "
+                    f"{c['achieved_tflops_per_gpu']:g} TFLOPS",
+                ),
+                ("GPU-hours", f"{c['gpu_hours']:,.0f}"),
+            ],
+        )
+    )
+    per = " + ".join(f"{v:g} {n}" for n, v in m["bytes_per_param"].items())
+    allowance = ", ".join(f"{n} {v / GIB:,.1f}" for n, v in m["allowance_per_gpu"].items())
+    out.print(
+        _table(
+            f"memory per GPU at {m['gpus']} GPUs ({i['optimizer']}, full sharding: ZeRO-3 / FSDP)",
+            [
+                ("bytes/param", f"{per} = {m['bytes_per_param_total']:g}"),
+                ("weights", f"{m['weights_per_gpu_bytes'] / GIB:,.2f} GiB"),
+                ("gradients", f"{m['gradients_per_gpu_bytes'] / GIB:,.2f} GiB"),
+                ("optimizer states", f"{m['optimizer_per_gpu_bytes'] / GIB:,.2f} GiB (incl. fp32 master)"),
+                ("allowance", f"{m['allowance_per_gpu_bytes'] / GIB:,.1f} GiB ({allowance})"),
+                ("total", f"{m['total_per_gpu_bytes'] / GIB:,.1f} of {m['gpu_memory_bytes'] / GIB:g} GiB"),
+                ("fits from", f"{m['min_gpus']} GPUs ({m['min_nodes']} node(s))" if m["min_gpus"] else "no GPU count"),
+            ],
+        )
+    )
+    out.print(
+        _table(
+            f"cluster: {k['topology']}",
+            [
+                ("GPUs", f"{k['gpus']} = {k['nodes']} x {k['gpus_per_node']}"),
+                ("why", k["basis"]),
+                ("wall time", f"{k['wall_hours']:,.1f} h = {k['wall_days']:,.1f} days"),
+                ("recommendation", k["recommendation"]),
+            ],
+        )
+    )
+    clouds = Table(title="recommended cluster per cloud (on-demand list prices)", title_justify="left")
+    for col in ("cloud", "instance", "GPUs", "fabric", "region", "$/h", "total", "days"):
+        clouds.add_column(col, no_wrap=True)
+    for o in r["clouds"]:
+        clouds.add_row(
+            o["cloud"],
+            o["instance_type"] or "-",
+            f"{o['gpus']} x {o['gpu']}" if o["gpu"] else "-",
+            o["fabric_name"] or "-",
+            o["region"] or "-",
+            _usd(o["hourly_usd"]),
+            _usd(o["total_usd"]),
+            f"{o['wall_hours'] / 24:,.1f}" if o["wall_hours"] else "-",
+        )
+    out.print(clouds)
+    for o in r["clouds"]:
+        for note in o["notes"]:
+            out.print(f"  {o['cloud']}: {note}", markup=False)
+    fs = [(f["cloud"], f["note"]) for f in s["filesystems"]]
+    out.print(
+        _table(
+            "storage",
+            [
+                ("checkpoint", f"{_bytes(s['checkpoint_bytes'])} ({s['checkpoint_bytes_per_param']:g} bytes/param)"),
+                ("write within", f"{s['checkpoint_minutes']:g} min -> {s['required_write_gbps']:,.2f} GB/s"),
+                (
+                    "dataset",
+                    f"{_bytes(s['dataset_tokenized_bytes'])} tokenized, {_bytes(s['dataset_raw_text_bytes'])} raw",
+                ),
+                ("shared capacity", f"{_bytes(s['shared_capacity_bytes'])} (+{s['retained_checkpoints']} checkpoints)"),
+                *fs,
+            ],
+        )
+    )
+    owned = ", ".join(
+        f"{a['years']} years: {_usd(a['owned_usd_per_node_hour'])}/h ({a['cheaper']} is cheaper)"
+        if a["owned_usd_per_node_hour"] is not None
+        else f"{a['years']} years: unknown"
+        for a in b["amortisation"]
+    )
+    out.print(
+        _table(
+            f"buy versus rent: one 8x {b['gpu']} server",
+            [
+                ("server", f"{_usd(b['server_price_usd']) if b['server_price_usd'] else 'unknown price'}"),
+                (
+                    "power",
+                    f"{b['typical_power_kw']:.1f} kW typical of {b['max_power_kw']:g} kW max, PUE {b['pue']:g}, "
+                    f"${b['electricity_usd_per_kwh']:g}/kWh -> {_usd(b['energy_usd_per_node_hour'])}/h"
+                    if b["typical_power_kw"]
+                    else "unknown",
+                ),
+                ("rent", f"{_usd(b['rent_usd_per_node_hour'])}/h ({b['rent_offer'] or 'no on-demand price'})"),
+                ("owned per busy hour", owned),
+                ("verdict", b["verdict"]),
+            ],
+        )
+    )
+    out.print("[bold]assumptions[/]")
+    for a in r["assumptions"]:
+        out.print(f"  - {a}", markup=False)
+    for w in r["warnings"]:
+        out.print(f"[yellow]warning:[/] {w}", markup=True)

@@ -1,0 +1,147 @@
+"""Run the cluster program under the mocked cloud, in-process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import warnings
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from provision.clouds.mocking import CloudFaultError, CloudMocks, Fault, Registered
+from provision.planning.plan import ClusterPlan
+from provision.spec import CONFIG_KEY, PROJECT, ClusterSpec
+
+
+@dataclass
+class PreviewResult:
+    """What one mocked run registered and returned."""
+
+    plan: ClusterPlan
+    resources: list[Registered]
+    outputs: dict[str, Any]
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def of_type(self, type_token: str) -> list[Registered]:
+        return [r for r in self.resources if r.type == type_token]
+
+    def one(self, type_token: str) -> Registered:
+        found = self.of_type(type_token)
+        if len(found) != 1:
+            raise AssertionError(f"expected one {type_token}, found {len(found)}: {[r.name for r in found]}")
+        return found[0]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON shape of ``provision preview --json`` (DESIGN.md)."""
+        return {
+            "plan": self.plan.summary(),
+            "resources": [{"type": r.type, "name": r.name, "inputs": r.inputs} for r in self.resources if r.custom],
+            "components": [{"type": r.type, "name": r.name} for r in self.resources if not r.custom],
+            "outputs": self.outputs,
+        }
+
+
+def stack_config(root: Path, stack: str) -> tuple[dict[str, str], list[str]]:
+    """A stack's config as the Pulumi CLI hands it to a program: ``{"ns:key": str}``.
+
+    Structured values become JSON strings; ``secure:`` values are listed as secret keys
+    with a placeholder (they cannot be decrypted without the CLI).
+    """
+    project = yaml.safe_load((root / "Pulumi.yaml").read_text(encoding="utf-8"))
+    name = project["name"]
+    cfg: dict[str, Any] = {}
+    for key, decl in (project.get("config") or {}).items():
+        full = key if ":" in key else f"{name}:{key}"
+        if isinstance(decl, dict) and "default" in decl:
+            cfg[full] = decl["default"]
+        elif isinstance(decl, dict) and "value" in decl:
+            cfg[full] = decl["value"]
+        elif not isinstance(decl, dict):
+            cfg[full] = decl
+    doc = yaml.safe_load((root / project.get("stackConfigDir", ".") / f"Pulumi.{stack}.yaml").read_text()) or {}
+    secret: list[str] = []
+    for key, value in (doc.get("config") or {}).items():
+        full = key if ":" in key else f"{name}:{key}"
+        if isinstance(value, dict) and set(value) == {"secure"}:
+            secret.append(full)
+            value = "mock-secret"
+        cfg[full] = value
+    return {k: v if isinstance(v, str) else json.dumps(v) for k, v in cfg.items()}, secret
+
+
+def _resolve(value: Any) -> Any:
+    import pulumi
+
+    return pulumi.Output.from_input(value)
+
+
+def run_program(
+    spec: ClusterSpec,
+    *,
+    stack: str = "mock",
+    faults: tuple[Fault, ...] | list[Fault] = (),
+    now: datetime | None = None,
+    config: dict[str, str] | None = None,
+    owner: str | None = None,
+) -> PreviewResult:
+    """Plan ``spec`` and run its Pulumi program under :class:`CloudMocks`.
+
+    Validation happens first: a bad spec raises ``SpecError`` / ``BudgetError`` before any
+    resource is registered. Faults raise ``CloudFaultError`` (wrapped by Pulumi).
+
+    Not thread-safe: Pulumi's runtime settings are process-global.
+    """
+    import pulumi
+
+    from provision.clouds.base import get_adapter
+
+    now = now or datetime.now(timezone.utc)
+    adapter = get_adapter(spec.cloud)
+    plan = adapter.plan(spec, now=now, stack=stack, owner=owner)
+    adapter.require_sdk()
+    _ensure_event_loop()
+    mocks = CloudMocks(faults, region=spec.region)
+    pulumi.runtime.set_all_config({CONFIG_KEY: spec.model_dump_json(exclude_none=True), **(config or {})})
+    pulumi.runtime.settings.ROOT.set(None)
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False)
+    captured: dict[str, Any] = {}
+
+    @pulumi.runtime.test
+    def _run() -> Any:
+        outputs = adapter.build(plan)
+        return _resolve(outputs).apply(captured.update)
+
+    try:
+        _run()
+    except CloudFaultError as e:
+        # What a real run leaves in the state: every resource created before the failure.
+        e.partial = list(mocks.ledger)
+        raise
+    return PreviewResult(plan=plan, resources=list(mocks.ledger), outputs=captured, calls=list(mocks.calls))
+
+
+def _ensure_event_loop() -> None:
+    """Give this thread an open event loop unless one is running.
+
+    Pulumi's mocked runtime makes futures on the current loop. After an ``asyncio.run``
+    (in a script, or an earlier test) the main thread has none and ``asyncio.Future()``
+    raises. Inside a running loop (a Jupyter cell) nothing is needed: the runtime pumps it.
+    """
+    try:
+        asyncio.get_running_loop()
+        return
+    except RuntimeError:
+        pass
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            loop = asyncio.get_event_loop()
+        if not loop.is_closed():
+            return
+    except RuntimeError:
+        pass
+    asyncio.set_event_loop(asyncio.new_event_loop())

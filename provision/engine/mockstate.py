@@ -1,0 +1,275 @@
+"""Mocked clouds with state: ``up``, ``status``, ``outputs`` and ``down`` with no CLI and no credentials.
+
+``Cluster(..., mock=True)`` and ``provision ... --mock`` run the real program under
+:class:`~provision.testing.CloudMocks` in this process (:func:`provision.testing.run_program`)
+and keep what it registered in ``$PROVISION_HOME/mock/<stack>.json`` (0600): the spec and
+its hash, every resource (type, name, inputs, id), the outputs, and the creation time.
+
+Like the Pulumi engine, an ``up`` compares the new resource graph with the stored one by
+(type, logical name): resources only in the new graph are created, only in the old one
+deleted, and those whose inputs differ updated (with the differing input paths). An ``up``
+of an unchanged spec therefore reports 0 changes and writes nothing. ``down`` deletes the
+state file. The creation time is kept across updates, as ``provision:createdAt`` is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from provision.engine.progress import ResourceChange
+from provision.spec import ClusterSpec
+from provision.spec.errors import CloudError
+from provision.spec.units import format_time, parse_time
+
+#: Bumped when the file layout changes; older files are read as "nothing exists".
+STATE_VERSION = 1
+_SAFE_STACK = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` as plain JSON data (what is stored is what is compared)."""
+    return json.loads(json.dumps(value, default=str, sort_keys=True))
+
+
+def spec_hash(spec: ClusterSpec) -> str:
+    """A stable hash of the spec's canonical JSON."""
+    text = json.dumps(spec.model_dump(mode="json", exclude_none=True), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class MockResource:
+    """One resource as the mocked cloud holds it."""
+
+    type: str
+    name: str
+    inputs: dict[str, Any]
+    id: str
+    custom: bool = True
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.type, self.name)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "name": self.name, "id": self.id, "custom": self.custom, "inputs": self.inputs}
+
+
+@dataclass
+class MockState:
+    """What exists in the mocked cloud for one stack."""
+
+    stack: str
+    spec: dict[str, Any]
+    spec_hash: str
+    resources: list[MockResource]
+    outputs: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    version: int = STATE_VERSION
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "stack": self.stack,
+            "spec_hash": self.spec_hash,
+            "spec": self.spec,
+            "created_at": format_time(self.created_at),
+            "updated_at": format_time(self.updated_at),
+            "resources": [r.as_dict() for r in self.resources],
+            "outputs": self.outputs,
+        }
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> MockState:
+        return cls(
+            stack=doc["stack"],
+            spec=doc["spec"],
+            spec_hash=doc["spec_hash"],
+            resources=[
+                MockResource(
+                    r["type"], r["name"], r.get("inputs") or {}, r.get("id") or "", bool(r.get("custom", True))
+                )
+                for r in doc.get("resources") or []
+            ],
+            outputs=doc.get("outputs") or {},
+            created_at=parse_time(doc["created_at"]),
+            updated_at=parse_time(doc["updated_at"]),
+            version=int(doc.get("version", STATE_VERSION)),
+        )
+
+
+@dataclass
+class MockPlan:
+    """The outcome of running the program against stored state: the new state and the steps to it."""
+
+    state: MockState
+    changes: list[ResourceChange] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for c in self.changes:
+            counts[c.op] = counts.get(c.op, 0) + 1
+        return counts
+
+    @property
+    def changed(self) -> bool:
+        return any(c.op != "same" for c in self.changes)
+
+
+class MockStore:
+    """Mock state files, one a stack, under ``<home>/mock/`` (0700; files 0600).
+
+    Args:
+        home: the provision home; ``$PROVISION_HOME`` or ``~/.provision`` when ``None``.
+    """
+
+    def __init__(self, home: Path | None = None) -> None:
+        from provision.engine.automation import private_dir, provision_home
+
+        self.root = private_dir((home or provision_home()) / "mock")
+
+    def path(self, stack: str) -> Path:
+        return self.root / f"{_SAFE_STACK.sub('_', stack)}.json"
+
+    def load(self, stack: str) -> MockState | None:
+        """The stored state of ``stack``; ``None`` when nothing exists (or the file is from another layout)."""
+        path = self.path(stack)
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except ValueError as e:
+            raise CloudError(f"the mock state {path} is not JSON ({e}); to fix: delete it") from None
+        if not isinstance(doc, dict) or doc.get("version") != STATE_VERSION:
+            return None
+        try:
+            return MockState.from_dict(doc)
+        except (KeyError, TypeError, ValueError) as e:
+            raise CloudError(f"the mock state {path} is damaged ({e!r}); to fix: delete it") from None
+
+    def save(self, state: MockState) -> Path:
+        """Write atomically with owner-only permissions."""
+        path = self.path(state.stack)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(state.as_dict(), f, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+        return path
+
+    def delete(self, stack: str) -> MockState | None:
+        """Remove the stack's state; returns what was there."""
+        state = self.load(stack)
+        self.path(stack).unlink(missing_ok=True)
+        return state
+
+    def stacks(self) -> list[str]:
+        return sorted(p.stem for p in self.root.glob("*.json"))
+
+
+def input_diff(old: Any, new: Any, prefix: str = "") -> list[str]:
+    """Dotted paths where ``new`` differs from ``old`` (mappings and same-length lists recurse)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        keys: list[str] = []
+        for k in sorted(set(old) | set(new), key=str):
+            path = f"{prefix}.{k}" if prefix else str(k)
+            if k not in old or k not in new:
+                keys.append(path)
+            else:
+                keys.extend(input_diff(old[k], new[k], path))
+        return keys
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        keys = []
+        for i, (a, b) in enumerate(zip(old, new, strict=True)):
+            keys.extend(input_diff(a, b, f"{prefix}[{i}]"))
+        return keys
+    return [] if old == new else [prefix or "(value)"]
+
+
+def diff_resources(old: list[MockResource], new: list[MockResource]) -> list[ResourceChange]:
+    """Engine-style steps from ``old`` to ``new``: create / update (changed keys) / same, then deletes."""
+    before = {r.key: r for r in old}
+    after = {r.key for r in new}
+    steps = []
+    for r in new:
+        prev = before.get(r.key)
+        if prev is None:
+            steps.append(ResourceChange("create", r.type, r.name))
+        else:
+            keys = input_diff(prev.inputs, r.inputs)
+            steps.append(ResourceChange("update" if keys else "same", r.type, r.name, tuple(keys)))
+    # Deletes run after creates and updates, in reverse registration order (dependents first).
+    steps.extend(ResourceChange("delete", r.type, r.name) for r in reversed(old) if r.key not in after)
+    return steps
+
+
+class MockRunFailedError(CloudError):
+    """A mocked ``up`` failed part-way (an injected fault); ``state`` is what exists afterwards.
+
+    Like a real Pulumi run, what was created before the failure stays: the state keeps the
+    resources registered so far plus the earlier ones not reached, and ``down`` removes them.
+    """
+
+    def __init__(self, message: str, code: str, state: MockState) -> None:
+        super().__init__(message, code=code)
+        self.state = state
+
+
+def run_mock(
+    spec: ClusterSpec,
+    stack: str,
+    previous: MockState | None,
+    now: datetime | None = None,
+    faults: tuple[Any, ...] | list[Any] = (),
+) -> MockPlan:
+    """Run the program for ``spec`` under the mocked cloud and diff it against ``previous``.
+
+    The creation time is ``previous.created_at`` when there is one, else ``now``, so an
+    unchanged spec yields the same graph (expiry tags included) and no steps.
+
+    Raises:
+        SpecError, BudgetError: the spec fails validation (nothing is registered).
+        MockRunFailedError: an injected fault failed a resource; carries the partial state.
+    """
+    from provision.clouds.mocking import CloudFaultError
+    from provision.engine.mockrun import run_program
+
+    now = (now or datetime.now(timezone.utc)).replace(microsecond=0)
+    created_at = previous.created_at if previous else now
+
+    def state_of(registered: list[Any], outputs: dict[str, Any]) -> MockState:
+        resources = [MockResource(r.type, r.name, _jsonable(r.inputs), r.id, r.custom) for r in registered]
+        return MockState(
+            stack=stack,
+            spec=_jsonable(spec.model_dump(mode="json", exclude_none=True)),
+            spec_hash=spec_hash(spec),
+            resources=resources,
+            outputs=_jsonable(outputs),
+            created_at=created_at,
+            updated_at=now,
+        )
+
+    try:
+        run = run_program(spec, stack=stack, now=created_at, faults=faults)
+    except CloudFaultError as e:
+        partial = state_of(e.partial, {})
+        reached = {r.key for r in partial.resources}
+        partial.resources += [r for r in (previous.resources if previous else []) if r.key not in reached]
+        raise MockRunFailedError(f"up of {stack!r} failed: {e}", e.code, partial) from None
+    state = state_of(run.resources, run.outputs)
+    return MockPlan(state, diff_resources(previous.resources if previous else [], state.resources))
+
+
+def destroy_steps(state: MockState | None) -> list[ResourceChange]:
+    """The steps of deleting everything in ``state`` (dependents first)."""
+    if state is None:
+        return []
+    return [ResourceChange("delete", r.type, r.name) for r in reversed(state.resources)]

@@ -1,0 +1,606 @@
+"""``Cluster``: the Python API for notebooks and scripts.
+
+    >>> from provision import Cluster
+    >>> c = Cluster("gcp-a3-64", mock=True)       # a stack in stacks/, a spec file, a mapping or a ClusterSpec
+    >>> c.plan().summary()["hourly_usd"]           # validated plan and cost; nothing is created
+    >>> c.up()                                      # create or update; shows progress
+    >>> print(c.hostfile()); c.nccl_env; c.cost    # what training jobs need
+    >>> c.down()                                    # delete everything
+
+Real mode runs :func:`provision.engine.program.cluster_program` in this process through the Pulumi
+Automation API on the repository's ``Pulumi.yaml`` and stack files (see
+:mod:`provision.engine.automation`); mock mode (``mock=True``) runs the same program against the
+mocked cloud with local state (:mod:`provision.engine.mockstate`) and needs no CLI or credentials.
+
+Not thread-safe: one operation at a time per process (Pulumi's runtime is process-global).
+"""
+
+from __future__ import annotations
+
+import html
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from provision.engine.progress import OperationResult, Progress
+from provision.planning.outputs import render_hostfile
+from provision.spec import ClusterSpec
+from provision.spec.errors import CapacityError, CloudError, Problem, SpecError, UnsupportedError
+from provision.spec.loading import resolve_target, stack_of_file
+from provision.spec.units import format_time
+
+if TYPE_CHECKING:
+    from pulumi import automation as auto
+
+    from provision.clouds.mocking import Fault
+    from provision.planning.plan import ClusterPlan
+
+#: Pulumi stack names: letters, digits, '-', '_', '.', optionally as org/project/stack.
+_STACK_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./")
+
+
+@dataclass(frozen=True)
+class ClusterCost:
+    """The estimated cost: per hour, and since the cluster was created (at the estimated rate).
+
+    ``created_at`` is ``None`` (and ``spent_usd`` 0) while the cluster does not exist.
+    """
+
+    hourly_usd: float | None
+    created_at: datetime | None
+    elapsed_hours: float
+    spent_usd: float | None
+    lifetime_usd: float | None
+    expires_at: datetime | None
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        for k in ("created_at", "expires_at"):
+            d[k] = format_time(d[k]) if d[k] else None
+        return d
+
+    def __str__(self) -> str:
+        if self.hourly_usd is None:
+            return "unpriced"
+        spent = f", ${self.spent_usd:,.2f} so far ({_duration(self.elapsed_hours)})" if self.created_at else ""
+        return f"${self.hourly_usd:,.2f}/h{spent}"
+
+    def __repr__(self) -> str:
+        lifetime = f", ~${self.lifetime_usd:,.2f} for the whole lifetime" if self.lifetime_usd is not None else ""
+        expires = f", expires {self.as_dict()['expires_at']}" if self.expires_at else ""
+        return f"<ClusterCost {self}{lifetime}{expires}>"
+
+
+def _duration(hours: float) -> str:
+    minutes = hours * 60
+    if minutes < 1:
+        return f"{minutes * 60:.0f} s"
+    if minutes < 120:
+        return f"{minutes:.0f} min"
+    return f"{hours:.1f} h"
+
+
+def _resolve(target: Any, root: Path | None) -> tuple[ClusterSpec, str]:
+    """(spec, default stack name): the stack file's stack, else the spec's name."""
+    spec, source = resolve_target(target, root)
+    return spec, (stack_of_file(source) if source else None) or spec.name
+
+
+def _check_stack_name(stack: str) -> str:
+    if not stack or not set(stack) <= _STACK_CHARS or stack.startswith(("/", ".")) or "//" in stack:
+        raise SpecError(
+            problems=[
+                Problem("stack", stack, "is not a valid Pulumi stack name", "use letters, digits, '-', '_' and '.'")
+            ]
+        )
+    return stack
+
+
+class Cluster:
+    """One GPU cluster: plan it, bring it up, read its outputs, tear it down.
+
+    Args:
+        target: a :class:`~provision.spec.models.ClusterSpec`, a spec mapping, a path to a spec or
+            stack YAML file, or a stack name in ``stacks/``.
+        stack: the Pulumi stack (default: the stack name of the target, else the spec's name).
+        mock: run against the mocked cloud with local state instead of the real cloud.
+        root: the folder with ``Pulumi.yaml`` and ``stacks/`` (default: the working
+            directory or the checkout this package runs from).
+        display: progress display: ``auto``, ``rich``, ``notebook``, ``plain`` or ``none``.
+        pulumi_command: the ``pulumi.automation.PulumiCommand`` to run (default: the
+            installed CLI; tests pass a fake).
+        faults: mock mode only: :class:`~provision.testing.Fault` s that fail resources with a
+            cloud error code, so a user's CI can rehearse capacity or quota failures. What was
+            created before the failure stays in the mock state, as Pulumi would keep it.
+
+    Raises:
+        SpecError: the target cannot be read or the spec is invalid (every problem listed).
+    """
+
+    def __init__(
+        self,
+        target: ClusterSpec | Mapping[str, Any] | str | Path,
+        *,
+        stack: str | None = None,
+        mock: bool = False,
+        root: Path | str | None = None,
+        display: str = "auto",
+        pulumi_command: auto.PulumiCommand | None = None,
+        faults: Sequence[Fault] = (),
+    ) -> None:
+        from provision.engine.automation import project_root
+
+        if faults and not mock:
+            raise UnsupportedError("faults can only be injected into the mocked cloud; to fix: pass mock=True")
+        self.root = Path(root) if root else project_root()
+        self.spec, default_stack = _resolve(target, self.root)
+        self.stack = _check_stack_name(stack or default_stack)
+        self.mock = mock
+        self.display = display
+        self._command = pulumi_command
+        self._faults = tuple(faults)
+        self._outputs: dict[str, Any] | None = None
+        self._created_at: datetime | None = None
+        self._state = "unknown"
+        self._planned: int | None = None
+        self._plans: dict[datetime | None, ClusterPlan] = {}
+
+    @classmethod
+    def from_spec(cls, spec: ClusterSpec | Mapping[str, Any], **kwargs: Any) -> Cluster:
+        """A cluster from a spec object or mapping; ``stack`` defaults to the spec's name."""
+        return cls(spec, **kwargs)
+
+    @classmethod
+    def from_stack(cls, name: str, **kwargs: Any) -> Cluster:
+        """A cluster from ``stacks/Pulumi.<name>.yaml``, on stack ``name``."""
+        return cls(name, **kwargs)
+
+    # ------------------------------------------------------------------ plan
+    def plan(self) -> ClusterPlan:
+        """The validated plan (offer, zone, nodes, fabric, storage, cost). Creates nothing.
+
+        The lifetime counts from the cluster's creation time when it exists, else from now.
+
+        Raises:
+            SpecError: the catalog cannot satisfy the spec. BudgetError: the cost cap refuses it.
+        """
+        return self._plan_at(self._known_created_at())
+
+    def _plan_at(self, created: datetime | None) -> ClusterPlan:
+        """The plan whose lifetime counts from ``created`` (from now when ``None``), computed once."""
+        from provision.clouds.base import get_adapter
+
+        if created not in self._plans:
+            self._plans[created] = get_adapter(self.spec.cloud).plan(self.spec, now=created, stack=self.stack)
+        return self._plans[created]
+
+    def _known_created_at(self) -> datetime | None:
+        if self.mock:
+            state = self._store().load(self.stack)
+            return state.created_at if state else None
+        return self._created_at
+
+    # ------------------------------------------------------------------ operations
+    def preview(self) -> OperationResult:
+        """What ``up`` would change: resources to create, update (with the changed input keys) and delete."""
+        self.plan()
+        if self.mock:
+            result = self._mock_up(apply=False)
+        else:
+            from provision.engine import automation
+
+            stack = self._open(create=True)
+            assert stack is not None  # noqa: S101  # create=True always returns a stack
+            created_at = automation.run_operation(
+                "config", self.stack, lambda: automation.write_config(stack, self.spec, _now(), created=False)
+            )
+            program = self._program(created_at or _now())
+            with self._progress("preview") as p:
+                automation.run_operation(
+                    "preview", self.stack, lambda: stack.preview(program=program, on_event=p.on_event), p
+                )
+                result = p.result(mock=False)
+                p.finish(result)
+        self._planned = result.changed
+        return result
+
+    def up(self, yes: bool = True) -> OperationResult | None:
+        """Create or update the cluster; blocks until done. Safe to repeat (an unchanged spec changes nothing).
+
+        Args:
+            yes: ``False`` prints the plan and the preview and asks before changing anything.
+
+        Returns:
+            What changed, with the outputs; ``None`` when the user declined.
+
+        Raises:
+            SpecError, BudgetError: before anything is created.
+            CapacityError, CloudError: the cloud or Pulumi failed (resources created so far
+                remain; call :meth:`down`). CloudError also when the Pulumi CLI is missing.
+        """
+        plan = self.plan()  # validation and the cost cap, before the first resource
+        if not yes and not self._confirm(f"bring up {self.stack}", plan):
+            return None
+        if self.mock:
+            return self._mock_up(apply=True)
+        from provision.engine import automation
+
+        stack = self._open(create=True)
+        assert stack is not None  # noqa: S101
+        created_at = automation.run_operation(
+            "config", self.stack, lambda: automation.write_config(stack, self.spec, _now())
+        )
+        assert created_at is not None  # noqa: S101  # up writes the creation time when it is missing
+        self._created_at = created_at
+        tags = self.plan().tags
+        automation.run_operation("stack tag set", self.stack, lambda: automation.set_stack_tags(stack, tags))
+        program = self._program(created_at)
+        with self._progress("up") as p:
+            res = automation.run_operation(
+                "up", self.stack, lambda: stack.up(program=program, on_event=p.on_event, color="never"), p
+            )
+            self._outputs = {k: v.value for k, v in res.outputs.items()}
+            result = p.result(self._outputs)
+            p.finish(result)
+        self._state = "up"
+        return result
+
+    def down(self, yes: bool = True) -> OperationResult | None:
+        """Delete every resource of the cluster. Safe to repeat; a missing stack is "nothing to do".
+
+        An interrupted earlier run can leave pending creates in the state; they are cleared
+        once (a refresh) and the destroy retried, with a warning: such resources may exist
+        without state, and the cloud-side TTL and ``provision reap`` catch them.
+
+        Returns:
+            What was deleted; ``None`` when the user declined.
+        """
+        if not yes and not self._confirm(f"delete every resource of {self.stack}", None):
+            return None
+        if self.mock:
+            return self._mock_down()
+        from provision.engine import automation
+
+        stack = self._open(create=False)
+        if stack is None:
+            self._state, self._outputs, self._created_at = "none", {}, None
+            return OperationResult("destroy", self.stack, mock=False)
+        warnings: list[str] = []
+        with self._progress("destroy") as p:
+            try:
+                automation.run_operation("destroy", self.stack, lambda: stack.destroy(on_event=p.on_event), p)
+            except CloudError as e:
+                if e.code != automation.PENDING_OPERATIONS:
+                    raise
+                automation.run_operation(
+                    "refresh", self.stack, lambda: stack.refresh(clear_pending_creates=True, color="never")
+                )
+                warnings.append(
+                    "cleared pending creates left by an interrupted run; resources they made may exist "
+                    "without state: check with `provision reap`"
+                )
+                p.forget_failures()
+                automation.run_operation("destroy", self.stack, lambda: stack.destroy(on_event=p.on_event), p)
+            result = p.result()
+            result.warnings = warnings
+            p.finish(result)
+        automation.forget_created_at(stack)
+        self._state, self._outputs, self._created_at = "none", {}, None
+        return result
+
+    def refresh(self, clear_pending_creates: bool = False) -> OperationResult:
+        """Read the cloud's actual state into the stack (e.g. after a cloud-side TTL deleted nodes)."""
+        if self.mock:
+            from provision.engine.progress import ResourceChange
+
+            def unchanged() -> tuple[list[Any], dict[str, Any]]:
+                state = self._store().load(self.stack)
+                if state is None:
+                    return [], {}
+                return [ResourceChange("same", r.type, r.name) for r in state.resources], state.outputs
+
+            return self._mock_operation("refresh", unchanged)
+        from provision.engine import automation
+
+        stack = self._open(create=False)
+        if stack is None:
+            return OperationResult("refresh", self.stack, mock=False)
+        with self._progress("refresh") as p:
+            automation.run_operation(
+                "refresh",
+                self.stack,
+                lambda: stack.refresh(on_event=p.on_event, clear_pending_creates=clear_pending_creates or None),
+                p,
+            )
+            result = p.result()
+            p.finish(result)
+        self._outputs = None
+        return result
+
+    def status(self) -> dict[str, Any]:
+        """What exists: ``{"stack", "mock", "state": "up"|"none", "resources": [{type, name, id}], ...}``."""
+        if self.mock:
+            state = self._store().load(self.stack)
+            resources = [{"type": r.type, "name": r.name, "id": r.id} for r in (state.resources if state else [])]
+            created, outputs = (state.created_at, state.outputs) if state else (None, {})
+        else:
+            from provision.engine import automation
+            from provision.engine.program import created_at_from
+
+            stack = self._open(create=False)
+            resources, outputs, created = [], {}, None
+            if stack is not None:
+                resources = automation.run_operation("status", self.stack, lambda: automation.stack_resources(stack))
+                raw = automation.run_operation("status", self.stack, lambda: automation.stack_config(stack)).get(
+                    automation.CREATED_AT_KEY
+                )
+                created = created_at_from(raw)
+                if resources:
+                    outs = automation.run_operation("outputs", self.stack, stack.outputs)
+                    outputs = {k: v.value for k, v in outs.items()}
+            self._created_at = created
+        self._state = "up" if resources else "none"
+        self._outputs = outputs
+        cost = self.cost.as_dict()
+        return {
+            "stack": self.stack,
+            "cluster": self.spec.name,
+            "mock": self.mock,
+            "state": self._state,
+            "resources": resources,
+            "created_at": cost["created_at"],
+            "expires_at": cost["expires_at"],
+            "hourly_usd": cost["hourly_usd"],
+            "spent_usd": cost["spent_usd"],
+            "head_node": outputs.get("head_node"),
+        }
+
+    @contextmanager
+    def ephemeral(self) -> Iterator[Cluster]:
+        """``up()`` on entry and ``down()`` on exit, always: on success, on error, on Ctrl-C, on SIGTERM.
+
+        For CI: ``with Cluster("ci.yaml").ephemeral() as c: run_tests(c.hostfile())``. SIGTERM
+        (a cancelled CI job) is turned into ``KeyboardInterrupt`` inside the block. A failed
+        ``up`` still runs ``down()``, which deletes what was created.
+        """
+        # Failures that precede any resource (invalid spec, cost cap, no Pulumi CLI) need no teardown.
+        self.plan()
+        if not self.mock and self._command is None:
+            from provision.engine import automation
+
+            self._command = automation.pulumi_command()
+        with _sigterm_as_interrupt() as signals:
+            try:
+                self.up(yes=True)
+                yield self
+            finally:
+                signals.tearing_down = True  # CI sends SIGTERM seconds after SIGINT: let the teardown finish
+                self._teardown()
+
+    def _teardown(self) -> None:
+        try:
+            self.down(yes=True)
+        except BaseException as e:
+            print(
+                f"provision: teardown of {self.stack} failed ({type(e).__name__}: {e}); resources may still be "
+                f"running. To fix: run `provision down {self.stack}{' --mock' if self.mock else ''}`",
+                file=sys.stderr,
+                flush=True,
+            )
+            raise
+
+    # ------------------------------------------------------------------ outputs
+    @property
+    def outputs(self) -> dict[str, Any]:
+        """The stack outputs (``hostfile``, ``head_node``, ``ssh_config``, ``nccl_env``, ...); ``{}`` when down."""
+        if self._outputs is None:
+            if self.mock:
+                state = self._store().load(self.stack)
+                self._outputs = dict(state.outputs) if state else {}
+            else:
+                from provision.engine import automation
+
+                stack = self._open(create=False)
+                self._outputs = {}
+                if stack is not None:
+                    outs = automation.run_operation("outputs", self.stack, stack.outputs)
+                    self._outputs = {k: v.value for k, v in outs.items()}
+        return self._outputs
+
+    def _require(self, key: str) -> Any:
+        value = self.outputs.get(key)
+        if value is None:
+            raise CloudError(
+                f"cluster {self.stack!r} has no output {key!r}: it is not up. To fix: call up() first"
+                + (" (mock mode)" if self.mock else "")
+            )
+        return value
+
+    @property
+    def hosts(self) -> list[str]:
+        """Private IPs of the nodes, by rank."""
+        return list(self._require("hosts"))
+
+    def hostfile(self) -> str:
+        """An MPI/DeepSpeed hostfile: ``<ip> slots=<gpus per node>`` per node, by rank."""
+        value = self.outputs.get("hostfile")
+        return str(value) if value else render_hostfile(self.hosts, self.plan().gpus_per_node)
+
+    def ssh_config(self) -> str:
+        """An ``~/.ssh/config`` fragment with one ``Host <name>-<rank>`` per node."""
+        return str(self._require("ssh_config"))
+
+    @property
+    def nccl_env(self) -> dict[str, str]:
+        """The NCCL / fabric environment for training jobs (known from the plan before ``up``)."""
+        return dict(self.outputs.get("nccl_env") or self.plan().nccl_env)
+
+    @property
+    def cost(self) -> ClusterCost:
+        """Estimated USD per hour, and spent since creation at that rate."""
+        created = self._known_created_at()  # in mock mode a state file read: once
+        plan = self._plan_at(created)
+        now = _now()
+        from provision.planning.cost import spent_usd
+
+        elapsed = max(0.0, (now - created).total_seconds() / 3600) if created else 0.0
+        hourly = plan.cost.hourly_usd
+        return ClusterCost(
+            hourly_usd=hourly,
+            created_at=created,
+            elapsed_hours=round(elapsed, 4),
+            spent_usd=spent_usd(hourly, created, now) if created else (0.0 if hourly is not None else None),
+            lifetime_usd=plan.cost.lifetime_usd,
+            expires_at=plan.expires_at if created else None,
+        )
+
+    # ------------------------------------------------------------------ display
+    def _facts(self) -> dict[str, str]:
+        state = self._state
+        if self.mock:
+            state = "up" if self._store().load(self.stack) else "none"
+        try:
+            plan = self.plan()
+            cost = self.cost
+        except Exception as e:  # noqa: BLE001  # a repr must not raise; show why the plan failed
+            return {"cluster": self.spec.name, "cloud": f"{self.spec.cloud} {self.spec.region}", "plan": str(e)[:200]}
+        expires = cost.expires_at or plan.expires_at
+        return {
+            "cluster": self.spec.name,
+            "stack": self.stack + (" (mock)" if self.mock else ""),
+            "cloud": f"{plan.cloud} {plan.zone or plan.region}",
+            "nodes": f"{plan.nodes} x {plan.instance_type}",
+            "GPUs": f"{plan.gpus} x {plan.offer.gpu}",
+            "fabric": plan.fabric,
+            "state": state,
+            "cost": str(cost),
+            "expires": (format_time(expires) if expires else "never")
+            + ("" if cost.created_at else " (if created now)"),
+        }
+
+    def __repr__(self) -> str:
+        facts = self._facts()
+        return f"<Cluster {facts.pop('cluster')}: " + ", ".join(f"{k} {v}" for k, v in facts.items()) + ">"
+
+    def _repr_html_(self) -> str:
+        facts = self._facts()
+        name = facts.pop("cluster")
+        cells = (f"<tr><th style='text-align:left'>{k}</th><td>{html.escape(v)}</td></tr>" for k, v in facts.items())
+        rows = "".join(cells)
+        return f"<div><b>Cluster {html.escape(name)}</b><table>{rows}</table></div>"
+
+    # ------------------------------------------------------------------ internals
+    def _store(self) -> Any:
+        from provision.engine.mockstate import MockStore
+
+        return MockStore()
+
+    def _progress(self, operation: str) -> Progress:
+        return Progress(operation, self.stack, display=self.display, total=self._planned)
+
+    def _open(self, create: bool) -> auto.Stack | None:
+        from provision.engine import automation
+
+        program = self._program(self._created_at or _now())
+        return automation.open_stack(self.stack, program, root=self.root, command=self._command, create=create)
+
+    def _program(self, created_at: datetime) -> Any:
+        """The inline program: the repository's program function, on this spec and creation time."""
+        spec = self.spec
+
+        def program() -> None:
+            from provision.engine.program import main
+
+            main(spec, created_at)
+
+        return program
+
+    def _mock_operation(self, operation: str, run: Callable[[], tuple[list[Any], dict[str, Any]]]) -> OperationResult:
+        """Run a mock-mode step computation and show its steps through the display engine events use."""
+        with self._progress(operation) as p:
+            steps, outputs = run()
+            p.total_hint = sum(1 for s in steps if s.op != "same")
+            for s in steps:
+                p.step_started(s.op, s.type, s.name)
+                p.step_done(s.op, s.type, s.name, s.keys)
+            result = p.result(outputs, mock=True)
+            p.finish(result)
+        return result
+
+    def _mock_up(self, apply: bool) -> OperationResult:
+        from provision.engine.automation import CAPACITY_CODES
+        from provision.engine.mockstate import MockRunFailedError, run_mock
+
+        def run() -> tuple[list[Any], dict[str, Any]]:
+            store = self._store()
+            try:
+                planned = run_mock(self.spec, self.stack, store.load(self.stack), faults=self._faults)
+            except MockRunFailedError as e:
+                if apply:  # like Pulumi, keep what was created before the failure; `down` removes it
+                    store.save(e.state)
+                if e.code in CAPACITY_CODES:
+                    raise CapacityError(f"{e.message} (the cloud has no capacity)") from None
+                raise
+            if apply and planned.changed:
+                store.save(planned.state)
+            return planned.changes, planned.state.outputs
+
+        result = self._mock_operation("up" if apply else "preview", run)
+        if apply:
+            self._outputs, self._state = dict(result.outputs), "up"
+        return result
+
+    def _mock_down(self) -> OperationResult:
+        from provision.engine.mockstate import destroy_steps
+
+        result = self._mock_operation("destroy", lambda: (destroy_steps(self._store().delete(self.stack)), {}))
+        self._outputs, self._state = {}, "none"
+        return result
+
+    def _confirm(self, action: str, plan: ClusterPlan | None) -> bool:
+        if plan is not None:
+            cost = plan.cost
+            price = f"${cost.hourly_usd:,.2f}/h" if cost.hourly_usd is not None else "unpriced"
+            print(f"{plan.name}: {plan.nodes} x {plan.instance_type} ({plan.gpus} GPUs) in {plan.zone or plan.region}")
+            print(f"cost: {price}; expires {plan.expires_at or 'never'}")
+            print(self.preview().summary())
+        answer = input(f"{action}? [y/N] ")
+        return answer.strip().lower() in ("y", "yes")
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc).replace(microsecond=0)
+
+
+class _Signals:
+    tearing_down = False
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[_Signals]:
+    """Inside the block SIGTERM raises ``KeyboardInterrupt``, and is ignored once ``tearing_down`` is set.
+
+    Only the main thread can set signal handlers; elsewhere this changes nothing.
+    """
+    signals = _Signals()
+    if threading.current_thread() is not threading.main_thread():
+        yield signals
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        if signals.tearing_down:
+            print("provision: SIGTERM during teardown; finishing the teardown", file=sys.stderr, flush=True)
+            return
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield signals
+    finally:
+        signal.signal(signal.SIGTERM, previous)

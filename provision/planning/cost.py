@@ -1,0 +1,141 @@
+"""Cost: the hourly estimate of a plan, the cost of a lifetime, and the cap rule.
+
+The hourly cost is compute (nodes x the catalog's on-demand price, or the spec's
+``lifetime.hourly_price_usd``) + the shared filesystem (capacity x USD per TiB-month /
+730 h, plus provisioned throughput where billed so) + the network pieces that bill by
+the hour (one NAT gateway). Spot and reservation prices differ from list prices: the
+estimate is then an upper bound, and the plan says so.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+
+from provision.catalog import Catalog, FilesystemOffer, InstanceOffer
+from provision.planning.plan import CostEstimate
+from provision.spec import MAX_TTL, ClusterSpec
+from provision.spec.errors import BudgetError, Problem
+
+HOURS_PER_MONTH = 730.0
+#: The smallest lifetime a cost cap may buy: below one hour of the cluster is refused.
+MIN_CAPPED_HOURS = 1.0
+
+
+def storage_hourly_usd(offer: FilesystemOffer, size_gib: int, throughput_mbps_per_tib: int | None) -> float | None:
+    """USD per hour of a filesystem of ``size_gib``; ``None`` when the catalog has no price."""
+    if offer.price_per_tib_month_usd is None:
+        return None
+    monthly = offer.price_per_tib_month_usd * size_gib / 1024
+    if offer.price_per_mbps_month_usd is not None and throughput_mbps_per_tib is not None:
+        monthly += offer.price_per_mbps_month_usd * throughput_mbps_per_tib * size_gib / 1024
+    return monthly / HOURS_PER_MONTH
+
+
+def compute_hourly_usd(spec: ClusterSpec, offer: InstanceOffer, nodes: int) -> float | None:
+    """USD per hour for ``nodes`` nodes: the spec's override, else the catalog's on-demand price."""
+    per_node = spec.lifetime.hourly_price_usd
+    if per_node is None:
+        per_node = offer.price(spec.region)
+    return None if per_node is None else per_node * nodes
+
+
+def estimate(
+    spec: ClusterSpec,
+    catalog: Catalog,
+    offer: InstanceOffer,
+    nodes: int,
+    storage: tuple[FilesystemOffer, int, int | None] | None,
+) -> CostEstimate:
+    """The hourly cost and the lifetime (from ttl, or derived from the cap).
+
+    Raises:
+        BudgetError: the cap does not cover the lifetime, covers under one hour, or the
+            offer has no price and the spec gives none (exit 3). Nothing has been created.
+    """
+    compute = compute_hourly_usd(spec, offer, nodes)
+    fs = storage_hourly_usd(*storage) if storage else 0.0
+    net = catalog.network_prices(spec.cloud).nat_per_hour_usd
+    unpriced = tuple(name for name, v in (("compute", compute), ("storage", fs), ("network", net)) if v is None)
+    hourly = None if compute is None else compute + (fs or 0.0) + (net or 0.0)
+    lifetime_hours = spec.lifetime.ttl.total_seconds() / 3600 if spec.lifetime.ttl else None
+    cap = spec.lifetime.max_cost_usd
+    if cap is not None:
+        lifetime_hours = _apply_cap(spec, offer, cap, hourly, lifetime_hours)
+    lifetime_usd = hourly * lifetime_hours if hourly is not None and lifetime_hours is not None else None
+    return CostEstimate(
+        compute_hourly_usd=_round(compute),
+        storage_hourly_usd=_round(fs),
+        network_hourly_usd=_round(net),
+        hourly_usd=_round(hourly),
+        unpriced=unpriced,
+        lifetime_hours=_round(lifetime_hours),
+        lifetime_usd=_round(lifetime_usd),
+    )
+
+
+def _apply_cap(
+    spec: ClusterSpec, offer: InstanceOffer, cap: float, hourly: float | None, ttl_hours: float | None
+) -> float:
+    if hourly is None:
+        raise BudgetError(
+            "cannot enforce the cost cap",
+            [
+                Problem(
+                    "lifetime.max_cost_usd",
+                    cap,
+                    f"cannot be enforced: the catalog has no price for {offer.instance_type} in {spec.region}",
+                    "set lifetime.hourly_price_usd to the price per node-hour you pay, or drop the cap",
+                )
+            ],
+        )
+    if cap < hourly * MIN_CAPPED_HOURS:
+        raise BudgetError(
+            "the cost cap is below one hour of the cluster",
+            [
+                Problem(
+                    "lifetime.max_cost_usd",
+                    cap,
+                    f"buys less than one hour of this cluster (${hourly:,.2f}/h)",
+                    f"raise it to at least {math.ceil(hourly)} or use fewer nodes",
+                )
+            ],
+        )
+    if ttl_hours is None:
+        max_hours = MAX_TTL.total_seconds() / 3600
+        # A free offer (a catalog price of 0) never reaches the cap: live as long as any cluster may.
+        return min(cap / hourly, max_hours) if hourly > 0 else max_hours
+    projected = hourly * ttl_hours
+    if projected > cap:
+        affordable = math.floor(cap / hourly * 60)
+        raise BudgetError(
+            "the projected cost is over the cap",
+            [
+                Problem(
+                    "lifetime.max_cost_usd",
+                    cap,
+                    f"is below the projected ${projected:,.2f} for ttl {ttl_hours:g}h at ${hourly:,.2f}/h",
+                    f"shorten lifetime.ttl to {affordable // 60}h{affordable % 60:02d}m or less, "
+                    f"or raise the cap to {math.ceil(projected)}",
+                )
+            ],
+        )
+    return ttl_hours
+
+
+def expiry(created_at: datetime, lifetime_hours: float | None) -> datetime | None:
+    """When the cluster must be gone, to the second (``None`` without a lifetime)."""
+    if lifetime_hours is None:
+        return None
+    return (created_at + timedelta(hours=lifetime_hours)).replace(microsecond=0)
+
+
+def spent_usd(hourly_usd: float | None, started_at: datetime, now: datetime) -> float | None:
+    """What the cluster has cost since ``started_at`` at the estimated rate."""
+    if hourly_usd is None:
+        return None
+    return round(hourly_usd * max(0.0, (now - started_at).total_seconds()) / 3600, 2)
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None else round(v, 4)

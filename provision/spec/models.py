@@ -1,0 +1,401 @@
+"""The cluster spec: one pydantic model for every cloud.
+
+Shape and cross-field rules live here; catalog feasibility (is this GPU sold in that
+zone?) lives in :mod:`provision.planning.resolve`. Load a spec with :func:`load_spec` (a dict),
+:func:`load_spec_file` (a spec YAML or a Pulumi stack file) or :func:`load_target`
+(a stack name or a path); each reports every problem at once as a
+:class:`~provision.spec.errors.SpecError`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+from datetime import timedelta
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from provision.catalog.models import CLOUDS, Consumption, FabricKind, FilesystemKind
+from provision.spec.errors import MISSING, Problem
+from provision.spec.options.alibaba import AlibabaOptions
+from provision.spec.options.aws import AwsOptions
+from provision.spec.options.azure import AzureOptions
+from provision.spec.options.gcp import GcpOptions
+from provision.spec.units import Duration, SizeGiB
+
+#: The Pulumi project name; a stack file holds the spec under ``provision:cluster``.
+PROJECT = "provision"
+CONFIG_KEY = f"{PROJECT}:cluster"
+
+NAME_PATTERN = r"^[a-z][a-z0-9-]{0,38}[a-z0-9]$"
+# GCP label rules, the strictest of the four clouds, so a tag is valid everywhere.
+LABEL_KEY_PATTERN = r"^[a-z][a-z0-9_-]{0,62}$"
+LABEL_VALUE_PATTERN = r"^[a-z0-9_-]{0,63}$"
+RESERVED_TAG_PREFIX = "provision-"
+
+MAX_TTL = timedelta(days=90)
+MIN_TTL = timedelta(minutes=30)
+MAX_COST_USD = 10_000_000.0
+MAX_GPUS = 65_536
+
+_PUBLIC_KEY = re.compile(
+    r"^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com|"
+    r"sk-ecdsa-sha2-nistp256@openssh\.com) [A-Za-z0-9+/]+={0,3}( \S.*)?$"
+)
+_PRIVATE_KEY_MARKERS = ("PRIVATE KEY", "PuTTY-User-Key-File", "OPENSSH PRIVATE")
+_WORLD = ("0.0.0.0/0", "::/0")
+
+FabricChoice = Literal["auto", FabricKind]
+SharedKind = Literal["auto", "none", FilesystemKind]
+
+
+def _not_bool(v: Any) -> Any:
+    """Refuse true/false where a number belongs: pydantic's lax mode reads ``gpus: yes`` as 1."""
+    if isinstance(v, bool):
+        raise ValueError("is true/false, not a number; write a number")
+    return v
+
+
+TagKey = Annotated[str, StringConstraints(pattern=LABEL_KEY_PATTERN)]
+TagValue = Annotated[str, StringConstraints(pattern=LABEL_VALUE_PATTERN)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+
+class SharedStorage(_Model):
+    """A managed shared filesystem mounted on every node."""
+
+    kind: SharedKind = Field(
+        default="auto",
+        description="Filesystem service; 'auto' picks the cloud's parallel filesystem "
+        "(FSx for Lustre, Managed Lustre, Azure Managed Lustre, CPFS).",
+    )
+    size_gib: SizeGiB | None = Field(
+        default=None, description="Capacity, e.g. 36000, '36TiB'; defaults to the service's minimum."
+    )
+    throughput_mbps_per_tib: int | None = Field(
+        default=None, gt=0, description="Throughput tier in MB/s per TiB where the service sells tiers."
+    )
+    tier: str | None = Field(
+        default=None,
+        description="The cloud's tier name (PERSISTENT_2, SCRATCH_2, ZONAL, AMLFS-Durable-Premium-250, "
+        "advance_200, ...); chosen from kind and throughput when absent.",
+    )
+    retain: bool = Field(default=False, description="Keep the filesystem when the cluster is destroyed.")
+    mount: str = Field(default="/shared", pattern=r"^/[A-Za-z0-9._/-]*$", description="Mount point on nodes.")
+
+    _numbers = field_validator("throughput_mbps_per_tib", mode="before")(_not_bool)
+
+    @field_validator("size_gib")
+    @classmethod
+    def _size_positive(cls, v: int | None) -> int | None:
+        if v is not None and not 0 < v <= 100 * 1024 * 1024:
+            raise ValueError("must be between 1 GiB and 100 PiB; give a size such as 36000 or '36TiB'")
+        return v
+
+
+class ScratchStorage(_Model):
+    """The nodes' local NVMe disks."""
+
+    raid0: bool = Field(default=True, description="Stripe all local NVMe disks into one RAID 0 volume.")
+    mount: str = Field(default="/scratch", pattern=r"^/[A-Za-z0-9._/-]*$", description="Mount point.")
+
+
+class StorageSpec(_Model):
+    shared: SharedStorage | None = Field(default=None, description="Shared filesystem; none when absent.")
+    scratch: ScratchStorage = Field(default_factory=ScratchStorage, description="Local NVMe scratch.")
+
+
+class ImageSpec(_Model):
+    """Node image pins. Images are always pinned: a 'latest' lookup would replace every node."""
+
+    id: str | None = Field(default=None, description="Exact image: AMI id, GCP image URL, Azure image URN.")
+    family: str | None = Field(default=None, description="Image family or name prefix, resolved once and pinned.")
+    versions: dict[str, str] = Field(
+        default_factory=dict, description="Pinned software versions, e.g. {nccl: 2.23.4, cuda: '12.4'}."
+    )
+
+
+class AccessSpec(_Model):
+    """Who may log in, and from where. Private nodes by default."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
+
+    ssh_user: str = Field(default="ubuntu", pattern=r"^[a-z_][a-z0-9_-]{0,31}$", description="Login user.")
+    allow_world_ssh: bool = Field(default=False, description="Explicit opt-in to SSH from 0.0.0.0/0 or ::/0.")
+
+    ssh_public_keys: tuple[str, ...] = Field(
+        default=(), description="OpenSSH public keys ('ssh-ed25519 AAAA... comment')."
+    )
+    allowed_cidrs: tuple[str, ...] = Field(
+        default=(), description="Networks allowed to reach SSH. Empty: reachable only inside the cluster."
+    )
+    public_head_node: bool = Field(default=False, description="Give node 0 a public IP (SSH only).")
+
+    @field_validator("ssh_public_keys")
+    @classmethod
+    def _public_keys(cls, keys: tuple[str, ...]) -> tuple[str, ...]:
+        for i, key in enumerate(keys):
+            if any(m in key for m in _PRIVATE_KEY_MARKERS):
+                raise ValueError(
+                    f"[{i}] is a PRIVATE key; never paste a private key into a spec. Use the matching "
+                    "public key (the .pub file, e.g. ~/.ssh/id_ed25519.pub) and rotate this private key"
+                )
+            if not _PUBLIC_KEY.match(key.strip()):
+                raise ValueError(
+                    f"[{i}] is not an OpenSSH public key; paste one line such as 'ssh-ed25519 AAAA... you@host'"
+                )
+        return tuple(k.strip() for k in keys)
+
+    @field_validator("allowed_cidrs")
+    @classmethod
+    def _cidrs(cls, cidrs: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        for c in cidrs:
+            try:
+                net = ipaddress.ip_network(c, strict=True)
+            except ValueError as e:
+                raise ValueError(f"{c!r} is not a network in CIDR form ({e}); write it like '203.0.113.0/24'") from e
+            if net.prefixlen == 0 and not info.data.get("allow_world_ssh", False):
+                raise ValueError(
+                    f"{c} opens SSH to the whole internet; list your own networks instead, "
+                    "or set access.allow_world_ssh: true to accept the risk"
+                )
+        return cidrs
+
+
+class CapacitySpec(_Model):
+    """How the capacity is bought."""
+
+    type: Consumption = Field(default="on-demand", description="Consumption model.")
+    reservation: str | None = Field(
+        default=None,
+        pattern=r"^/?[A-Za-z0-9][A-Za-z0-9._:/()-]{0,254}$",
+        description="Reservation / Capacity Block id or name (reservation, capacity-block).",
+    )
+    max_price_per_hour_usd: float | None = Field(default=None, gt=0, description="Spot bid ceiling per node-hour.")
+
+    _numbers = field_validator("max_price_per_hour_usd", mode="before")(_not_bool)
+
+    @model_validator(mode="after")
+    def _reservation_needed(self) -> CapacitySpec:
+        if self.type in ("reservation", "capacity-block") and not self.reservation:
+            raise ValueError(
+                f"capacity type {self.type!r} needs capacity.reservation; "
+                "set reservation to the reservation (or Capacity Block) id or name"
+            )
+        if self.reservation and self.type not in ("reservation", "capacity-block"):
+            raise ValueError(
+                f"capacity.reservation is set but capacity.type is {self.type!r}; "
+                "set type: reservation (or capacity-block), or drop reservation"
+            )
+        if self.max_price_per_hour_usd is not None and self.type != "spot":
+            raise ValueError("capacity.max_price_per_hour_usd applies to spot only; set type: spot or drop it")
+        return self
+
+
+class LifetimeSpec(_Model):
+    """How long the cluster may live and what it may cost."""
+
+    ttl: Duration | None = Field(default=None, description="Lifetime, e.g. '6h'. Enforced in the cloud.")
+    max_cost_usd: float | None = Field(
+        default=None, description="Cost cap in USD for the whole lifetime; derives the lifetime when ttl is absent."
+    )
+    hourly_price_usd: float | None = Field(
+        default=None, description="Price per node-hour to use when the catalog has none (or to override it)."
+    )
+
+    _numbers = field_validator("max_cost_usd", "hourly_price_usd", mode="before")(_not_bool)
+
+    @field_validator("ttl")
+    @classmethod
+    def _ttl_range(cls, v: timedelta | None) -> timedelta | None:
+        if v is None:
+            return v
+        if v < MIN_TTL:
+            raise ValueError("must be at least 30m (clouds refuse shorter self-destruct timers); use 30m or longer")
+        if v > MAX_TTL:
+            raise ValueError("is over 90d, which is almost certainly a typo; omit ttl for a long-lived cluster")
+        return v
+
+    @field_validator("max_cost_usd", "hourly_price_usd")
+    @classmethod
+    def _money(cls, v: float | None) -> float | None:
+        if v is None:
+            return v
+        if not math.isfinite(v) or v <= 0:
+            raise ValueError("must be a positive, finite amount of USD; write a number such as 5000")
+        if v > MAX_COST_USD:
+            raise ValueError(
+                f"is above {MAX_COST_USD:,.0f} USD, which is almost certainly a typo; check the number of digits"
+            )
+        return v
+
+
+class ClusterSpec(_Model):
+    """One GPU training cluster, on any of the four clouds."""
+
+    name: str = Field(pattern=NAME_PATTERN, description="2-40 characters: lowercase letters, digits, '-'.")
+    cloud: Literal["aws", "gcp", "azure", "alibaba"] = Field(description="Cloud provider.")
+    region: str = Field(min_length=1, description="Region, e.g. us-east-1, us-central1, eastus, cn-wulanchabu.")
+    zone: str | None = Field(default=None, description="Zone; chosen from the catalog when absent.")
+    gpu: str | None = Field(
+        default=None, description="Accelerator model (H100, H200, A100-80GB, ...) or 'H100:64' for model and count."
+    )
+    gpus: int | None = Field(default=None, gt=0, le=MAX_GPUS, description="Total GPUs (a multiple of GPUs per node).")
+    nodes: int | None = Field(default=None, gt=0, le=MAX_GPUS, description="Node count (instead of gpus).")
+    instance_type: str | None = Field(default=None, description="Instance type; chosen from the catalog when absent.")
+    fabric: FabricChoice = Field(default="auto", description="GPU network; 'auto' takes the type's best fabric.")
+    storage: StorageSpec = Field(default_factory=StorageSpec, description="Shared and scratch storage.")
+    image: ImageSpec = Field(default_factory=ImageSpec, description="Node image pins.")
+    access: AccessSpec = Field(default_factory=AccessSpec, description="Login access.")
+    capacity: CapacitySpec = Field(default_factory=CapacitySpec, description="Consumption model.")
+    lifetime: LifetimeSpec = Field(default_factory=LifetimeSpec, description="TTL and cost cap.")
+    tags: dict[TagKey, TagValue] = Field(default_factory=dict, description="Extra tags/labels on every resource.")
+    owner: str | None = Field(default=None, description="Owner recorded in tags; defaults to the local user name.")
+    aws: AwsOptions | None = Field(default=None, description="AWS-only options.")
+    gcp: GcpOptions | None = Field(default=None, description="GCP-only options.")
+    azure: AzureOptions | None = Field(default=None, description="Azure-only options.")
+    alibaba: AlibabaOptions | None = Field(default=None, description="Alibaba-only options.")
+
+    _numbers = field_validator("gpus", "nodes", mode="before")(_not_bool)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gpu_shorthand(cls, data: Any) -> Any:
+        # Only a well-formed shorthand that agrees with gpus is expanded; anything else stays as
+        # written and cross_field_problems reports it with its path, beside every other problem
+        # (raising here would stop pydantic from checking the other fields).
+        if isinstance(data, dict) and isinstance(data.get("gpu"), str) and ":" in data["gpu"]:
+            model, count = _gpu_shorthand_parts(data["gpu"])
+            if count is not None and data.get("gpus") in (None, count):
+                data = {**data, "gpu": model, "gpus": count}
+        return data
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, tags: dict[str, str]) -> dict[str, str]:
+        reserved = [k for k in tags if k.startswith(RESERVED_TAG_PREFIX)]
+        if reserved:
+            raise ValueError(
+                f"tag {reserved[0]!r} uses the prefix 'provision-', reserved for tags this library sets; rename it"
+            )
+        if len(tags) > 40:
+            raise ValueError("has more than 40 tags (the clouds allow 50 and this library sets up to 10); drop some")
+        return tags
+
+    @field_validator("owner")
+    @classmethod
+    def _owner(cls, v: str | None) -> str | None:
+        if v is not None and not re.match(LABEL_VALUE_PATTERN, v):
+            raise ValueError(
+                "must be up to 63 lowercase letters, digits, '_' or '-' (it becomes a label); write it like 'jane-doe'"
+            )
+        return v
+
+    @model_validator(mode="after")
+    def _cross_fields(self, info: ValidationInfo) -> ClusterSpec:
+        if info.context and info.context.get("cross_fields_checked"):
+            return self
+        found = cross_field_problems(self.model_dump(exclude_none=True))
+        if found:
+            raise ValueError("; ".join(f"{p.rule} ({p.fix})" for p in found))
+        return self
+
+    def cloud_options(self) -> Any:
+        """This cloud's option model (its defaults when the spec gives none)."""
+        defaults = {"aws": AwsOptions, "gcp": GcpOptions, "azure": AzureOptions, "alibaba": AlibabaOptions}
+        return getattr(self, self.cloud) or defaults[self.cloud]()
+
+
+def _gpu_shorthand_parts(gpu: str) -> tuple[str, int | None]:
+    """``"H100:64"`` -> ``("H100", 64)``; the count is ``None`` when it is not a whole number."""
+    model, _, count = gpu.partition(":")
+    count = count.strip()
+    return model.strip(), int(count) if count.isascii() and count.isdigit() else None
+
+
+def cross_field_problems(data: dict[str, Any]) -> list[Problem]:
+    """Rules that tie several fields together, checked on the raw mapping.
+
+    Running them on raw data (not only in a model validator) lets one report list them
+    beside field errors: pydantic skips model validators once any field fails.
+    """
+    out: list[Problem] = []
+    gpu = data.get("gpu")
+    if gpu is None and data.get("instance_type") is None:
+        out.append(
+            Problem(
+                "gpu",
+                MISSING,
+                "is required when instance_type is absent",
+                "give gpu (e.g. H100) or instance_type (e.g. p5.48xlarge), or both",
+            )
+        )
+    if data.get("gpus") is None and data.get("nodes") is None and not (isinstance(gpu, str) and ":" in gpu):
+        out.append(
+            Problem(
+                "gpus", MISSING, "is required when nodes is absent", "give gpus (total GPUs, e.g. 64) or nodes (e.g. 8)"
+            )
+        )
+    if isinstance(gpu, str) and ":" in gpu:
+        model, count = _gpu_shorthand_parts(gpu)
+        if count is None:
+            out.append(
+                Problem("gpu", gpu, "has a count after ':' that is not a whole number", f"write it like '{model}:64'")
+            )
+        elif data.get("gpus") not in (None, count):
+            out.append(
+                Problem(
+                    "gpus",
+                    data.get("gpus"),
+                    f"disagrees with gpu {gpu!r} ({count} GPUs)",
+                    "keep one: drop the count from gpu or drop gpus",
+                )
+            )
+    cloud = data.get("cloud")
+    if cloud in CLOUDS:
+        for other in CLOUDS:
+            if other != cloud and data.get(other) is not None:
+                out.append(
+                    Problem(
+                        other,
+                        "{...}",
+                        f"holds {other} options on a {cloud} cluster",
+                        f"move them under '{cloud}:' or remove them",
+                    )
+                )
+    zone, region = data.get("zone"), data.get("region")
+    if (
+        isinstance(zone, str)
+        and isinstance(region, str)
+        and region
+        and cloud != "azure"
+        and not zone.startswith(region)
+    ):
+        out.append(Problem("zone", zone, f"is not in region {region!r}", "pick a zone of that region or drop zone"))
+    return out
+
+
+__all__ = [
+    "AccessSpec",
+    "CapacitySpec",
+    "ClusterSpec",
+    "ImageSpec",
+    "LifetimeSpec",
+    "ScratchStorage",
+    "SharedStorage",
+    "StorageSpec",
+    "cross_field_problems",
+]
