@@ -7,12 +7,22 @@ prints them without a traceback and exits 2 (input), 3 (policy or budget) or 1.
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from provision.spec.secrets import REDACTED_TEMPLATE, scrub, secret_kind
+
 #: Values longer than this are shortened in messages, so a pasted blob never floods a log.
 _MAX_VALUE_CHARS = 80
+#: Values echoed in ``--json`` are shortened too (a 20 MB value must not become a 20 MB document).
+_MAX_JSON_CHARS = 200
+#: Containers are shown through a bounded repr: a few items, a few levels. Converting a whole
+#: value first would make an alias bomb (9 levels of 9 shared lists) take forever and GiBs.
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict = 3, 6, 6, 6
+_REPR.maxstring, _REPR.maxother, _REPR.maxlong = _MAX_VALUE_CHARS, _MAX_VALUE_CHARS, 40
 
 
 @dataclass(frozen=True)
@@ -31,6 +41,17 @@ class Problem:
     rule: str
     fix: str = ""
 
+    def __post_init__(self) -> None:
+        # No secret is ever echoed: a value holding a key or token is replaced (the kind is kept),
+        # and keys or tokens quoted inside a rule or fix are cut out.
+        if isinstance(self.value, str):
+            kind = secret_kind(self.value[:100_000], blobs=True)
+            if kind:
+                object.__setattr__(self, "value", REDACTED_TEMPLATE.format(kind=kind))
+        object.__setattr__(self, "path", scrub(str(self.path), blobs=True))
+        object.__setattr__(self, "rule", scrub(str(self.rule), blobs=True))
+        object.__setattr__(self, "fix", scrub(str(self.fix), blobs=True))
+
     def __str__(self) -> str:
         where = self.path or "(spec)"
         text = f"{where}: {_show(self.value)} {self.rule}"
@@ -42,21 +63,35 @@ class Problem:
         return {"path": self.path, "value": _jsonable(self.value), "rule": self.rule, "fix": self.fix}
 
 
+def _bounded_text(value: Any, limit: int) -> str:
+    """``value`` as text of at most ``limit`` characters, cut *before* converting (never ``str(value)`` whole)."""
+    if isinstance(value, str):
+        text = repr(value[: limit + 1])
+    elif isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        text = f"(an integer of about {int(value.bit_length() * 0.30103) + 1} digits)"
+    else:
+        text = _REPR.repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _show(value: Any) -> str:
     if value is _MISSING:
         return "(missing)"
-    text = repr(value) if isinstance(value, str) else str(value)
-    if len(text) > _MAX_VALUE_CHARS:
-        text = text[: _MAX_VALUE_CHARS - 3] + "..."
-    return text
+    return _bounded_text(value, _MAX_VALUE_CHARS)
 
 
 def _jsonable(value: Any) -> Any:
     if value is _MISSING:
         return None
-    if isinstance(value, (str, int, float, bool)) or value is None:
+    if isinstance(value, bool) or value is None:
         return value
-    return str(value)
+    if isinstance(value, str):
+        return value if len(value) <= _MAX_JSON_CHARS else value[: _MAX_JSON_CHARS - 3] + "..."
+    if isinstance(value, int) and value.bit_length() <= 128:
+        return value
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else str(value)
+    return _bounded_text(value, _MAX_JSON_CHARS)
 
 
 class _Missing:
@@ -85,7 +120,7 @@ class ProvisionError(Exception):
 
     def __init__(self, message: str = "", problems: Iterable[Problem] = ()) -> None:
         self.problems: tuple[Problem, ...] = tuple(problems)
-        self.message = message or self.title
+        self.message = scrub(message or self.title, blobs=True)
         super().__init__(self.render())
 
     def render(self) -> str:

@@ -145,6 +145,45 @@ def problems_from_validation(err: ValidationError, data: Any = None) -> list[Pro
     return out
 
 
+#: Checked by the field's own validator (which names a pasted private key precisely, never echoing it).
+_OWN_SECRET_CHECK = ("access.ssh_public_keys",)
+
+
+def secret_problems(data: Any, path: str = "", depth: int = 0) -> list[Problem]:
+    """A problem for every string in ``data`` (keys included) that holds a private key or token.
+
+    A spec is echoed in plans, previews, state and logs, so it may hold no secret at all; the
+    value itself is never shown, only what kind of secret it looks like.
+    """
+    from provision.spec.secrets import secret_kind
+
+    out: list[Problem] = []
+    if depth > 64 or path.startswith(_OWN_SECRET_CHECK):
+        return out
+    if isinstance(data, str):
+        kind = secret_kind(data[:1_100_000], blobs=True)
+        if kind:
+            out.append(
+                Problem(
+                    path,
+                    REDACTED,
+                    f"looks like a {kind}; a spec is printed in plans, state and logs, so it must hold no secret",
+                    "remove it and rotate that secret; give public keys only (the .pub file)",
+                )
+            )
+    elif isinstance(data, dict):
+        for k, v in data.items():
+            where = f"{path}.{k}" if path else str(k)
+            if isinstance(k, str) and secret_kind(k, blobs=True):
+                out.append(Problem(path or "(spec)", REDACTED, "has a key that looks like a secret", "remove it"))
+                continue
+            out.extend(secret_problems(v, where, depth + 1))
+    elif isinstance(data, (list, tuple)):
+        for i, v in enumerate(data):
+            out.extend(secret_problems(v, f"{path}[{i}]", depth + 1))
+    return out
+
+
 def load_spec(data: Any) -> ClusterSpec:
     """Validate a spec mapping.
 
@@ -155,7 +194,7 @@ def load_spec(data: Any) -> ClusterSpec:
         return data
     if not isinstance(data, dict):
         raise SpecError(problems=[Problem("", type(data).__name__, "is not a mapping", "write the spec as key: value")])
-    found = cross_field_problems(data)
+    found = [*secret_problems(data), *cross_field_problems(data)]
     try:
         spec = ClusterSpec.model_validate(data, context={"cross_fields_checked": True})
     except ValidationError as err:
@@ -166,9 +205,30 @@ def load_spec(data: Any) -> ClusterSpec:
 
 
 def read_yaml(path: Path) -> Any:
-    """Read one YAML document, turning syntax errors into a ``SpecError``."""
+    """Read one YAML document, turning syntax errors and broken bounds into a ``SpecError``.
+
+    Only a regular file of at most 1 MiB is read (a FIFO, a device or a socket is refused before
+    it is opened), with the bounds of :mod:`provision.spec.yamlsafe` (depth, alias expansion,
+    duplicate keys, integer size).
+    """
+    from provision.spec.yamlsafe import FileTooLargeError, NotRegularFileError, load_bounded, read_text_bounded
+
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return load_bounded(read_text_bounded(path))
+    except NotRegularFileError as e:
+        raise SpecError(
+            problems=[
+                Problem("", str(path), f"is {e.kind}, not a regular file", "give a spec YAML file or a stack name")
+            ]
+        ) from None
+    except FileTooLargeError as e:
+        raise SpecError(
+            problems=[
+                Problem(
+                    "", str(path), f"is larger than {e.limit // 1024} KiB, far more than any spec", "give the spec file"
+                )
+            ]
+        ) from None
     except FileNotFoundError:
         raise SpecError(problems=[Problem("", str(path), "does not exist", "check the path")]) from None
     except IsADirectoryError:
@@ -180,11 +240,22 @@ def read_yaml(path: Path) -> Any:
                 Problem("", str(path), f"cannot be read as a YAML text file ({why})", "give a readable spec file")
             ]
         ) from None
+    except (RecursionError, ValueError, MemoryError) as e:  # what PyYAML itself may raise on hostile input
+        raise SpecError(
+            problems=[Problem("", str(path), f"cannot be read as YAML ({type(e).__name__})", "fix the file")]
+        ) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "somewhere"
         raise SpecError(
-            problems=[Problem("", str(path), f"is not valid YAML ({where}: {getattr(e, 'problem', e)})", "fix it")]
+            problems=[
+                Problem(
+                    "",
+                    str(path),
+                    f"is not valid YAML ({where}: {getattr(e, 'problem', e)})",
+                    getattr(e, "fix", "fix it"),
+                )
+            ]
         ) from None
 
 
@@ -200,7 +271,7 @@ def spec_data_from_document(doc: Any, source: str) -> dict[str, Any]:
         if isinstance(doc, str):  # `pulumi config set` / set-all store structured values as JSON text
             try:
                 doc = json.loads(doc)
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise SpecError(
                     problems=[
                         Problem(CONFIG_KEY, doc[:60], "is neither a mapping nor JSON", "write the spec as key: value")
