@@ -115,10 +115,10 @@ def test_no_shared_filesystem_costs_nothing() -> None:
 
 
 def test_hourly_price_override_replaces_the_catalog_price() -> None:
-    c = cost(spec(lifetime__hourly_price_usd=25.0))
+    c = cost(spec(lifetime__hourly_price_usd=60.0))
 
-    assert c.compute_hourly_usd == 100.0  # 4 nodes x 25
-    assert c.hourly_usd == pytest.approx(100.95)
+    assert c.compute_hourly_usd == 240.0  # 4 nodes x 60
+    assert c.hourly_usd == pytest.approx(240.95)
 
 
 def test_unpriced_offer_has_no_hourly_but_keeps_ttl() -> None:

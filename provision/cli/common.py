@@ -29,17 +29,43 @@ def console(stderr: bool = False) -> Any:
     return Console(stderr=stderr, highlight=False, soft_wrap=False, width=width)
 
 
+#: Exit code of an interrupted command (128 + SIGINT), as shells report it.
+EXIT_INTERRUPTED = 130
+
+
 def emit_json(doc: Any) -> None:
-    sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
+    """Print ``doc`` as the command's one JSON document; no secret survives into it."""
+    from provision.spec.secrets import scrub_data
+
+    sys.stdout.write(json.dumps(scrub_data(doc), indent=2, default=str) + "\n")
+
+
+def interrupted_doc(what: str = "") -> dict[str, Any]:
+    """The ``--json`` error document of an interrupted command (exit 130)."""
+    return {
+        "error": "Interrupted",
+        "message": "interrupted (Ctrl-C or SIGINT)" + (f"; {what}" if what else ""),
+        "problems": [],
+        "exit_code": EXIT_INTERRUPTED,
+    }
 
 
 def run_command(as_json: bool, fn: Callable[[], T]) -> T:
-    """Run ``fn``; turn a ``ProvisionError`` (or an ``OSError``, exit 1) into a message and its exit code.
+    """Run ``fn``; turn any failure into a message (one JSON document with ``--json``) and its exit code.
 
-    No traceback is printed for either.
+    ``ProvisionError`` s exit with their code (2 input, 3 policy, 1 other), ``OSError`` s with 1, an
+    interrupt with 130 and anything unexpected with 1. No traceback is printed for user errors;
+    an unexpected error prints its traceback on stderr only with ``PROVISION_DEBUG=1``.
     """
     try:
         return fn()
+    except (typer.Exit, typer.TyperException):
+        raise  # an exit code already chosen, or a usage error click reports (exit 2)
+    except KeyboardInterrupt:
+        if as_json:
+            emit_json(interrupted_doc())
+        console(stderr=True).print("interrupted", markup=False)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     except (ProvisionError, OSError) as e:
         if isinstance(e, OSError):  # an unwritable ~/.provision, a full disk, ...
             where = f" ({e.filename})" if e.filename else ""
@@ -52,9 +78,26 @@ def run_command(as_json: bool, fn: Callable[[], T]) -> T:
             # User values and patterns contain '[...]': escape them so rich prints them literally.
             console(stderr=True).print(f"[bold red]error:[/] {escape(e.render())}", markup=True, highlight=False)
         raise typer.Exit(e.exit_code) from None
-    except KeyboardInterrupt:
-        console(stderr=True).print("interrupted")
-        raise typer.Exit(130) from None
+    except Exception as e:  # noqa: BLE001  # the CLI boundary: a bug still ends in one message and exit 1
+        _internal_error(as_json, e)
+        raise typer.Exit(1) from None
+
+
+def _internal_error(as_json: bool, e: BaseException) -> None:
+    """Report a failure that is a bug in provision (exit 1), without echoing secrets."""
+    import os
+    import traceback
+
+    from provision.spec.secrets import scrub
+
+    text = scrub(f"{type(e).__name__}: {str(e)[:500]}", blobs=True)
+    message = f"internal error ({text}). This is a bug in provision; rerun with PROVISION_DEBUG=1 for the traceback"
+    if as_json:
+        emit_json({"error": "InternalError", "message": message, "problems": []})
+    else:
+        console(stderr=True).print(f"error: {message}", markup=False, highlight=False)
+    if os.environ.get("PROVISION_DEBUG") == "1":
+        traceback.print_exception(e, file=sys.stderr)
 
 
 def print_plan(summary: dict[str, Any]) -> None:
@@ -92,4 +135,6 @@ def print_plan(summary: dict[str, Any]) -> None:
     out = console()
     out.print(t)
     for w in summary["warnings"]:
-        out.print(f"[yellow]warning:[/] {escape(w)}", markup=True)
+        # Unbounded spend is the one warning nobody may scroll past.
+        label = "[bold red]WARNING:[/]" if w.startswith("NO COST CAP") else "[yellow]warning:[/]"
+        out.print(f"{label} {escape(w)}", markup=True)

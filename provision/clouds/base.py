@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from typing import Any, ClassVar
 
 from provision.catalog import Catalog, InstanceOffer, load_catalog
-from provision.planning.cost import estimate, expiry
+from provision.planning.cost import estimate, expiry, spend_warnings
 from provision.planning.images import default_image
 from provision.planning.plan import ClusterPlan, ImagePlan, StoragePlan
 from provision.planning.resolve import Resolution, resolve
@@ -122,6 +122,7 @@ class Adapter(ABC):
                     else "leaves those parts out."
                 )
             )
+        warnings.extend(spend_warnings(spec, cost.hourly_usd))
         if spec.capacity.type != "on-demand" and cost.hourly_usd is not None:
             warnings.append(f"prices are on-demand list prices; {spec.capacity.type} capacity usually costs less.")
         tags = {

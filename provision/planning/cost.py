@@ -20,6 +20,13 @@ from provision.spec.errors import BudgetError, Problem
 HOURS_PER_MONTH = 730.0
 #: The smallest lifetime a cost cap may buy: below one hour of the cluster is refused.
 MIN_CAPPED_HOURS = 1.0
+#: The deepest documented discount below the on-demand list price is AWS Spot's "up to 90%"
+#: (https://aws.amazon.com/ec2/spot/pricing/); an override of a non-on-demand price below this share
+#: of the list price is a typo or a way around the cost cap.
+MIN_DISCOUNTED_SHARE = 0.10
+#: Environment variable: the hourly cost above which a plan with no cost cap gets a loud warning.
+WARN_HOURLY_ENV = "PROVISION_WARN_HOURLY_USD"
+DEFAULT_WARN_HOURLY_USD = 1000.0
 
 
 def storage_hourly_usd(offer: FilesystemOffer, size_gib: int, throughput_mbps_per_tib: int | None) -> float | None:
@@ -33,11 +40,74 @@ def storage_hourly_usd(offer: FilesystemOffer, size_gib: int, throughput_mbps_pe
 
 
 def compute_hourly_usd(spec: ClusterSpec, offer: InstanceOffer, nodes: int) -> float | None:
-    """USD per hour for ``nodes`` nodes: the spec's override, else the catalog's on-demand price."""
+    """USD per hour for ``nodes`` nodes: the spec's override, else the catalog's on-demand price.
+
+    Raises:
+        BudgetError: the override is below what the catalog says this offer costs (exit 3).
+    """
     per_node = spec.lifetime.hourly_price_usd
     if per_node is None:
         per_node = offer.price(spec.region)
+    else:
+        _check_override(spec, offer, per_node)
     return None if per_node is None else per_node * nodes
+
+
+def _check_override(spec: ClusterSpec, offer: InstanceOffer, per_node: float) -> None:
+    """Refuse ``lifetime.hourly_price_usd`` below the catalog's price (on-demand) or its deepest discount."""
+    listed = offer.price(spec.region)
+    if listed is None:
+        return  # the override is the only price there is
+    on_demand = spec.capacity.type == "on-demand"
+    floor = listed if on_demand else listed * MIN_DISCOUNTED_SHARE
+    if per_node >= floor * (1 - 1e-9):
+        return
+    basis = (
+        "the catalog's on-demand price"
+        if on_demand
+        else f"{MIN_DISCOUNTED_SHARE:.0%} of the on-demand price (the deepest documented {spec.capacity.type} discount)"
+    )
+    raise BudgetError(
+        "the price override is below the catalog's price",
+        [
+            Problem(
+                "lifetime.hourly_price_usd",
+                per_node,
+                f"is below {basis} for {offer.instance_type} in {spec.region} (${floor:,.4f} per node-hour), "
+                "so the cost cap and estimates would count a fraction of the real bill",
+                f"give the price you pay per node-hour (at least {floor:,.4f}), or drop it to use the catalog's",
+            )
+        ],
+    )
+
+
+def warn_hourly_usd() -> float:
+    """The no-cap warning threshold: ``$PROVISION_WARN_HOURLY_USD`` when it is a positive number, else 1000."""
+    import os
+
+    raw = os.environ.get(WARN_HOURLY_ENV, "")
+    try:
+        value = float(raw)
+    except ValueError:
+        return DEFAULT_WARN_HOURLY_USD
+    return value if math.isfinite(value) and value > 0 else DEFAULT_WARN_HOURLY_USD
+
+
+def spend_warnings(spec: ClusterSpec, hourly_usd: float | None) -> list[str]:
+    """A loud warning when a plan costs more than the threshold per hour and nothing caps it."""
+    threshold = warn_hourly_usd()
+    if hourly_usd is None or spec.lifetime.max_cost_usd is not None or hourly_usd <= threshold:
+        return []
+    ttl = spec.lifetime.ttl
+    bound = (
+        f"up to ${hourly_usd * ttl.total_seconds() / 3600:,.0f} over its {ttl} ttl"
+        if ttl
+        else "with no end: it has neither a ttl nor a cost cap"
+    )
+    return [
+        f"NO COST CAP: this cluster costs ${hourly_usd:,.2f}/h (over the ${threshold:,.0f}/h warning threshold, "
+        f"${WARN_HOURLY_ENV}), {bound}. Set lifetime.max_cost_usd to cap it."
+    ]
 
 
 def estimate(

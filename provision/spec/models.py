@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
+import posixpath
 import re
 from datetime import timedelta
 from typing import Annotated, Any, Literal
@@ -74,6 +75,78 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 
 
+# Mount points. Mounting a filesystem over a system folder hides it (a fresh XFS over /etc
+# bricks the node) and the node script makes the mount point world-writable (chmod 1777).
+#: Folders that may be neither a mount point nor contain one.
+SYSTEM_TREES = (
+    "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/lost+found", "/proc", "/root",
+    "/run", "/sbin", "/snap", "/sys", "/tmp", "/usr", "/var/cache", "/var/lib", "/var/log", "/var/run",
+    "/var/spool", "/var/tmp",
+)  # fmt: skip
+#: Folders that may hold a mount point below them, but may not be one themselves.
+SYSTEM_FOLDERS = ("/", "/home", "/media", "/mnt", "/opt", "/srv", "/var")
+
+
+def mount_problem(path: str) -> str | None:
+    """Why ``path`` may not be a mount point, or ``None`` when it may."""
+    parts = path.split("/")
+    if ".." in parts or "." in parts:
+        return "contains '.' or '..'; write the absolute path itself"
+    norm = posixpath.normpath(path) if path != "/" else "/"
+    if ".ssh" in norm.split("/"):
+        return "is inside a .ssh folder, which holds login keys"
+    if norm in SYSTEM_FOLDERS:
+        return f"is the system folder {norm}; mounting over it hides what the node needs"
+    for tree in SYSTEM_TREES:
+        if norm == tree or norm.startswith(tree + "/"):
+            return f"is inside the system folder {tree}; mounting there breaks the node"
+    if re.fullmatch(r"/home/[^/]+", norm):
+        return "is a user's home folder; mounting over it hides the user's login keys"
+    return None
+
+
+def _mount(path: str) -> str:
+    why = mount_problem(path)
+    if why:
+        raise ValueError(f"{why}; use a folder of its own such as /shared, /scratch or /mnt/data")
+    return posixpath.normpath(path)
+
+
+#: IANA special-purpose IPv4 ranges (RFC 6890 and the IANA IPv4 Special-Purpose Address Registry):
+#: together with these, a list that covers every other address covers the whole public internet.
+_NON_PUBLIC_V4 = tuple(
+    ipaddress.ip_network(n)
+    for n in (
+        "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+        "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15",
+        "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
+    )
+)  # fmt: skip
+#: Global unicast IPv6 (RFC 4291 section 2.4; IANA IPv6 Global Unicast Address Assignments).
+_GLOBAL_V6 = ipaddress.ip_network("2000::/3")
+
+
+def covers_internet(cidrs: Any) -> bool:
+    """Whether the union of ``cidrs`` covers the whole internet (all public IPv4, or all global IPv6).
+
+    ``0.0.0.0/1`` + ``128.0.0.0/1`` is the internet as much as ``0.0.0.0/0`` is.
+    """
+    nets = []
+    for c in cidrs:
+        try:
+            nets.append(ipaddress.ip_network(str(c).strip(), strict=False))
+        except ValueError:
+            continue
+    v4 = [n for n in nets if n.version == 4]
+    v6 = [n for n in nets if n.version == 6]
+    if v4 and list(ipaddress.collapse_addresses([*v4, *_NON_PUBLIC_V4])) == [ipaddress.ip_network("0.0.0.0/0")]:
+        return True
+    return any(n.prefixlen == 0 for n in v6) or any(
+        _GLOBAL_V6.subnet_of(n)
+        for n in ipaddress.collapse_addresses(v6)  # type: ignore[arg-type]
+    )
+
+
 class SharedStorage(_Model):
     """A managed shared filesystem mounted on every node."""
 
@@ -97,6 +170,7 @@ class SharedStorage(_Model):
     mount: str = Field(default="/shared", pattern=r"^/[A-Za-z0-9._/-]*$", description="Mount point on nodes.")
 
     _numbers = field_validator("throughput_mbps_per_tib", mode="before")(_not_bool)
+    _mount_point = field_validator("mount")(_mount)
 
     @field_validator("size_gib")
     @classmethod
@@ -112,10 +186,23 @@ class ScratchStorage(_Model):
     raid0: bool = Field(default=True, description="Stripe all local NVMe disks into one RAID 0 volume.")
     mount: str = Field(default="/scratch", pattern=r"^/[A-Za-z0-9._/-]*$", description="Mount point.")
 
+    _mount_point = field_validator("mount")(_mount)
+
 
 class StorageSpec(_Model):
     shared: SharedStorage | None = Field(default=None, description="Shared filesystem; none when absent.")
     scratch: ScratchStorage = Field(default_factory=ScratchStorage, description="Local NVMe scratch.")
+
+    @model_validator(mode="after")
+    def _separate_mounts(self) -> StorageSpec:
+        if self.shared is not None:
+            a, b = self.shared.mount, self.scratch.mount
+            if a == b or a.startswith(b.rstrip("/") + "/") or b.startswith(a.rstrip("/") + "/"):
+                raise ValueError(
+                    f"storage.shared.mount {a} and storage.scratch.mount {b} overlap, so one hides the other; "
+                    "give each its own folder, e.g. /shared and /scratch"
+                )
+        return self
 
 
 class ImageSpec(_Model):
@@ -162,6 +249,7 @@ class AccessSpec(_Model):
     @field_validator("allowed_cidrs")
     @classmethod
     def _cidrs(cls, cidrs: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        nets = []
         for c in cidrs:
             try:
                 net = ipaddress.ip_network(c, strict=True)
@@ -172,7 +260,26 @@ class AccessSpec(_Model):
                     f"{c} opens SSH to the whole internet; list your own networks instead, "
                     "or set access.allow_world_ssh: true to accept the risk"
                 )
-        return cidrs
+            nets.append(net)
+        if covers_internet(cidrs) and not info.data.get("allow_world_ssh", False):
+            raise ValueError(
+                f"{', '.join(cidrs)} together cover the whole internet, which opens SSH to everyone as 0.0.0.0/0 "
+                "does; list your own networks instead, or set access.allow_world_ssh: true to accept the risk"
+            )
+        # Merge: an exact duplicate, or a network inside another listed one, adds nothing but a
+        # second identical firewall rule (AWS refuses duplicate security-group rules).
+        kept = []
+        for i, (c, net) in enumerate(zip(cidrs, nets, strict=True)):
+            covered = any(
+                j != i
+                and other.version == net.version
+                and net.subnet_of(other)  # type: ignore[arg-type]
+                and (other != net or j < i)
+                for j, other in enumerate(nets)
+            )
+            if not covered:
+                kept.append(c)
+        return tuple(kept)
 
 
 class CapacitySpec(_Model):

@@ -61,6 +61,10 @@ _COUNT = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?)\s*([kmbgtp]?)
 _COUNT_SCALE = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12, "p": 1e15}
 
 
+#: The largest count taken (10^18): 10,000x today's largest datasets (~10^14 tokens) and models (~10^12).
+MAX_COUNT = 1e18
+
+
 def parse_count(value: Any) -> float:
     """Parse ``"70B"``, ``"7e9"``, ``"500M"``, ``"1.5T"`` (k, M, B or G, T, P; any case) or a number.
 
@@ -77,6 +81,9 @@ def parse_count(value: Any) -> float:
         raise ValueError("is not a count such as 70B, 7e9, 500M or 1.5T")
     if not math.isfinite(n) or n <= 0:
         raise ValueError("must be a positive, finite count")
+    if n > MAX_COUNT:
+        # Beyond this the arithmetic overflows (a 1e155 x 1e155 run has an infinite FLOP count).
+        raise ValueError(f"is over {MAX_COUNT:.0e}, far beyond any model or dataset; check the number of digits")
     return n
 
 
