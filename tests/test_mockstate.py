@@ -21,6 +21,7 @@ from provision.engine.mockstate import (
     spec_hash,
 )
 from provision.spec import load_spec
+from provision.spec.errors import CloudError
 
 STACK = "gcp-a3-64"
 
@@ -90,10 +91,13 @@ def test_store_writes_owner_only_files_and_round_trips(home: Path) -> None:
     assert store.load(STACK) is None and not path.exists()
 
 
-def test_state_from_another_layout_version_reads_as_nothing(home: Path) -> None:
+def test_state_from_another_layout_version_is_refused_not_read_as_nothing(home: Path) -> None:
     store = MockStore()
     store.path(STACK).write_text(json.dumps({"version": 999, "stack": STACK}))
-    assert store.load(STACK) is None
+    with pytest.raises(CloudError, match="state version 999") as err:
+        store.load(STACK)
+    assert str(store.path(STACK)) in str(err.value)
+    assert store.path(STACK).exists()
 
 
 def test_stack_names_cannot_escape_the_mock_folder(home: Path) -> None:

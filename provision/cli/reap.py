@@ -23,33 +23,45 @@ def register(app: typer.Typer) -> None:
 
         def go() -> dict[str, Any]:
             from provision.ops import reaper
+            from provision.spec.errors import CloudError
 
             found: list[dict[str, Any]] = []
+            errors: list[str] = []  # one broken stack never stops the sweep of the others
+
+            def reap_one(row: dict[str, Any], delete: Any) -> None:
+                if yes:
+                    try:
+                        row["deleted"] = delete()
+                    except CloudError as e:
+                        row["error"] = str(e)
+                        errors.append(f"{row['cluster']}: {e}")
+                found.append(row)
+
             if mock:
-                for c in reaper.expired_mock_stacks():
-                    row = {**c.as_dict(), "source": "mock"}
-                    if yes:
-                        row["deleted"] = reaper.reap_mock_stack(c.cluster)
-                    found.append(row)
+                for c in reaper.expired_mock_stacks(errors=errors):
+                    reap_one({**c.as_dict(), "source": "mock"}, lambda c=c: reaper.reap_mock_stack(c.cluster))
             else:
                 for c in reaper.expired_pulumi_stacks():
-                    row = {**c.as_dict(), "source": "pulumi-stack"}
-                    if yes:
-                        row["deleted"] = reaper.reap_pulumi_stack(c.cluster)
-                    found.append(row)
+                    reap_one({**c.as_dict(), "source": "pulumi-stack"}, lambda c=c: reaper.reap_pulumi_stack(c.cluster))
             for region in aws_region:
                 found.extend(_sweep_aws(region, yes))
-            return {"expired": found, "deleted": yes}
+            return {"expired": found, "deleted": yes, "errors": errors}
 
         doc = run_command(as_json, go)
+        # Exit 1 when a stack could not be read or reaped, after every other stack was handled.
+        code = 1 if doc["errors"] else 0
         if as_json:
             emit_json(doc)
-            return
+            raise typer.Exit(code)
         out = console()
+        for error in doc["errors"]:
+            console(stderr=True).print(f"error: {error}", markup=False)
         if not doc["expired"]:
             out.print("no expired clusters", markup=False)
-            return
+            raise typer.Exit(code)
         for row in doc["expired"]:
+            if "error" in row:
+                continue
             verb = f"deleted {len(row.get('deleted', []))} resources of" if yes else "expired:"
             out.print(
                 f"{verb} {row['cluster']} ({row['cloud']} {row['region']}, {row['source']}) "
@@ -58,6 +70,7 @@ def register(app: typer.Typer) -> None:
             )
         if not yes:
             out.print("run again with --yes to delete them", markup=False)
+        raise typer.Exit(code)
 
 
 def _sweep_aws(region: str, yes: bool) -> list[dict[str, Any]]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import ipaddress
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,6 +112,11 @@ class CloudMocks(pulumi.runtime.Mocks):
         self.ctx = MockContext(region=region)
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self._modules: dict[str, Any] = {}
+        self._flight = threading.Condition()
+        self._in_flight = 0
+        self._failed = False
+        #: The fault that failed the run (later registrations fail as "Cancelled").
+        self.first_fault: CloudFaultError | None = None
 
     @property
     def ledger(self) -> list[Registered]:
@@ -126,6 +132,32 @@ class CloudMocks(pulumi.runtime.Mocks):
         return self._modules[cloud]
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        # Pulumi registers resources from executor threads. Like the engine, the mocked cloud
+        # starts no new create once one has failed, and `settle` waits for those in flight, so
+        # the partial state holds exactly what was created.
+        with self._flight:
+            if self._failed:
+                raise CloudFaultError("Cancelled", f"not created: an earlier resource failed ({args.typ} {args.name})")
+            self._in_flight += 1
+        try:
+            return self._new_resource(args)
+        except CloudFaultError as e:
+            with self._flight:
+                self._failed = True
+                self.first_fault = self.first_fault or e
+            raise
+        finally:
+            with self._flight:
+                self._in_flight -= 1
+                self._flight.notify_all()
+
+    def settle(self, timeout: float = 60.0) -> None:
+        """Stop starting creates and wait (up to ``timeout`` s) until none is in flight."""
+        with self._flight:
+            self._failed = True
+            self._flight.wait_for(lambda: self._in_flight == 0, timeout=timeout)
+
+    def _new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         index = len(self.ctx.ledger)
         for fault in self.faults:
             if fault.hits(index, args.typ):

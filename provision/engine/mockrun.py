@@ -118,9 +118,12 @@ def run_program(
     try:
         _run()
     except CloudFaultError as e:
-        # What a real run leaves in the state: every resource created before the failure.
-        e.partial = list(mocks.ledger)
-        raise
+        # What a real run leaves in the state: every resource the cloud created, those whose
+        # creates were still in flight when the fault surfaced included.
+        mocks.settle()
+        first = mocks.first_fault or e
+        first.partial = list(mocks.ledger)
+        raise first from None
     return PreviewResult(plan=plan, resources=list(mocks.ledger), outputs=captured, calls=list(mocks.calls))
 
 

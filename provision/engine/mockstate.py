@@ -28,7 +28,7 @@ from provision.spec import ClusterSpec
 from provision.spec.errors import CloudError
 from provision.spec.units import format_time, parse_time
 
-#: Bumped when the file layout changes; older files are read as "nothing exists".
+#: Bumped when the file layout changes; a file of another version is refused with a clear error.
 STATE_VERSION = 1
 _SAFE_STACK = re.compile(r"[^A-Za-z0-9._-]")
 
@@ -89,20 +89,46 @@ class MockState:
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> MockState:
+        """A state from its JSON document.
+
+        Raises:
+            ValueError: the document is not a complete state of this version (says what is wrong).
+        """
+        for key, kind in (
+            ("stack", str),
+            ("spec", dict),
+            ("spec_hash", str),
+            ("created_at", str),
+            ("updated_at", str),
+            ("resources", list),
+            ("outputs", dict),
+        ):
+            if not isinstance(doc.get(key), kind):
+                got = "missing" if key not in doc else f"a {type(doc[key]).__name__}"
+                raise ValueError(f"{key!r} is {got}, not a {kind.__name__}")
+        resources = []
+        for i, r in enumerate(doc["resources"]):
+            if not isinstance(r, dict) or not isinstance(r.get("type"), str) or not isinstance(r.get("name"), str):
+                raise ValueError(f"resources[{i}] is not a resource with a type and a name")
+            inputs = r.get("inputs") or {}
+            if not isinstance(inputs, dict):
+                raise ValueError(f"resources[{i}].inputs is not a mapping")
+            resources.append(
+                MockResource(r["type"], r["name"], inputs, str(r.get("id") or ""), r.get("custom", True) is not False)
+            )
+        try:
+            created_at, updated_at = parse_time(doc["created_at"]), parse_time(doc["updated_at"])
+        except (ValueError, OverflowError) as e:
+            raise ValueError(f"a time is not an ISO 8601 UTC time ({e})") from None
         return cls(
             stack=doc["stack"],
             spec=doc["spec"],
             spec_hash=doc["spec_hash"],
-            resources=[
-                MockResource(
-                    r["type"], r["name"], r.get("inputs") or {}, r.get("id") or "", bool(r.get("custom", True))
-                )
-                for r in doc.get("resources") or []
-            ],
-            outputs=doc.get("outputs") or {},
-            created_at=parse_time(doc["created_at"]),
-            updated_at=parse_time(doc["updated_at"]),
-            version=int(doc.get("version", STATE_VERSION)),
+            resources=resources,
+            outputs=doc["outputs"],
+            created_at=created_at,
+            updated_at=updated_at,
+            version=STATE_VERSION,
         )
 
 
@@ -135,44 +161,106 @@ class MockStore:
         from provision.engine.automation import private_dir, provision_home
 
         self.root = private_dir((home or provision_home()) / "mock")
+        self.clean_temp_files()
 
     def path(self, stack: str) -> Path:
         return self.root / f"{_SAFE_STACK.sub('_', stack)}.json"
 
     def load(self, stack: str) -> MockState | None:
-        """The stored state of ``stack``; ``None`` when nothing exists (or the file is from another layout)."""
+        """The stored state of ``stack``; ``None`` only when no state file exists.
+
+        Raises:
+            DamagedStateError: the file exists but is not a complete state of this version (a
+                foreign version, ``[]``, ``null``, missing fields, bad JSON). Nothing treats such a
+                file as "nothing exists": that would make ``down`` forget every resource in it.
+        """
         path = self.path(stack)
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return None
-        except ValueError as e:
-            raise CloudError(f"the mock state {path} is not JSON ({e}); to fix: delete it") from None
-        if not isinstance(doc, dict) or doc.get("version") != STATE_VERSION:
-            return None
+        except UnicodeDecodeError:
+            raise DamagedStateError(path, "is not UTF-8 text") from None
+        try:
+            doc = json.loads(text)
+        except (ValueError, RecursionError) as e:
+            raise DamagedStateError(path, f"is not JSON ({str(e)[:120]})") from None
+        if not isinstance(doc, dict):
+            raise DamagedStateError(path, f"holds a JSON {type(doc).__name__}, not a provision state")
+        version = doc.get("version")
+        if version != STATE_VERSION:
+            raise DamagedStateError(
+                path,
+                f"has state version {version!r}, and this provision reads version {STATE_VERSION}",
+                "run the provision version that wrote it (its `down` removes what it holds)",
+            )
         try:
             return MockState.from_dict(doc)
-        except (KeyError, TypeError, ValueError) as e:
-            raise CloudError(f"the mock state {path} is damaged ({e!r}); to fix: delete it") from None
+        except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as e:
+            raise DamagedStateError(path, f"is damaged ({str(e)[:200]})") from None
 
     def save(self, state: MockState) -> Path:
-        """Write atomically with owner-only permissions."""
+        """Write atomically with owner-only permissions; no secret is written (they are redacted).
+
+        A failed write (a full disk) removes its temporary file; one left by a killed process is
+        removed by the next :class:`MockStore`.
+        """
+        from provision.spec.secrets import scrub_data
+
         path = self.path(state.stack)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(state.as_dict(), f, indent=1, sort_keys=True)
-        os.replace(tmp, path)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(scrub_data(state.as_dict()), f, indent=1, sort_keys=True)
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         return path
 
     def delete(self, stack: str) -> MockState | None:
-        """Remove the stack's state; returns what was there."""
+        """Remove the stack's state; returns what was there. A damaged file is refused, never removed."""
         state = self.load(stack)
         self.path(stack).unlink(missing_ok=True)
         return state
 
+    def clean_temp_files(self) -> list[Path]:
+        """Remove temporary files of writes whose process is gone (a full disk, a kill); returns them."""
+        removed = []
+        for tmp in self.root.glob(".*.json.*.tmp"):
+            pid = tmp.name.rsplit(".", 2)[-2]
+            if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
+                continue
+            try:
+                tmp.unlink()
+                removed.append(tmp)
+            except OSError:
+                continue
+        return removed
+
     def stacks(self) -> list[str]:
         return sorted(p.stem for p in self.root.glob("*.json"))
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process with ``pid`` exists (signal 0 checks without sending anything)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class DamagedStateError(CloudError):
+    """A mock state file that cannot be trusted: refused, never read as "nothing exists" (exit 1)."""
+
+    def __init__(self, path: Path, why: str, fix: str = "") -> None:
+        self.path = path
+        fix = fix or f"restore it from a backup; or, if nothing of this stack exists any more, delete it: rm {path}"
+        super().__init__(f"the mock state {path} {why}. To recover: {fix}")
 
 
 def input_diff(old: Any, new: Any, prefix: str = "") -> list[str]:

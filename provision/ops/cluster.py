@@ -227,6 +227,10 @@ class Cluster:
         plan = self.plan()  # validation and the cost cap, before the first resource
         if not yes and not self._confirm(f"bring up {self.stack}", plan):
             return None
+        with self._lock("up"):
+            return self._up_locked()
+
+    def _up_locked(self) -> OperationResult:
         if self.mock:
             return self._mock_up(apply=True)
         from provision.engine import automation
@@ -263,6 +267,10 @@ class Cluster:
         """
         if not yes and not self._confirm(f"delete every resource of {self.stack}", None):
             return None
+        with self._lock("down"):
+            return self._down_locked()
+
+    def _down_locked(self) -> OperationResult:
         if self.mock:
             return self._mock_down()
         from provision.engine import automation
@@ -296,6 +304,10 @@ class Cluster:
 
     def refresh(self, clear_pending_creates: bool = False) -> OperationResult:
         """Read the cloud's actual state into the stack (e.g. after a cloud-side TTL deleted nodes)."""
+        with self._lock("refresh"):
+            return self._refresh_locked(clear_pending_creates)
+
+    def _refresh_locked(self, clear_pending_creates: bool) -> OperationResult:
         if self.mock:
             from provision.engine.progress import ResourceChange
 
@@ -500,6 +512,12 @@ class Cluster:
         from provision.engine.mockstate import MockStore
 
         return MockStore()
+
+    def _lock(self, operation: str) -> Any:
+        """This stack's exclusive lock for ``operation``; a second command gets ``StackBusyError`` (exit 1)."""
+        from provision.engine.locks import stack_lock
+
+        return stack_lock(self.stack, operation, self.mock)
 
     def _progress(self, operation: str) -> Progress:
         return Progress(operation, self.stack, display=self.display, total=self._planned)

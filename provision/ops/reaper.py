@@ -228,15 +228,27 @@ def _iso_time(value: Any) -> datetime | None:
         return None
 
 
-def expired_mock_stacks(now: datetime | None = None, home: Any = None) -> list[ExpiredCluster]:
-    """Mocked clusters (``--mock`` state) whose ``expires_at`` output has passed."""
+def expired_mock_stacks(
+    now: datetime | None = None, home: Any = None, errors: list[str] | None = None
+) -> list[ExpiredCluster]:
+    """Mocked clusters (``--mock`` state) whose ``expires_at`` output has passed.
+
+    A damaged state file does not stop the sweep: it is skipped, and its error (naming the
+    file and how to recover) is appended to ``errors`` when given.
+    """
     from provision.engine.mockstate import MockStore
+    from provision.spec.errors import CloudError
 
     now = now or datetime.now(timezone.utc)
     store = MockStore(home)
     out = []
     for stack in store.stacks():
-        state = store.load(stack)
+        try:
+            state = store.load(stack)
+        except (CloudError, OSError) as e:
+            if errors is not None:
+                errors.append(f"{stack}: {e}")
+            continue
         expires = _iso_time(state.outputs.get("expires_at")) if state else None
         if state is None or expires is None or expires > now:
             continue
@@ -253,10 +265,16 @@ def expired_mock_stacks(now: datetime | None = None, home: Any = None) -> list[E
 
 
 def reap_mock_stack(stack: str, home: Any = None) -> list[str]:
-    """Delete a mocked cluster's state (what ``provision down --mock`` does); returns what went."""
+    """Delete a mocked cluster's state (what ``provision down --mock`` does) under its lock; returns what went.
+
+    Raises:
+        StackBusyError: another command holds the stack. DamagedStateError: the file is damaged.
+    """
+    from provision.engine.locks import stack_lock
     from provision.engine.mockstate import MockStore
 
-    state = MockStore(home).delete(stack)
+    with stack_lock(stack, "reap", mock=True, home=home):
+        state = MockStore(home).delete(stack)
     return [f"{r.type}:{r.name}" for r in state.resources if r.custom] if state else []
 
 
