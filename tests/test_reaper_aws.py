@@ -125,3 +125,61 @@ def test_reaper_retries_a_dependency_violation_then_succeeds(aws) -> None:
     sweeper.delete(expired, NOW)
     assert calls["n"] == 2 and waits == [1.0]
     assert sweeper.find(NOW) == []
+
+
+_LOGS_POLICY = (
+    '{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "logs:PutLogEvents", "Resource": "*"}]}'
+)
+
+
+def _iam_identity(cluster: str, expires: datetime) -> tuple[str, str]:
+    """The node role and instance profile a cluster creates (as the AWS components do), tagged."""
+    iam = boto3.client("iam", region_name=REGION)
+    role = f"{cluster}-node-1a2b3c4"
+    iam.create_role(
+        RoleName=role,
+        AssumeRolePolicyDocument='{"Version": "2012-10-17", "Statement": []}',
+        Tags=_tags(cluster, expires),
+    )
+    policy = iam.create_policy(
+        PolicyName=f"{cluster}-logs", PolicyDocument=_LOGS_POLICY
+    )["Policy"]["Arn"]
+    iam.attach_role_policy(RoleName=role, PolicyArn=policy)
+    iam.put_role_policy(RoleName=role, PolicyName="extra", PolicyDocument=_LOGS_POLICY)
+    profile = f"{cluster}-node-5d6e7f8"
+    iam.create_instance_profile(InstanceProfileName=profile, Tags=_tags(cluster, expires))
+    iam.add_role_to_instance_profile(InstanceProfileName=profile, RoleName=role)
+    return role, profile
+
+
+def test_reaper_finds_and_deletes_the_iam_role_and_instance_profile_of_an_expired_cluster(aws) -> None:
+    _cluster("ci-old", NOW - timedelta(minutes=5))
+    role, profile = _iam_identity("ci-old", NOW - timedelta(minutes=5))
+    live_role, live_profile = _iam_identity("ci-live", NOW + timedelta(hours=5))
+    sweeper = AwsSweeper(REGION, sleep=lambda s: None)
+    (expired,) = sweeper.find(NOW)
+    assert f"iam-role:{role}" in expired.resources
+    assert f"instance-profile:{profile}" in expired.resources
+    deleted = sweeper.delete(expired, NOW)
+    assert deleted.index(f"instance-profile:{profile}") < deleted.index(f"iam-role:{role}")
+    iam = boto3.client("iam", region_name=REGION)
+    assert [r["RoleName"] for r in iam.list_roles()["Roles"]] == [live_role]
+    assert [p["InstanceProfileName"] for p in iam.list_instance_profiles()["InstanceProfiles"]] == [live_profile]
+    assert sweeper.find(NOW) == []
+
+
+def test_reaper_reports_tagged_resources_it_cannot_delete_and_deletes_the_rest(aws) -> None:
+    _cluster("ci-old", NOW - timedelta(minutes=5))
+    ec2 = boto3.client("ec2", region_name=REGION)
+    volume = ec2.create_volume(
+        AvailabilityZone=f"{REGION}a",
+        Size=10,
+        TagSpecifications=[{"ResourceType": "volume", "Tags": _tags("ci-old", NOW - timedelta(minutes=5))}],
+    )["VolumeId"]
+    sweeper = AwsSweeper(REGION, sleep=lambda s: None)
+    (expired,) = sweeper.find(NOW)
+    others = [r for r in expired.resources if r.startswith("other:")]
+    assert others == [f"other:arn:aws:ec2:{REGION}:123456789012:volume/{volume}"]
+    deleted = sweeper.delete(expired, NOW)
+    assert not any(d.startswith("other:") for d in deleted)
+    assert any(d.startswith("vpc:") for d in deleted)

@@ -73,7 +73,29 @@ class AwsSweeper:
         "internet-gateway",
         "vpc",
         "key-pair",
+        # IAM is global and last: instance profiles hold roles, running instances hold profiles.
+        "instance-profile",
+        "iam-role",
     )
+    #: Resource Groups Tagging API ARN ``service:type`` -> the kind this sweeper deletes.
+    ARN_KINDS = {
+        "ec2:instance": "instance",
+        "fsx:file-system": "fsx",
+        "ec2:launch-template": "launch-template",
+        "ec2:placement-group": "placement-group",
+        "ec2:natgateway": "nat-gateway",
+        "ec2:elastic-ip": "elastic-ip",
+        "ec2:vpc-endpoint": "vpc-endpoint",
+        "ec2:security-group": "security-group",
+        "ec2:subnet": "subnet",
+        "ec2:route-table": "route-table",
+        "ec2:internet-gateway": "internet-gateway",
+        "ec2:vpc": "vpc",
+        "ec2:key-pair": "key-pair",
+    }
+    #: Kinds whose live state only their describe call tells (RGTA also lists terminated instances
+    #: and deleted NAT gateways for a while), so RGTA hits of these kinds are not trusted alone.
+    STATEFUL = ("instance", "nat-gateway", "fsx")
 
     def __init__(
         self, region: str, client: Callable[[str, str], Any] | None = None, sleep: Callable[[float], None] = time.sleep
@@ -132,6 +154,9 @@ class AwsSweeper:
             if fs.get("Lifecycle") in ("DELETING",):
                 continue
             found.append(("fsx", fs["FileSystemId"], _tags(fs.get("Tags"))))
+        seen = {(kind, rid) for kind, rid, _ in found}
+        found += [item for item in self._tagging_api() if (item[0], item[1]) not in seen]
+        found += self._iam()
         by_cluster: dict[str, list[tuple[str, str, dict[str, str]]]] = {}
         for kind, rid, tags in found:
             expires = parse_label_time(tags.get(TAG_EXPIRES, ""))
@@ -139,6 +164,50 @@ class AwsSweeper:
             if cluster and expires is not None and expires <= now:
                 by_cluster.setdefault(cluster, []).append((kind, rid, tags))
         return by_cluster
+
+    def _tagging_api(self) -> list[tuple[str, str, dict[str, str]]]:
+        """Every resource of the region tagged with an expiry, through the Resource Groups Tagging API.
+
+        It sees every service that supports tags, so a resource kind this sweeper cannot delete
+        still shows up (as ``other:<arn>``) instead of staying unnoticed.
+        https://docs.aws.amazon.com/resourcegroupstagging/latest/APIReference/API_GetResources.html
+        """
+        api = self._client("resourcegroupstaggingapi", self.region)
+        out = []
+        for page in api.get_paginator("get_resources").paginate(TagFilters=[{"Key": TAG_EXPIRES}]):
+            for item in page.get("ResourceTagMappingList", []):
+                arn = item["ResourceARN"]
+                parts = arn.split(":", 5)
+                if len(parts) < 6:
+                    continue
+                rtype, _, rid = parts[5].partition("/")
+                kind = self.ARN_KINDS.get(f"{parts[2]}:{rtype}")
+                if kind in self.STATEFUL:
+                    continue  # found (or known gone) through its describe call
+                out.append((kind or "other", rid if kind else arn, _tags(item.get("Tags"))))
+        return out
+
+    def _iam(self) -> list[tuple[str, str, dict[str, str]]]:
+        """IAM roles and instance profiles tagged with an expiry (IAM lists tags per entity).
+
+        ListRoles and ListInstanceProfiles do not return tags, so each entity's tags are read:
+        https://docs.aws.amazon.com/IAM/latest/APIReference/API_ListRoles.html (ListRoleTags) and
+        https://docs.aws.amazon.com/IAM/latest/APIReference/API_GetInstanceProfile.html.
+        """
+        iam = self._client("iam", self.region)
+        out = []
+        for page in iam.get_paginator("list_roles").paginate():
+            for role in page.get("Roles", []):
+                tags = _tags(iam.list_role_tags(RoleName=role["RoleName"]).get("Tags"))
+                if TAG_EXPIRES in tags:
+                    out.append(("iam-role", role["RoleName"], tags))
+        for page in iam.get_paginator("list_instance_profiles").paginate():
+            for profile in page.get("InstanceProfiles", []):
+                name = profile["InstanceProfileName"]
+                tags = _tags(iam.get_instance_profile(InstanceProfileName=name)["InstanceProfile"].get("Tags"))
+                if TAG_EXPIRES in tags:
+                    out.append(("instance-profile", name, tags))
+        return out
 
     def find(self, now: datetime | None = None) -> list[ExpiredCluster]:
         """Expired clusters in this region (read-only)."""
@@ -167,8 +236,8 @@ class AwsSweeper:
         order = {k: i for i, k in enumerate(self.KINDS)}
         deleted = []
         for kind, rid, tags in sorted(items, key=lambda t: order.get(t[0], len(order))):
-            if tags.get(TAG_RETAIN) == "true":
-                continue
+            if tags.get(TAG_RETAIN) == "true" or kind == "other":
+                continue  # kept on purpose, or a kind this sweeper only reports
             for attempt in range(attempts):
                 try:
                     self._delete_one(kind, rid)
@@ -179,6 +248,32 @@ class AwsSweeper:
                         raise
                     self._sleep(min(60.0, 2.0**attempt))
         return deleted
+
+    def _delete_instance_profile(self, name: str) -> None:
+        iam = self._client("iam", self.region)
+        try:
+            profile = iam.get_instance_profile(InstanceProfileName=name)["InstanceProfile"]
+            for role in profile.get("Roles", []):
+                iam.remove_role_from_instance_profile(InstanceProfileName=name, RoleName=role["RoleName"])
+            iam.delete_instance_profile(InstanceProfileName=name)
+        except Exception as e:  # noqa: BLE001
+            if not _gone(e):
+                raise
+
+    def _delete_role(self, name: str) -> None:
+        """A role can only be deleted once no profile holds it and no policy is attached to it."""
+        iam = self._client("iam", self.region)
+        try:
+            for p in iam.list_instance_profiles_for_role(RoleName=name).get("InstanceProfiles", []):
+                iam.remove_role_from_instance_profile(InstanceProfileName=p["InstanceProfileName"], RoleName=name)
+            for p in iam.list_attached_role_policies(RoleName=name).get("AttachedPolicies", []):
+                iam.detach_role_policy(RoleName=name, PolicyArn=p["PolicyArn"])
+            for policy in iam.list_role_policies(RoleName=name).get("PolicyNames", []):
+                iam.delete_role_policy(RoleName=name, PolicyName=policy)
+            iam.delete_role(RoleName=name)
+        except Exception as e:  # noqa: BLE001
+            if not _gone(e):
+                raise
 
     def _delete_one(self, kind: str, rid: str) -> None:
         ec2 = self._ec2()
@@ -212,8 +307,17 @@ class AwsSweeper:
             ec2.delete_vpc(VpcId=rid)
         elif kind == "key-pair":
             ec2.delete_key_pair(KeyPairId=rid)
+        elif kind == "instance-profile":
+            self._delete_instance_profile(rid)
+        elif kind == "iam-role":
+            self._delete_role(rid)
         else:  # pragma: no cover - KINDS and this dispatch are kept in step
             raise ValueError(kind)
+
+
+def _gone(e: Exception) -> bool:
+    """An IAM or EC2 error that means "already deleted" (deletion is idempotent)."""
+    return "NoSuchEntity" in repr(e) or "NotFound" in repr(e)
 
 
 # ---------------------------------------------------------------------- stacks (mock and Pulumi state)
