@@ -141,9 +141,7 @@ def _iam_identity(cluster: str, expires: datetime) -> tuple[str, str]:
         AssumeRolePolicyDocument='{"Version": "2012-10-17", "Statement": []}',
         Tags=_tags(cluster, expires),
     )
-    policy = iam.create_policy(
-        PolicyName=f"{cluster}-logs", PolicyDocument=_LOGS_POLICY
-    )["Policy"]["Arn"]
+    policy = iam.create_policy(PolicyName=f"{cluster}-logs", PolicyDocument=_LOGS_POLICY)["Policy"]["Arn"]
     iam.attach_role_policy(RoleName=role, PolicyArn=policy)
     iam.put_role_policy(RoleName=role, PolicyName="extra", PolicyDocument=_LOGS_POLICY)
     profile = f"{cluster}-node-5d6e7f8"

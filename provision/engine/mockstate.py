@@ -230,7 +230,7 @@ class MockStore:
         removed = []
         for tmp in self.root.glob(".*.json.*.tmp"):
             pid = tmp.name.rsplit(".", 2)[-2]
-            if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
+            if pid.isdigit() and (int(pid) == os.getpid() or _alive(int(pid))):
                 continue
             try:
                 tmp.unlink()
