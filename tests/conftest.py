@@ -106,3 +106,36 @@ def assert_golden(name: str, data: Any) -> None:
 
         diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True), "golden", "now", n=2))
         pytest.fail(f"{path.name} differs from the golden file (PROVISION_UPDATE_GOLDEN=1 to accept):\n{diff[:6000]}")
+
+
+# ---------------------------------------------------------------------- secret canaries
+#: Secrets that tests paste into specs, state and errors. No fragment of them may appear in any
+#: output a test captures: the hook below fails the test that printed one (issue 12.3).
+CANARY_PRIVATE_KEY = (
+    "-----BEGIN OPENSSH PRIVATE KEY-----\n"
+    "b3BlbnNzaC1rZXktdjEAAAAACanaryBodyLineOneX9f3Kq7Lm2Pz8Rt5Vw1Yb4Nc6Hd0Jg\n"
+    "Q2FuYXJ5Qm9keUxpbmVUd29Ob3RBUmVhbEtleUF0QWxsWjh4R2t2TDNtUDl3UTJy\n"
+    "-----END OPENSSH PRIVATE KEY-----\n"
+)
+#: A private key's second body line on its own (no header: only its look gives it away).
+CANARY_BODY_LINE = "Q2FuYXJ5Qm9keUxpbmVUd29Ob3RBUmVhbEtleUF0QWxsWjh4R2t2TDNtUDl3UTJy"
+CANARY_TOKEN = "ghp_Canary0Token1Never2Echo3Me4Ever5Xy6Z7a8"
+CANARY_FRAGMENTS = ("CanaryBodyLineOne", "Q2FuYXJ5Qm9keUxpbmVUd29", "Canary0Token1Never2Echo")
+
+
+def leaked_canary(text: str) -> str | None:
+    """The first canary fragment found in ``text``, if any."""
+    return next((f for f in CANARY_FRAGMENTS if f in (text or "")), None)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Any:
+    """Fail any test whose captured stdout, stderr or log holds a canary secret."""
+    outcome = yield
+    report = outcome.get_result()
+    for title, text in report.sections:
+        fragment = leaked_canary(text)
+        if fragment and report.outcome != "failed":
+            report.outcome = "failed"
+            report.longrepr = f"secret canary {fragment!r} leaked into {title!r}"
+            break

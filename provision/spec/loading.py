@@ -145,42 +145,48 @@ def problems_from_validation(err: ValidationError, data: Any = None) -> list[Pro
     return out
 
 
+#: Values a spec scan looks at, at most (a real spec has a few hundred).
+_MAX_SCANNED = 20_000
 #: Checked by the field's own validator (which names a pasted private key precisely, never echoing it).
 _OWN_SECRET_CHECK = ("access.ssh_public_keys",)
 
 
-def secret_problems(data: Any, path: str = "", depth: int = 0) -> list[Problem]:
+def secret_problems(data: Any) -> list[Problem]:
     """A problem for every string in ``data`` (keys included) that holds a private key or token.
 
     A spec is echoed in plans, previews, state and logs, so it may hold no secret at all; the
-    value itself is never shown, only what kind of secret it looks like.
+    value itself is never shown, only what kind of secret it looks like. The walk is bounded
+    (:data:`_MAX_SCANNED` values, 64 levels): data built from shared aliases can be huge.
     """
     from provision.spec.secrets import secret_kind
 
     out: list[Problem] = []
-    if depth > 64 or path.startswith(_OWN_SECRET_CHECK):
-        return out
-    if isinstance(data, str):
-        kind = secret_kind(data[:1_100_000], blobs=True)
-        if kind:
-            out.append(
-                Problem(
-                    path,
-                    REDACTED,
-                    f"looks like a {kind}; a spec is printed in plans, state and logs, so it must hold no secret",
-                    "remove it and rotate that secret; give public keys only (the .pub file)",
+    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
+    seen = 0
+    while stack and seen < _MAX_SCANNED:
+        value, path, depth = stack.pop()
+        seen += 1
+        if depth > 64 or path.startswith(_OWN_SECRET_CHECK):
+            continue
+        if isinstance(value, str):
+            kind = secret_kind(value[:1_100_000], blobs=True)
+            if kind:
+                out.append(
+                    Problem(
+                        path,
+                        REDACTED,
+                        f"looks like a {kind}; a spec is printed in plans, state and logs, so it must hold no secret",
+                        "remove it and rotate that secret; give public keys only (the .pub file)",
+                    )
                 )
-            )
-    elif isinstance(data, dict):
-        for k, v in data.items():
-            where = f"{path}.{k}" if path else str(k)
-            if isinstance(k, str) and secret_kind(k, blobs=True):
-                out.append(Problem(path or "(spec)", REDACTED, "has a key that looks like a secret", "remove it"))
-                continue
-            out.extend(secret_problems(v, where, depth + 1))
-    elif isinstance(data, (list, tuple)):
-        for i, v in enumerate(data):
-            out.extend(secret_problems(v, f"{path}[{i}]", depth + 1))
+        elif isinstance(value, dict):
+            for k, v in reversed(list(value.items())):
+                if isinstance(k, str) and secret_kind(k, blobs=True):
+                    out.append(Problem(path or "(spec)", REDACTED, "has a key that looks like a secret", "remove it"))
+                    continue
+                stack.append((v, f"{path}.{k}" if path else str(k), depth + 1))
+        elif isinstance(value, (list, tuple)):
+            stack.extend((v, f"{path}[{i}]", depth + 1) for i, v in reversed(list(enumerate(value))))
     return out
 
 
