@@ -17,10 +17,10 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from provision.cli import lifecycle, offers, plan, reap, size
+from provision.cli import check, lifecycle, offers, plan, reap, size
 
 #: The command groups, in the order ``provision --help`` lists them.
-COMMAND_MODULES = (offers, plan, lifecycle, size, reap)
+COMMAND_MODULES = (offers, plan, lifecycle, size, reap, check)
 
 
 class JsonAwareGroup(TyperGroup):

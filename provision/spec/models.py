@@ -115,7 +115,7 @@ def _mount(path: str) -> str:
 #: IANA special-purpose IPv4 ranges (RFC 6890 and the IANA IPv4 Special-Purpose Address Registry):
 #: together with these, a list that covers every other address covers the whole public internet.
 _NON_PUBLIC_V4 = tuple(
-    ipaddress.ip_network(n)
+    ipaddress.IPv4Network(n)
     for n in (
         "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
         "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15",
@@ -123,7 +123,7 @@ _NON_PUBLIC_V4 = tuple(
     )
 )  # fmt: skip
 #: Global unicast IPv6 (RFC 4291 section 2.4; IANA IPv6 Global Unicast Address Assignments).
-_GLOBAL_V6 = ipaddress.ip_network("2000::/3")
+_GLOBAL_V6 = ipaddress.IPv6Network("2000::/3")
 
 
 def covers_internet(cidrs: Any) -> bool:
@@ -137,14 +137,11 @@ def covers_internet(cidrs: Any) -> bool:
             nets.append(ipaddress.ip_network(str(c).strip(), strict=False))
         except ValueError:
             continue
-    v4 = [n for n in nets if n.version == 4]
-    v6 = [n for n in nets if n.version == 6]
+    v4 = [n for n in nets if isinstance(n, ipaddress.IPv4Network)]
+    v6 = [n for n in nets if isinstance(n, ipaddress.IPv6Network)]
     if v4 and list(ipaddress.collapse_addresses([*v4, *_NON_PUBLIC_V4])) == [ipaddress.ip_network("0.0.0.0/0")]:
         return True
-    return any(n.prefixlen == 0 for n in v6) or any(
-        _GLOBAL_V6.subnet_of(n)
-        for n in ipaddress.collapse_addresses(v6)  # type: ignore[arg-type]
-    )
+    return any(_GLOBAL_V6.subnet_of(n) for n in ipaddress.collapse_addresses(v6))
 
 
 class SharedStorage(_Model):

@@ -1,0 +1,57 @@
+"""``provision check TARGET [--json]``: the policy rules over the cluster's resource graph.
+
+Runs the program under the mocked cloud (nothing is created) and evaluates every rule of
+:mod:`provision.ops.policy_rules`. Exit 0 when every rule holds, 3 on any violation (a policy
+refusal), 2 for a bad spec, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from provision.cli.common import JsonOpt, TargetArg, console, emit_json, run_command
+
+EXIT_POLICY = 3
+
+
+def check(target: str = TargetArg, as_json: bool = JsonOpt) -> None:
+    """Check the cluster's resources against the security and hygiene rules (exit 3 on a violation)."""
+
+    def go() -> dict[str, Any]:
+        from provision.cli.plan import _plan_target, _target_stack
+        from provision.ops.policy import check_spec
+
+        plan = _plan_target(target)  # every spec problem at once, before anything is registered
+        return {"target": target, **check_spec(plan.spec, stack=_target_stack(target) or "check").as_dict()}
+
+    doc = run_command(as_json, go)
+    code = 0 if doc["passed"] else EXIT_POLICY
+    if as_json:
+        emit_json(doc)
+        raise typer.Exit(code)
+    from rich.markup import escape
+    from rich.table import Table
+
+    out = console()
+    table = Table(title=f"provision check {doc['stack']}: {doc['resources']} resources")
+    for col in ("rule", "", "title"):
+        table.add_column(col, overflow="fold")
+    for rule in doc["rules"]:
+        mark = "[green]pass[/]" if not rule["violations"] else f"[red]{rule['violations']} violation(s)[/]"
+        table.add_row(rule["id"], mark, escape(rule["title"]))
+    out.print(table)
+    for v in doc["violations"]:
+        anchors = f" ({', '.join(v['anchors'])})" if v["anchors"] else ""
+        out.print(
+            f"[red]{v['rule']}[/] {escape(v['resource_type'])} [cyan]{escape(v['resource'])}[/]: "
+            f"{escape(v['message'])}{escape(anchors)}"
+        )
+    out.print("[green]all rules hold[/]" if doc["passed"] else f"[red]{len(doc['violations'])} violation(s)[/]")
+    raise typer.Exit(code)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``check`` to the ``provision`` app."""
+    app.command("check")(check)
