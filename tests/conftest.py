@@ -133,6 +133,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     """Fail any test whose captured stdout, stderr or log holds a canary secret."""
     outcome = yield
     report = outcome.get_result()
+    if report.when == "teardown":  # its sections repeat the call's, which were checked already
+        return
     for title, text in report.sections:
         fragment = leaked_canary(text)
         if fragment and report.outcome != "failed":
