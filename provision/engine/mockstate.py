@@ -214,6 +214,10 @@ class MockStore:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 json.dump(scrub_data(state.as_dict()), f, indent=1, sort_keys=True)
             os.replace(tmp, path)
+        except OSError as e:
+            tmp.unlink(missing_ok=True)
+            # Name the state file (a full disk mid-write has no filename on the error).
+            raise OSError(e.errno, e.strerror or str(e), str(path)) from None
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise

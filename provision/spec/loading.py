@@ -69,6 +69,7 @@ _FIX_BY_TYPE = {
     "dict_type": "write a mapping (key: value)",
     "model_type": "write a mapping (key: value)",
     "string_type": "write text in quotes",
+    "invalid_key": "write the key as text (a field name), e.g. name:",
     "string_too_short": "give a value",
     "tuple_type": "write a list",
     "list_type": "write a list",
