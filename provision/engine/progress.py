@@ -225,7 +225,9 @@ class Progress:
         """Keep error diagnostics (the cloud's message) for the failure report."""
         if severity != "error":
             return
-        text = " ".join(message.split())
+        from provision.spec.secrets import scrub
+
+        text = " ".join(scrub(message, blobs=True).split())  # a cloud's message may quote a secret input
         if not text:
             return
         where = name_from_urn(urn)
