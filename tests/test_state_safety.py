@@ -148,7 +148,7 @@ def test_damaged_or_foreign_state_is_refused_and_never_deleted(good_state: dict[
 def test_a_hugely_nested_state_file_is_a_clear_error(tmp_path: Path) -> None:
     path = MockStore().path(STACK)
     path.write_text("[" * 100_000 + "]" * 100_000)
-    with pytest.raises(CloudError, match="is not JSON|holds a JSON list"):
+    with pytest.raises(CloudError, match="nests deeper than 100 levels"):
         MockStore().load(STACK)
 
 
@@ -206,7 +206,7 @@ def test_one_damaged_state_file_does_not_stop_reaping_the_others(good_state: dic
     store.path("zzz-broken").write_text("not json")
     result = _cli("reap", "--mock", "--yes", "--json")
     doc = json.loads(result.stdout)
-    assert result.exit_code == 1, doc
+    assert result.exit_code == 1 and "expired" in doc, doc
     assert [row["cluster"] for row in doc["expired"]] == [STACK] and doc["expired"][0]["deleted"]
     assert len(doc["errors"]) == 1 and "zzz-broken" in doc["errors"][0]
     assert not store.path(STACK).exists()

@@ -181,6 +181,10 @@ class MockStore:
             return None
         except UnicodeDecodeError:
             raise DamagedStateError(path, "is not UTF-8 text") from None
+        from provision.spec.yamlsafe import MAX_JSON_DEPTH, json_nesting_depth
+
+        if json_nesting_depth(text) > MAX_JSON_DEPTH:
+            raise DamagedStateError(path, f"nests deeper than {MAX_JSON_DEPTH} levels, which no state does")
         try:
             doc = json.loads(text)
         except (ValueError, RecursionError) as e:

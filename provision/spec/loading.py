@@ -276,7 +276,11 @@ def spec_data_from_document(doc: Any, source: str) -> dict[str, Any]:
             )
         doc = cfg[CONFIG_KEY]
         if isinstance(doc, str):  # `pulumi config set` / set-all store structured values as JSON text
+            from provision.spec.yamlsafe import MAX_JSON_DEPTH, json_nesting_depth
+
             try:
+                if json_nesting_depth(doc) > MAX_JSON_DEPTH:
+                    raise ValueError("nests too deep")
                 doc = json.loads(doc)
             except (ValueError, RecursionError):
                 raise SpecError(

@@ -17,7 +17,9 @@ Every refusal is a :class:`YamlLimitError` with the line it was found at.
 from __future__ import annotations
 
 import os
+import re
 import stat
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -198,3 +200,20 @@ class FileTooLargeError(OSError):
         super().__init__(f"is larger than {limit // 1024} KiB")
         self.limit = limit
         self.filename = path
+
+
+#: JSON documents this library reads (state files, config values) nest well under this.
+MAX_JSON_DEPTH = 100
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+def json_nesting_depth(text: str) -> int:
+    """How deeply ``text`` (JSON) nests arrays and objects, counted without parsing it.
+
+    ``json.loads`` of a 100,000-deep document raises ``RecursionError`` from C, and on CPython
+    3.11 that can leave the interpreter's recursion accounting broken ("AST constructor recursion
+    depth mismatch" on a later ``compile``), so deep documents are refused before parsing.
+    """
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    return max(accumulate(1 if c in "[{" else -1 for c in brackets), default=0)
