@@ -135,3 +135,26 @@ def test_reap_aws_region_without_credentials_exits_1_without_a_traceback(monkeyp
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
     doc = json.loads(result.stdout)
     assert doc["error"] == "CloudError" and "us-east-1" in doc["message"] and "credentials" in doc["message"]
+
+
+class OneBrokenStackFake(TaggedFake):
+    """`stack tag ls` fails for one stack only (a damaged checkpoint, a permission on one stack)."""
+
+    def run(self, args, cwd, additional_env, on_output=None, on_error=None):  # type: ignore[no-untyped-def]
+        a = [x for x in args if x != "--non-interactive"]
+        if a[:3] == ["stack", "tag", "ls"] and a[a.index("--stack") + 1] == "ci-broken":
+            raise self._error("error: could not read stack ci-broken: checkpoint is damaged")
+        return super().run(args, cwd, additional_env, on_output, on_error)
+
+
+def test_one_unreadable_stack_does_not_hide_the_other_expired_ones() -> None:
+    from provision.ops.cluster import Cluster
+
+    fake = OneBrokenStackFake()
+    Cluster("gcp-a3-ci", stack="ci-old", pulumi_command=fake, display="none").up(yes=True)
+    fake.tags["ci-old"]["provision-expires-at"] = "20261101t0000z"
+    fake.stacks.add("ci-broken")
+    errors: list[str] = []
+    found = reaper.expired_pulumi_stacks(now=FIXED_NOW, command=fake, errors=errors)
+    assert [c.cluster for c in found] == ["ci-old"]
+    assert len(errors) == 1 and "ci-broken" in errors[0] and "damaged" in errors[0]

@@ -41,7 +41,7 @@ def register(app: typer.Typer) -> None:
                 for c in reaper.expired_mock_stacks(errors=errors):
                     reap_one({**c.as_dict(), "source": "mock"}, lambda c=c: reaper.reap_mock_stack(c.cluster))
             else:
-                for c in reaper.expired_pulumi_stacks():
+                for c in reaper.expired_pulumi_stacks(errors=errors):
                     reap_one({**c.as_dict(), "source": "pulumi-stack"}, lambda c=c: reaper.reap_pulumi_stack(c.cluster))
             for region in aws_region:
                 found.extend(_sweep_aws(region, yes))

@@ -390,30 +390,42 @@ def _workspace(command: Any = None, root: Any = None) -> Any:
     return auto.LocalWorkspace(**automation.workspace_settings(root or automation.project_root(), command))
 
 
-def expired_pulumi_stacks(now: datetime | None = None, command: Any = None, root: Any = None) -> list[ExpiredCluster]:
+def expired_pulumi_stacks(
+    now: datetime | None = None, command: Any = None, root: Any = None, errors: list[str] | None = None
+) -> list[ExpiredCluster]:
     """Stacks in the state backend whose ``provision-expires-at`` stack tag has passed.
 
+    A stack whose tags or config cannot be read is skipped (its error appended to ``errors``
+    when given), so one broken stack never hides the others.
+
     Raises:
-        CloudError: the Pulumi CLI is missing or the backend refused.
+        CloudError: the Pulumi CLI is missing or the backend refused to list the stacks.
     """
     from provision.engine.automation import run_operation
+    from provision.spec.errors import CloudError
 
     now = now or datetime.now(timezone.utc)
     ws = _workspace(command, root)
     out = []
     for summary in run_operation("stack ls", "(every stack)", ws.list_stacks):
         name = summary.name
-        tags = run_operation("stack tag ls", name, partial(ws.list_tags, name))
-        expires = parse_label_time(tags.get(TAG_EXPIRES, ""))
-        if expires is None or expires > now:
+        try:
+            tags = run_operation("stack tag ls", name, partial(ws.list_tags, name))
+            expires = parse_label_time(tags.get(TAG_EXPIRES, ""))
+            if expires is None or expires > now:
+                continue
+            stored = run_operation("config", name, partial(ws.get_all_config, name))
+        except CloudError as e:
+            if errors is not None:
+                errors.append(f"{name}: {e}")
             continue
-        stored = run_operation("config", name, partial(ws.get_all_config, name))
         config = {k: v.value for k, v in stored.items()}
         spec = config.get("provision:cluster", "{}")
         try:
-            doc = json.loads(spec)
-        except ValueError:
+            doc = json.loads(spec) if len(spec) < 1_000_000 else {}
+        except (ValueError, RecursionError):
             doc = {}
+        doc = doc if isinstance(doc, dict) else {}
         out.append(
             ExpiredCluster(
                 cloud=str(doc.get("cloud", "")),
