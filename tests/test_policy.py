@@ -316,3 +316,38 @@ def test_check_of_a_bad_spec_exits_2(home: Path, tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text("name: T1\ncloud: aws\n")
     assert CliRunner().invoke(app, ["check", str(path), "--json"]).exit_code == 2
+
+
+def test_the_pack_serves_the_rules_over_pulumis_analyzer_protocol() -> None:
+    """Run the pack as Pulumi does (its __main__ serves gRPC and prints the port) and analyze a resource."""
+    import os
+    import subprocess
+    import sys
+
+    import grpc
+    from google.protobuf import empty_pb2, struct_pb2
+    from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
+
+    main = ROOT / "provision" / "ops" / "policy_pack" / "__main__.py"
+    env = {**os.environ, "PYTHONPATH": ""}  # the pack finds the provision it ships in by itself
+    proc = subprocess.Popen([sys.executable, str(main)], stdout=subprocess.PIPE, text=True, env=env, cwd=main.parent)
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline().strip())
+        stub = analyzer_pb2_grpc.AnalyzerStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
+        info = stub.GetAnalyzerInfo(empty_pb2.Empty())
+        assert info.name == "provision" and [p.name for p in info.policies] == [r.id for r in RULES]
+        graph, broken = _mutated("aws", AWS_LT, "", lambda i: i["metadataOptions"].update(httpTokens="optional"))
+        props = struct_pb2.Struct()
+        props.update(json.loads(json.dumps(dict(broken.inputs))))
+        urn = f"urn:pulumi:s::p::{broken.type}::{broken.name}"
+        found = stub.Analyze(analyzer_pb2.AnalyzeRequest(type=broken.type, properties=props, urn=urn, name=broken.name))
+        assert [d.policyName for d in found.diagnostics] == ["PRV-IMDS-001"]
+        clean = next(r for r in canonical("aws") if r.type == AWS_LT)
+        props = struct_pb2.Struct()
+        props.update(json.loads(json.dumps(dict(clean.inputs))))
+        ok = stub.Analyze(analyzer_pb2.AnalyzeRequest(type=clean.type, properties=props, urn=urn, name=clean.name))
+        assert list(ok.diagnostics) == []
+    finally:
+        proc.kill()
+        proc.wait()
