@@ -329,3 +329,15 @@ def test_an_unexpected_failure_is_exit_1_and_one_json_document(monkeypatch: pyte
     assert result.exit_code == 1
     doc = json.loads(result.stdout)
     assert doc["error"] == "InternalError" and leaked_canary(result.stdout) is None
+
+
+def test_a_password_file_given_as_target_has_its_hashes_redacted(tmp_path: Path) -> None:
+    shadow = "root:$6$Zx9sAlt0$K1x9Jv0aLmE3pQ7sT2uVwXyZabcdefghijkLMNOPQRS0123456789:19000:0:99999:7:::\n"
+    result = _plan(_write(tmp_path, shadow, "shadow"), "--json")
+    assert result.exit_code == 2
+    assert "K1x9Jv0aLmE3pQ7sT2uVwXyZ" not in result.stdout and "password hash" in result.stdout
+
+
+def test_a_target_name_too_long_for_the_filesystem_is_bad_input(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["plan", str(tmp_path / ("a" * 300)), "--json"])
+    assert result.exit_code == 2 and json.loads(result.stdout)["error"] == "SpecError"

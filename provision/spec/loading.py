@@ -314,13 +314,21 @@ def stacks_dir(root: Path | None = None) -> Path:
     return (root or Path.cwd()) / "stacks"
 
 
+def _exists(path: Path) -> bool:
+    """``path.exists()``, with a name too long or otherwise unusable read as "does not exist"."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
+
+
 def target_path(target: str, root: Path | None = None) -> Path:
     """Resolve a CLI target: a path to a YAML file, or a stack name in ``stacks/``."""
     p = Path(target)
-    if p.suffix in (".yaml", ".yml") or p.exists():
+    if p.suffix in (".yaml", ".yml") or _exists(p):
         return p
     stack_file = stacks_dir(root) / f"Pulumi.{target}.yaml"
-    if stack_file.exists():
+    if _exists(stack_file):
         return stack_file
     from provision.catalog import suggest
 

@@ -56,6 +56,8 @@ _MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("token", re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}\b")),
     ("token", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
     ("access key", re.compile(r"AccountKey=[A-Za-z0-9+/=]{20,}")),
+    # crypt(3) password hashes, as in /etc/shadow: $1$ MD5, $2b$ bcrypt, $5$/$6$ SHA, $y$ yescrypt, $7$ scrypt.
+    ("password hash", re.compile(r"\$(?:1|2[abxy]?|5|6|7|y|gy|sha1|md5)\$[./A-Za-z0-9$=,]{8,}")),
 )
 
 #: A private key body line: 48+ base64 characters, varied, mixing cases and digits (hex digests are lowercase).
