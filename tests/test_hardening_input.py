@@ -341,3 +341,19 @@ def test_a_password_file_given_as_target_has_its_hashes_redacted(tmp_path: Path)
 def test_a_target_name_too_long_for_the_filesystem_is_bad_input(tmp_path: Path) -> None:
     result = runner.invoke(app, ["plan", str(tmp_path / ("a" * 300)), "--json"])
     assert result.exit_code == 2 and json.loads(result.stdout)["error"] == "SpecError"
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {**BASE, "tags": [CANARY_PRIVATE_KEY]},
+        {**BASE, "image": {"versions": [CANARY_TOKEN]}},
+        {**BASE, "access": {"allowed_cidrs": {"a": CANARY_BODY_LINE}}},
+        {**BASE, "name": {"k": [CANARY_PRIVATE_KEY]}},
+    ],
+    ids=["list-in-tags", "list-in-versions", "mapping-in-cidrs", "nested-in-name"],
+)
+def test_a_secret_inside_a_wrongly_shaped_value_is_not_echoed(tmp_path: Path, doc: dict[str, Any]) -> None:
+    for extra in (("--json",), ()):
+        result = _plan(_write(tmp_path, doc), *extra)
+        assert result.exit_code == 2 and leaked_canary(result.stdout + result.stderr) is None

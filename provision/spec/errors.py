@@ -23,6 +23,10 @@ _MAX_JSON_CHARS = 200
 _REPR = reprlib.Repr()
 _REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict = 3, 6, 6, 6
 _REPR.maxstring, _REPR.maxother, _REPR.maxlong = _MAX_VALUE_CHARS, _MAX_VALUE_CHARS, 40
+#: What a secret scan of a container looks at: enough of each string to see a key's header.
+_SCAN_REPR = reprlib.Repr()
+_SCAN_REPR.maxlevel, _SCAN_REPR.maxlist, _SCAN_REPR.maxtuple, _SCAN_REPR.maxdict = 3, 20, 20, 20
+_SCAN_REPR.maxstring, _SCAN_REPR.maxother = 400, 400
 
 
 @dataclass(frozen=True)
@@ -46,8 +50,12 @@ class Problem:
         # and keys or tokens quoted inside a rule or fix are cut out.
         if isinstance(self.value, str):
             kind = secret_kind(self.value[:100_000], blobs=True)
-            if kind:
-                object.__setattr__(self, "value", REDACTED_TEMPLATE.format(kind=kind))
+        elif isinstance(self.value, (list, tuple, dict, set)):  # a container echoes its items (bounded)
+            kind = secret_kind(_SCAN_REPR.repr(self.value), blobs=True)
+        else:
+            kind = None
+        if kind:
+            object.__setattr__(self, "value", REDACTED_TEMPLATE.format(kind=kind))
         object.__setattr__(self, "path", scrub(str(self.path), blobs=True))
         object.__setattr__(self, "rule", scrub(str(self.rule), blobs=True))
         object.__setattr__(self, "fix", scrub(str(self.fix), blobs=True))
