@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 from provision.catalog import Catalog, InstanceOffer, load_catalog
 from provision.planning.cost import estimate, expiry
 from provision.planning.images import default_image
+from provision.planning.kubernetes import KubernetesPlan, system_price_note
 from provision.planning.plan import ClusterPlan, ImagePlan, StoragePlan
 from provision.planning.resolve import Resolution, resolve
 from provision.spec import ClusterSpec
@@ -101,13 +102,24 @@ class Adapter(ABC):
         found = ProblemCollector()
         res = resolve(spec, catalog, found)
         self.check(spec, res, found)
+        k8s = self._kubernetes(spec, res, found)
         found.raise_if_any(SpecError)
         assert res.offer is not None and res.nodes is not None and res.fabric is not None  # noqa: S101
         offer, nodes = res.offer, res.nodes
         storage = (res.storage, res.storage_size_gib, res.storage_throughput) if res.storage else None
-        cost = estimate(spec, catalog, offer, nodes, storage)  # type: ignore[arg-type]
+        cost = estimate(
+            spec,
+            catalog,
+            offer,
+            nodes,
+            storage,  # type: ignore[arg-type]
+            scheduler=k8s is not None,
+            scheduler_hourly_usd=k8s.hourly_usd if k8s is not None else None,
+        )
         expires_at = expiry(now, cost.lifetime_hours)
         warnings = [*res.warnings, *self.warnings(spec, res)]
+        if k8s is not None:
+            warnings += self.kubernetes_warnings(spec, res, k8s)
         if cost.unpriced and spec.lifetime.max_cost_usd is not None and cost.hourly_usd is not None:
             warnings.append(
                 f"the cost cap counts only the priced parts; {', '.join(cost.unpriced)} have no catalog price "
@@ -170,10 +182,12 @@ class Adapter(ABC):
             created_at=now,
             expires_at=expires_at,
             cost=cost,
-            nccl_env=self.nccl_env(offer, res.fabric),
+            # Under Kubernetes the environment is the one pods see (their interface names and paths).
+            nccl_env=dict(k8s.job.env) if k8s is not None else self.nccl_env(offer, res.fabric),
             warnings=tuple(warnings),
             options=spec.cloud_options(),
             extra=self.extra_plan(spec, res),
+            kubernetes=k8s,
         )
 
     def check(self, spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:  # noqa: B027
@@ -195,6 +209,34 @@ class Adapter(ABC):
     def nccl_env(self, offer: InstanceOffer, fabric: str) -> dict[str, str]:
         """The NCCL / libfabric / RCCL environment for this type and fabric."""
 
+    def _kubernetes(self, spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> KubernetesPlan | None:
+        if spec.scheduler.kind != "kubernetes":
+            return None
+        before = len(found.problems)
+        self.check_kubernetes(spec, res, found)
+        if len(found.problems) > before or res.offer is None or res.nodes is None or res.fabric is None:
+            return None
+        return self.kubernetes_plan(spec, res)
+
+    def check_kubernetes(self, spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
+        """Problems of ``scheduler.kind: kubernetes`` on this cloud; by default it is not supported yet."""
+        found.add(
+            "scheduler.kind",
+            "kubernetes",
+            f"is not supported on {self.cloud} yet: "
+            + self.limits.get("kubernetes", "no managed Kubernetes path exists for this cloud"),
+            "use scheduler.kind: none (plain VMs), or a gcp / aws cluster for Kubernetes",
+        )
+
+    def kubernetes_plan(self, spec: ClusterSpec, res: Resolution) -> KubernetesPlan:
+        """The managed Kubernetes cluster (called only when :meth:`check_kubernetes` found nothing)."""
+        raise UnsupportedError(f"no Kubernetes plan for {self.cloud}")
+
+    def kubernetes_warnings(self, spec: ClusterSpec, res: Resolution, k8s: KubernetesPlan) -> list[str]:
+        """Warnings of the Kubernetes plan (lifetime enforcement, version support, prices)."""
+        note = system_price_note(self.cloud, spec.region, k8s.system_pool)
+        return [note] if note else []
+
     def extra_plan(self, spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
         """Cloud-specific decisions to carry into ``build`` (JSON-serialisable)."""
         return {}
@@ -207,8 +249,19 @@ class Adapter(ABC):
             UnsupportedError: this cloud's SDK is not installed (names the pip extra).
         """
         self.require_sdk()
+        if plan.kubernetes is not None:
+            self.require_kubernetes_sdk()
+            module = importlib.import_module(f"provision.clouds.{self.cloud}.kubernetes")
+            return module.build(plan)  # type: ignore[no-any-return]
         module = importlib.import_module(f"provision.clouds.{self.cloud}.components")
         return module.build(plan)  # type: ignore[no-any-return]
+
+    def require_kubernetes_sdk(self) -> None:
+        """Raises ``UnsupportedError`` naming the ``kubernetes`` extra when pulumi-kubernetes is missing."""
+        if importlib.util.find_spec("pulumi_kubernetes") is None:
+            raise UnsupportedError(
+                "scheduler.kind kubernetes needs pulumi-kubernetes; to fix: pip install 'provision[kubernetes]'"
+            )
 
     def require_sdk(self) -> None:
         missing = [m for m in self.sdk_modules if importlib.util.find_spec(m) is None]

@@ -21,7 +21,7 @@ from typing import Any
 import pulumi
 
 #: Pulumi package prefix of a type token -> our cloud folder.
-PACKAGE_CLOUD = {"aws": "aws", "gcp": "gcp", "azure-native": "azure", "alicloud": "alibaba"}
+PACKAGE_CLOUD = {"aws": "aws", "gcp": "gcp", "azure-native": "azure", "alicloud": "alibaba", "kubernetes": "k8s"}
 
 
 class UnknownInvokeError(Exception):

@@ -152,9 +152,54 @@ def resource(args: pulumi.runtime.MockResourceArgs, ctx: MockContext) -> tuple[s
         out.update(name=rid, arn=_arn(ctx, "resource-groups", f"group/{rid}"))
     elif typ == "aws:resourcegroups/resource:Resource":
         rid = f"{inputs.get('groupArn')},{inputs.get('resourceArn')}"
+    elif typ.startswith("aws:eks/"):
+        rid = _eks(typ, name, inputs, out, ctx)
     else:
         rid = f"{name}-{hx[:8]}"
     return rid, out
+
+
+def _eks(typ: str, name: str, inputs: dict[str, Any], out: dict[str, Any], ctx: MockContext) -> str:
+    """EKS answers: cluster endpoint/CA/cluster security group, node group ASG, add-on versions, ARNs."""
+    hx = ctx.hex_id(name)
+    if typ == "aws:eks/cluster:Cluster":
+        cluster = str(inputs.get("name") or f"{name}-{ctx.hex_id(name, 7)}")
+        vpc = dict(inputs.get("vpcConfig") or {})
+        vpc.update(clusterSecurityGroupId=f"sg-{ctx.hex_id(name + '/cluster-sg')}", vpcId=f"vpc-{ctx.hex_id('vpc')}")
+        out.update(
+            name=cluster,
+            arn=_arn(ctx, "eks", f"cluster/{cluster}"),
+            endpoint=f"https://{hx[:32].upper()}.gr7.{_region(ctx)}.eks.amazonaws.com",
+            certificateAuthority={"data": "TU9DSy1FS1MtQ0E="},
+            vpcConfig=vpc,
+            identities=[{"oidcs": [{"issuer": f"https://oidc.eks.{_region(ctx)}.amazonaws.com/id/{hx[:32].upper()}"}]}],
+            platformVersion="eks.1",
+            status="ACTIVE",
+            clusterId=f"{hx[:8]}-{hx[8:12]}-{hx[12:16]}-{ctx.hex_id(name + '/id', 4)}-{ctx.hex_id(name, 12)}",
+        )
+        return cluster
+    cluster = str(inputs.get("clusterName") or "")
+    if typ == "aws:eks/nodeGroup:NodeGroup":
+        group = str(inputs.get("nodeGroupName") or f"{name}-{hx[:7]}")
+        asg = f"eks-{group}-{hx[:8]}-{hx[8:12]}-{hx[12:16]}-{hx[16:17]}"
+        out.update(
+            nodeGroupName=group,
+            arn=_arn(ctx, "eks", f"nodegroup/{cluster}/{group}/{hx[:8]}"),
+            resources=[{"autoscalingGroups": [{"name": asg}], "remoteAccessSecurityGroupId": ""}],
+            status="ACTIVE",
+            releaseVersion="1.35.0-20261120",
+            version=None,
+        )
+        return f"{cluster}:{group}"
+    if typ == "aws:eks/addon:Addon":
+        addon = str(inputs["addonName"])
+        out.update(arn=_arn(ctx, "eks", f"addon/{cluster}/{addon}/{hx[:8]}"), addonVersion="v1.0.0-eksbuild.1")
+        return f"{cluster}:{addon}"
+    if typ == "aws:eks/podIdentityAssociation:PodIdentityAssociation":
+        assoc = f"a-{hx[:17]}"
+        out.update(associationArn=_arn(ctx, "eks", f"podidentityassociation/{cluster}/{assoc}"), associationId=assoc)
+        return f"{cluster},{assoc}"
+    raise KeyError(f"the mocked AWS does not know resource type {typ!r}; add it to provision/clouds/aws/mocks.py")
 
 
 # ---------------------------------------------------------------------- invokes

@@ -19,8 +19,9 @@ from typing import Any, ClassVar
 
 from provision.catalog import InstanceOffer
 from provision.clouds.base import Adapter
-from provision.clouds.gcp import layout
+from provision.clouds.gcp import kubeplan, layout
 from provision.planning.images import default_image
+from provision.planning.kubernetes import KubernetesPlan
 from provision.planning.plan import ImagePlan
 from provision.planning.resolve import DEFAULT_SHARED_KIND, Resolution
 from provision.spec import LABEL_KEY_PATTERN, LABEL_VALUE_PATTERN, ClusterSpec
@@ -318,7 +319,7 @@ class GcpAdapter(Adapter):
     def warnings(self, spec: ClusterSpec, res: Resolution) -> list[str]:
         out: list[str] = []
         cap = spec.capacity.type
-        if res.fabric == "tcpx" and not spec.image.id:
+        if res.fabric == "tcpx" and not spec.image.id and spec.scheduler.kind == "none":
             out.append(
                 "a3-highgpu-8g: the default image has no GPUDirect-TCPX kernel (linux-gcp-tcpx); nodes fall back "
                 "to NCCL sockets on the gVNICs until you pin a TCPX image with image.id (Cluster Toolkit's "
@@ -378,3 +379,30 @@ class GcpAdapter(Adapter):
 
     def extra_plan(self, spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
         return layout.decide(spec, res)
+
+    # ------------------------------------------------------------------ scheduler: kubernetes (GKE)
+    def check_kubernetes(self, spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
+        kubeplan.check(spec, res, found)
+
+    def kubernetes_plan(self, spec: ClusterSpec, res: Resolution) -> KubernetesPlan:
+        assert res.offer is not None and res.fabric is not None  # noqa: S101
+        return kubeplan.kubernetes_plan(spec, res, self.nccl_env(res.offer, res.fabric))
+
+    def kubernetes_warnings(self, spec: ClusterSpec, res: Resolution, k8s: KubernetesPlan) -> list[str]:
+        out = super().kubernetes_warnings(spec, res, k8s)
+        if spec.lifetime.ttl is not None or spec.lifetime.max_cost_usd is not None:
+            if spec.capacity.type == "flex-start":
+                out.append(
+                    "lifetime on GKE: flex-start nodes end after lifetime.ttl (max run duration); the control "
+                    "plane, system pool and filesystem keep billing until `provision reap` or `down`."
+                )
+            else:
+                out.append(
+                    "lifetime on GKE: node pools have no expiry; `provision reap` (or `down`) removes the "
+                    "cluster at expires_at. Use capacity flex-start for a cloud-side node lifetime."
+                )
+        out.append(
+            "GKE upgrades nodes in maintenance windows (release channel REGULAR, one GPU node at a time); "
+            "add a maintenance exclusion for long training runs."
+        )
+        return out

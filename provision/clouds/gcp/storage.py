@@ -101,6 +101,7 @@ def build_storage(plan: ClusterPlan, nets: Networks, parent: pulumi.Resource) ->
             filesystem=st["filesystem"],
             capacity_gib=st["capacity_gib"],
             per_unit_storage_throughput=st["throughput"],
+            gke_support_enabled=True if st.get("gke_support") else None,
             network=nets.host.id,
             labels=labels,
             description=f"shared filesystem of cluster {plan.name}",
