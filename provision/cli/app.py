@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import typer
 
-from provision.cli import lifecycle, offers, plan, reap, size
+from provision.cli import k8s, lifecycle, offers, plan, reap, size
 
 #: The command groups, in the order ``provision --help`` lists them.
-COMMAND_MODULES = (offers, plan, lifecycle, size, reap)
+COMMAND_MODULES = (offers, plan, lifecycle, size, reap, k8s)
 
 
 def build_app() -> typer.Typer:

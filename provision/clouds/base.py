@@ -176,7 +176,9 @@ class Adapter(ABC):
             capacity=spec.capacity,
             storage=storage_plan,
             scratch=spec.storage.scratch,
-            image=self.image(spec, offer, res.fabric),
+            image=ImagePlan(ref=k8s.extra["node_image"], source=f"{k8s.control_plane.service} managed node image")
+            if k8s is not None
+            else self.image(spec, offer, res.fabric),
             access=spec.access,
             tags=tags,
             created_at=now,

@@ -134,6 +134,8 @@ class KubernetesPlan(_Frozen):
                 "queue": self.job.queue,
                 "runtime": self.job.runtime,
                 "resources_per_node": self.job.resources,
+                "fabric_devices_per_node": self.job.fabric_devices_per_node,
+                "fabric_resource": self.job.fabric_resource or "pod network interfaces",
                 "image": self.job.image,
             },
             "hourly_usd": self.hourly_usd,

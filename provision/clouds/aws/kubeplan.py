@@ -252,6 +252,7 @@ def kubernetes_plan(spec: ClusterSpec, res: Resolution, extra: dict[str, Any], e
         "capacity_type": CAPACITY_TYPES[cap],
         "lt_instance_type": cap == "capacity-block",
         "gpu_ami_type": "AL2023_x86_64_NVIDIA",
+        "node_image": f"EKS AL2023_x86_64_NVIDIA for Kubernetes {version}",
         "system_ami_type": "AL2023_x86_64_STANDARD",
         "root_device_name": "/dev/xvda",
         "gpu_labels": dict(GPU_LABELS),

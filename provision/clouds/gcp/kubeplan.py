@@ -402,6 +402,7 @@ def kubernetes_plan(spec: ClusterSpec, res: Resolution, vm_env: dict[str, str]) 
     extra = {
         "zone": res.zone,
         "release_channel": RELEASE_CHANNEL,
+        "node_image": "COS_CONTAINERD",
         "pods_cidr": PODS_CIDR,
         "services_cidr": SERVICES_CIDR,
         "accelerator": ACCELERATORS.get(offer.instance_type),

@@ -32,6 +32,8 @@ API_VERSION = "trainer.kubeflow.org/v1alpha1"
 NODE = "node"
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+#: Owner of the job's runtime patch (Trainer RuntimePatch.manager).
+PATCH_MANAGER = "provision.dev/fabric"
 #: TrainJob names: RFC 1035 labels of at most 63 characters (a CEL rule on the TrainJob CRD).
 _NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
@@ -116,25 +118,44 @@ def train_job(
         raise ValueError(f"nodes must be between 1 and {profile.nodes} (the GPU pool), not {count}")
     merged = {**profile.env, **(env or {})}
     resources = dict(profile.resources)
+    spec: dict[str, Any] = {
+        "runtimeRef": {"name": profile.runtime, "apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime"},
+        "trainer": {
+            "image": image or profile.image,
+            "command": ["torchrun"],
+            "args": [script, *args],
+            "numNodes": count,
+            "resourcesPerNode": {"requests": dict(resources), "limits": dict(resources)},
+            "env": [{"name": k, "value": v} for k, v in sorted(merged.items())],
+        },
+    }
+    if profile.annotations:
+        # Fabric devices that are pod interfaces, not extended resources (GKE multi-networking): the job
+        # itself names every GPU NIC through a runtime patch (Trainer v2.2 RuntimePatches: pod metadata).
+        spec["runtimePatches"] = [
+            {
+                "manager": PATCH_MANAGER,
+                "trainingRuntimeSpec": {
+                    "template": {
+                        "spec": {
+                            "replicatedJobs": [
+                                {
+                                    "name": NODE,
+                                    "template": {
+                                        "spec": {"template": {"metadata": {"annotations": dict(profile.annotations)}}}
+                                    },
+                                }
+                            ]
+                        }
+                    }
+                },
+            }
+        ]
     return {
         "apiVersion": API_VERSION,
         "kind": "TrainJob",
         "metadata": {"name": name, "namespace": profile.namespace, "labels": {QUEUE_LABEL: profile.queue}},
-        "spec": {
-            "runtimeRef": {
-                "name": profile.runtime,
-                "apiGroup": "trainer.kubeflow.org",
-                "kind": "ClusterTrainingRuntime",
-            },
-            "trainer": {
-                "image": image or profile.image,
-                "command": ["torchrun"],
-                "args": [script, *args],
-                "numNodes": count,
-                "resourcesPerNode": {"requests": dict(resources), "limits": dict(resources)},
-                "env": [{"name": k, "value": v} for k, v in sorted(merged.items())],
-            },
-        },
+        "spec": spec,
     }
 
 
@@ -146,3 +167,12 @@ def to_yaml(doc: dict[str, Any]) -> str:
 def requested(doc: dict[str, Any]) -> dict[str, str]:
     """The per-node limits of a ``TrainJob`` (for checks and summaries)."""
     return dict(doc["spec"]["trainer"]["resourcesPerNode"]["limits"])
+
+
+def pod_annotations(doc: dict[str, Any]) -> dict[str, str]:
+    """The pod annotations a ``TrainJob`` patches into its runtime (GKE pod networks), if any."""
+    out: dict[str, str] = {}
+    for patch in doc["spec"].get("runtimePatches") or []:
+        for job in patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]:
+            out.update(job["template"]["spec"]["template"]["metadata"].get("annotations") or {})
+    return out
