@@ -214,6 +214,9 @@ class AlibabaAdapter(Adapter):
     extra: ClassVar[str] = "alibaba"
     sdk_modules: ClassVar[tuple[str, ...]] = ("pulumi_alicloud",)
     limits: ClassVar[dict[str, str]] = {
+        "kubernetes": "ACK is not wired yet. Missing: an ACK managed cluster with a GN8 node pool whose nodes "
+        "carry ERIs, Alibaba's eRDMA controller (ack-erdma-controller, aliyun/erdma resources in pods), the CPFS "
+        "CSI volume, and RRSA for pod identity",
         "cpfs-lingjun": _LINGJUN_REASON,
         "placement": f"a LowLatency deployment set holds at most {DEPLOYMENT_SET_MAX} nodes and no spot nodes",
         "eri": f"ecs.Instance creates at most {MAX_INLINE_ERIS} ERIs (primary + one secondary) per node",

@@ -56,6 +56,9 @@ class AzureAdapter(Adapter):
     extra = "azure"
     sdk_modules = ("pulumi", "pulumi_azure_native")
     limits: ClassVar[dict[str, str]] = {
+        "kubernetes": "AKS is not wired yet. Missing: an AKS cluster with an ND H100 v5 node pool in one "
+        "InfiniBand placement group, the NVIDIA Network Operator (RDMA shared device plugin for the 8 IB HCAs, "
+        "rdma/ib resources in pods), Azure Managed Lustre through its CSI driver, and Workload Identity",
         "lifetime": "Azure cannot delete a VM at a set time: the expiry is a tag and the reaper deletes the "
         "resource group; ScheduledAction (computeschedule) is preview-only and only deallocates.",
         "ib-island": "InfiniBand spans one single-placement-group scale set: 100 VMs, 300 after a support request.",
