@@ -241,8 +241,6 @@ def storage(spec: ClusterSpec, res: Resolution) -> dict[str, Any] | None:
     if kind == "managed-lustre":
         out.update(
             instance_id=f"{spec.name}-lustre",
-            # GKE's Lustre CSI driver reaches instances created with GKE support (LNet on port 6988).
-            gke_support=spec.scheduler.kind == "kubernetes",
             filesystem=lustre_filesystem_name(spec.name),
             capacity_gib=str(res.storage_size_gib),
             throughput=str(res.storage_throughput),
@@ -251,6 +249,9 @@ def storage(spec: ClusterSpec, res: Resolution) -> dict[str, Any] | None:
             firewall_ports=list(LUSTRE_PORTS),
             location=res.zone,
         )
+        if spec.scheduler.kind == "kubernetes":
+            # GKE's Lustre CSI driver reaches instances created with GKE support (LNet on port 6988).
+            out["gke_support"] = True
     elif kind == "parallelstore":
         out.update(
             instance_id=f"{spec.name}-daos",
