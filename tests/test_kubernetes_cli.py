@@ -20,6 +20,8 @@ from provision.ops.cluster import Cluster
 from provision.spec.errors import CloudError
 
 runner = CliRunner()
+GKE, POOL = "gcp:container/cluster:Cluster", "gcp:container/nodePool:NodePool"
+EKS, NODEGROUP = "aws:eks/cluster:Cluster", "aws:eks/nodeGroup:NodeGroup"
 
 
 @pytest.fixture
@@ -103,3 +105,32 @@ def test_launch_submits_with_kubectl_and_a_private_kubeconfig_file_it_removes(ho
     with pytest.raises(CloudError, match="queue"):
         ops_k8s.submit(doc, "apiVersion: v1\n", run=refused)
     cluster.down()
+
+
+@pytest.mark.parametrize(
+    ("stack", "cluster", "pool"), [("gcp-a3-64-gke", GKE, POOL), ("aws-p5-64-eks", EKS, NODEGROUP)]
+)
+def test_preview_shows_the_managed_cluster_gpu_pool_volume_and_training_operator(
+    home: Path, stack: str, cluster: str, pool: str
+) -> None:
+    result = runner.invoke(app, ["preview", stack, "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    for r in doc["resources"]:
+        by_type.setdefault(r["type"], []).append(r["inputs"])
+    assert len(by_type[cluster]) == 1
+    sizes = [p.get("nodeCount") or (p.get("scalingConfig") or {}).get("desiredSize") for p in by_type[pool]]
+    assert sorted(sizes) == [2, 8]
+    assert by_type["kubernetes:core/v1:PersistentVolume"][0]["spec"]["csi"]["driver"].endswith((".gke.io", ".aws.com"))
+    assert {r["name"] for r in by_type["kubernetes:helm.sh/v3:Release"]} >= {"kubeflow-trainer", "kueue"}
+    assert doc["plan"]["scheduler"]["gpu_pool"]["nodes"] == 8
+    assert doc["outputs"]["kubernetes"]["queue"] == "training"
+
+
+def test_submit_without_kubectl_is_a_user_error_naming_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    from provision.spec.errors import UnsupportedError
+
+    monkeypatch.setattr(ops_k8s.shutil, "which", lambda _: None)
+    with pytest.raises(UnsupportedError, match="kubectl is not installed"):
+        ops_k8s.submit({"kind": "TrainJob"}, "apiVersion: v1\n")
