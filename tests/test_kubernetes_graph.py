@@ -207,3 +207,14 @@ def test_mocked_api_server_refuses_what_kubernetes_refuses() -> None:
     with pytest.raises(KubernetesApiError, match="pinned version"):
         check_object("kubernetes:helm.sh/v3:Release", "x", {"name": "kueue", "chart": "oci://k/kueue"})
     check_object("kubernetes:core/v1:Namespace", "x", {"metadata": {"name": "training", "labels": {"a/b": "c"}}})
+
+
+def test_eks_reservation_targets_the_odcr_without_creating_a_placement_group() -> None:
+    spec = variant("aws-p5-64-eks", capacity={"type": "reservation", "reservation": "cr-0123456789abcdef0"})
+    r = preview(spec)
+    lt = r.one(LT).inputs
+    target = lt["capacityReservationSpecification"]["capacityReservationTarget"]
+    assert target == {"capacityReservationId": "cr-0123456789abcdef0"} and "instanceMarketOptions" not in lt
+    assert not r.of_type("aws:ec2/placementGroup:PlacementGroup") and "placement" not in lt
+    gpu = [x.inputs for x in r.of_type(NODEGROUP) if x.inputs["nodeGroupName"] == "gpu"][0]
+    assert gpu["capacityType"] == "ON_DEMAND" and gpu["instanceTypes"] == ["p5.48xlarge"]
