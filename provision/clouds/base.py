@@ -32,6 +32,13 @@ TAG_CLUSTER = "provision-cluster"
 TAG_OWNER = "provision-owner"
 TAG_EXPIRES = "provision-expires-at"
 TAG_STACK = "provision-stack"
+#: The Pulumi provider config key that sets each cloud's default region.
+PROVIDER_REGION_KEYS = {
+    "aws": "aws:region",
+    "gcp": "gcp:region",
+    "azure": "azure-native:location",
+    "alibaba": "alicloud:region",
+}
 #: Tag value that marks a resource the user chose to keep (storage.shared.retain).
 TAG_RETAIN = "provision-retain"
 
