@@ -87,7 +87,9 @@ class GpuServer(_Sourced):
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     name: str
-    vendor: str = Field(description="Who sells it, lower case: nvidia, dell, hpe, lenovo, inspur, supermicro, huawei ...")
+    vendor: str = Field(
+        description="Who sells it, lower case: nvidia, dell, hpe, lenovo, inspur, supermicro, huawei ..."
+    )
     accelerator: str = Field(description="Accelerator model; the sizing catalog's canonical name where it has one.")
     accelerator_vendor: AcceleratorVendor
     accelerators: int | None = Field(default=None, gt=0, description="Null when the sources read do not say.")

@@ -36,7 +36,9 @@ def checked(build: bool, vendor: str | None, fabric: str | None, csv_path: str |
 
     extra = []
     if csv_path is not None and not Path(csv_path).expanduser().resolve().parent.is_dir():
-        extra.append(Problem("--csv", csv_path, "is in a directory that does not exist", "create it or give another path"))
+        extra.append(
+            Problem("--csv", csv_path, "is in a directory that does not exist", "create it or give another path")
+        )
     try:
         result = with_option_checks(size, vendor, fabric)
     except SpecError as e:
@@ -97,14 +99,22 @@ def print_build(b: dict[str, Any], csv_path: str | None = None) -> None:
             [
                 ("decision", escape(d["reason"])),
                 ("server", f"{d['servers']} x {s['name']} ({d['gpus']} {s['accelerator']})"),
-                ("config", escape(f"CPU {s['cpu'] or 'per vendor'}; RAM {s['memory_note']}; NVMe "
-                                  f"{s['nvme_tb'] or '?'} TB; {s['compute_nics']} x {s['compute_nic']}")),
+                (
+                    "config",
+                    escape(
+                        f"CPU {s['cpu'] or 'per vendor'}; RAM {s['memory_note']}; NVMe "
+                        f"{s['nvme_tb'] or '?'} TB; {s['compute_nics']} x {s['compute_nic']}"
+                    ),
+                ),
                 ("fabric", escape(f"{f['kind']}: {f['rule']}")),
                 ("storage", escape(st["chosen"]["note"] if st["chosen"] else "no catalog block fits; see options")),
                 ("power", _power(p)),
                 ("cooling", escape(p["cooling_reason"])),
-                ("racks", f"{p['racks']} ({p['compute_racks']} compute at {p['servers_per_rack']} servers each, "
-                          f"{p['support_racks']} network/storage/management)"),
+                (
+                    "racks",
+                    f"{p['racks']} ({p['compute_racks']} compute at {p['servers_per_rack']} servers each, "
+                    f"{p['support_racks']} network/storage/management)",
+                ),
             ],
         )
     )
@@ -131,8 +141,12 @@ def print_build(b: dict[str, Any], csv_path: str | None = None) -> None:
                 ("capital (priced)", _usd(c["capex_priced_usd"])),
                 ("power / year", _usd(c["energy_usd_per_year"])),
                 ("support / year", f"{_usd(c['support_usd_per_year'])} ({c['support_percent']:g}% of priced capital)"),
-                ("network share", f"{c['network_share']:.0%} of priced capital (Epoch AI: ~19% on average)"
-                 if c["network_share"] is not None else "-"),
+                (
+                    "network share",
+                    f"{c['network_share']:.0%} of priced capital (Epoch AI: ~19% on average)"
+                    if c["network_share"] is not None
+                    else "-",
+                ),
             ],
         )
     )
@@ -159,8 +173,14 @@ def print_build(b: dict[str, Any], csv_path: str | None = None) -> None:
     out.print("[bold]cumulative cost[/]")
     for line in cost_chart_text(CostPlan.model_validate(c)):
         out.print(escape(line), markup=False)
-    sw = _table("software stack", [("layer", {"overflow": "fold", "ratio": 2}), ("item", {"overflow": "fold", "ratio": 3}),
-                                   ("version / note", {"overflow": "fold", "ratio": 5})])
+    sw = _table(
+        "software stack",
+        [
+            ("layer", {"overflow": "fold", "ratio": 2}),
+            ("item", {"overflow": "fold", "ratio": 3}),
+            ("version / note", {"overflow": "fold", "ratio": 5}),
+        ],
+    )
     for item in b["software"]:
         sw.add_row(item["layer"], item["item"], escape(" ".join(x for x in (item["version"], item["note"]) if x)))
     out.print(sw)

@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 from provision.catalog.onprem import FABRICS, OnpremCatalog, load_onprem
 from provision.planning.onprem.bom import fabric_lines, management_lines, rack_lines, server_lines, storage_lines
 from provision.planning.onprem.costs import plan_costs
-from provision.planning.onprem.facility import Powered, plan_power, server_power
 from provision.planning.onprem.fabric import FabricTooLarge, design_fabric, max_nodes
+from provision.planning.onprem.facility import Powered, plan_power, server_power
 from provision.planning.onprem.models import BuildReport, SizedRun
 from provision.planning.onprem.select import candidates, check_choice, configure, decide
 from provision.planning.onprem.software import software_stack
@@ -30,8 +30,12 @@ from provision.spec.errors import Problem, SpecError
 T = TypeVar("T")
 
 #: The compute switch per fabric and NIC speed (from the catalog).
-_SWITCH = {("infiniband", 400): "nvidia-qm9700", ("infiniband", 200): "nvidia-qm8700", ("roce", 400): "nvidia-sn5600",
-           ("roce", 200): "nvidia-sn5600"}
+_SWITCH = {
+    ("infiniband", 400): "nvidia-qm9700",
+    ("infiniband", 200): "nvidia-qm8700",
+    ("roce", 400): "nvidia-sn5600",
+    ("roce", 200): "nvidia-sn5600",
+}
 
 
 def sized_run(report: Any) -> SizedRun:
@@ -63,18 +67,25 @@ def sized_run(report: Any) -> SizedRun:
     )
 
 
-def option_problems(vendor: str | None, fabric: str | None, gpu: str | None = None,
-                    cat: OnpremCatalog | None = None) -> list[Problem]:
+def option_problems(
+    vendor: str | None, fabric: str | None, gpu: str | None = None, cat: OnpremCatalog | None = None
+) -> list[Problem]:
     """Every problem with ``--vendor`` and ``--fabric`` (and the GPU, when known), without sizing anything."""
     cat = cat or load_onprem()
     found: list[Problem] = []
     if fabric is not None and fabric not in FABRICS:
         found.append(Problem("--fabric", fabric, "is not a fabric the build planner designs", "use infiniband or roce"))
-    if gpu is not None:
-        found.extend(check_choice(cat, gpu, vendor))
+    if gpu is not None and not found:
+        found.extend(check_choice(cat, gpu, vendor, fabric))
     elif vendor is not None and vendor.lower() not in cat.vendors():
-        found.append(Problem("--vendor", vendor, "is not a vendor in the on-premises catalog",
-                             f"use one of: {', '.join(cat.vendors())}"))
+        found.append(
+            Problem(
+                "--vendor",
+                vendor,
+                "is not a vendor in the on-premises catalog",
+                f"use one of: {', '.join(cat.vendors())}",
+            )
+        )
     return found
 
 
@@ -94,8 +105,9 @@ def with_option_checks(size: Callable[[], T], vendor: str | None, fabric: str | 
     return result
 
 
-def plan_build(report: Any, *, vendor: str | None = None, fabric: str | None = None,
-               cat: OnpremCatalog | None = None) -> BuildReport:
+def plan_build(
+    report: Any, *, vendor: str | None = None, fabric: str | None = None, cat: OnpremCatalog | None = None
+) -> BuildReport:
     """The bill of materials for the run ``report`` sized (a ``SizingReport`` or a :class:`SizedRun`).
 
     Raises:
@@ -109,14 +121,10 @@ def plan_build(report: Any, *, vendor: str | None = None, fabric: str | None = N
         raise SpecError("cannot build this cluster on premises", problems=problems)
     notes: list[str] = []
     warnings: list[str] = []
-    server = candidates(cat, run.gpu, vendor)[0]
+    server = candidates(cat, run.gpu, vendor, fabric)[0]
     decision = decide(run, server)
     cfg = configure(server, notes)
     kind = fabric or (server.fabrics[0] if server.fabrics else "infiniband")
-    if fabric and server.fabrics and fabric not in server.fabrics:
-        raise SpecError("cannot build this cluster on premises", problems=[Problem(
-            "--fabric", fabric, f"is not offered on {server.name} (its NICs run {', '.join(server.fabrics)})",
-            f"use --fabric {server.fabrics[0]} or another --vendor")])
     if not server.fabrics:
         notes.append(f"{server.name}: fabrics not published; designed for {kind}")
     switch = cat.switch(_SWITCH[(kind, 400 if cfg.nic_gbps >= 400 else 200)])
@@ -125,17 +133,26 @@ def plan_build(report: Any, *, vendor: str | None = None, fabric: str | None = N
     try:
         fab = design_fabric(decision.servers, cfg.compute_nics, radix, kind=kind, switch=switch.id)
     except FabricTooLarge as e:
-        raise SpecError("cannot build this cluster on premises", problems=[Problem(
-            "--gpus", decision.gpus, str(e),
-            f"use at most {max_nodes(cfg.compute_nics, radix) * cfg.accelerators} GPUs per fabric, or split the run")]) from None
+        raise SpecError(
+            "cannot build this cluster on premises",
+            problems=[
+                Problem(
+                    "--gpus",
+                    decision.gpus,
+                    str(e),
+                    f"use at most {max_nodes(cfg.compute_nics, radix) * cfg.accelerators} GPUs per fabric, "
+                    "or split the run",
+                )
+            ],
+        ) from None
 
     from provision.catalog import load_catalog
 
     gpu_model = load_catalog().gpu(run.gpu)
     typical_fraction = cat.assumption("typical_draw_fraction").value
     max_kw, typical_kw = server_power(cfg, gpu_model.server_power_kw if gpu_model else None, typical_fraction, notes)
-    storage = plan_storage(cat, run.shared_capacity_bytes, run.required_write_gb_s)
     multi = decision.servers > 1
+    storage = plan_storage(cat, run.shared_capacity_bytes, run.required_write_gb_s, None if multi else cfg.nvme_tb)
     lines = server_lines(cat, cfg, decision.servers, gpu_model.server_price_usd if gpu_model else None, notes)
     lines += fabric_lines(cat, fab, cfg, decision.servers)
     lines += storage_lines(cat, storage)
@@ -144,28 +161,48 @@ def plan_build(report: Any, *, vendor: str | None = None, fabric: str | None = N
     mgmt, counted = management_lines(cat, decision.servers, switches, blocks, multi)
     lines += mgmt
     others = _powered(cat, fab, counted, storage)
-    power = plan_power(cat, decision.servers, max_kw, typical_kw, cfg.cooling, others, run.pue)
+    power = plan_power(cat, decision.servers, max_kw, typical_kw, cfg.cooling, others, run.pue, cfg.rack_units)
     lines += rack_lines(power.racks, power.liquid_cooling)
     infra_kw = sum(p.count * (p.max_w or 0.0) for p in others) / 1000
     costs = plan_costs(
-        cat, tuple(lines), gpus=decision.gpus, sized_gpu=run.gpu, run_gpu_hours=run.gpu_hours,
-        server_typical_kw_total=None if typical_kw is None else typical_kw * decision.servers, infra_kw=infra_kw,
-        pue=run.pue, electricity_usd_per_kwh=run.electricity_usd_per_kwh, utilisation=run.utilisation,
+        cat,
+        tuple(lines),
+        gpus=decision.gpus,
+        sized_gpu=run.gpu,
+        run_gpu_hours=run.gpu_hours,
+        server_typical_kw_total=None if typical_kw is None else typical_kw * decision.servers,
+        infra_kw=infra_kw,
+        pue=run.pue,
+        electricity_usd_per_kwh=run.electricity_usd_per_kwh,
+        utilisation=run.utilisation,
         clouds=run.clouds,
     )
     software, software_source = software_stack(server.accelerator_vendor, kind, multi)
     if power.excluded:
-        warnings.append("no published power or height for: " + ", ".join(power.excluded) + "; power and rack figures "
-                        "leave them out")
+        warnings.append(
+            "no published power or height for: " + ", ".join(power.excluded) + "; power and rack figures leave them out"
+        )
     if costs.unpriced:
-        warnings.append(f"{len(costs.unpriced)} line(s) unpriced in the catalog; the capital total counts priced lines "
-                        "only: ask vendors for quotes")
+        warnings.append(
+            f"{len(costs.unpriced)} line(s) unpriced in the catalog; the capital total counts priced lines "
+            "only: ask vendors for quotes"
+        )
     if server.software != "cuda":
         warnings.append(f"{server.name} runs {server.software.upper()}, not CUDA/NCCL: {server.software_note}")
     return BuildReport(
-        sized=run, decision=decision, server=cfg, fabric=fab, storage=storage, power=power, lines=tuple(lines),
-        costs=costs, software=software, software_source=software_source,
-        assumptions=_assumptions(cat, run, fab, notes), warnings=tuple(warnings), catalog_version=cat.version,
+        sized=run,
+        decision=decision,
+        server=cfg,
+        fabric=fab,
+        storage=storage,
+        power=power,
+        lines=tuple(lines),
+        costs=costs,
+        software=software,
+        software_source=software_source,
+        assumptions=_assumptions(cat, run, fab, notes),
+        warnings=tuple(warnings),
+        catalog_version=cat.version,
     )
 
 
@@ -184,7 +221,10 @@ def _powered(cat: OnpremCatalog, fab: Any, counted: Any, storage: Any) -> list[P
     if counted.head_nodes and cat.head_nodes:
         h = cat.head_nodes[0]
         out.append(Powered(h.name, counted.head_nodes, h.rack_units, h.power_max_w))
-    for oid, n in (("mma4z00-ns400", fab.node_links), ("mms4x00-ns", 2 * math.ceil((fab.leaf_spine_links + fab.spine_core_links) / 2))):
+    for oid, n in (
+        ("mma4z00-ns400", fab.node_links),
+        ("mms4x00-ns", 2 * math.ceil((fab.leaf_spine_links + fab.spine_core_links) / 2)),
+    ):
         o = cat.optic(oid)
         if o and n and o.power_w:
             out.append(Powered(o.name, n, 0, o.power_w))
@@ -192,8 +232,16 @@ def _powered(cat: OnpremCatalog, fab: Any, counted: Any, storage: Any) -> list[P
 
 
 def _assumptions(cat: OnpremCatalog, run: SizedRun, fab: Any, notes: list[str]) -> tuple[str, ...]:
-    used = ("rack_power_budget_kw", "servers_per_rack_max", "air_cooling_limit_kw", "typical_draw_fraction",
-            "support_percent_per_year", "commit_discount_3y_aws", "commit_discount_3y_gcp", "commit_discount_3y_azure")
+    used = (
+        "rack_power_budget_kw",
+        "servers_per_rack_max",
+        "air_cooling_limit_kw",
+        "typical_draw_fraction",
+        "support_percent_per_year",
+        "commit_discount_3y_aws",
+        "commit_discount_3y_gcp",
+        "commit_discount_3y_azure",
+    )
     sourced = []
     for aid in used:
         a = cat.assumption(aid)

@@ -38,8 +38,15 @@ class Counted:
 
 
 def _line(
-    category: Category, item: str, quantity: int, unit: float | None, *, part: str | None = None, note: str = "",
-    sources: tuple[str, ...] = (), priced_in: str | None = None,
+    category: Category,
+    item: str,
+    quantity: int,
+    unit: float | None,
+    *,
+    part: str | None = None,
+    note: str = "",
+    sources: tuple[str, ...] = (),
+    priced_in: str | None = None,
 ) -> LineItem:
     return LineItem(
         category=category,
@@ -54,8 +61,9 @@ def _line(
     )
 
 
-def server_lines(cat: OnpremCatalog, cfg: ServerConfig, servers: int, fallback_price: float | None,
-                 notes: list[str]) -> list[LineItem]:
+def server_lines(
+    cat: OnpremCatalog, cfg: ServerConfig, servers: int, fallback_price: float | None, notes: list[str]
+) -> list[LineItem]:
     row = cat.server(cfg.id)
     price = row.price_usd if row else None
     sources = row.source_urls("price_usd") if row and price else ()
@@ -63,14 +71,17 @@ def server_lines(cat: OnpremCatalog, cfg: ServerConfig, servers: int, fallback_p
     if price is None and fallback_price is not None:
         price = fallback_price
         note = f"no price for this model; the sizing catalog's {cfg.accelerator} 8-GPU server street price"
-        notes.append(f"{cfg.name}: unpriced; used the {cfg.accelerator} reference server price ${fallback_price:,.0f} "
-                     "from gpus.yaml")
+        notes.append(
+            f"{cfg.name}: unpriced; used the {cfg.accelerator} reference server price ${fallback_price:,.0f} "
+            "from gpus.yaml"
+        )
     config = (
         f"{cfg.accelerators}x {cfg.accelerator}; CPU {cfg.cpu or 'per vendor'}; RAM {cfg.memory_note}; "
         f"NVMe {f'{cfg.nvme_tb:g} TB' if cfg.nvme_tb else 'per vendor'}; {cfg.compute_nics}x {cfg.compute_nic}"
     )
-    return [_line("servers", cfg.name, servers, price, part=cfg.id, note=f"{note}; {config}".strip("; "),
-                  sources=sources)]
+    return [
+        _line("servers", cfg.name, servers, price, part=cfg.id, note=f"{note}; {config}".strip("; "), sources=sources)
+    ]
 
 
 def fabric_lines(cat: OnpremCatalog, fab: FabricDesign, cfg: ServerConfig, servers: int) -> list[LineItem]:
@@ -81,8 +92,15 @@ def fabric_lines(cat: OnpremCatalog, fab: FabricDesign, cfg: ServerConfig, serve
     switches = fab.leaves + fab.spines + fab.cores
     roles = ", ".join(f"{n} {r}" for n, r in ((fab.leaves, "leaf"), (fab.spines, "spine"), (fab.cores, "core")) if n)
     lines = [
-        _line("compute fabric", sw.name, switches, sw.price_usd, part=sw.id, note=f"{roles}; {fab.rule}",
-              sources=sw.source_urls("price_usd"))
+        _line(
+            "compute fabric",
+            sw.name,
+            switches,
+            sw.price_usd,
+            part=sw.id,
+            note=f"{roles}; {fab.rule}",
+            sources=sw.source_urls("price_usd"),
+        )
     ]
     link = cat.optic("link-400g-priced")
     per_link = link.price_usd if link and fab.kind in ("infiniband", "roce") and cfg.nic_gbps >= 400 else None
@@ -91,10 +109,16 @@ def fabric_lines(cat: OnpremCatalog, fab: FabricDesign, cfg: ServerConfig, serve
     if fab.kind == "roce" and per_link is not None:
         link_note += "; the twin-port optics carry both InfiniBand and Ethernet (NVIDIA docs), so the IB price is used"
     lines.append(
-        _line("fabric links", f"{cfg.nic_gbps}G links (node-leaf {fab.node_links}, switch-switch "
-              f"{fab.leaf_spine_links + fab.spine_core_links})", all_links, per_link,
-              part=link.id if per_link and link else None, note=link_note,
-              sources=link.source_urls("price_usd") if per_link and link else ())
+        _line(
+            "fabric links",
+            f"{cfg.nic_gbps}G links (node-leaf {fab.node_links}, switch-switch "
+            f"{fab.leaf_spine_links + fab.spine_core_links})",
+            all_links,
+            per_link,
+            part=link.id if per_link and link else None,
+            note=link_note,
+            sources=link.source_urls("price_usd") if per_link and link else (),
+        )
     )
     twin_node_side = cfg.compute_nics // 2 if cfg.compute_nics and _twin(cat, cfg) else 0
     single_node_side = 0 if twin_node_side else fab.node_links
@@ -109,12 +133,20 @@ def fabric_lines(cat: OnpremCatalog, fab: FabricDesign, cfg: ServerConfig, serve
     for part, qty, what in optics:
         o = cat.optic(part)
         if qty and o:
-            lines.append(_line("fabric links", o.name, qty, None, part=o.id, note=f"{what}; {counted}",
-                               priced_in=priced_in))
+            lines.append(
+                _line("fabric links", o.name, qty, None, part=o.id, note=f"{what}; {counted}", priced_in=priced_in)
+            )
     if fab.leaf_spine_links + fab.spine_core_links:
-        lines.append(_line("fabric links", "single-mode MPO-12/APC fibre (switch-switch)",
-                           fab.leaf_spine_links + fab.spine_core_links, None,
-                           note=f"not in the catalog as a part; {counted}", priced_in=priced_in))
+        lines.append(
+            _line(
+                "fabric links",
+                "single-mode MPO-12/APC fibre (switch-switch)",
+                fab.leaf_spine_links + fab.spine_core_links,
+                None,
+                note=f"not in the catalog as a part; {counted}",
+                priced_in=priced_in,
+            )
+        )
     return lines
 
 
@@ -124,44 +156,84 @@ def _twin(cat: OnpremCatalog, cfg: ServerConfig) -> bool:
 
 
 def storage_lines(cat: OnpremCatalog, plan: StoragePlan) -> list[LineItem]:
+    if plan.chosen is not None and plan.chosen.block == "local-nvme":
+        return []
     if plan.chosen is None or not plan.chosen.blocks:
         return [_line("storage", "shared filesystem (no catalog block has both capacity and write figures)", 1, None)]
     block = next(b for b in cat.storage if b.id == plan.chosen.block)
-    return [_line("storage", block.name, plan.chosen.blocks, block.price_usd, part=block.id, note=plan.chosen.note,
-                  sources=block.source_urls("price_usd"))]
+    return [
+        _line(
+            "storage",
+            block.name,
+            plan.chosen.blocks,
+            block.price_usd,
+            part=block.id,
+            note=plan.chosen.note,
+            sources=block.source_urls("price_usd"),
+        )
+    ]
 
 
-def management_lines(cat: OnpremCatalog, servers: int, compute_switches: int, storage_blocks: int,
-                     multi_node: bool) -> tuple[list[LineItem], Counted]:
+def management_lines(
+    cat: OnpremCatalog, servers: int, compute_switches: int, storage_blocks: int, multi_node: bool
+) -> tuple[list[LineItem], Counted]:
     head = cat.head_nodes[0] if cat.head_nodes else None
     heads = HEAD_NODES if multi_node else 0
     converged = cat.switch("nvidia-sn5600")
     oob = cat.switch("nvidia-sn2201")
     lines: list[LineItem] = []
     conv_n = oob_n = 0
-    if converged:
+    if converged and multi_node:
         ports = CONVERGED_PORTS_PER_DEVICE * (servers + heads + storage_blocks)
         radix = converged.radix(CONVERGED_GBPS) or 1
-        conv_n = max(CONVERGED_SWITCHES_MIN if multi_node else 1, math.ceil(ports / radix))
-        lines.append(_line("management network", f"{converged.name} (converged north-south / in-band)", conv_n,
-                           converged.price_usd, part=converged.id,
-                           note=f"{ports} ports: {CONVERGED_PORTS_PER_DEVICE} x {CONVERGED_GBPS} GbE per server, "
-                           f"head node and storage block, to two switches"))
+        conv_n = max(CONVERGED_SWITCHES_MIN, math.ceil(ports / radix))
+        lines.append(
+            _line(
+                "management network",
+                f"{converged.name} (converged north-south / in-band)",
+                conv_n,
+                converged.price_usd,
+                part=converged.id,
+                note=f"{ports} ports: {CONVERGED_PORTS_PER_DEVICE} x {CONVERGED_GBPS} GbE per server, "
+                f"head node and storage block, to two switches",
+            )
+        )
     if oob:
         devices = servers + heads + storage_blocks + compute_switches + conv_n
         radix = oob.radix(1) or 48
         oob_n = math.ceil(devices / radix)
-        lines.append(_line("management network", oob.name, oob_n, oob.price_usd, part=oob.id,
-                           note=f"{devices} BMC / management ports at 1 GbE"))
+        lines.append(
+            _line(
+                "management network",
+                oob.name,
+                oob_n,
+                oob.price_usd,
+                part=oob.id,
+                note=f"{devices} BMC / management ports at 1 GbE",
+            )
+        )
     if heads and head:
-        lines.append(_line("head nodes", head.name, heads, head.price_usd, part=head.id,
-                           note="scheduler controller + backup + login, or a 3-node Kubernetes control plane"))
+        lines.append(
+            _line(
+                "head nodes",
+                head.name,
+                heads,
+                head.price_usd,
+                part=head.id,
+                note="scheduler controller + backup + login, or a 3-node Kubernetes control plane",
+            )
+        )
     return lines, Counted(compute_switches, conv_n, oob_n, storage_blocks, heads)
 
 
 def rack_lines(racks: int, liquid: bool | None) -> list[LineItem]:
     cooling = "with liquid cooling (CDU / rear-door)" if liquid else "air-cooled, hot/cold-aisle containment"
     return [
-        _line("racks and facility", f"42U racks with metered PDUs, {cooling}", racks, None,
-              note="not in the catalog; quote locally")
+        _line(
+            "racks and facility",
+            f"42U racks with metered PDUs, {cooling}",
+            racks,
+            None,
+            note="not in the catalog; quote locally",
+        )
     ]

@@ -109,8 +109,12 @@ def plan_costs(
         for capacity, price, hours, extra in (
             ("on-demand", on_demand, busy, ""),
             ("spot", spot, busy, "interruptible; "),
-            ("committed-3y", committed, gpus * HOURS_PER_YEAR * YEARS, f"{disc:.0%} off on-demand, billed every hour; "
-             if disc is not None else ""),
+            (
+                "committed-3y",
+                committed,
+                gpus * HOURS_PER_YEAR * YEARS,
+                f"{disc:.0%} off on-demand, billed every hour; " if disc is not None else "",
+            ),
         ):
             cost = price * hours if price is not None else None
             if cost is not None and (capacity not in best or cost < best[capacity][0]):

@@ -8,10 +8,11 @@ from __future__ import annotations
 import csv
 import html
 import io
-from typing import TYPE_CHECKING
+from typing import Any
 
-if TYPE_CHECKING:
-    from provision.planning.onprem.models import BuildReport, CostPlan
+# The report models import this module for ``_repr_html_``; annotations stay ``Any`` so there is no import circle.
+BuildReport = Any
+CostPlan = Any
 
 CSV_COLUMNS = ("category", "item", "part", "quantity", "unit_usd", "total_usd", "note", "sources")
 
@@ -37,8 +38,18 @@ def csv_text(report: BuildReport) -> str:
             ]
         )
     c = report.costs
-    w.writerow(["total", "capital (priced lines)", "", "", "", f"{c.capex_priced_usd:.2f}",
-                f"unpriced: {'; '.join(c.unpriced)}" if c.unpriced else "all lines priced", ""])
+    w.writerow(
+        [
+            "total",
+            "capital (priced lines)",
+            "",
+            "",
+            "",
+            f"{c.capex_priced_usd:.2f}",
+            f"unpriced: {'; '.join(c.unpriced)}" if c.unpriced else "all lines priced",
+            "",
+        ]
+    )
     return out.getvalue()
 
 
@@ -71,8 +82,10 @@ def cost_chart_svg(costs: CostPlan, width: int = 640, height: int = 320) -> str:
     for i, (name, values) in enumerate(series.items()):
         colour = _COLOURS[i % len(_COLOURS)]
         points = " ".join(xy(m, v or 0.0) for m, v in zip(months, values, strict=True))
-        parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{points}"><title>'
-                     f"{html.escape(name)}</title></polyline>")
+        parts.append(
+            f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{points}"><title>'
+            f"{html.escape(name)}</title></polyline>"
+        )
         ly = pad_t + 14 * i + 6
         parts.append(f'<rect x="{width - pad_r + 10}" y="{ly - 8}" width="10" height="3" fill="{colour}"/>')
         parts.append(f'<text x="{width - pad_r + 24}" y="{ly}">{html.escape(name)}</text>')
@@ -80,7 +93,7 @@ def cost_chart_svg(costs: CostPlan, width: int = 640, height: int = 320) -> str:
     return "\n".join(parts)
 
 
-def cost_chart_text(costs: CostPlan, width: int = 50) -> list[str]:
+def cost_chart_text(costs: CostPlan, width: int = 40) -> list[str]:
     """The same figure as text bars: cumulative cost after 1, 2 and 3 years per option."""
     lines = []
     series = {k: v for k, v in costs.series.items() if all(x is not None for x in v)}
@@ -104,7 +117,12 @@ def report_html(report: BuildReport) -> str:
         ("fabric", report.fabric.rule),
         ("power", f"IT {p.it_kw_max or 0:,.1f} kW max, facility {p.facility_kw or 0:,.1f} kW at PUE {p.pue:g}"),
         ("racks", f"{p.racks} ({p.servers_per_rack} servers per rack)"),
-        ("capital", f"${c.capex_priced_usd:,.0f} priced" + (f"; unpriced: {', '.join(c.unpriced)}" if c.unpriced else "")),
+        (
+            "capital",
+            f"${c.capex_priced_usd:,.0f} priced" + (f"; unpriced: {', '.join(c.unpriced)}" if c.unpriced else ""),
+        ),
     ]
-    body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows)
+    body = "".join(
+        f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows
+    )
     return f"<table>{body}</table>{cost_chart_svg(c)}"

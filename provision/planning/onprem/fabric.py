@@ -19,6 +19,7 @@ QM9700): 1 SU = 8 leaves + 4 spines, 2 SU = 16 + 8, 3 SU = 24 + 16, 4 SU = 32 + 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from provision.planning.onprem.models import FabricDesign
 
@@ -46,7 +47,7 @@ def design_fabric(nodes: int, rails: int, radix: int, *, kind: str, switch: str 
     half = radix // 2
     endpoints = nodes * rails
     two_tier_max = radix * half
-    common = {"switch": switch, "radix": radix, "rails": rails, "endpoints": endpoints}
+    common: dict[str, Any] = {"switch": switch, "radix": radix, "rails": rails, "endpoints": endpoints}
     if nodes == 1:
         return FabricDesign(
             kind="none",

@@ -28,9 +28,9 @@ class Powered:
     always_on: bool = True
 
 
-def server_power(cfg: ServerConfig, gpu_server_kw: float | None, typical_fraction: float, notes: list[str]) -> tuple[
-    float | None, float | None
-]:
+def server_power(
+    cfg: ServerConfig, gpu_server_kw: float | None, typical_fraction: float, notes: list[str]
+) -> tuple[float | None, float | None]:
     """(maximum kW, typical kW) of one server; the sizing catalog's 8-GPU server power fills a gap (noted)."""
     max_kw = cfg.power_max_kw
     if max_kw is None and gpu_server_kw is not None:
@@ -53,6 +53,7 @@ def plan_power(
     server_cooling: tuple[str, ...],
     others: list[Powered],
     pue: float,
+    server_rack_units: int | None = None,
 ) -> PowerPlan:
     """IT and facility kW, servers per rack, rack density, liquid cooling, and rack count."""
     budget = cat.assumption("rack_power_budget_kw").value
@@ -78,7 +79,9 @@ def plan_power(
             liquid, reason = True, "the vendor offers this server liquid-cooled only"
         elif rack_kw > air_limit:
             liquid = True
-            reason = f"{per_rack} server(s) per rack draw {rack_kw:,.1f} kW, above the {air_limit:g} kW air-cooling limit"
+            reason = (
+                f"{per_rack} server(s) per rack draw {rack_kw:,.1f} kW, above the {air_limit:g} kW air-cooling limit"
+            )
         else:
             liquid = False
             reason = (
@@ -93,6 +96,8 @@ def plan_power(
     if unknown_ru:
         excluded.extend(f"{n} (rack units)" for n in unknown_ru)
     compute_racks = math.ceil(servers / per_rack)
+    if servers == 1 and support_units + (server_rack_units or 0) <= RACK_UNITS:
+        support_racks = 0  # one server and its management switch share a rack
     return PowerPlan(
         it_kw_max=it_max,
         it_kw_typical=it_typical,

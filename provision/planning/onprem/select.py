@@ -25,23 +25,54 @@ def _same(a: str, b: str) -> bool:
     return a.strip().lower() == b.strip().lower()
 
 
-def candidates(cat: OnpremCatalog, gpu: str, vendor: str | None) -> list[GpuServer]:
-    """Servers carrying ``gpu`` (and sold by ``vendor``), best first: the sized GPUs per node, priced, cheapest."""
+def candidates(cat: OnpremCatalog, gpu: str, vendor: str | None, fabric: str | None = None) -> list[GpuServer]:
+    """Servers carrying ``gpu`` (sold by ``vendor``, able to run ``fabric``), best first.
+
+    Order: 8 GPUs per server, the fabric listed (not merely unknown), a published price, the cheaper, the id.
+    """
     rows = [
         s
         for s in cat.servers
-        if _same(s.accelerator, gpu) and s.accelerators and (vendor is None or _same(s.vendor, vendor))
+        if _same(s.accelerator, gpu)
+        and s.accelerators
+        and (vendor is None or _same(s.vendor, vendor))
+        and (fabric is None or not s.fabrics or fabric in s.fabrics)
     ]
-    return sorted(rows, key=lambda s: (s.accelerators != 8, s.price_usd is None, s.price_usd or 0.0, s.id))
+    return sorted(
+        rows,
+        key=lambda s: (
+            s.accelerators != 8,
+            fabric is not None and fabric not in s.fabrics,
+            s.price_usd is None,
+            s.price_usd or 0.0,
+            s.id,
+        ),
+    )
 
 
-def check_choice(cat: OnpremCatalog, gpu: str, vendor: str | None) -> list[Problem]:
-    """Problems with ``--vendor`` for ``gpu``: an unknown vendor, or one that sells no server with that GPU."""
+def check_choice(cat: OnpremCatalog, gpu: str, vendor: str | None, fabric: str | None = None) -> list[Problem]:
+    """Problems with ``--vendor`` and ``--fabric`` for ``gpu``: an unknown vendor, one that sells no server with
+    that GPU, or no such server whose NICs run the fabric."""
     vendors = cat.vendors()
     if vendor is not None and not any(_same(vendor, v) for v in vendors):
-        return [Problem("--vendor", vendor, "is not a vendor in the on-premises catalog", f"use one of: {', '.join(vendors)}")]
-    if candidates(cat, gpu, vendor):
+        return [
+            Problem(
+                "--vendor", vendor, "is not a vendor in the on-premises catalog", f"use one of: {', '.join(vendors)}"
+            )
+        ]
+    if candidates(cat, gpu, vendor, fabric):
         return []
+    if fabric is not None and candidates(cat, gpu, vendor):
+        runs = sorted({f for s in candidates(cat, gpu, vendor) for f in s.fabrics})
+        who = f"{vendor}'s " if vendor else ""
+        return [
+            Problem(
+                "--fabric",
+                fabric,
+                f"is not offered on any of {who}{gpu} servers in the catalog (they run {', '.join(runs)})",
+                f"use --fabric {runs[0]} or another --vendor",
+            )
+        ]
     sellers = sorted({s.vendor for s in candidates(cat, gpu, None)})
     if vendor is not None and sellers:
         theirs = sorted({s.accelerator for s in cat.servers if _same(s.vendor, vendor)})
@@ -89,7 +120,12 @@ def decide(run: SizedRun, server: GpuServer) -> Decision:
                 f"{cluster_servers * per} or --deadline-days for the cluster)"
             )
         return Decision(
-            topology="single-server", servers=1, gpus=per, reason=reason, one_server_days=one_days, cluster_days=one_days
+            topology="single-server",
+            servers=1,
+            gpus=per,
+            reason=reason,
+            one_server_days=one_days,
+            cluster_days=one_days,
         )
     why = []
     if run.gpus_given:

@@ -54,8 +54,11 @@ def software_stack(accelerator_vendor: str, fabric: str, multi_node: bool) -> tu
         if "fabric" in match and fabric not in match["fabric"]:
             continue
         versions = {k: str(v) for k, v in (entry.get("versions") or {}).items()}
-        items = [SoftwareItem(layer=layer, item=key, version=versions[key], note=note) for key, layer, note in _LAYERS
-                 if key in versions]
+        items = [
+            SoftwareItem(layer=layer, item=key, version=versions[key], note=note)
+            for key, layer, note in _LAYERS
+            if key in versions
+        ]
         items.extend(_scheduler(multi_node))
         return tuple(items), f"images/onprem.yaml#{entry['name']}: {entry.get('source', '').strip()}"
     raise LookupError(f"images/onprem.yaml has no entry for {accelerator_vendor} on {fabric}")
