@@ -108,6 +108,12 @@ def print_build(b: dict[str, Any], csv_path: str | None = None) -> None:
                 ),
                 ("fabric", escape(f"{f['kind']}: {f['rule']}")),
                 ("storage", escape(st["chosen"]["note"] if st["chosen"] else "no catalog block fits; see options")),
+                ("needs", f"{st['capacity_needed_tb']:,.1f} TB, {st['write_needed_gb_s']:,.2f} GB/s checkpoint write"),
+                *(
+                    ("or", escape(o["note"]))
+                    for o in st["options"]
+                    if not st["chosen"] or o["block"] != st["chosen"]["block"]
+                ),
                 ("power", _power(p)),
                 ("cooling", escape(p["cooling_reason"])),
                 (
