@@ -282,3 +282,43 @@ def test_sized_run_reads_the_sizing_report(r70) -> None:
     run = sized_run(r70)
     assert run.nodes == r70.cluster.nodes and run.gpu == "H100" and not run.gpus_given
     assert run.required_write_gb_s == r70.storage.required_write_gbps
+
+
+# --------------------------------------------------------------------------------------------- robustness
+
+
+@pytest.mark.parametrize(
+    ("gpu", "params", "tokens"), [("H100", "405B", "15T"), ("MI300X", "70B", "2T"), ("A100-80GB", "70B", "2T")]
+)
+def test_every_vendor_and_fabric_either_builds_or_names_the_problem(cat, gpu, params, tokens) -> None:
+    report = size_training(params, tokens, gpu=gpu)
+    built = 0
+    for vendor in [None, *cat.vendors()]:
+        for fabric in (None, "infiniband", "roce"):
+            try:
+                b = plan_build(report, vendor=vendor, fabric=fabric)
+            except SpecError as e:
+                assert e.problems and all(p.path in ("--vendor", "--fabric", "--gpu") for p in e.problems)
+                continue
+            built += 1
+            assert b.decision.servers * b.server.accelerators >= report.cluster.gpus
+            assert b.power.racks >= b.power.compute_racks >= 1
+            json_doc = b.as_dict()
+            assert json_doc["fabric"]["node_links"] == b.decision.servers * b.server.compute_nics
+    assert built
+
+
+def test_a_frontier_run_needs_three_tiers_with_core_switches() -> None:
+    b = plan_build(size_training("405B", "15T"))
+    f = b.fabric
+    assert f.tiers == 3 and f.cores == math.ceil(f.spines * (f.radix // 2) / f.radix) > 0
+    assert f.endpoints > f.radix * (f.radix // 2)
+
+
+def test_200g_ndr_nics_split_the_ndr_switch_and_hdr_nics_use_the_hdr_switch(cat, r70) -> None:
+    hpe = plan_build(r70, vendor="hpe")  # XD670 as submitted: 8 x 200 Gb InfiniBand
+    assert hpe.fabric.switch == "nvidia-qm9700" and hpe.fabric.radix == cat.switch("nvidia-qm9700").radix(200)
+    a100 = plan_build(size_training("70B", "2T", gpu="A100-80GB"))  # DGX A100: ConnectX-6 HDR
+    assert a100.fabric.switch == "nvidia-qm8700" and a100.fabric.radix == 40
+    links = next(li for li in a100.lines if li.category == "fabric links" and li.priced_in is None)
+    assert links.total_usd is None  # the catalog's priced link is a 400G one

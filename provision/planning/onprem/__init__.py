@@ -29,13 +29,14 @@ from provision.spec.errors import Problem, SpecError
 
 T = TypeVar("T")
 
-#: The compute switch per fabric and NIC speed (from the catalog).
-_SWITCH = {
-    ("infiniband", 400): "nvidia-qm9700",
-    ("infiniband", 200): "nvidia-qm8700",
-    ("roce", 400): "nvidia-sn5600",
-    ("roce", 200): "nvidia-sn5600",
-}
+#: The compute switch per fabric and NIC generation: HDR (ConnectX-6) NICs go on the HDR QM8700; every other
+#: InfiniBand NIC on the NDR QM9700, whose ports split to 128 x 200G for 200G NICs; RoCE on the Spectrum-4 SN5600.
+_SWITCH = {"infiniband": "nvidia-qm9700", "infiniband-hdr": "nvidia-qm8700", "roce": "nvidia-sn5600"}
+
+
+def _switch_key(kind: str, nic: str) -> str:
+    hdr = kind == "infiniband" and ("HDR" in nic or "ConnectX-6" in nic)
+    return "infiniband-hdr" if hdr else kind
 
 
 def sized_run(report: Any) -> SizedRun:
@@ -127,7 +128,7 @@ def plan_build(
     kind = fabric or (server.fabrics[0] if server.fabrics else "infiniband")
     if not server.fabrics:
         notes.append(f"{server.name}: fabrics not published; designed for {kind}")
-    switch = cat.switch(_SWITCH[(kind, 400 if cfg.nic_gbps >= 400 else 200)])
+    switch = cat.switch(_SWITCH[_switch_key(kind, cfg.compute_nic)])
     assert switch is not None  # noqa: S101  # the ids above are catalog rows (tests check it)
     radix = switch.radix(cfg.nic_gbps) or switch.port_modes[0].ports
     try:

@@ -103,7 +103,8 @@ def fabric_lines(cat: OnpremCatalog, fab: FabricDesign, cfg: ServerConfig, serve
         )
     ]
     link = cat.optic("link-400g-priced")
-    per_link = link.price_usd if link and fab.kind in ("infiniband", "roce") and cfg.nic_gbps >= 400 else None
+    # The priced link is a 400G one: slower NICs' links (HDR, NDR200 splits) stay unpriced.
+    per_link = link.price_usd if link and link.gbps == cfg.nic_gbps else None
     all_links = fab.node_links + fab.leaf_spine_links + fab.spine_core_links
     link_note = "transceivers at both ends plus fibre, priced per link"
     if fab.kind == "roce" and per_link is not None:

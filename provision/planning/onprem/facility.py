@@ -66,7 +66,7 @@ def plan_power(
         it_max = it_typical = facility = rack_kw = None
         per_rack = 1
         liquid: bool | None = None if "liquid" not in server_cooling or "air" in server_cooling else True
-        reason = "server power unknown: rack density and cooling cannot be worked out"
+        reason = "server power unknown: rack density and cooling cannot be worked out; racks counted at one server each"
         if liquid:
             reason = "the vendor offers this server liquid-cooled only"
     else:
