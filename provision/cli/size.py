@@ -38,10 +38,10 @@ def size(
         "0.8", "--utilisation", metavar="FLOAT", help="Share of hours an owned server is busy."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout and nothing else."),
-    build: bool = typer.Option(False, "--build", help="Bill of materials for an on-premises cluster (see build.py)."),
-    vendor: str | None = typer.Option(None, "--vendor", help="Server vendor for --build: nvidia, dell, hpe, ..."),
-    fabric: str | None = typer.Option(None, "--fabric", help="Compute fabric for --build: infiniband or roce."),
-    csv_path: str | None = typer.Option(None, "--csv", metavar="FILE", help="Write the --build lines as CSV."),
+    build: bool = typer.Option(False, "--build", help="On-premises bill of materials, power, racks, own vs rent."),
+    vendor: str | None = typer.Option(None, "--vendor", metavar="V", help="Server vendor: nvidia, dell, hpe, ..."),
+    fabric: str | None = typer.Option(None, "--fabric", metavar="infiniband|roce", help="Compute fabric to build."),
+    csv_path: str | None = typer.Option(None, "--csv", metavar="FILE", help="Write the bill of materials as CSV."),
 ) -> None:
     """Size a training run: FLOPs, GPU-hours, memory per GPU, GPUs and time, clouds, storage, buy versus rent."""
     from provision.cli import build as onprem
