@@ -40,7 +40,7 @@ def size(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout and nothing else."),
     build: bool = typer.Option(False, "--build", help="On-premises bill of materials, power, racks, own vs rent."),
     vendor: str | None = typer.Option(None, "--vendor", metavar="V", help="Server vendor: nvidia, dell, hpe, ..."),
-    fabric: str | None = typer.Option(None, "--fabric", metavar="infiniband|roce", help="Compute fabric to build."),
+    fabric: str | None = typer.Option(None, "--fabric", metavar="FABRIC", help="infiniband or roce."),
     csv_path: str | None = typer.Option(None, "--csv", metavar="FILE", help="Write the bill of materials as CSV."),
 ) -> None:
     """Size a training run: FLOPs, GPU-hours, memory per GPU, GPUs and time, clouds, storage, buy versus rent."""
