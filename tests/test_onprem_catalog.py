@@ -30,6 +30,7 @@ REQUIRED_SERVERS = {
     "inspur-nf5688m7-h100",
     "supermicro-sys-821ge-tnhr-h100",
     "supermicro-sys-821ge-tnhr-h200",
+    "supermicro-as-8125gs-tnmr2-mi300x",
     "huawei-atlas-800t-a2",
     "cambricon-mlu370-x8-server",
 }
