@@ -209,6 +209,8 @@ def test_racks_and_liquid_cooling_follow_the_rack_budget(cat) -> None:
     assert heavy.servers_per_rack == 1 and heavy.liquid_cooling is True and heavy.compute_racks == 10
     liquid_only = plan_power(cat, 2, 5.0, 4.0, ("liquid",), [], 1.2)
     assert liquid_only.liquid_cooling is True
+    single = plan_power(cat, 1, 10.2, 7.0, ("air",), [], 1.3)
+    assert single.servers_per_rack == 1 and single.rack_kw == 10.2 and single.racks == 1
     unknown = plan_power(cat, 4, None, None, (), [Powered("switch", 2, 1, None)], 1.3)
     assert unknown.it_kw_max is None and "accelerator servers" in unknown.excluded and "switch" in unknown.excluded
 

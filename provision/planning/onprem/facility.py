@@ -70,7 +70,7 @@ def plan_power(
         if liquid:
             reason = "the vendor offers this server liquid-cooled only"
     else:
-        per_rack = max(1, min(per_rack_max, int(budget // server_max_kw)))
+        per_rack = max(1, min(per_rack_max, int(budget // server_max_kw), servers))
         rack_kw = per_rack * server_max_kw
         it_max = servers * server_max_kw + infra_kw
         it_typical = servers * (server_typical_kw or server_max_kw) + infra_kw
