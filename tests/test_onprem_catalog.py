@@ -151,3 +151,23 @@ def test_assumptions_the_planner_reads_exist_and_are_plausible(cat) -> None:
         assert low <= cat.assumption(aid).value <= high, aid
     with pytest.raises(KeyError):
         cat.assumption("commit_discount_3y_alibaba")
+
+
+def test_onprem_software_matches_the_node_images_compatibility_data() -> None:
+    from provision.planning.images import images_dir
+
+    onprem = yaml.safe_load((images_dir() / "onprem.yaml").read_text(encoding="utf-8"))["images"]
+    azure = {e["name"]: e for e in yaml.safe_load((images_dir() / "azure.yaml").read_text(encoding="utf-8"))["images"]}
+    by_name = {e["name"]: e for e in onprem}
+    for entry in onprem:
+        assert entry["match"] and entry["versions"] and entry["source"].strip(), entry["name"]
+    ib = by_name["nvidia-hopper-infiniband"]["versions"]
+    assert {"driver", "cuda", "cudnn", "nccl", "doca_ofed", "hpcx", "sharp"} <= set(ib)
+    # The fabric stack is the one the InfiniBand cloud image pins (Azure HPC image), not a second opinion.
+    assert ib["doca_ofed"] == azure["ubuntu-hpc-2204"]["versions"]["doca_ofed"]
+    assert ib["hpcx"] == azure["ubuntu-hpc-2204"]["versions"]["hpcx"]
+    amd = by_name["amd-instinct-rocm"]["versions"]
+    assert amd["rocm"] == azure["ubuntu-hpc-2204-rocm"]["versions"]["rocm"]
+    assert amd["rccl"] == azure["ubuntu-hpc-2204-rocm"]["versions"]["rccl"]
+    # The fabric manager branch follows the driver branch.
+    assert ib["fabricmanager"].endswith(ib["driver"].split(".")[0])
