@@ -225,7 +225,13 @@ class OnpremFile(_Row):
     assumptions: tuple[Assumption, ...] = ()
 
 
-ONPREM_FILES = ("onprem-servers.yaml", "onprem-network.yaml", "onprem-storage.yaml", "onprem-assumptions.yaml")
+ONPREM_FILES = (
+    "onprem-servers.yaml",
+    "onprem-servers-alternatives.yaml",
+    "onprem-network.yaml",
+    "onprem-storage.yaml",
+    "onprem-assumptions.yaml",
+)
 
 
 class OnpremCatalog(_Row):
