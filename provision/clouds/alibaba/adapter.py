@@ -213,6 +213,7 @@ class AlibabaAdapter(Adapter):
     cloud: ClassVar[str] = "alibaba"
     extra: ClassVar[str] = "alibaba"
     sdk_modules: ClassVar[tuple[str, ...]] = ("pulumi_alicloud",)
+    lifetime_mechanism = "ECS auto_release_time on each instance"
     limits: ClassVar[dict[str, str]] = {
         "kubernetes": "ACK is not wired yet. Missing: an ACK managed cluster with a GN8 node pool whose nodes "
         "carry ERIs, Alibaba's eRDMA controller (ack-erdma-controller, aliyun/erdma resources in pods), the CPFS "
