@@ -218,3 +218,29 @@ def test_eks_reservation_targets_the_odcr_without_creating_a_placement_group() -
     assert not r.of_type("aws:ec2/placementGroup:PlacementGroup") and "placement" not in lt
     gpu = [x.inputs for x in r.of_type(NODEGROUP) if x.inputs["nodeGroupName"] == "gpu"][0]
     assert gpu["capacityType"] == "ON_DEMAND" and gpu["instanceTypes"] == ["p5.48xlarge"]
+
+
+def test_mocked_gke_and_eks_refuse_pool_settings_the_clouds_refuse() -> None:
+    from provision.clouds.aws.mocks import eks_rule_violations
+    from provision.clouds.gcp.mocks import node_pool_violations
+    from provision.clouds.mocking import MockContext, Registered
+
+    flex = {"nodeCount": 8, "nodeConfig": {"flexStart": True, "spot": True}, "management": {"autoRepair": True}}
+    rules = node_pool_violations({**flex, "placementPolicy": {"type": "COMPACT"}, "nodeLocations": ["a", "b"]})
+    assert len(rules) == 5  # compact in 2 zones, static count, auto-repair, reservation affinity, spot
+    ctx = MockContext()
+    lt = {"iamInstanceProfile": {"arn": "x"}, "instanceType": "p5.48xlarge", "networkInterfaces": [{"subnetId": "s"}]}
+    ctx.ledger.append(Registered("aws:ec2/launchTemplate:LaunchTemplate", "lt", lt, "lt-1", {}, True))
+    group = {
+        "scalingConfig": {"minSize": 8, "desiredSize": 4, "maxSize": 8},
+        "launchTemplate": {"id": "lt-1"},
+        "instanceTypes": ["p5.48xlarge"],
+        "capacityType": "CAPACITY_BLOCK",
+    }
+    found = eks_rule_violations("aws:eks/nodeGroup:NodeGroup", group, ctx)
+    assert len(found) == 5 and any("iamInstanceProfile" in f for f in found)
+    ctx.ledger.append(
+        Registered("aws:ec2/subnet:Subnet", "s", {"availabilityZone": "us-east-1a"}, "subnet-1", {}, True)
+    )
+    cluster = {"vpcConfig": {"subnetIds": ["subnet-1"]}}
+    assert eks_rule_violations("aws:eks/cluster:Cluster", cluster, ctx)  # one AZ only

@@ -16,7 +16,7 @@ from typing import Any
 
 import pulumi
 
-from provision.clouds.mocking import MockContext
+from provision.clouds.mocking import CloudFaultError, MockContext
 
 API = "https://www.googleapis.com/compute/v1"
 #: A private-services range the mocked Service Networking allocates (outside the default subnets).
@@ -159,6 +159,8 @@ def resource(args: pulumi.runtime.MockResourceArgs, ctx: MockContext) -> tuple[s
         rid, extra = _gke_cluster(inputs, proj, ctx)
         out.update(extra)
     elif typ == "gcp:container/nodePool:NodePool":
+        for rule in node_pool_violations(inputs):
+            raise CloudFaultError("INVALID_ARGUMENT", f"{typ} {args.name}: {rule}")
         cluster = str(inputs["cluster"])
         rid = f"{cluster}/nodePools/{inputs['name']}"
         zones = inputs.get("nodeLocations") or [f"{ctx.region}-a"]
@@ -172,6 +174,29 @@ def resource(args: pulumi.runtime.MockResourceArgs, ctx: MockContext) -> tuple[s
         raise KeyError(f"the mocked GCP does not know resource type {typ!r}; add it to provision/clouds/gcp/mocks.py")
     out["id"] = rid
     return rid, out
+
+
+def node_pool_violations(inputs: dict[str, Any]) -> list[str]:
+    """What GKE refuses for a node pool (Cluster Toolkit gke-node-pool preconditions; GKE flex-start docs)."""
+    out: list[str] = []
+    config = inputs.get("nodeConfig") or {}
+    if (inputs.get("placementPolicy") or {}).get("type") == "COMPACT" and len(inputs.get("nodeLocations") or []) != 1:
+        out.append("COMPACT placement needs exactly one node location")
+    if config.get("flexStart"):
+        if "nodeCount" in inputs or not inputs.get("autoscaling"):
+            out.append("flex-start pools autoscale from zero: set autoscaling, not nodeCount")
+        if (inputs.get("management") or {}).get("autoRepair", True):
+            out.append("flex-start needs management.autoRepair false")
+        if (config.get("reservationAffinity") or {}).get("consumeReservationType") != "NO_RESERVATION":
+            out.append("flex-start needs reservationAffinity NO_RESERVATION")
+        if config.get("spot"):
+            out.append("flex-start and spot cannot be combined")
+    affinity = config.get("reservationAffinity") or {}
+    if affinity.get("consumeReservationType") == "SPECIFIC_RESERVATION" and not (
+        affinity.get("key") and affinity.get("values")
+    ):
+        out.append("SPECIFIC_RESERVATION needs the reservation-name key and values")
+    return out
 
 
 def _gke_cluster(inputs: dict[str, Any], proj: str, ctx: MockContext) -> tuple[str, dict[str, Any]]:
