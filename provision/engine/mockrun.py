@@ -118,12 +118,12 @@ def run_program(
         outputs = adapter.build(plan)
         return _resolve(outputs).apply(captured.update)
 
+    _drop_unread_fault_reports()
     try:
         _run()
     except CloudFaultError as e:
         # What a real run leaves in the state: every resource created before the failure.
         e.partial = list(mocks.ledger)
-        _drop_unread_fault_reports()
         raise
     return PreviewResult(plan=plan, resources=list(mocks.ledger), outputs=captured, calls=list(mocks.calls))
 

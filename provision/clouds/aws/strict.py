@@ -20,6 +20,7 @@ import html
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from provision.clouds.strict import Resource, Violation, check_enum, check_range
@@ -165,29 +166,25 @@ def _pascal(name: str) -> str:
 
 
 class _Models:
-    """botocore service models, loaded once per mocked run."""
-
-    def __init__(self) -> None:
-        try:
-            import botocore.session
-        except ImportError as e:  # pragma: no cover - boto3 is part of provision[aws]
-            raise RuntimeError(
-                "the strict mocked AWS reads botocore's service models; install them with pip install 'provision[aws]'"
-            ) from e
-        self._session = botocore.session.get_session()
-        self._models: dict[str, Any] = {}
+    """botocore service models (immutable vendor data, loaded once per process)."""
 
     def service(self, name: str) -> Any:
-        if name not in self._models:
-            self._models[name] = self._session.get_service_model(name)
-        return self._models[name]
+        return _service_model(name)
+
+
+@cache
+def _service_model(name: str) -> Any:
+    try:
+        import botocore.session
+    except ImportError as e:  # pragma: no cover - boto3 is part of provision[aws]
+        raise RuntimeError(
+            "the strict mocked AWS reads botocore's service models; install them with pip install 'provision[aws]'"
+        ) from e
+    return botocore.session.get_session().get_service_model(name)
 
 
 def _models(ctx: MockContext) -> _Models:
-    models = ctx.cache.get("aws.botocore")
-    if models is None:
-        models = ctx.cache["aws.botocore"] = _Models()
-    return models  # type: ignore[no-any-return]
+    return _Models()
 
 
 def charset_rule(doc: str) -> tuple[str, int | None, str] | None:
@@ -391,6 +388,8 @@ def fsx_dependency_rules(res: Resource, ctx: MockContext) -> list[Violation]:
         "group lacks the Lustre/EFA rules at create); aws/aws-parallelcluster#6181, fixed by DependsOn in #6342"
     )
     out: list[Violation] = []
+    if not res.urn:  # installed without provision.clouds.mocking.install: dependencies unknown
+        return out
     if res.type == FSX:
         groups = _sg_ids(res.inputs.get("securityGroupIds"))
         ancestors = ctx.ancestors(res.urn, res.dependencies)
@@ -436,7 +435,7 @@ def _sleep_seconds(value: Any) -> float:
 
 def profile_propagation_rules(res: Resource, ctx: MockContext) -> list[Violation]:
     """An instant fleet must not launch seconds after the instance profile its nodes use was created."""
-    if res.type != FLEET or res.inputs.get("type") != "instant":
+    if res.type != FLEET or res.inputs.get("type") != "instant" or not res.urn:
         return []
     ancestors = ctx.ancestors(res.urn, res.dependencies)
     profiles = [r for r in ctx.find(PROFILE) if r.urn in ancestors]

@@ -20,6 +20,7 @@ import ipaddress
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from provision.clouds.strict import NameRule, Resource, Violation, check_enum, values_at
@@ -229,12 +230,10 @@ class _Schema:
                     self.nested[camel] = found
 
 
-def _schema(ctx: MockContext, module: Any, cls: type) -> _Schema:
-    key = f"azure.schema.{module.__name__}.{cls.__name__}"
-    found = ctx.cache.get(key)
-    if found is None:
-        found = ctx.cache[key] = _Schema(module, cls)
-    return found  # type: ignore[no-any-return]
+@cache
+def _schema(module: Any, cls: type) -> _Schema:
+    """The enum map of one Args class (generated SDK code: immutable, built once per process)."""
+    return _Schema(module, cls)
 
 
 def _args_class(res_type: str) -> tuple[Any, type] | None:
@@ -269,11 +268,9 @@ def enum_rules(res: Resource, ctx: MockContext) -> list[Violation]:
                     )
                     out.extend(check_enum(res, here, element, allowed, src))
                 elif key in schema.nested and isinstance(element, Mapping):
-                    visit(
-                        _schema(ctx, module, schema.nested[key]), element, here + ("[]" if item is not element else "")
-                    )
+                    visit(_schema(module, schema.nested[key]), element, here + ("[]" if item is not element else ""))
 
-    visit(_schema(ctx, module, cls), res.inputs, "")
+    visit(_schema(module, cls), res.inputs, "")
     return out
 
 
