@@ -49,9 +49,13 @@ _PROSE = (
 
 
 def _documents() -> dict[str, dict[str, Any]]:
-    import googleapiclient
+    """The discovery documents google-api-python-client ships (found without importing the client)."""
+    import importlib.util
 
-    base = Path(googleapiclient.__file__).resolve().parent / "discovery_cache" / "documents"
+    spec = importlib.util.find_spec("googleapiclient")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("regenerating the GCP strict rules needs google-api-python-client (the dev extra)")
+    base = Path(spec.origin).resolve().parent / "discovery_cache" / "documents"
     return {name: json.loads((base / f"{name}.json").read_text(encoding="utf-8")) for name in ROOTS}
 
 
