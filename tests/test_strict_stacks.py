@@ -22,8 +22,8 @@ LONGEST = 40
 PENDING = {
     "gcp-a3high-16": "fixed by cloudfix: Parallelstore capacities (catalog 12288 GiB; the API takes 12,000-100,000 "
     "in multiples of 4,000)",
-    "azure-ndh100-64": "fixed by cloudfix: the Managed Lustre subnet shares the node NSG that denies SSH among its hosts",
-    "azure-ndh100-256": "fixed by cloudfix: the Managed Lustre subnet shares the node NSG that denies SSH among its hosts",
+    "azure-ndh100-64": "fixed by cloudfix: Managed Lustre subnet shares the node NSG that denies SSH among its hosts",
+    "azure-ndh100-256": "fixed by cloudfix: Managed Lustre subnet shares the node NSG that denies SSH among its hosts",
     "alibaba-gn8-64": "fixed by cloudfix: jumbo frames forced on ebmgn8v, which is not documented with them",
     "alibaba-gn8-ci": "fixed by cloudfix: jumbo frames forced on ebmgn8v, which is not documented with them",
 }

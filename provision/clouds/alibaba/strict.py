@@ -259,12 +259,12 @@ def sg_rule_rules(res: Resource) -> list[Violation]:
 def name_rules(res: Resource) -> list[Violation]:
     key = NAME_FIELDS.get(res.type)
     value = res.inputs.get(key) if key else None
-    if isinstance(value, str) and not re.fullmatch(NAME, value):
+    if key is not None and isinstance(value, str) and not re.fullmatch(NAME, value):
         return [
             res.violation(
                 key,
                 value,
-                "2-128 characters: start with a letter; letters, digits, '.', '_', '-', ':'; "  # type: ignore[arg-type]
+                "2-128 characters: start with a letter; letters, digits, '.', '_', '-', ':'; "
                 "not http:// or https://",
                 NAME_SOURCE,
             )

@@ -157,6 +157,22 @@ PROFILE_WAIT_SOURCE = (
 SLOW_CREATES = (FSX,)
 
 
+@cache
+def _pattern(text: str | None) -> re.Pattern[str] | None:
+    """A botocore (Java-flavoured) pattern as a Python regex; ``None`` when there is none.
+
+    Java writes characters beyond the BMP as UTF-16 surrogate pairs (``\\uD800\\uDC00-\\uDBFF\\uDFFF``);
+    Python matches code points, so such a range becomes ``\\U00010000-\\U0010FFFF``.
+    """
+    if not text:
+        return None
+    text = text.replace("\\uD800\\uDC00-\\uDBFF\\uDFFF", "\\U00010000-\\U0010FFFF")
+    try:
+        return re.compile(text)
+    except re.error:  # a construct Python does not share: the length and enum rules still apply
+        return None
+
+
 def _plain(doc: str | None) -> str:
     return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", doc or ""))).strip()
 
@@ -285,7 +301,8 @@ def model_rules(res: Resource, api: Api, models: _Models) -> list[Violation]:
                 out.append(
                     res.violation(field_name, value, f"length must be {meta.get('min', 0)}-{meta.get('max')}", src)
                 )
-            if meta.get("pattern") and not re.fullmatch(meta["pattern"], value):
+            pattern = _pattern(meta.get("pattern"))
+            if pattern is not None and not pattern.fullmatch(value):
                 out.append(res.violation(field_name, value, f"must match {meta['pattern']}", src))
         elif shape.type_name in ("integer", "long", "double", "float"):
             out += check_range(res, field_name, value, meta.get("min"), meta.get("max"), src)

@@ -213,7 +213,7 @@ class _Schema:
         self.module = module
         self.enums: dict[str, type[enum.Enum]] = {}
         self.nested: dict[str, type] = {}
-        params = inspect.signature(cls.__init__).parameters
+        params = inspect.signature(cls).parameters
         for attr in dir(cls):
             prop = getattr(cls, attr, None)
             getter = getattr(prop, "fget", None)

@@ -277,7 +277,7 @@ def storage_rules(res: Resource) -> list[Violation]:
         tput = inputs.get("perUnitStorageThroughput")
         cap = inputs.get("capacityGib")
         try:
-            tput_i, cap_i = int(tput), int(cap)
+            tput_i, cap_i = int(str(tput)), int(str(cap))
         except (TypeError, ValueError):
             return [res.violation("capacityGib", cap, "capacity and throughput must be whole numbers", LUSTRE_SOURCE)]
         step = LUSTRE_TIERS.get(tput_i)
