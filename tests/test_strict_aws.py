@@ -91,9 +91,15 @@ def test_valid_fsx_passes() -> None:
     register(
         FSX,
         "x-fsx",
-        {"deploymentType": "PERSISTENT_2", "storageCapacity": 19200, "perUnitStorageThroughput": 250,
-         "storageType": "SSD", "fileSystemTypeVersion": "2.15", "subnetIds": "subnet-1"},
-    )  # fmt: skip
+        {
+            "deploymentType": "PERSISTENT_2",
+            "storageCapacity": 19200,
+            "perUnitStorageThroughput": 250,
+            "storageType": "SSD",
+            "fileSystemTypeVersion": "2.15",
+            "subnetIds": "subnet-1",
+        },
+    )
 
 
 @pytest.mark.parametrize("key", sorted(strict.FSX_CAPACITY, key=str))
@@ -146,10 +152,12 @@ def _fleet_program(*, sleep: str | None) -> None:
         # A stand-in with the pulumiverse-time Sleep type token (the real package may not be installed).
         depends.append(
             pulumi.CustomResource(
-                "time:index/sleep:Sleep", "t-profile-wait", {"createDuration": sleep},
+                "time:index/sleep:Sleep",
+                "t-profile-wait",
+                {"createDuration": sleep},
                 opts=pulumi.ResourceOptions(depends_on=[profile]),
             )
-        )  # fmt: skip
+        )
     lt = aws.ec2.LaunchTemplate(
         "t-nodes", iam_instance_profile=aws.ec2.LaunchTemplateIamInstanceProfileArgs(arn=profile.arn)
     )
@@ -198,3 +206,15 @@ def test_charset_rule_is_parsed_from_prose() -> None:
     ) or ("", None, "")
     assert max_len == 255 and quote.startswith("Valid characters")
     assert re.fullmatch(regex, "ok Name-1.2:/()") and not re.fullmatch(regex, "no'pe")
+
+
+def test_nested_structures_carry_their_required_members() -> None:
+    inputs = {
+        "deploymentType": "PERSISTENT_2",
+        "storageCapacity": 2400,
+        "perUnitStorageThroughput": 125,
+        "subnetIds": "subnet-1",
+        "metadataConfiguration": {"iops": 1500},
+    }
+    v = one(violations_of(FSX, "x-fsx", inputs), "metadataConfiguration.mode")
+    assert v.rule == "is required" and v.source.startswith("botocore fsx") and v.source.endswith(".Mode")

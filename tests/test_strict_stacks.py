@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
+import json
 import re
 from pathlib import Path
 
 import pytest
 from conftest import preview, stack_spec
 
-from provision.clouds.mocking import StrictViolationError
+from provision.clouds.mocking import PACKAGE_CLOUD, StrictViolationError
 from provision.spec.models import ClusterSpec
 
 STACKS = sorted(
@@ -68,3 +70,12 @@ def test_shipped_stack_with_a_40_character_name_previews_under_the_strict_mock(s
     spec = spec.model_copy(update={"name": longest_name(stack)})
     result = preview(spec)
     assert all(r.name.startswith(spec.name) for r in result.resources if r.custom)
+
+
+@pytest.mark.parametrize("golden", sorted((Path(__file__).parent / "golden").glob("*.json")), ids=lambda p: p.stem)
+def test_every_resource_type_a_stack_registers_has_strict_rules(golden: Path) -> None:
+    """A new resource type must get rules (or a reason it has none) in its cloud's strict.py."""
+    for r in json.loads(golden.read_text(encoding="utf-8"))["resources"]:
+        cloud = PACKAGE_CLOUD[r["type"].split(":", 1)[0]]
+        known = importlib.import_module(f"provision.clouds.{cloud}.strict").KNOWN
+        assert r["type"] in known, f"{r['type']} has no strict rules in provision/clouds/{cloud}/strict.py"

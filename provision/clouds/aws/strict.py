@@ -116,7 +116,21 @@ APIS: dict[str, Api] = {
         autoname="name",
     ),
     "aws:resourcegroups/group:Group": Api("resource-groups", "CreateGroup", autoname="name"),
+    "aws:resourcegroups/resource:Resource": Api(
+        "resource-groups", "GroupResources", aliases={"groupArn": "Group", "resourceArn": "ResourceArns[]"}
+    ),
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment": Api(
+        "iam", "AttachRolePolicy", aliases={"role": "RoleName", "policyArn": "PolicyArn"}
+    ),
+    "aws:ec2/routeTableAssociation:RouteTableAssociation": Api("ec2", "AssociateRouteTable"),
+    "aws:ec2/eipAssociation:EipAssociation": Api("ec2", "AssociateAddress"),
+    "aws:autoscaling/schedule:Schedule": Api(
+        "autoscaling", "PutScheduledUpdateGroupAction", aliases={"autoscalingGroupName": "AutoScalingGroupName"}
+    ),
 }
+
+#: Every type this module has rules for (the suite checks each type a program registers is here).
+KNOWN = frozenset(APIS)
 
 FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
 SG = "aws:ec2/securityGroup:SecurityGroup"
@@ -307,6 +321,44 @@ def model_rules(res: Resource, api: Api, models: _Models) -> list[Violation]:
         elif shape.type_name in ("integer", "long", "double", "float"):
             out += check_range(res, field_name, value, meta.get("min"), meta.get("max"), src)
     out += _documented_charsets(res, api, model, inputs, autonamed)
+    out += _required_members(res, api, model, inputs)
+    return out
+
+
+def _required_members(res: Resource, api: Api, model: Any, inputs: Mapping[str, Any]) -> list[Violation]:
+    """Members a nested structure the program sends must carry (e.g. FSx ``MetadataConfiguration.Mode``).
+
+    Only structures below the top level: the provider fills the request's own required members
+    (``ClientToken``, ``FileSystemType``, ...) itself.
+    """
+    op = model.operation_model(api.operation)
+    out: list[Violation] = []
+
+    def visit(value: Any, shape: Any, path: str) -> None:
+        if isinstance(value, (list, tuple)) and shape.type_name == "list":
+            for item in value:
+                visit(item, shape.member, path + "[]")
+            return
+        if not isinstance(value, Mapping) or shape.type_name != "structure":
+            return
+        for member in shape.required_members:
+            camel = member[:1].lower() + member[1:]
+            if camel not in value or value[camel] is None:
+                src = BOTOCORE.format(service=api.service, version=model.api_version, shape=shape.name, member=member)
+                out.append(res.violation(f"{path}.{camel}", None, "is required", src))
+        for key, item in value.items():
+            name = _pascal(str(key))
+            if name in shape.members:
+                visit(item, shape.members[name], f"{path}.{key}")
+
+    for key, value in inputs.items():
+        if not isinstance(value, (Mapping, list, tuple)) or _member_path(api, key):
+            continue
+        for root in api.roots:
+            found = _resolve(op.input_shape, [p for p in (root, _pascal(key)) if p])
+            if found is not None:
+                visit(value, found[0], key)
+                break
     return out
 
 

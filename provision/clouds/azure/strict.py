@@ -165,6 +165,9 @@ NAMES: dict[str, tuple[str, NameRule]] = {
     ),
 }
 
+#: Every azure-native type gets the REST-spec enum rules; these also have name or network rules.
+KNOWN = frozenset(NAMES)
+
 #: Limits the REST specs state in prose, quoted as pulumi-azure-native 3.x carries them.
 COMPUTER_NAME_PREFIX_QUOTE = "Computer name prefixes must be 1 to 15 characters long."
 POOL_SIZE_QUOTE = "Allowed values are in 1TiB chunks (value must be multiple of 1099511627776)."

@@ -117,6 +117,14 @@ APIS: dict[str, Api] = {
     "gcp:servicenetworking/connection:Connection": Api("servicenetworking.v1", "Connection", autoname=None),
 }
 
+#: Every type this module has rules for (the suite checks each type a program registers is here); the
+#: IAM binding carries only a role and a member, which IAM validates against the project at create.
+KNOWN = frozenset(APIS) | {
+    "gcp:lustre/instance:Instance",
+    "gcp:serviceaccount/account:Account",
+    "gcp:projects/iAMMember:IAMMember",
+}
+
 #: RFC 1035 names: the rule compute v1 states for every resource name.
 NAME_PATTERN = r"[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?"
 
