@@ -52,10 +52,17 @@ def test_fleet_enums_and_a_valid_fleet_passes() -> None:
     bad = violations_of(
         "aws:ec2/fleet:Fleet",
         "x-fleet",
-        {"type": "sometimes", "targetCapacitySpecification": {"defaultTargetCapacityType": "on-demand"}},
+        {
+            "type": "sometimes",
+            "targetCapacitySpecification": {"defaultTargetCapacityType": "on-demand", "totalTargetCapacity": 2},
+        },
     )
     assert [v.field for v in bad] == ["type"]
     register("aws:ec2/fleet:Fleet", "x-fleet", {"type": "instant"})
+    missing = violations_of(
+        "aws:ec2/fleet:Fleet", "x", {"targetCapacitySpecification": {"defaultTargetCapacityType": "spot"}}
+    )
+    assert one(missing, "targetCapacitySpecification.totalTargetCapacity").rule == "is required"
 
 
 def test_autonamed_iam_role_over_64_characters_is_refused() -> None:
@@ -218,3 +225,11 @@ def test_nested_structures_carry_their_required_members() -> None:
     }
     v = one(violations_of(FSX, "x-fsx", inputs), "metadataConfiguration.mode")
     assert v.rule == "is required" and v.source.startswith("botocore fsx") and v.source.endswith(".Mode")
+
+
+def test_tag_limits_are_parsed_from_the_ec2_tag_shape() -> None:
+    found = violations_of(
+        "aws:ec2/vpc:Vpc", "x-vpc", {"cidrBlock": "10.0.0.0/16", "tags": {"aws:x": "1", "k": "v" * 257}}
+    )
+    assert {v.field for v in found} == {"tags.aws:x", "tags.k"}
+    assert all("Tag.Key/Tag.Value" in v.source for v in found)

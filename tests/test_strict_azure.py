@@ -198,3 +198,9 @@ def test_managed_lustre_subnet_whose_nsg_denies_ssh_inside_is_refused() -> None:
 def test_managed_lustre_subnet_with_azures_default_rules_passes() -> None:
     mocks = run(lambda: _amlfs_program(deny_ssh_inside=False), region="eastus")
     assert any(r.type == "azure-native:storagecache:AmlFilesystem" for r in mocks.ledger)
+
+
+def test_tag_names_and_values_follow_the_naming_rules() -> None:
+    inputs = {**BASE, "resourceGroupName": "rg", "tags": {"a/b": "1", "team": "x" * 257}}
+    found = violations_of("azure-native:resources:ResourceGroup", "rg", inputs)
+    assert {v.field for v in found} == {"tags.a/b", "tags.team"}

@@ -34,7 +34,11 @@ def test_every_violation_of_a_resource_is_reported_at_once_with_its_source() -> 
         )
     e = err.value
     assert isinstance(e, CloudFaultError) and e.code == "StrictMockViolation"
-    assert {v.field for v in e.violations} == {"type", "targetCapacitySpecification.defaultTargetCapacityType"}
+    assert {v.field for v in e.violations} == {
+        "type",
+        "targetCapacitySpecification.defaultTargetCapacityType",
+        "targetCapacitySpecification.totalTargetCapacity",
+    }
     for v in e.violations:
         assert isinstance(v, Violation) and v.type == "aws:ec2/fleet:Fleet" and v.name == "x" and v.source
         assert str(v) in str(e)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from provision.clouds.strict import Resource, Violation, check_enum, check_range
+from provision.clouds.strict import Resource, Violation, check_enum, check_range, values_at
 
 if TYPE_CHECKING:
     from provision.clouds.mocking import MockContext
@@ -538,9 +538,31 @@ def profile_propagation_rules(res: Resource, ctx: MockContext) -> list[Violation
     return out
 
 
+def tag_rules(res: Resource, models: _Models) -> list[Violation]:
+    """Tag keys and values within the limits EC2 documents for its ``Tag`` shape (parsed from the model)."""
+    tag = models.service("ec2").shape_for("Tag")
+    key_doc, value_doc = _plain(tag.members["Key"].documentation), _plain(tag.members["Value"].documentation)
+    key_max = int(re.search(r"maximum of (\d+)", key_doc).group(1))  # type: ignore[union-attr]
+    value_max = int(re.search(r"maximum of (\d+)", value_doc).group(1))  # type: ignore[union-attr]
+    reserved = "aws:" if "May not begin with aws:" in key_doc else None
+    src = f'botocore ec2 {models.service("ec2").api_version} Tag.Key/Tag.Value documentation: "{key_doc[-90:]}"'
+    out: list[Violation] = []
+    for path in ("tags", "tagSpecifications[].tags"):
+        for tags in values_at(res.inputs, path):
+            if not isinstance(tags, Mapping):
+                continue
+            for key, value in tags.items():
+                if len(str(key)) > key_max or (reserved and str(key).lower().startswith(reserved)):
+                    out.append(res.violation(f"{path}.{key}", key, f"keys: at most {key_max}, not {reserved}...", src))
+                if value is not None and len(str(value)) > value_max:
+                    out.append(res.violation(f"{path}.{key}", value, f"values: at most {value_max} characters", src))
+    return out
+
+
 def check(res: Resource, ctx: MockContext) -> list[Violation]:
     """Every rule this cloud knows for one registration."""
     models = _models(ctx)
     api = APIS.get(res.type)
     out = model_rules(res, api, models) if api else []
-    return out + fsx_rules(res, models) + fsx_dependency_rules(res, ctx) + profile_propagation_rules(res, ctx)
+    out += tag_rules(res, models) + fsx_rules(res, models)
+    return out + fsx_dependency_rules(res, ctx) + profile_propagation_rules(res, ctx)

@@ -17,6 +17,7 @@ import enum
 import importlib
 import inspect
 import ipaddress
+import re
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -487,6 +488,27 @@ def amlfs_network_rules(res: Resource, ctx: MockContext) -> list[Violation]:
     return out
 
 
+#: Tags: names 1-512 characters without ``<>%&\\?/``, values up to 256 (Microsoft naming rules,
+#: Microsoft.Resources tagNames / tagNames/tagValues).
+TAG_NAME = r"[^<>%&\\?/]{1,512}"
+TAG_VALUE_MAX = 256
+
+
+def tag_rules(res: Resource) -> list[Violation]:
+    tags = res.inputs.get("tags")
+    if not isinstance(tags, Mapping):
+        return []
+    out = []
+    src = f"{NAMING} (Microsoft.Resources tagNames, tagNames/tagValues)"
+    for key, value in tags.items():
+        if not re.fullmatch(TAG_NAME, str(key)):
+            out.append(res.violation(f"tags.{key}", key, "names: 1-512 characters, none of < > % & \\ ? /", src))
+        if value is not None and len(str(value)) > TAG_VALUE_MAX:
+            out.append(res.violation(f"tags.{key}", value, f"values: at most {TAG_VALUE_MAX} characters", src))
+    return out
+
+
 def check(res: Resource, ctx: MockContext) -> list[Violation]:
     """Every rule this cloud knows for one registration."""
-    return enum_rules(res, ctx) + name_rules(res) + storage_rules(res) + nsg_rules(res) + amlfs_network_rules(res, ctx)
+    out = enum_rules(res, ctx) + name_rules(res) + tag_rules(res) + storage_rules(res) + nsg_rules(res)
+    return out + amlfs_network_rules(res, ctx)
