@@ -204,3 +204,18 @@ def test_tag_names_and_values_follow_the_naming_rules() -> None:
     inputs = {**BASE, "resourceGroupName": "rg", "tags": {"a/b": "1", "team": "x" * 257}}
     found = violations_of("azure-native:resources:ResourceGroup", "rg", inputs)
     assert {v.field for v in found} == {"tags.a/b", "tags.team"}
+
+
+def test_service_tags_cannot_be_listed_with_prefixes() -> None:
+    rule = {
+        "name": "ssh",
+        "priority": 100,
+        "direction": "Inbound",
+        "access": "Deny",
+        "protocol": "Tcp",
+        "sourceAddressPrefixes": ["*", "10.0.0.0/16"],
+        "destinationPortRange": "22",
+    }
+    inputs = {**BASE, "networkSecurityGroupName": "x", "securityRules": [rule]}
+    v = one(violations_of(NSG, "x-nsg", inputs), "securityRules[0].sourceAddressPrefixes")
+    assert "SecurityRuleParameterContainsUnsupportedValue" in v.source
