@@ -63,6 +63,11 @@ def test_jumbo_frames_only_on_types_documented_with_them() -> None:
         ("alicloud:ecs/ecsDeploymentSet:EcsDeploymentSet", {"strategy": "Close"}, "strategy"),
         ("alicloud:nas/fileSystem:FileSystem", {"protocolType": "NFS", "storageType": "Fast"}, "storageType"),
         ("alicloud:vpc/network:Network", {"vpcName": "1vpc", "cidrBlock": "10.0.0.0/16"}, "vpcName"),
+        (
+            "alicloud:nas/protocolService:ProtocolService",
+            {"fileSystemId": "cpfs-1", "protocolType": "NFS", "protocolSpec": "Fast"},
+            "protocolSpec",
+        ),
     ],
 )
 def test_provider_validation_lists(type_token: str, inputs: dict, field: str) -> None:

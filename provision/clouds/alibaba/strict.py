@@ -99,6 +99,10 @@ RULES: dict[str, tuple[Enum | Range, ...]] = {
             "storage_type",
         ),
     ),
+    "alicloud:nas/protocolService:ProtocolService": (
+        Enum("protocolSpec", ("General", "CL1", "CL2"), "resource_alicloud_nas_protocol_service.go", "protocol_spec"),
+        Enum("protocolType", ("NFS",), "resource_alicloud_nas_protocol_service.go", "protocol_type"),
+    ),
     "alicloud:nas/accessRule:AccessRule": (
         Enum("rwAccessType", ("RDWR", "RDONLY"), "resource_alicloud_nas_access_rule.go", "rw_access_type"),
         Enum(
@@ -136,7 +140,6 @@ UNCHECKED = frozenset(
         "alicloud:nas/accessGroup:AccessGroup",
         "alicloud:nas/mountTarget:MountTarget",
         "alicloud:nas/protocolMountTarget:ProtocolMountTarget",
-        "alicloud:nas/protocolService:ProtocolService",
         "alicloud:vpc/snatEntry:SnatEntry",
         "alicloud:ecs/ecsKeyPair:EcsKeyPair",
     }

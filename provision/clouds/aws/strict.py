@@ -140,7 +140,6 @@ SG_RULES = (
 )
 FLEET = "aws:ec2/fleet:Fleet"
 PROFILE = "aws:iam/instanceProfile:InstanceProfile"
-LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 
 #: FSx CreateFileSystem ``StorageCapacity`` steps, quoted from its botocore documentation
 #: (fsx 2018-03-01); the test suite checks each quote is still in the installed model.
