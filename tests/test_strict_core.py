@@ -129,3 +129,22 @@ def app() -> Any:
     from provision.cli.app import app as cli
 
     return cli
+
+
+def test_a_preview_reports_every_violation_of_the_whole_program_at_once(
+    psa_connections_refused: None, provision_mock_cloud: Any
+) -> None:
+    spec = stack_spec("gcp-a3-64").model_dump(mode="json", exclude_none=True)
+    spec["name"] = "gcp-a3-64-" + "x" * 30  # 40 characters: GPU-VPC firewall names exceed 63
+    with pytest.raises(StrictViolationError) as err:
+        provision_mock_cloud(spec)
+    types = {v.type for v in err.value.violations}
+    assert types == {"gcp:compute/firewall:Firewall", "gcp:servicenetworking/connection:Connection"}
+    assert len({v.name for v in err.value.violations if v.type.endswith("Firewall")}) > 1
+
+
+def test_run_program_stops_at_the_first_refused_resource_like_the_cloud(psa_connections_refused: None) -> None:
+    with pytest.raises(StrictViolationError) as err:
+        preview(stack_spec("gcp-a3-64"))
+    refused = err.value.violations[0]
+    assert refused.name not in {r.name for r in err.value.partial}  # the refused resource was not created

@@ -50,7 +50,8 @@ def preview(target: str = TargetArg, as_json: bool = JsonOpt) -> None:
         stack = _target_stack(target) or "preview"
         plan = _plan_target(target)  # every problem at once, before anything is registered
         try:
-            return run_program(plan.spec, stack=stack).as_dict()
+            # Nothing is created by a preview: let the program run to the end and report every violation.
+            return run_program(plan.spec, stack=stack, fail_fast=False).as_dict()
         except StrictViolationError as e:
             problems = [
                 Problem(

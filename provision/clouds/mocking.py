@@ -199,11 +199,23 @@ class CloudMocks(pulumi.runtime.Mocks):
         region: the region mocks answer for.
         strict: check every resource against its cloud's rules before answering (the default);
             ``False`` accepts any input, as Pulumi's plain mocks do.
+        fail_fast: refuse the first violating resource, as the cloud would (the default); ``False``
+            answers anyway and collects every violation in :attr:`violations`, so a preview can report
+            all of them at once.
     """
 
-    def __init__(self, faults: tuple[Fault, ...] | list[Fault] = (), region: str = "", strict: bool = True) -> None:
+    def __init__(
+        self,
+        faults: tuple[Fault, ...] | list[Fault] = (),
+        region: str = "",
+        strict: bool = True,
+        fail_fast: bool = True,
+    ) -> None:
         self.faults = tuple(faults)
         self.strict = strict
+        self.fail_fast = fail_fast
+        #: Violations collected when not ``fail_fast`` (in registration order).
+        self.violations: list[Violation] = []
         self.ctx = MockContext(region=region)
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self._modules: dict[str, Any] = {}
@@ -254,8 +266,9 @@ class CloudMocks(pulumi.runtime.Mocks):
                 parent=request.parent if request else "",
             )
             violations = self.check(res)
-            if violations:
+            if violations and self.fail_fast:
                 raise StrictViolationError(violations)
+            self.violations.extend(violations)
         module = self._cloud_module(args.typ) if args.custom else None
         if module is not None:
             rid, outputs = module.resource(args, self.ctx)

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from provision.clouds.mocking import CloudFaultError, CloudMocks, Fault, Registered, install
+from provision.clouds.mocking import CloudFaultError, CloudMocks, Fault, Registered, StrictViolationError, install
 from provision.planning.plan import ClusterPlan
 from provision.spec import CONFIG_KEY, PROJECT, ClusterSpec
 
@@ -88,13 +88,16 @@ def run_program(
     config: dict[str, str] | None = None,
     owner: str | None = None,
     strict: bool = True,
+    fail_fast: bool = True,
 ) -> PreviewResult:
     """Plan ``spec`` and run its Pulumi program under :class:`CloudMocks`.
 
     Validation happens first: a bad spec raises ``SpecError`` / ``BudgetError`` before any
     resource is registered. Faults raise ``CloudFaultError`` (wrapped by Pulumi). Under
     ``strict`` (the default) an input the real cloud rejects raises ``StrictViolationError``
-    (a ``CloudFaultError``) naming the resource, field, value, rule and source.
+    (a ``CloudFaultError``) naming the resource, field, value, rule and source: at the first
+    refused resource, as the cloud would, or with ``fail_fast=False`` after the whole program ran,
+    listing every violation at once.
 
     Not thread-safe: Pulumi's runtime settings are process-global.
     """
@@ -107,7 +110,7 @@ def run_program(
     plan = adapter.plan(spec, now=now, stack=stack, owner=owner)
     adapter.require_sdk()
     _ensure_event_loop()
-    mocks = CloudMocks(faults, region=spec.region, strict=strict)
+    mocks = CloudMocks(faults, region=spec.region, strict=strict, fail_fast=fail_fast)
     pulumi.runtime.set_all_config({CONFIG_KEY: spec.model_dump_json(exclude_none=True), **(config or {})})
     pulumi.runtime.settings.ROOT.set(None)
     install(mocks, project=PROJECT, stack=stack)
@@ -125,6 +128,10 @@ def run_program(
         # What a real run leaves in the state: every resource created before the failure.
         e.partial = list(mocks.ledger)
         raise
+    if mocks.violations:
+        error = StrictViolationError(mocks.violations)
+        error.partial = list(mocks.ledger)
+        raise error
     return PreviewResult(plan=plan, resources=list(mocks.ledger), outputs=captured, calls=list(mocks.calls))
 
 

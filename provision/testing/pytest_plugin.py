@@ -127,7 +127,14 @@ def provision_mock_cloud() -> Callable[..., PreviewResult]:
 
         spec, default_stack, config = _target(target, Path(root) if root else None)
         return _isolated(
-            run_program, spec, stack=stack or default_stack, faults=tuple(faults), now=now, config=config, strict=strict
+            run_program,
+            spec,
+            stack=stack or default_stack,
+            faults=tuple(faults),
+            now=now,
+            config=config,
+            strict=strict,
+            fail_fast=False,  # nothing persists: report every violation at once
         )
 
     return run
