@@ -193,7 +193,7 @@ def test_instant_fleet_seconds_after_a_new_instance_profile_is_refused() -> None
     assert "packer#9946" in v.source
 
 
-@pytest.mark.parametrize(("sleep", "ok"), [("15s", True), ("2s", False)])
+@pytest.mark.parametrize(("sleep", "ok"), [("15s", True), ("1m30s", True), ("2s", False)])
 def test_a_wait_after_the_profile_satisfies_the_propagation_rule(sleep: str, ok: bool) -> None:
     if ok:
         run(lambda: _fleet_program(sleep=sleep))

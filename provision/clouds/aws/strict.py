@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from provision.clouds.strict import Resource, Violation, check_enum, check_range, values_at
+from provision.clouds.strict import Resource, Violation, check_enum, check_range, go_duration_seconds, values_at
 
 if TYPE_CHECKING:
     from provision.clouds.mocking import MockContext
@@ -495,10 +495,8 @@ def fsx_dependency_rules(res: Resource, ctx: MockContext) -> list[Violation]:
 
 
 def _sleep_seconds(value: Any) -> float:
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m|h)", str(value or ""))
-    if not m:
-        return 0.0
-    return float(m.group(1)) * {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}[m.group(2)]
+    """Seconds of a ``time.Sleep`` duration (Go syntax, ``15s`` or ``1m30s``); 0 when unreadable."""
+    return go_duration_seconds(str(value or "")) or 0.0
 
 
 def profile_propagation_rules(res: Resource, ctx: MockContext) -> list[Violation]:
