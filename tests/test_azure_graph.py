@@ -19,6 +19,7 @@ from provision.clouds.mocking import CloudMocks
 from provision.engine.mockrun import PreviewResult
 from provision.spec import load_spec
 from provision.spec.errors import SpecError
+from provision.testing import install_mocks
 
 VMSS = "azure-native:compute:VirtualMachineScaleSet"
 PPG = "azure-native:compute:ProximityPlacementGroup"
@@ -332,7 +333,7 @@ def test_a_reservation_group_in_the_plan_reaches_the_scale_set_profile() -> None
     plan = plan.model_copy(update={"extra": {**plan.extra, "capacity_reservation_group": group}})
     mocks = CloudMocks(region=plan.region)
     pulumi.runtime.settings.ROOT.set(None)
-    pulumi.runtime.set_mocks(mocks, project="provision", stack="mock", preview=False)
+    install_mocks(mocks, project="provision", stack="mock", preview=False)
 
     @pulumi.runtime.test
     def _build() -> Any:

@@ -13,6 +13,7 @@ from provision.clouds.gcp.adapter import GcpAdapter
 from provision.clouds.mocking import CloudMocks
 from provision.spec import load_spec
 from provision.spec.errors import SpecError
+from provision.testing import install_mocks
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHByb3Zpc2lvbi1leGFtcGxlLWtleS1kby1ub3QtdXNl example"
 NETWORK = "gcp:compute/network:Network"
@@ -375,7 +376,7 @@ def test_bad_labels_stop_the_build_before_any_resource() -> None:
     bad = plan.model_copy(update={"tags": {**plan.tags, "provision-owner": "Not Label Safe"}})
     mocks = CloudMocks(region="us-central1")
     pulumi.runtime.settings.ROOT.set(None)
-    pulumi.runtime.set_mocks(mocks, project="provision", stack="bad", preview=False)
+    install_mocks(mocks, project="provision", stack="bad", preview=False)
     with pytest.raises(SpecError):
         build(bad)
     assert mocks.ledger == []

@@ -69,6 +69,9 @@ def build_storage(plan: ClusterPlan, nets: Networks, parent: pulumi.Resource) ->
             network=nets.host.id,
             service="servicenetworking.googleapis.com",
             reserved_peering_ranges=[address.name],
+            # With the default (DELETE) the delete fails while producers still use the connection, and the
+            # peering then blocks deleting the network (pulumi-gcp servicenetworking.Connection deletion_policy).
+            deletion_policy="REMOVE_PEERING",
             opts=resource_options(plan, parent),
         )
         created += [address, connection]
