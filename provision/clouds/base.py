@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from provision.catalog import Catalog, InstanceOffer, load_catalog
 from provision.planning.cost import estimate, expiry
-from provision.planning.images import default_image
+from provision.planning.images import check_image, default_image
 from provision.planning.plan import ClusterPlan, ImagePlan, StoragePlan
 from provision.planning.resolve import Resolution, resolve
 from provision.spec import ClusterSpec
@@ -147,6 +147,12 @@ class Adapter(ABC):
                 hourly_usd=storage_hourly_usd(res.storage, res.storage_size_gib or 0, res.storage_throughput),
                 offer=res.storage,
             )
+        image = self.image(spec, offer, res.fabric)
+        nccl_env = self.nccl_env(offer, res.fabric)
+        # Versions reach root scripts on every node: strict patterns and compatibility rules before anything exists.
+        image_problems = check_image(image, res.fabric, nccl_env)
+        if image_problems:
+            raise SpecError(problems=image_problems)
         return ClusterPlan(
             spec=spec,
             name=spec.name,
@@ -164,13 +170,13 @@ class Adapter(ABC):
             capacity=spec.capacity,
             storage=storage_plan,
             scratch=spec.storage.scratch,
-            image=self.image(spec, offer, res.fabric),
+            image=image,
             access=spec.access,
             tags=tags,
             created_at=now,
             expires_at=expires_at,
             cost=cost,
-            nccl_env=self.nccl_env(offer, res.fabric),
+            nccl_env=nccl_env,
             warnings=tuple(warnings),
             options=spec.cloud_options(),
             extra=self.extra_plan(spec, res),
