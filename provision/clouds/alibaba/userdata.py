@@ -85,3 +85,11 @@ def user_data(plan: ClusterPlan, mount_source: str | None = None) -> str:
     if len(encoded) > MAX_USER_DATA_BYTES:
         raise ValueError(f"user data is {len(encoded)} bytes base64, over the ECS limit of {MAX_USER_DATA_BYTES}")
     return encoded
+
+
+def mock_user_data(plan: ClusterPlan) -> str:
+    """The user data as the mocked cloud's nodes get it (a NAS mount source in the mocked cloud's format)."""
+    source = f"0a1b2c3d4e-abc12.{plan.region}.nas.aliyuncs.com:/" if plan.storage is not None else None
+    if plan.storage is not None and (plan.extra.get("storage") or {}).get("access") == "protocol-service":
+        source = None  # CPFS: the mount address is not known at deploy time
+    return render(plan, source)

@@ -83,3 +83,10 @@ def encode(text: str) -> str:
     if size > MAX_USER_DATA_BYTES:
         raise ValueError(f"user data is {size} bytes compressed, over the EC2 limit of {MAX_USER_DATA_BYTES}")
     return encoded
+
+
+def mock_user_data(plan: ClusterPlan) -> str:
+    """The user data as the mocked cloud's nodes get it (an FSx source in the mocked cloud's format)."""
+    if plan.storage is None:
+        return render(plan)
+    return render(plan, fsx_source(f"fs-0123456789abcdef0.fsx.{plan.region}.amazonaws.com", "abcdefgh"))

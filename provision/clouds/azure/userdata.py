@@ -70,3 +70,12 @@ def custom_data(plan: ClusterPlan, shared_mount: SharedMount | None = None) -> s
     if len(text.encode()) > MAX_CUSTOM_DATA_BYTES:
         raise ValueError(f"custom data is {len(text.encode())} bytes, over Azure's limit of {MAX_CUSTOM_DATA_BYTES}")
     return base64.b64encode(text.encode()).decode()
+
+
+def mock_user_data(plan: ClusterPlan) -> str:
+    """The custom data as the mocked cloud's nodes get it (a shared mount in the mocked cloud's format)."""
+    if plan.storage is None:
+        return render(plan)
+    if plan.storage.protocol == "lustre":
+        return render(plan, mount_lines("lustre", "10.0.1.5@tcp:/lustrefs", plan.storage.mount, "noatime,flock"))
+    return render(plan, mount_lines("nfs", "10.0.2.4:/shared", plan.storage.mount, "rw,hard,vers=3,tcp"))

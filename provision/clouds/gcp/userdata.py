@@ -96,3 +96,8 @@ def render(plan: ClusterPlan, mount_script: str = "") -> str:
 def gcp_snippet(name: str) -> str:
     """A GCP script snippet of ``images/gcp`` (the storage clients ``storage.py`` inlines)."""
     return (images_dir() / "gcp" / name).read_text(encoding="utf-8")
+
+
+def mock_user_data(plan: ClusterPlan) -> str:
+    """The user data as the mocked cloud's nodes get it (the shared mount step reduced to a marker)."""
+    return render(plan, ": # mocked shared filesystem mount" if plan.storage is not None else "")
