@@ -74,7 +74,8 @@ pv_block() {
       awk -v b="$begin" -v e="$end" '$0 == b {skip = 1} !skip {print} $0 == e {skip = 0}' "$file"
     fi
   } >"$tmp"
-  install -m 0644 "$tmp" "$file"
+  cat "$tmp" >"$file"
+  chmod 0644 "$file"
   rm -f "$tmp"
 }
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # provision step erdma (once, eRDMA types): the eRDMA driver and user-space from Alibaba's VPC-internal mirror,
 # installed from the installer tarball whose SHA-256 Alibaba publishes ("Enable eRDMA", erdma-usage), checked
-# before anything in it runs. The tarball's own install.sh is used, not a separately fetched env_setup.sh.
+# before anything in it runs. The tarball's own install.sh is used, never a separately fetched setup script.
 # shellcheck source=../../common/lib.sh
 . "${PROVISION_ROOT:-}/usr/local/lib/provision/lib.sh"
 command -v eadm >/dev/null && exit 0

@@ -1,7 +1,7 @@
 """GCP node user data: the common bootstrap plus the fabric's steps (images/gcp/) (pure text).
 
 ``components.py`` calls :func:`render` inside an ``Output.apply`` with the shared filesystem's mount script
-(from ``storage.py``, which shell-quotes every value it writes), which runs as the ``shared-mount`` step.
+(from ``storage.py``, which shell-quotes every value it writes), which runs as the ``storage-mount`` step.
 Instance metadata ``user-data`` is read by cloud-init on Ubuntu images (at most 256 KB per value).
 """
 
@@ -79,7 +79,7 @@ def render(plan: ClusterPlan, mount_script: str = "") -> str:
     shared_fstype = None
     if mount_script and plan.storage is not None:
         checked("path", plan.storage.mount, "storage.shared.mount")
-        steps.append(Step("shared-mount", text=STEP_HEADER + mount_script + "\n", timeout=3600))
+        steps.append(Step("storage-mount", text=STEP_HEADER + mount_script + "\n", timeout=3600))
         shared_fstype = {"lustre": "lustre", "daos": "fuse"}.get(plan.storage.protocol, "nfs")
     nics = gpu_nics(plan)
     health = health_expectations(plan, shared_fstype=shared_fstype, gpu_nics=nics)
