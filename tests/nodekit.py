@@ -67,6 +67,8 @@ def stubs(tmp: Path) -> Path:
         path = bin_dir / name
         path.write_text(STUB)
         path.chmod(0o755)
+    if not (bin_dir / "python3").exists():
+        (bin_dir / "python3").symlink_to(sys.executable)
     return bin_dir
 
 

@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -116,6 +117,9 @@ class MockNodes:
 
     def __enter__(self) -> MockNodes:
         self._dir = Path(tempfile.mkdtemp(prefix="provision-nodes-"))
+        # The node's python3 is this interpreter (fast to start; no version-manager shims in between).
+        (self._dir / "bin").mkdir()
+        (self._dir / "bin" / "python3").symlink_to(sys.executable)
         text = mock_user_data(self.plan)
         for rank in range(len(self.hosts)):
             self._build(self._dir / f"node-{rank}", text, rank)
@@ -159,7 +163,7 @@ class MockNodes:
         pairs = [f"{self.hosts[f.rank]}+{self.hosts[f.peer]}" for f in self.faults if f.check == "link" and f.peer is not None]
         return {
             **os.environ,
-            "PATH": f"{fakes}{os.pathsep}{os.environ.get('PATH', '')}",
+            "PATH": os.pathsep.join([str(self._dir / "bin"), str(fakes), os.environ.get("PATH", "")]),
             "PROVISION_ROOT": str(self._dir / f"node-{rank}"),
             "PROVISION_NODE_RANK": str(rank),
             "FAKE_BROKEN": ",".join(sorted(self.broken(rank))),
