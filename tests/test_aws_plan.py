@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-
 import subprocess
 import sys
 from typing import Any
@@ -13,7 +12,6 @@ from conftest import FIXED_NOW
 
 from provision.catalog import load_catalog
 from provision.clouds.aws import userdata
-from provision.planning.bootstrap import parse
 from provision.clouds.aws.adapter import (
     EFA_ENV,
     FLEET_MAX_NODES,
@@ -22,6 +20,7 @@ from provision.clouds.aws.adapter import (
     fsx_efa_allowed,
     vpc_layout,
 )
+from provision.planning.bootstrap import parse
 from provision.spec import load_spec
 from provision.spec.errors import SpecError
 

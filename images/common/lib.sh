@@ -62,7 +62,7 @@ pv_fetch() {
   fi
 }
 
-# pv_block FILE BEGIN END < CONTENT: replace the lines between BEGIN and END markers in FILE (or prepend them).
+# pv_block FILE FIRST LAST < CONTENT: replace the lines from marker FIRST to marker LAST in FILE (or prepend them).
 pv_block() {
   local file=$1 begin=$2 end=$3 tmp
   tmp=$(mktemp)

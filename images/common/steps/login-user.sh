@@ -1,7 +1,7 @@
 #!/bin/bash
 # provision step login-user (once): the spec's login user with access.ssh_public_keys in its own home
 # (/etc/provision/authorized_keys holds the public keys, written by cloud-init; public keys are not secrets).
-# Keys already there (an EC2 key pair's) are kept. SSH_SUDO=true adds passwordless sudo (images whose default
+# Keys already there (an EC2 key pair's) are kept. SSH_SUDO=true adds NOPASSWD sudo rights (images whose default
 # user does not exist yet).
 # shellcheck source=../lib.sh
 . "${PROVISION_ROOT:-}/usr/local/lib/provision/lib.sh"
