@@ -73,7 +73,6 @@ def _readable(value: Any, key: str = "") -> Any:
         if not value.startswith(("#!", "#cloud-config")):
             import base64
             import binascii
-
             import gzip
 
             try:

@@ -23,11 +23,43 @@ from provision.planning.bootstrap import materialize, parse
 STACKS = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
 
 #: Commands a bootstrap may call that must not really run in a test.
-STUBBED = (
-    "apt-get apt-mark dpkg-query dpkg-deb systemctl curl mount umount mountpoint mdadm mkfs.xfs modprobe rmmod "
-    "useradd id getent chown dkms docker udevadm ip shutdown fuser lsblk nvidia-ctk gpg "
-    "iptables ldconfig lnetctl unzip lustre_rmmod add-nvidia-repositories sleep install tar"
-).split()
+STUBBED = [
+    "apt-get",
+    "apt-mark",
+    "dpkg-query",
+    "dpkg-deb",
+    "systemctl",
+    "curl",
+    "mount",
+    "umount",
+    "mountpoint",
+    "mdadm",
+    "mkfs.xfs",
+    "modprobe",
+    "rmmod",
+    "useradd",
+    "id",
+    "getent",
+    "chown",
+    "dkms",
+    "docker",
+    "udevadm",
+    "ip",
+    "shutdown",
+    "fuser",
+    "lsblk",
+    "nvidia-ctk",
+    "gpg",
+    "iptables",
+    "ldconfig",
+    "lnetctl",
+    "unzip",
+    "lustre_rmmod",
+    "add-nvidia-repositories",
+    "sleep",
+    "install",
+    "tar",
+]
 
 STUB = """#!/bin/bash
 name=$(basename "$0")
@@ -47,11 +79,22 @@ STUB_DEFAULTS = {
     "STUB_OUT_lsblk": "",
 }
 #: Directories an Ubuntu node has.
-NODE_DIRS = (
-    "etc/apt/apt.conf.d etc/apt/sources.list.d etc/apt/keyrings etc/sudoers.d etc/modprobe.d etc/modules-load.d "
-    "etc/ld.so.conf.d etc/security/limits.d etc/systemd/system proc/sys/kernel/random var/lib/dpkg home/ubuntu "
-    "var/log sys/class/net"
-).split()
+NODE_DIRS = [
+    "etc/apt/apt.conf.d",
+    "etc/apt/sources.list.d",
+    "etc/apt/keyrings",
+    "etc/sudoers.d",
+    "etc/modprobe.d",
+    "etc/modules-load.d",
+    "etc/ld.so.conf.d",
+    "etc/security/limits.d",
+    "etc/systemd/system",
+    "proc/sys/kernel/random",
+    "var/lib/dpkg",
+    "home/ubuntu",
+    "var/log",
+    "sys/class/net",
+]
 
 
 def plan_of(stack: str, **update: Any) -> Any:

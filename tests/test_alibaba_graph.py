@@ -275,7 +275,8 @@ def test_network_setup_is_reapplied_at_every_boot(gn8: Any) -> None:
     # User data runs once, and the setup may reboot the node to load drivers: MTU and the secondary ERI's
     # address must come back after any reboot, so they live in a boot-time unit, not in one-off `ip` calls.
     text = _text(gn8.of_type(INSTANCE)[0].inputs["userData"])
-    steps = json.loads(next(f["content"] for f in parse(text)["write_files"] if f["path"] == "/etc/provision/steps.json"))
+    files = {f["path"]: f["content"] for f in parse(text)["write_files"]}
+    steps = json.loads(files["/etc/provision/steps.json"])
     assert next(s for s in steps["steps"] if s["name"] == "network")["every_boot"] is True
     assert "/usr/local/lib/provision/provision-net" in text
     assert "dhclient" not in text  # a DHCP default route on eth1 would take eth0's traffic

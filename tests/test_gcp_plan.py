@@ -134,7 +134,8 @@ def test_plan_reports_every_gcp_problem_at_once() -> None:
 
 def test_parallelstore_is_allowed_on_a_22_04_image() -> None:
     image = {**TCPX_IMAGE, "versions": {"os": "ubuntu-22.04"}}
-    p = plan(instance_type="a3-highgpu-8g", image=image, storage={"shared": {"kind": "parallelstore", "size_gib": 12288}})
+    storage = {"shared": {"kind": "parallelstore", "size_gib": 12288}}
+    p = plan(instance_type="a3-highgpu-8g", image=image, storage=storage)
     assert p.extra["storage"]["kind"] == "parallelstore"
     assert p.image.versions["os"] == "ubuntu-22.04"
 

@@ -40,7 +40,9 @@ def rendered() -> dict[str, str]:
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_every_rendered_cloud_config_passes_cloud_init_schema(stack: str, rendered: dict[str, str], tmp_path: Path) -> None:
+def test_every_rendered_cloud_config_passes_cloud_init_schema(
+    stack: str, rendered: dict[str, str], tmp_path: Path
+) -> None:
     _need(CLOUD_INIT, "cloud-init")
     path = tmp_path / "user-data.yaml"
     path.write_text(rendered[stack])
@@ -229,7 +231,10 @@ def test_aws_efa_fsx_clients_are_configured_for_efa_before_the_mount(tmp_path: P
     ok = run_bootstrap(tmp_path / "ok", text, PATH=path, STUB_OUT_lnetctl="    - nid: 10.0.0.10@efa")
     assert ok["state"]["steps"]["fsx-efa-client"]["status"] == "ok"
     # A file system without EFA is mounted over TCP as before: no EFA client step.
-    plain = [s["name"] for s in json.loads(files_of(mock_user_data(plan_of("aws-p5-ci")))["/etc/provision/steps.json"])["steps"]]
+    plain = [
+        s["name"]
+        for s in json.loads(files_of(mock_user_data(plan_of("aws-p5-ci")))["/etc/provision/steps.json"])["steps"]
+    ]
     assert "fsx-efa-client" not in plain and "shared-mount" in plain
 
 
@@ -300,9 +305,23 @@ def test_azure_spot_lustre_nodes_unmount_on_an_eviction_notice(tmp_path: Path) -
     class Imds(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802
             assert self.headers["Metadata"] == "true"
-            body = "node-3" if "/compute/name" in self.path else json.dumps(
-                {"DocumentIncarnation": 2, "Events": [{"EventId": "E1", "EventType": "Preempt",
-                                                      "Resources": ["node-3"], "EventStatus": "Scheduled"}]})
+            body = (
+                "node-3"
+                if "/compute/name" in self.path
+                else json.dumps(
+                    {
+                        "DocumentIncarnation": 2,
+                        "Events": [
+                            {
+                                "EventId": "E1",
+                                "EventType": "Preempt",
+                                "Resources": ["node-3"],
+                                "EventStatus": "Scheduled",
+                            }
+                        ],
+                    }
+                )
+            )
             self.send_response(200)
             self.end_headers()
             self.wfile.write(body.encode())
@@ -321,9 +340,15 @@ def test_azure_spot_lustre_nodes_unmount_on_an_eviction_notice(tmp_path: Path) -
     from nodekit import stubs
 
     log = tmp_path / "stub.log"
-    env = {**os.environ, "PATH": f"{stubs(tmp_path)}{os.pathsep}{os.environ['PATH']}", "STUB_LOG": str(log),
-           "PROVISION_ROOT": str(root), "PROVISION_IMDS": f"http://127.0.0.1:{server.server_port}/metadata",
-           "PROVISION_ONCE": "1", "PROVISION_POLL_SECONDS": "0.1"}
+    env = {
+        **os.environ,
+        "PATH": f"{stubs(tmp_path)}{os.pathsep}{os.environ['PATH']}",
+        "STUB_LOG": str(log),
+        "PROVISION_ROOT": str(root),
+        "PROVISION_IMDS": f"http://127.0.0.1:{server.server_port}/metadata",
+        "PROVISION_ONCE": "1",
+        "PROVISION_POLL_SECONDS": "0.1",
+    }
     watcher = root / "usr/local/lib/provision/provision-scheduled-events"
     out = subprocess.run([os.sys.executable, str(watcher)], env=env, capture_output=True, text=True, timeout=30)
     server.shutdown()

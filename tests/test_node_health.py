@@ -26,8 +26,9 @@ def _health(stack: str, faults: list[NodeFault], nodes: int = 2) -> Any:
         return check_health(mock.run)
 
 
-@pytest.mark.parametrize("stack", ["aws-p5-64", "gcp-a3-64", "gcp-a3high-16", "gcp-a3ultra-64", "azure-ndh100-64",
-                                   "alibaba-gn8-64"])
+@pytest.mark.parametrize(
+    "stack", ["aws-p5-64", "gcp-a3-64", "gcp-a3high-16", "gcp-a3ultra-64", "azure-ndh100-64", "alibaba-gn8-64"]
+)
 def test_healthy_mocked_nodes_pass_every_check(stack: str) -> None:
     report = _health(stack, [])
     assert report.ok, report.failures()
@@ -40,8 +41,12 @@ def test_healthy_mocked_nodes_pass_every_check(stack: str) -> None:
     [("aws-p5-64", c) for c in CHECKS]
     + [("azure-ndh100-64", c) for c in ("gpus", "fabric", "shared_fs", "cuda")]
     + [("gcp-a3-64", c) for c in ("driver", "fabric")]
-    + [("gcp-a3high-16", "fabric"), ("gcp-a3ultra-64", "fabric"), ("alibaba-gn8-64", "fabric"),
-       ("alibaba-gn8-64", "gpus")],
+    + [
+        ("gcp-a3high-16", "fabric"),
+        ("gcp-a3ultra-64", "fabric"),
+        ("alibaba-gn8-64", "fabric"),
+        ("alibaba-gn8-64", "gpus"),
+    ],
 )
 def test_each_broken_check_names_the_node_and_the_check(stack: str, check: str) -> None:
     plan = plan_of(stack)
@@ -60,8 +65,13 @@ def test_expected_fabric_devices_per_type() -> None:
     for stack in ("aws-p5-64", "azure-ndh100-64", "gcp-a3-64", "gcp-a3high-16", "alibaba-gn8-64"):
         report = _health(stack, [])
         found[stack] = next(c for c in report.nodes[0].checks if c["name"] == "fabric")["expected"]
-    assert found == {"aws-p5-64": 32, "azure-ndh100-64": 8, "gcp-a3-64": 8, "gcp-a3high-16": 4,
-                     "alibaba-gn8-64": plan_of("alibaba-gn8-64").fabric_interfaces}
+    assert found == {
+        "aws-p5-64": 32,
+        "azure-ndh100-64": 8,
+        "gcp-a3-64": 8,
+        "gcp-a3high-16": 4,
+        "alibaba-gn8-64": plan_of("alibaba-gn8-64").fabric_interfaces,
+    }
 
 
 def test_mi300x_gpus_are_counted_once_though_rocm_smi_prints_several_lines_each() -> None:
@@ -96,8 +106,16 @@ def test_a_node_that_cannot_answer_is_named() -> None:
             return results
 
         report = check_health(run)
-    assert report.failures() == [{"rank": 1, "host": HOSTS[1], "check": "reachable", "expected": "an answer",
-                                  "found": None, "detail": "ssh: connect to host 10.0.0.11 port 22: timed out"}]
+    assert report.failures() == [
+        {
+            "rank": 1,
+            "host": HOSTS[1],
+            "check": "reachable",
+            "expected": "an answer",
+            "found": None,
+            "detail": "ssh: connect to host 10.0.0.11 port 22: timed out",
+        }
+    ]
 
 
 # ---------------------------------------------------------------------- NCCL
@@ -106,7 +124,9 @@ def test_a_node_that_cannot_answer_is_named() -> None:
 def test_floor_comes_from_the_vendor_link_rate_with_its_source() -> None:
     floor = floor_for(plan_of("aws-p5-64"))
     assert floor.busbw_gbps == 3200 / 8 * 0.5 and "fabric_gbps" in floor.source
-    assert floor_for(plan_of("gcp-a3high-16")).busbw_gbps == pytest.approx(plan_of("gcp-a3high-16").offer.fabric_gbps / 8 * 0.4)
+    assert floor_for(plan_of("gcp-a3high-16")).busbw_gbps == pytest.approx(
+        plan_of("gcp-a3high-16").offer.fabric_gbps / 8 * 0.4
+    )
 
 
 def test_nccl_command_runs_one_rank_per_gpu_with_the_cluster_env() -> None:
@@ -117,10 +137,12 @@ def test_nccl_command_runs_one_rank_per_gpu_with_the_cluster_env() -> None:
 
 
 def test_parse_busbw_takes_the_largest_message() -> None:
-    out = ("#  size count type redop root time algbw busbw\n"
-           "   536870912  134217728  float  sum  -1  2000  268.4  300.00  0  2000  268.4  300.00  0\n"
-           "  8589934592 2147483648  float  sum  -1 30000  286.3  350.50  0 30000  286.3  350.50  0\n"
-           "# Avg bus bandwidth    : 320.1\n")
+    out = (
+        "#  size count type redop root time algbw busbw\n"
+        "   536870912  134217728  float  sum  -1  2000  268.4  300.00  0  2000  268.4  300.00  0\n"
+        "  8589934592 2147483648  float  sum  -1 30000  286.3  350.50  0 30000  286.3  350.50  0\n"
+        "# Avg bus bandwidth    : 320.1\n"
+    )
     assert parse_busbw(out) == 350.5
     assert parse_busbw("mpirun: command not found") is None
 
@@ -187,8 +209,9 @@ def _plan_with(stack: str, **versions: str) -> Any:
         ("gcp-a3ultra-64", {"nccl": "2.26.2-1+cuda12.8"}, "image.versions.nccl", "nccl_gib 1.1.0"),
     ],
 )
-def test_mismatched_pins_are_spec_errors_with_their_source(stack: str, versions: dict[str, str], path: str,
-                                                          words: str) -> None:
+def test_mismatched_pins_are_spec_errors_with_their_source(
+    stack: str, versions: dict[str, str], path: str, words: str
+) -> None:
     with pytest.raises(SpecError) as err:
         _plan_with(stack, **versions)
     problem = err.value.problems[0]
@@ -258,8 +281,9 @@ def test_cli_health_nccl_test_and_up_accept(tmp_path: Path, monkeypatch: pytest.
     bad = _cli("health", "aws-p5-ci", "--mock", "--inject", "1:teapot")
     assert bad.exit_code == 2 and "RANK:CHECK" in bad.output
 
-    failed = _cli("up", "aws-p5-ci", "--mock", "--yes", "--json", "--accept", "--on-failure", "down", "--inject",
-                  "1:nvlink")
+    failed = _cli(
+        "up", "aws-p5-ci", "--mock", "--yes", "--json", "--accept", "--on-failure", "down", "--inject", "1:nvlink"
+    )
     assert failed.exit_code == 1
     doc = json.loads(failed.output)
     assert doc["acceptance"]["health"]["failed"][0]["check"] == "nvlink" and doc["torn_down"] is True

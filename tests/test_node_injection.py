@@ -54,7 +54,9 @@ def _hostile_plan(stack: str, field: str, value: str) -> Any:
     plan = plan_of(stack)
     if field.startswith("image.versions."):
         key = field.rsplit(".", 1)[1]
-        return plan.model_copy(update={"image": plan.image.model_copy(update={"versions": {**plan.image.versions, key: value}})})
+        return plan.model_copy(
+            update={"image": plan.image.model_copy(update={"versions": {**plan.image.versions, key: value}})}
+        )
     if field == "access.ssh_user":
         return plan.model_copy(update={"access": plan.access.model_copy(update={"ssh_user": value})})
     if field == "access.ssh_public_keys":
@@ -76,7 +78,9 @@ def _render(stack: str, plan: Any, source: str | None) -> str:
     if cloud == "aws":
         return aws.render(plan, source or aws.fsx_source("fs-0abc.fsx.us-east-1.amazonaws.com", "abcdefgh"))
     if cloud == "azure":
-        return azure.render(plan, azure.mount_lines("lustre", source or "10.0.1.5@tcp:/lustrefs", plan.storage.mount, "noatime"))
+        return azure.render(
+            plan, azure.mount_lines("lustre", source or "10.0.1.5@tcp:/lustrefs", plan.storage.mount, "noatime")
+        )
     if cloud == "alibaba":
         return alibaba.render(plan, source or "abc.cn-hangzhou.nas.aliyuncs.com:/")
     return gcp.render(plan, ": # mount" if plan.storage else "")
@@ -84,13 +88,24 @@ def _render(stack: str, plan: Any, source: str | None) -> str:
 
 #: (stack, field) for every spec string that reaches a node script, on every cloud.
 CASES = [
-    *[("alibaba-gn8-ci", f"image.versions.{k}") for k in
-      ("driver_package", "fabricmanager", "driver_branch", "erdma_installer", "erdma_installer_sha256")],
+    *[
+        ("alibaba-gn8-ci", f"image.versions.{k}")
+        for k in ("driver_package", "fabricmanager", "driver_branch", "erdma_installer", "erdma_installer_sha256")
+    ],
     *[("gcp-a3-ci", f"image.versions.{k}") for k in ("rxdm", "nccl_plugin", "dmabuf_import_helper")],
     *[("gcp-a3ultra-64", f"image.versions.{k}") for k in ("nccl", "nccl_gib")],
-    *[(s, f) for s in ("aws-p5-ci", "gcp-a3-ci", "azure-ndh100-ci", "alibaba-gn8-ci")
-      for f in ("access.ssh_user", "access.ssh_public_keys", "storage.scratch.mount", "storage.shared.mount", "name",
-                "nccl_env")],
+    *[
+        (s, f)
+        for s in ("aws-p5-ci", "gcp-a3-ci", "azure-ndh100-ci", "alibaba-gn8-ci")
+        for f in (
+            "access.ssh_user",
+            "access.ssh_public_keys",
+            "storage.scratch.mount",
+            "storage.shared.mount",
+            "name",
+            "nccl_env",
+        )
+    ],
     *[(s, "shared_fs.source") for s in ("aws-p5-ci", "azure-ndh100-ci", "alibaba-gn8-ci")],
 ]
 

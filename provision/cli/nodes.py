@@ -65,7 +65,9 @@ def health(target: str = TargetArg, mock: bool = _MOCK, inject: list[str] = _INJ
     raise typer.Exit(0 if report.ok else 1)
 
 
-def nccl_test(target: str = TargetArg, mock: bool = _MOCK, inject: list[str] = _INJECT, as_json: bool = JsonOpt) -> None:
+def nccl_test(
+    target: str = TargetArg, mock: bool = _MOCK, inject: list[str] = _INJECT, as_json: bool = JsonOpt
+) -> None:
     """Measure all-reduce bus bandwidth across the cluster against the floor for its instance type."""
     from provision.ops.acceptance import node_runner, record_measurement
     from provision.ops.nccl import nccl_test as run_test

@@ -45,15 +45,31 @@ class HealthReport:
         return all(n.ok for n in self.nodes)
 
     def failures(self) -> list[dict[str, Any]]:
-        """One entry per failed check of a failed node: ``rank``, ``host``, ``check``, ``expected``, ``found``, ``detail``."""
+        """One entry per failed check: ``rank``, ``host``, ``check``, ``expected``, ``found``, ``detail``."""
         out: list[dict[str, Any]] = []
         for n in self.nodes:
             if n.error is not None:
-                out.append({"rank": n.rank, "host": n.host, "check": "reachable", "expected": "an answer",
-                            "found": None, "detail": n.error})
+                out.append(
+                    {
+                        "rank": n.rank,
+                        "host": n.host,
+                        "check": "reachable",
+                        "expected": "an answer",
+                        "found": None,
+                        "detail": n.error,
+                    }
+                )
             for c in n.failed:
-                out.append({"rank": n.rank, "host": n.host, "check": c["name"], "expected": c.get("expected"),
-                            "found": c.get("found"), "detail": c.get("detail", "")})
+                out.append(
+                    {
+                        "rank": n.rank,
+                        "host": n.host,
+                        "check": c["name"],
+                        "expected": c.get("expected"),
+                        "found": c.get("found"),
+                        "detail": c.get("detail", ""),
+                    }
+                )
         return out
 
     def as_dict(self) -> dict[str, Any]:

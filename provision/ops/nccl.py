@@ -63,8 +63,16 @@ def allreduce_command(plan: ClusterPlan, hosts: Sequence[str]) -> str:
     """The ``mpirun`` line that runs ``all_reduce_perf`` over ``hosts`` (one process per GPU) with the cluster's
     NCCL settings, started on the first of them."""
     g = plan.gpus_per_node
-    parts = ["mpirun", "--allow-run-as-root", "-np", str(g * len(hosts)), "-H", ",".join(f"{h}:{g}" for h in hosts),
-             "--bind-to", "none"]
+    parts = [
+        "mpirun",
+        "--allow-run-as-root",
+        "-np",
+        str(g * len(hosts)),
+        "-H",
+        ",".join(f"{h}:{g}" for h in hosts),
+        "--bind-to",
+        "none",
+    ]
     for key in sorted(plan.nccl_env):
         parts += ["-x", f"{key}={plan.nccl_env[key]}"]
     parts += ["all_reduce_perf", *TEST_ARGS.split()]

@@ -71,7 +71,12 @@ class NodeFault:
         """
         head, _, check = text.partition(":")
         rank, _, peer = head.partition("-")
-        if not rank.isdigit() or (peer and not peer.isdigit()) or check not in FAULT_CHECKS or (check == "link") != bool(peer):
+        if (
+            not rank.isdigit()
+            or (peer and not peer.isdigit())
+            or check not in FAULT_CHECKS
+            or (check == "link") != bool(peer)
+        ):
             raise UnsupportedError(
                 f"bad node fault {text!r}",
                 [
@@ -109,8 +114,14 @@ class MockNodes:
                 if r is not None and not 0 <= r < len(hosts):
                     raise UnsupportedError(
                         f"node {r} does not exist",
-                        [Problem("--inject", f"{f.rank}:{f.check}", f"names node {r}, but the cluster "
-                                 f"has nodes 0..{len(hosts) - 1}", "name an existing node")],
+                        [
+                            Problem(
+                                "--inject",
+                                f"{f.rank}:{f.check}",
+                                f"names node {r}, but the cluster has nodes 0..{len(hosts) - 1}",
+                                "name an existing node",
+                            )
+                        ],
                     )
         self.plan, self.hosts, self.faults, self.busbw_gbps = plan, list(hosts), tuple(faults), busbw_gbps
         self._dir: Path | None = None
@@ -142,12 +153,10 @@ class MockNodes:
                 (root / f"sys/class/infiniband/rdmap{i}s0").mkdir(parents=True, exist_ok=True)
         for i, nic in enumerate(expect.get("gpu_nics") or []):
             (root / f"sys/class/net/{nic}").mkdir(parents=True, exist_ok=True)
-            state = "down" if "fabric" in broken and i == 0 else "up"
-            (root / f"sys/class/net/{nic}/operstate").write_text(state + "\n")
+            operstate = "down" if "fabric" in broken and i == 0 else "up"
+            (root / f"sys/class/net/{nic}/operstate").write_text(operstate + "\n")
         steps = json.loads((root / "etc/provision/steps.json").read_text())["steps"]
-        record = {
-            s["name"]: {"status": "ok", "critical": s["critical"], "every_boot": s["every_boot"]} for s in steps
-        }
+        record = {s["name"]: {"status": "ok", "critical": s["critical"], "every_boot": s["every_boot"]} for s in steps}
         if "bootstrap" in broken:
             victim = next(s["name"] for s in reversed(steps) if s["critical"])
             record[victim] = {"status": "failed", "critical": True, "exit_code": 1, "tail": ["injected failure"]}
@@ -160,7 +169,11 @@ class MockNodes:
         assert self._dir is not None  # noqa: S101
         fakes = images_dir() / "fake-node" / "bin"
         slow = [self.hosts[f.rank] for f in self.faults if f.check == "bandwidth"]
-        pairs = [f"{self.hosts[f.rank]}+{self.hosts[f.peer]}" for f in self.faults if f.check == "link" and f.peer is not None]
+        pairs = [
+            f"{self.hosts[f.rank]}+{self.hosts[f.peer]}"
+            for f in self.faults
+            if f.check == "link" and f.peer is not None
+        ]
         return {
             **os.environ,
             "PATH": os.pathsep.join([str(self._dir / "bin"), str(fakes), os.environ.get("PATH", "")]),

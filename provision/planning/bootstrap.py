@@ -172,7 +172,10 @@ def expiry_units(expires_at: datetime) -> list[File]:
     power-off deletes the VM.
     """
     stamp = expires_at.strftime("%Y-%m-%d %H:%M:%S UTC")
-    service = "[Unit]\nDescription=provision: cluster lifetime reached\n\n[Service]\nType=oneshot\nExecStart=/bin/systemctl poweroff\n"
+    service = (
+        "[Unit]\nDescription=provision: cluster lifetime reached\n\n"
+        "[Service]\nType=oneshot\nExecStart=/bin/systemctl poweroff\n"
+    )
     timer = (
         "[Unit]\nDescription=provision: power off at the cluster's expiry\n\n"
         f"[Timer]\nOnCalendar={stamp}\nPersistent=true\nAccuracySec=1s\n\n[Install]\nWantedBy=timers.target\n"
@@ -262,8 +265,12 @@ ExecStart=/usr/bin/python3 /usr/local/lib/provision/provision-bootstrap
 WantedBy=multi-user.target
 """
 
-MEMLOCK_LIMITS = "# provision: RDMA registration needs unlimited locked memory\n* soft memlock unlimited\n* hard memlock unlimited\n"
-MEMLOCK_SYSTEMD = "# provision: RDMA registration needs unlimited locked memory\n[Manager]\nDefaultLimitMEMLOCK=infinity\n"
+MEMLOCK_LIMITS = (
+    "# provision: RDMA registration needs unlimited locked memory\n* soft memlock unlimited\n* hard memlock unlimited\n"
+)
+MEMLOCK_SYSTEMD = (
+    "# provision: RDMA registration needs unlimited locked memory\n[Manager]\nDefaultLimitMEMLOCK=infinity\n"
+)
 
 
 def render(

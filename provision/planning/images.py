@@ -140,7 +140,9 @@ def check_image(image: ImagePlan, fabric: str, nccl_env: dict[str, str]) -> list
     for key, value in versions.items():
         path = f"image.versions.{key}"
         if not _KEY.fullmatch(key):
-            problems.append(Problem(path, key, "is not a valid version key (lower-case letters, digits, '_')", "rename it"))
+            problems.append(
+                Problem(path, key, "is not a valid version key (lower-case letters, digits, '_')", "rename it")
+            )
             continue
         kind = VERSION_KINDS.get(key, "version")
         try:
@@ -158,7 +160,12 @@ def check_image(image: ImagePlan, fabric: str, nccl_env: dict[str, str]) -> list
     for rule in rules.get("fabric_kernel") or []:
         if fabric == rule["fabric"] and image.source != "spec" and rule["contains"] not in versions.get("kernel", ""):
             problems.append(
-                Problem("image.id", image.ref, f"(the default image) has no {rule['contains']} kernel: {rule['reason']}", rule["fix"])
+                Problem(
+                    "image.id",
+                    image.ref,
+                    f"(the default image) has no {rule['contains']} kernel: {rule['reason']}",
+                    rule["fix"],
+                )
             )
     return problems
 

@@ -44,8 +44,15 @@ def _values(plan: ClusterPlan) -> Any:
     values.add("FABRICMANAGER", versions["fabricmanager"], "package", "image.versions.fabricmanager")
     installer = versions["erdma_installer"]
     values.add("ERDMA_INSTALLER_VERSION", installer, "version", "image.versions.erdma_installer")
-    values.add("ERDMA_INSTALLER_URL", f"{ERDMA_MIRROR}/erdma_installer-{installer}.tar.gz", "url", "image.versions.erdma_installer")
-    values.add("ERDMA_INSTALLER_SHA256", versions["erdma_installer_sha256"], "digest", "image.versions.erdma_installer_sha256")
+    values.add(
+        "ERDMA_INSTALLER_URL",
+        f"{ERDMA_MIRROR}/erdma_installer-{installer}.tar.gz",
+        "url",
+        "image.versions.erdma_installer",
+    )
+    values.add(
+        "ERDMA_INSTALLER_SHA256", versions["erdma_installer_sha256"], "digest", "image.versions.erdma_installer_sha256"
+    )
     values.add("MTU", str(plan.extra["mtu"]), "int", "mtu")
     return values
 
@@ -61,7 +68,9 @@ def render(plan: ClusterPlan, mount_source: str | None = None) -> str:
     steps.append(Step("network", "alibaba/steps/network.sh", every_boot=True))
     shared = None
     if plan.storage is not None and mount_source:
-        shared = SharedMount(mount_source, plan.storage.mount, "nfs", f"{plan.extra['nfs_options']},_netdev", "nfs-common")
+        shared = SharedMount(
+            mount_source, plan.storage.mount, "nfs", f"{plan.extra['nfs_options']},_netdev", "nfs-common"
+        )
     return render_bootstrap(
         plan,
         values=_values(plan),

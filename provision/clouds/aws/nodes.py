@@ -7,7 +7,6 @@ gang exists.
 
 from __future__ import annotations
 
-import base64
 import ipaddress
 import json
 from collections.abc import Sequence

@@ -7,6 +7,8 @@ ubuntu-hpc image reads it as ``#cloud-config`` at first boot.
 from __future__ import annotations
 
 import base64
+import dataclasses
+import json
 from typing import TYPE_CHECKING
 
 from provision.planning.bootstrap import File, SharedMount, Step, base_values, health_expectations, static_file
@@ -33,13 +35,22 @@ WantedBy=multi-user.target
 """
 
 
-def mount_lines(fs_type: str, source: str, mount: str, options: str) -> SharedMount:
-    """The shared filesystem as nodes mount it (at every boot, from fstab with ``_netdev``)."""
-    return SharedMount(source, mount, fs_type, f"{options},_netdev", client="nfs-common" if fs_type == "nfs" else "")
+def mount_lines(fs_type: str, source: str, mount: str, options: str) -> str:
+    """The shared filesystem as nodes mount it (at every boot, from fstab with ``_netdev``), as a JSON document
+    that :func:`custom_data` reads (``storage.py`` carries it through an ``Output[str]``)."""
+    client = "nfs-common" if fs_type == "nfs" else ""
+    return json.dumps(dataclasses.asdict(SharedMount(source, mount, fs_type, f"{options},_netdev", client)))
 
 
-def render(plan: ClusterPlan, shared: SharedMount | None = None) -> str:
+def _shared(value: SharedMount | str | None) -> SharedMount | None:
+    if isinstance(value, str):
+        return SharedMount(**json.loads(value)) if value else None
+    return value
+
+
+def render(plan: ClusterPlan, shared_mount: SharedMount | str | None = None) -> str:
     """The ``#cloud-config`` for every node of ``plan``. Holds no secrets."""
+    shared = _shared(shared_mount)
     values = base_values(plan)
     steps: list[Step] = []
     files: list[File] = []
@@ -51,7 +62,9 @@ def render(plan: ClusterPlan, shared: SharedMount | None = None) -> str:
     if shared is not None and plan.capacity.type == "spot" and shared.fstype == "lustre":
         # Azure Managed Lustre: unmount before an evicted client goes away, or the others pause for up to 15 minutes.
         files += [
-            static_file("/usr/local/lib/provision/provision-scheduled-events", "azure/provision-scheduled-events", "0755"),
+            static_file(
+                "/usr/local/lib/provision/provision-scheduled-events", "azure/provision-scheduled-events", "0755"
+            ),
             File("/etc/systemd/system/provision-scheduled-events.service", WATCHER_UNIT),
         ]
         steps.append(Step("scheduled-events", "azure/steps/scheduled-events.sh"))
@@ -60,13 +73,13 @@ def render(plan: ClusterPlan, shared: SharedMount | None = None) -> str:
     return render_bootstrap(plan, values=values, steps=steps, files=files, shared=shared, health=health)
 
 
-def custom_data(plan: ClusterPlan, shared_mount: SharedMount | None = None) -> str:
+def custom_data(plan: ClusterPlan, shared_mount: SharedMount | str | None = None) -> str:
     """The base64-encoded bootstrap for every node of ``plan``.
 
     Raises:
         ValueError: over Azure's custom data limit, or a value fails its pattern (UnsafeValueError).
     """
-    text = render(plan, shared_mount or None)
+    text = render(plan, shared_mount)
     if len(text.encode()) > MAX_CUSTOM_DATA_BYTES:
         raise ValueError(f"custom data is {len(text.encode())} bytes, over Azure's limit of {MAX_CUSTOM_DATA_BYTES}")
     return base64.b64encode(text.encode()).decode()

@@ -15,10 +15,10 @@ from typing import Any
 import pulumi
 from pulumi_gcp import compute, projects, serviceaccount
 
+from provision.clouds.gcp import userdata
 from provision.clouds.gcp.adapter import assert_labels
 from provision.clouds.gcp.network import Networks, build_networks
 from provision.clouds.gcp.storage import build_storage
-from provision.clouds.gcp import userdata
 from provision.planning.outputs import stack_outputs
 from provision.planning.plan import ClusterPlan
 
