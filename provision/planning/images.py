@@ -133,7 +133,7 @@ def version_tuple(text: str) -> tuple[int, ...]:
 def check_image(image: ImagePlan, fabric: str, nccl_env: dict[str, str]) -> list[Problem]:
     """Problems with an image's versions: each value against the strict pattern of its kind (they reach root
     scripts on every node), then the rules of ``images/compat.yaml``. Empty when all is well."""
-    from provision.planning.bootstrap import PATTERNS, UnsafeValueError, checked
+    from provision.planning.values import PATTERNS, UnsafeValueError, checked
 
     problems: list[Problem] = []
     versions = image.versions
