@@ -170,6 +170,18 @@ def test_nccl_test_bisects_by_pairs_to_name_the_slow_node_or_link(
         assert result.busbw_gbps < floor and any(not p["ok"] for p in result.pairs)
 
 
+def test_islands_are_measured_apart_and_slow_nodes_named_with_cluster_ranks() -> None:
+    """InfiniBand does not cross Azure islands: each island is measured alone; ranks stay cluster-wide."""
+    plan = plan_of("azure-ndh100-ci")
+    plan = plan.model_copy(update={"islands": (2, 2), "nodes": 4})
+    floor = floor_for(plan).busbw_gbps
+    with MockNodes(plan, HOSTS, [NodeFault(3, "bandwidth")], busbw_gbps=floor * 1.25) as mock:
+        result = nccl_test(plan, HOSTS, mock.run)
+    assert [i["ranks"] for i in result.islands] == [[0, 1], [2, 3]]
+    assert result.islands[0]["busbw_gbps"] > floor > result.islands[1]["busbw_gbps"]
+    assert not result.ok and result.slow_links == [[2, 3]]  # two nodes per island: node and link look alike
+
+
 def test_every_pair_slow_points_at_the_whole_fabric() -> None:
     result = NcclResult(50.0, floor_for(plan_of("aws-p5-64")), 4)
     bisect(4, lambda ranks: 50.0, 200.0, result)
@@ -293,3 +305,28 @@ def test_cli_health_nccl_test_and_up_accept(tmp_path: Path, monkeypatch: pytest.
 def test_faults_never_reach_a_real_cluster() -> None:
     with pytest.raises(UnsupportedError):
         NodeFault.parse("x:gpus")
+
+
+def test_measurement_of_a_real_stack_is_kept_beside_the_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from provision.ops.acceptance import record_measurement
+
+    home = isolated_home(tmp_path, monkeypatch)
+    cluster = SimpleNamespace(mock=False, stack="org/proj/p5", outputs={"fabric_manifest": {"image": "ami-1"}})
+    result = NcclResult(321.0, floor_for(plan_of("aws-p5-64")), 8)
+    manifest = record_measurement(cluster, result)
+    stored = json.loads((home / "manifests" / "org_proj_p5.json").read_text())
+    assert stored == manifest and stored["image"] == "ami-1"
+    assert stored["measured"]["all_reduce_busbw_gbps"] == 321.0 and stored["measured"]["ok"] is True
+
+
+def test_real_clusters_need_provision_exec_for_node_commands() -> None:
+    import importlib.util
+
+    from provision.ops.nodes import ssh_runner
+
+    if importlib.util.find_spec("provision.ops.exec") is not None:
+        pytest.skip("provision exec is installed")
+    with pytest.raises(UnsupportedError, match="provision exec"):
+        ssh_runner(object())

@@ -89,6 +89,7 @@ class NcclResult:
     pairs: list[dict[str, Any]] = field(default_factory=list)
     slow_nodes: list[int] = field(default_factory=list)
     slow_links: list[list[int]] = field(default_factory=list)
+    islands: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
 
     @property
@@ -107,6 +108,7 @@ class NcclResult:
             "pairs": self.pairs,
             "slow_nodes": self.slow_nodes,
             "slow_links": self.slow_links,
+            "islands": self.islands,
             "error": self.error,
         }
 
@@ -135,14 +137,31 @@ def nccl_test(plan: ClusterPlan, hosts: Sequence[str], run: NodeRunner) -> NcclR
         result = run(allreduce_command(plan, [hosts[r] for r in ranks]), [ranks[0]])[0]
         return parse_busbw(result.stdout) if result.exit_code == 0 else None
 
-    busbw = measure(list(range(len(hosts))))
+    # The fabric does not cross islands (Azure: one InfiniBand island per scale set), so each island is
+    # measured on its own and the cluster's figure is the slowest island's.
+    groups, start = [], 0
+    for size in plan.islands if sum(plan.islands) == len(hosts) else (len(hosts),):
+        groups.append(list(range(start, start + size)))
+        start += size
+    measured = [(g, measure(g)) for g in groups if len(g) > 1 or len(groups) == 1]
+    values = [bw for _, bw in measured]
+    busbw = None if not values or any(bw is None for bw in values) else min(v for v in values if v is not None)
     result = NcclResult(busbw, floor, len(hosts))
+    if len(groups) > 1:
+        result.islands = [{"ranks": [g[0], g[-1]], "busbw_gbps": bw} for g, bw in measured]
     if busbw is None:
         result.error = "all_reduce_perf did not run or printed no bandwidth (is nccl-tests installed on the nodes?)"
         return result
     if result.ok or floor.busbw_gbps is None:
         return result
-    bisect(len(hosts), measure, floor.busbw_gbps, result)
+    for group, bw in measured:
+        if bw is not None and bw >= floor.busbw_gbps:
+            continue
+        local = NcclResult(bw, floor, len(group))
+        bisect(len(group), lambda ranks, g=group: measure([g[r] for r in ranks]), floor.busbw_gbps, local)
+        result.pairs += [{**p, "nodes": [group[r] for r in p["nodes"]]} for p in local.pairs]
+        result.slow_nodes += [group[r] for r in local.slow_nodes]
+        result.slow_links += [[group[a], group[b]] for a, b in local.slow_links]
     return result
 
 
