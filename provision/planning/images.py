@@ -116,6 +116,14 @@ VERSION_KINDS: dict[str, str] = {
     "topology_files": "paths",
 }
 _KEY = re.compile(r"[a-z][a-z0-9_]{0,39}")
+#: What a good value of each kind looks like (shown in the fix).
+_EXAMPLES = {
+    "version": "a version such as 570 or 2.27.5-1+cuda12.9",
+    "package": "a Debian package name such as nvidia-driver-570-server-open",
+    "image": "a container image such as us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.20",
+    "digest": "the 64 lower-case hex digits of a SHA-256",
+    "paths": "absolute paths separated by spaces",
+}
 
 
 @cache
@@ -149,7 +157,9 @@ def check_image(image: ImagePlan, fabric: str, nccl_env: dict[str, str]) -> list
             checked(kind, value, path)
         except UnsafeValueError:
             problems.append(
-                Problem(path, value, f"is not a valid {kind} (must match ^{PATTERNS[kind]}$)", f"write a plain {kind}")
+                Problem(
+                    path, value, f"is not a valid {kind} (must match ^{PATTERNS[kind]}$)", f"write {_EXAMPLES[kind]}"
+                )
             )
     if problems:
         return problems
