@@ -330,3 +330,15 @@ def test_real_clusters_need_provision_exec_for_node_commands() -> None:
         pytest.skip("provision exec is installed")
     with pytest.raises(UnsupportedError, match="provision exec"):
         ssh_runner(object())
+
+
+def test_lookup_images_are_held_to_the_driver_branch_and_pcie_gpus_expect_no_nvlink() -> None:
+    from provision.planning.bootstrap import health_expectations
+
+    aws = health_expectations(plan_of("aws-p5-64"))
+    assert plan_of("aws-p5-64").image.ref.startswith("lookup:") and aws["driver"] == "595" and aws["nvlink"] is True
+    azure = health_expectations(plan_of("azure-ndh100-64"))
+    assert azure["driver"] == "560.35.03"  # a pinned marketplace version: the exact driver
+    pcie = plan_of("aws-p5-64")
+    pcie = pcie.model_copy(update={"offer": pcie.offer.model_copy(update={"gpu": "L40S"})})
+    assert health_expectations(pcie)["nvlink"] is False

@@ -146,6 +146,10 @@ def expiry_units(expires_at: datetime) -> list[File]:
     ]
 
 
+#: GPU models sold as 8-GPU HGX boards with NVSwitch (NVIDIA HGX A100 / H100 / H200 / H20 platform specs).
+NVSWITCH_GPUS = frozenset({"A100", "H100", "H200", "H20", "H800", "A800", "B200"})
+
+
 def gpu_model(plan: ClusterPlan) -> str:
     """The part of the catalog's GPU name that the driver tools print (``A100-80GB`` -> ``A100``)."""
     return plan.offer.gpu.split("-")[0]
@@ -155,6 +159,10 @@ def health_expectations(plan: ClusterPlan, **fabric: Any) -> dict[str, Any]:
     """What ``provision-health`` compares the node with (``/etc/provision/health.json``)."""
     versions = plan.image.versions
     nvidia = plan.offer.gpu_vendor == "nvidia"
+    driver = (versions.get("driver") or versions.get("driver_branch")) if nvidia else None
+    if driver and plan.image.ref.startswith("lookup:"):
+        # An image resolved from a lookup may be a newer release than the one documented: hold it to the branch.
+        driver = driver.split(".")[0]
     shared = None
     fstype = fabric.pop("shared_fstype", plan.storage.protocol if plan.storage else None)
     if plan.storage is not None and fstype:
@@ -164,9 +172,9 @@ def health_expectations(plan: ClusterPlan, **fabric: Any) -> dict[str, Any]:
         "gpu_vendor": plan.offer.gpu_vendor,
         "gpus": plan.gpus_per_node,
         "gpu_model": gpu_model(plan),
-        # 8-GPU HGX boards (every 8-GPU type in the catalog) have NVSwitch: every NVLink must be up.
-        "nvlink": nvidia and plan.gpus_per_node == 8,
-        "driver": (versions.get("driver") or versions.get("driver_branch")) if nvidia else None,
+        # 8-GPU HGX (SXM) boards have NVSwitch: every NVLink must be up. PCIe parts (L4, L40S) have no NVLink.
+        "nvlink": nvidia and plan.gpus_per_node == 8 and gpu_model(plan) in NVSWITCH_GPUS,
+        "driver": driver,
         "cuda": versions.get("cuda") if nvidia else None,
         "fabric": plan.fabric,
         "fabric_devices": plan.fabric_interfaces,
