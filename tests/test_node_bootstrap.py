@@ -402,3 +402,21 @@ def test_each_kind_accepts_its_values_and_refuses_others(kind: str, good: str, b
     with pytest.raises(UnsafeValueError, match=r"f: .* is not a valid"):
         checked(kind, bad, "f")
     assert kind in PATTERNS
+
+
+@pytest.mark.parametrize(("active", "sleeps"), [(8, 0), (7, 24)])
+def test_azure_waits_for_infiniband_ports_to_go_active_before_the_health_check(
+    active: int, sleeps: int, tmp_path: Path
+) -> None:
+    text = mock_user_data(plan_of("azure-ndh100-ci"))
+    root = sandbox(tmp_path, text)
+    for i in range(8):
+        port = root / f"sys/class/infiniband/mlx5_ib{i}/ports/1"
+        port.mkdir(parents=True)
+        (port / "link_layer").write_text("InfiniBand\n")
+        (port / "state").write_text("4: ACTIVE\n" if i < active else "1: DOWN\n")
+    (root / "opt/microsoft").mkdir(parents=True)
+    (root / "opt/microsoft/ndv5-topo.xml").write_text("<system/>\n")
+    result = run_bootstrap(tmp_path, text, root=root, STUB_OUT_systemctl="not-found")
+    assert result["state"]["steps"]["fabric-wait"]["status"] == "ok"
+    assert result["log"].count("sleep 5") == sleeps

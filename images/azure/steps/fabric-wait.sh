@@ -16,6 +16,19 @@ if [ "${GPU_VENDOR:-nvidia}" = "nvidia" ] && systemctl list-unit-files nvidia-fa
   systemctl is-active --quiet nvidia-fabricmanager || systemctl restart nvidia-fabricmanager || exit 1
   modprobe nvidia-peermem 2>/dev/null || true
 fi
+# InfiniBand ports go ACTIVE only once the subnet manager has configured them, which can take a while after
+# boot: wait (up to 2 minutes) so the health check that follows does not flag a node that is merely early.
+for _ in $(seq 1 24); do
+  active=0
+  for port in "$R"/sys/class/infiniband/*/ports/1; do
+    [ -e "$port/link_layer" ] || continue
+    if [ "$(cat "$port/link_layer")" = "InfiniBand" ] && grep -q ACTIVE "$port/state"; then
+      active=$((active + 1))
+    fi
+  done
+  [ "$active" -ge "${IB_PORTS:-0}" ] && break
+  sleep 5
+done
 if [ -n "${TOPO_FILE:-}" ] && [ ! -e "$R$TOPO_FILE" ]; then
   pv_log "the NCCL topology file $TOPO_FILE is missing from the image"
   exit 1

@@ -55,6 +55,7 @@ def render(plan: ClusterPlan, shared_mount: SharedMount | str | None = None) -> 
     steps: list[Step] = []
     files: list[File] = []
     if plan.fabric == "infiniband":
+        values.add("IB_PORTS", plan.fabric_interfaces, "int", "fabric_interfaces")
         topo = plan.nccl_env.get("NCCL_TOPO_FILE")
         if topo:
             values.add("TOPO_FILE", topo, "path", "nccl_env.NCCL_TOPO_FILE")
