@@ -208,8 +208,11 @@ def ssh_runner(cluster: Any) -> NodeRunner:
     exec_module = importlib.import_module("provision.ops.exec")
 
     def run(command: str, ranks: Sequence[int] | None = None) -> list[NodeResult]:
-        nodes = "all" if ranks is None else ",".join(str(r) for r in ranks)
+        nodes: Any = "all" if ranks is None else list(ranks)
         results = exec_module.run_on_nodes(cluster, command, nodes=nodes)
-        return [NodeResult(r.rank, r.host, r.exit_code, r.stdout, getattr(r, "stderr", "")) for r in results]
+        return [
+            NodeResult(r.rank, r.host, r.exit_code, r.stdout, getattr(r, "error", None) or getattr(r, "stderr", ""))
+            for r in results
+        ]
 
     return run
