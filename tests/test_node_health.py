@@ -342,3 +342,30 @@ def test_lookup_images_are_held_to_the_driver_branch_and_pcie_gpus_expect_no_nvl
     pcie = plan_of("aws-p5-64")
     pcie = pcie.model_copy(update={"offer": pcie.offer.model_copy(update={"gpu": "L40S"})})
     assert health_expectations(pcie)["nvlink"] is False
+
+
+def test_ssh_runner_plugs_onto_provision_exec(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real runner is provision exec's run_on_nodes(cluster, command, nodes=...) (issue 14), adapted."""
+    import importlib.machinery
+    import sys
+    import types
+    from types import SimpleNamespace
+
+    from provision.ops.nodes import ssh_runner
+
+    calls: list[Any] = []
+
+    def run_on_nodes(cluster: Any, command: str, *, nodes: Any = "all") -> list[Any]:
+        calls.append((cluster, command, nodes))
+        ranks = [0, 1] if nodes == "all" else nodes
+        return [SimpleNamespace(rank=r, host=HOSTS[r], exit_code=255 if r else 0, stdout="{}" if not r else "",
+                                stderr="", error="unreachable" if r else None) for r in ranks]
+
+    fake = types.ModuleType("provision.ops.exec")
+    fake.__spec__ = importlib.machinery.ModuleSpec("provision.ops.exec", None)
+    fake.run_on_nodes = run_on_nodes  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "provision.ops.exec", fake)
+    report = check_health(ssh_runner("cluster"))
+    assert calls[0][0] == "cluster" and calls[0][2] == "all" and "provision-health" in calls[0][1]
+    assert report.failures()[-1]["rank"] == 1 and report.failures()[-1]["detail"] == "unreachable"
+    assert ssh_runner("cluster")("true", [1])[0].rank == 1 and calls[-1][2] == [1]
