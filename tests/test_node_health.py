@@ -358,8 +358,17 @@ def test_ssh_runner_plugs_onto_provision_exec(monkeypatch: pytest.MonkeyPatch) -
     def run_on_nodes(cluster: Any, command: str, *, nodes: Any = "all") -> list[Any]:
         calls.append((cluster, command, nodes))
         ranks = [0, 1] if nodes == "all" else nodes
-        return [SimpleNamespace(rank=r, host=HOSTS[r], exit_code=255 if r else 0, stdout="{}" if not r else "",
-                                stderr="", error="unreachable" if r else None) for r in ranks]
+        return [
+            SimpleNamespace(
+                rank=r,
+                host=HOSTS[r],
+                exit_code=255 if r else 0,
+                stdout="{}" if not r else "",
+                stderr="",
+                error="unreachable" if r else None,
+            )
+            for r in ranks
+        ]
 
     fake = types.ModuleType("provision.ops.exec")
     fake.__spec__ = importlib.machinery.ModuleSpec("provision.ops.exec", None)

@@ -158,7 +158,11 @@ def nccl_test(plan: ClusterPlan, hosts: Sequence[str], run: NodeRunner) -> NcclR
         if bw is not None and bw >= floor.busbw_gbps:
             continue
         local = NcclResult(bw, floor, len(group))
-        bisect(len(group), lambda ranks, g=group: measure([g[r] for r in ranks]), floor.busbw_gbps, local)
+
+        def in_group(ranks: Sequence[int], g: list[int] = group) -> float | None:
+            return measure([g[r] for r in ranks])
+
+        bisect(len(group), in_group, floor.busbw_gbps, local)
         result.pairs += [{**p, "nodes": [group[r] for r in p["nodes"]]} for p in local.pairs]
         result.slow_nodes += [group[r] for r in local.slow_nodes]
         result.slow_links += [[group[a], group[b]] for a, b in local.slow_links]

@@ -211,7 +211,9 @@ def ssh_runner(cluster: Any) -> NodeRunner:
         nodes: Any = "all" if ranks is None else list(ranks)
         results = exec_module.run_on_nodes(cluster, command, nodes=nodes)
         return [
-            NodeResult(r.rank, r.host, r.exit_code, r.stdout, getattr(r, "error", None) or getattr(r, "stderr", ""))
+            NodeResult(
+                r.rank, r.host, r.exit_code, r.stdout, str(getattr(r, "error", None) or getattr(r, "stderr", ""))
+            )
             for r in results
         ]
 
