@@ -378,3 +378,15 @@ def test_ssh_runner_plugs_onto_provision_exec(monkeypatch: pytest.MonkeyPatch) -
     assert calls[0][0] == "cluster" and calls[0][2] == "all" and "provision-health" in calls[0][1]
     assert report.failures()[-1]["rank"] == 1 and report.failures()[-1]["detail"] == "unreachable"
     assert ssh_runner("cluster")("true", [1])[0].rank == 1 and calls[-1][2] == [1]
+
+
+def test_up_accept_on_a_real_cloud_without_node_access_is_refused_before_anything_exists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("provision.ops.exec") is not None:
+        pytest.skip("provision exec is installed")
+    isolated_home(tmp_path, monkeypatch)
+    out = _cli("up", "aws-p5-ci", "--yes", "--json", "--accept")
+    assert out.exit_code == 2 and "provision exec" in out.output

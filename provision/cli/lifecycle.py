@@ -155,8 +155,12 @@ def up(
             console().print(line, markup=False)
         if not verdict.ok:
             console(stderr=True).print(
-                "acceptance FAILED: " + ("the cluster was torn down" if torn_down else
-                                         f"the cluster is kept; remove it with `provision down {target}`"),
+                "acceptance FAILED: "
+                + (
+                    "the cluster was torn down"
+                    if torn_down
+                    else f"the cluster is kept; remove it with `provision down {target}`"
+                ),
                 markup=False,
             )
     if not verdict.ok:
@@ -173,7 +177,10 @@ def _acceptance_options(accept: bool, on_failure: str, inject: list[str] | None,
         problems.append(Problem("--inject", inject[0], "needs --accept and --mock", "add --accept --mock"))
     if problems:
         raise UnsupportedError("bad acceptance options", problems)
-    from provision.ops.nodes import NodeFault
+    from provision.ops.nodes import NodeFault, require_node_access
+
+    if accept and not mock:
+        require_node_access()  # refuse before the cluster exists, not after
 
     return [NodeFault.parse(text) for text in inject or []]
 

@@ -194,17 +194,26 @@ class MockNodes:
         return out
 
 
-def ssh_runner(cluster: Any) -> NodeRunner:
-    """A runner over SSH through ``provision exec`` (issue 14's ``provision.ops.exec.run_on_nodes``).
+def require_node_access() -> None:
+    """Check, before anything is created, that commands can reach real nodes.
 
     Raises:
-        UnsupportedError: this installation has no ``provision exec`` yet.
+        UnsupportedError: this installation has no ``provision exec`` (SSH fan-out) yet.
     """
     if importlib.util.find_spec("provision.ops.exec") is None:
         raise UnsupportedError(
             "running commands on real nodes needs `provision exec` (SSH fan-out), which this installation lacks; "
             "to fix: upgrade provision, or run the check on the cluster with --mock"
         )
+
+
+def ssh_runner(cluster: Any) -> NodeRunner:
+    """A runner over SSH through ``provision exec`` (issue 14's ``provision.ops.exec.run_on_nodes``).
+
+    Raises:
+        UnsupportedError: this installation has no ``provision exec`` yet.
+    """
+    require_node_access()
     exec_module = importlib.import_module("provision.ops.exec")
 
     def run(command: str, ranks: Sequence[int] | None = None) -> list[NodeResult]:
