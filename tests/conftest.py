@@ -73,10 +73,12 @@ def _readable(value: Any, key: str = "") -> Any:
         if not value.startswith(("#!", "#cloud-config")):
             import base64
             import binascii
+            import gzip
 
             try:
-                text = base64.b64decode(value, validate=True).decode("utf-8")
-            except (binascii.Error, UnicodeDecodeError):
+                raw = base64.b64decode(value, validate=True)
+                text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode("utf-8")
+            except (binascii.Error, UnicodeDecodeError, OSError):
                 return value
         return {"script_lines": text.splitlines()}
     return value

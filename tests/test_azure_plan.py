@@ -346,7 +346,11 @@ def test_rccl_env_for_mi300x_has_no_cuda_settings() -> None:
     offer = load_catalog().instance("azure", "Standard_ND96isr_MI300X_v5")
     assert offer is not None
     env = AzureAdapter().nccl_env(offer, "infiniband")
-    assert env == {"NCCL_IB_PCI_RELAXED_ORDERING": "1", "NCCL_SOCKET_IFNAME": "eth0"}
+    assert env == {
+        "NCCL_IB_PCI_RELAXED_ORDERING": "1",
+        "NCCL_SOCKET_IFNAME": "eth0",
+        "NCCL_IB_HCA": "mlx5_ib0:1,mlx5_ib1:1,mlx5_ib2:1,mlx5_ib3:1,mlx5_ib4:1,mlx5_ib5:1,mlx5_ib6:1,mlx5_ib7:1",
+    }
 
 
 def test_plan_says_the_nodes_delete_the_cluster_at_its_expiry() -> None:

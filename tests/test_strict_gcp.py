@@ -19,7 +19,7 @@ def test_committed_rule_data_is_what_the_installed_discovery_documents_give() ->
 
 def test_data_records_the_document_revisions() -> None:
     docs = strict.data()["documents"]
-    assert set(docs) == {"compute.v1", "file.v1", "parallelstore.v1", "servicenetworking.v1"}
+    assert set(docs) == {"compute.v1", "file.v1", "parallelstore.v1", "servicenetworking.v1", "container.v1"}
     assert all(d["revision"] for d in docs.values())
 
 

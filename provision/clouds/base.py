@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from provision.catalog import Catalog, InstanceOffer, load_catalog
 from provision.planning.cost import estimate, expiry
-from provision.planning.images import default_image
+from provision.planning.images import check_image, default_image
 from provision.planning.kubernetes import KubernetesPlan, system_price_note
 from provision.planning.plan import ClusterPlan, ImagePlan, StoragePlan
 from provision.planning.resolve import Resolution, resolve
@@ -168,6 +168,17 @@ class Adapter(ABC):
                 hourly_usd=storage_hourly_usd(res.storage, res.storage_size_gib or 0, res.storage_throughput),
                 offer=res.storage,
             )
+        if k8s is not None:
+            image = ImagePlan(ref=k8s.extra["node_image"], source=f"{k8s.control_plane.service} managed node image")
+            # Under Kubernetes the environment is the one pods see (their interface names and paths).
+            nccl_env = dict(k8s.job.env)
+        else:
+            image = self.image(spec, offer, res.fabric)
+            nccl_env = self.nccl_env(offer, res.fabric)
+            # Versions reach root scripts on every node: strict patterns and compatibility rules first.
+            image_problems = check_image(image, res.fabric, nccl_env)
+            if image_problems:
+                raise SpecError(problems=image_problems)
         return ClusterPlan(
             spec=spec,
             name=spec.name,
@@ -185,17 +196,14 @@ class Adapter(ABC):
             capacity=spec.capacity,
             storage=storage_plan,
             scratch=spec.storage.scratch,
-            image=ImagePlan(ref=k8s.extra["node_image"], source=f"{k8s.control_plane.service} managed node image")
-            if k8s is not None
-            else self.image(spec, offer, res.fabric),
+            image=image,
             access=spec.access,
             tags=tags,
             created_at=now,
             expires_at=expires_at,
             lifetime_enforced_by=self.lifetime_enforcement(spec) if expires_at is not None else None,
             cost=cost,
-            # Under Kubernetes the environment is the one pods see (their interface names and paths).
-            nccl_env=dict(k8s.job.env) if k8s is not None else self.nccl_env(offer, res.fabric),
+            nccl_env=nccl_env,
             warnings=tuple(warnings),
             options=spec.cloud_options(),
             extra=self.extra_plan(spec, res),

@@ -405,6 +405,14 @@ class AlibabaAdapter(Adapter):
             "NCCL_IB_GID_INDEX": "-1",
             "NCCL_IB_ADDR_FAMILY": "AF_INET",
             "NCCL_IB_ROCE_VERSION_NUM": "2",
+            # PAI's eRDMA presets for ebmgn8v ("eRDMA: Use high-performance networks for distributed training":
+            # NCCL_IB_QPS_PER_CONNECTION=8, NCCL_MIN_NCHANNELS=16, NCCL_NET_PLUGIN=none).
+            "NCCL_IB_QPS_PER_CONNECTION": "8",
+            "NCCL_MIN_NCHANNELS": "16",
+            "NCCL_NET_PLUGIN": "none",
+            # GPUDirect RDMA is off by default over eRDMA (the GPU-ERI PCIe distance is SYS); it must be allowed
+            # explicitly (AliyunContainerService/alibabacloud-erdma-controller docs/erdma-benchmark/README.md).
+            "NCCL_NET_GDR_LEVEL": "SYS",
         }
 
     def extra_plan(self, spec: ClusterSpec, res: Resolution) -> dict[str, Any]:

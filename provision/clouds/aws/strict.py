@@ -127,6 +127,11 @@ APIS: dict[str, Api] = {
     "aws:autoscaling/schedule:Schedule": Api(
         "autoscaling", "PutScheduledUpdateGroupAction", aliases={"autoscalingGroupName": "AutoScalingGroupName"}
     ),
+    # scheduler: kubernetes (EKS, botocore eks 2017-11-01)
+    "aws:eks/cluster:Cluster": Api("eks", "CreateCluster", aliases={"vpcConfig": "resourcesVpcConfig"}),
+    "aws:eks/nodeGroup:NodeGroup": Api("eks", "CreateNodegroup", aliases={"nodeGroupName": "nodegroupName"}),
+    "aws:eks/addon:Addon": Api("eks", "CreateAddon"),
+    "aws:eks/podIdentityAssociation:PodIdentityAssociation": Api("eks", "CreatePodIdentityAssociation"),
 }
 
 #: Every type this module has rules for (the suite checks each type a program registers is here).

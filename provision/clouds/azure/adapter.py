@@ -267,9 +267,16 @@ class AzureAdapter(Adapter):
         }
         if offer.gpu_vendor == "nvidia":
             env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+            # azhpc-images added it to the ndv4/ndv5 /etc/nccl.conf in commit bf3b320e (2025-02-05); the pinned
+            # 2024-10 image predates it.
+            env["NCCL_IGNORE_CPU_AFFINITY"] = "1"
             topo = TOPOLOGY_FILES.get(offer.instance_type)
             if topo:
                 env["NCCL_TOPO_FILE"] = topo
+        else:
+            # RCCL on ND MI300X v5: only the eight InfiniBand HCAs (mlx5_ib0..7), never the accelerated-networking
+            # mlx5_an0 Ethernet device, which RCCL would otherwise also pick up.
+            env["NCCL_IB_HCA"] = ",".join(f"mlx5_ib{i}:1" for i in range(offer.gpus_per_node))
         return env
 
     @staticmethod

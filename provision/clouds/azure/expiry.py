@@ -24,6 +24,8 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
+from provision.planning.bootstrap import File
+
 if TYPE_CHECKING:
     from provision.planning.plan import ClusterPlan
 
@@ -81,27 +83,22 @@ except urllib.error.HTTPError as e:
 """
 
 
-def expiry_timer(plan: ClusterPlan) -> str:
-    """Shell lines that install the expiry timer; a no-op comment when the cluster has no lifetime."""
-    if plan.expires_at is None:
-        return ": # no lifetime set"
+def expiry_files(plan: ClusterPlan) -> list[File]:
+    """The expiry script and its systemd units (the common ``lifetime`` step enables the timer)."""
+    assert plan.expires_at is not None  # noqa: S101  # the adapter plans a node timer only with a lifetime
     stamp = plan.expires_at.strftime("%Y-%m-%d %H:%M:%S UTC")
-    return (
-        "mkdir -p /usr/local/lib/provision\n"
-        "cat > /usr/local/lib/provision/expire.py <<'PYTHON'\n"
-        f"{_script(plan)}"
-        "PYTHON\n"
-        "cat > /etc/systemd/system/provision-expiry.service <<'UNIT'\n"
+    service = (
         "[Unit]\nDescription=provision: delete the cluster's resource group (lifetime reached)\n"
-        "Wants=network-online.target\nAfter=network-online.target\n"
+        "Wants=network-online.target\nAfter=network-online.target\n\n"
         "[Service]\nType=oneshot\nExecStart=/usr/bin/python3 /usr/local/lib/provision/expire.py\n"
         "Restart=on-failure\nRestartSec=300\n"
-        "UNIT\n"
-        "cat > /etc/systemd/system/provision-expiry.timer <<'UNIT'\n"
-        "[Unit]\nDescription=provision: delete the cluster at its expiry\n"
-        f"[Timer]\nOnCalendar={stamp}\nPersistent=true\nAccuracySec=1s\n"
-        "[Install]\nWantedBy=timers.target\n"
-        "UNIT\n"
-        "systemctl daemon-reload\n"
-        "systemctl enable --now provision-expiry.timer"
     )
+    timer = (
+        "[Unit]\nDescription=provision: delete the cluster at its expiry\n\n"
+        f"[Timer]\nOnCalendar={stamp}\nPersistent=true\nAccuracySec=1s\n\n[Install]\nWantedBy=timers.target\n"
+    )
+    return [
+        File("/usr/local/lib/provision/expire.py", _script(plan), "0755"),
+        File("/etc/systemd/system/provision-expiry.service", service),
+        File("/etc/systemd/system/provision-expiry.timer", timer),
+    ]

@@ -42,7 +42,7 @@ def tcpx_env() -> dict[str, str]:
     Values: GoogleCloudPlatform/container-engine-accelerators gpudirect-tcpx/README.md (release of
     Jun 22, 2026, "NCCL configs") with the VM interface names and ``NCCL_NET``/UDS path of Cluster
     Toolkit's a3-highgpu-8g/nccl-tests/run-nccl-tests.sh. The plugin lives in /var/lib/tcpx/lib64,
-    which images/gcp/tcpx.sh adds to the loader path.
+    which images/gcp/steps/tcpx.sh adds to the loader path.
     """
     return {
         "NCCL_NET": "GPUDirectTCPX_v7",
@@ -76,7 +76,7 @@ def tcpxo_env() -> dict[str, str]:
     Values: container-engine-accelerators gpudirect-tcpxo/README.md (release of Nov 19, 2025, "NCCL
     configs"; the plugin's nccl-env-profile.sh sets the same) with the VM interface names and aperture
     device directory of Cluster Toolkit's a3-megagpu-8g/nccl-tests/run-nccl-tests.sh. The plugin, the
-    tuner and its config files are installed in /var/lib/tcpxo/lib64 by images/gcp/tcpxo.sh.
+    tuner and its config files are installed in /var/lib/tcpxo/lib64 by images/gcp/steps/tcpxo.sh.
     """
     lib = "/var/lib/tcpxo/lib64"
     return {
@@ -110,7 +110,7 @@ def rdma_env() -> dict[str, str]:
 
     Values: the gIB plugin's /usr/local/gib/scripts/set_nccl_env.sh as reproduced in Google's
     gpudirect-gib diagnostic image (NCCL_NET=gIB, adaptive routing, QPs per connection, traffic
-    classes); images/gcp/rdma.sh also sources that script for every login shell, which adds the tuner
+    classes); images/gcp/nccl-gib-profile.sh sources that script for every login shell, which adds the tuner
     config matching the machine type.
     """
     return {

@@ -115,6 +115,9 @@ APIS: dict[str, Api] = {
     ),
     "gcp:parallelstore/instance:Instance": Api("parallelstore.v1", "Instance", autoname=None),
     "gcp:servicenetworking/connection:Connection": Api("servicenetworking.v1", "Connection", autoname=None),
+    # scheduler: kubernetes (GKE); names are explicit, so no autonaming rule
+    "gcp:container/cluster:Cluster": Api("container.v1", "Cluster", autoname=None),
+    "gcp:container/nodePool:NodePool": Api("container.v1", "NodePool", autoname=None),
 }
 
 #: Every type this module has rules for (the suite checks each type a program registers is here); the
@@ -123,6 +126,7 @@ KNOWN = frozenset(APIS) | {
     "gcp:lustre/instance:Instance",
     "gcp:serviceaccount/account:Account",
     "gcp:projects/iAMMember:IAMMember",
+    "gcp:serviceaccount/iAMMember:IAMMember",  # GKE Workload Identity binding: a role and a member, as above
 }
 
 #: RFC 1035 names: the rule compute v1 states for every resource name.

@@ -36,6 +36,7 @@ ROOTS: dict[str, tuple[str, ...]] = {
     "file.v1": ("Instance",),
     "parallelstore.v1": ("Instance",),
     "servicenetworking.v1": ("Connection",),
+    "container.v1": ("Cluster", "NodePool"),
 }
 
 #: Numeric rules Google states in prose: (regex, names of the groups).
