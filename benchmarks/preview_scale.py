@@ -44,11 +44,11 @@ def _child(kind: str, cloud: str, nodes: int) -> None:
         result = run_program(load_spec(baseline.spec(nodes)), stack="bench")
         count = sum(1 for r in result.resources if r.custom)
     else:
-        from provision.testing import CloudMocks
+        from provision.testing import CloudMocks, install_mocks
 
         program_start = time.perf_counter()
         mocks = CloudMocks(region=baseline.spec(nodes)["region"])
-        pulumi.runtime.set_mocks(mocks, project="provision", stack="bench", preview=False)
+        install_mocks(mocks, project="provision", stack="bench", preview=False)
         pulumi.runtime.test(lambda: baseline.program(nodes))()
         count = sum(1 for r in mocks.ledger if r.custom)
     end = time.perf_counter()

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import gzip
 import importlib
 import inspect
 import ipaddress
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -16,8 +18,9 @@ import pytest
 from conftest import assert_golden, golden_graph, preview, stack_spec
 
 from provision.catalog import load_catalog
-from provision.clouds.alibaba.userdata import cloud_setup
+from provision.clouds.alibaba.userdata import render as render_user_data
 from provision.engine import mockrun as run_module
+from provision.planning.bootstrap import materialize, parse
 from provision.spec import load_spec
 from provision.spec.errors import SpecError
 
@@ -159,7 +162,7 @@ def test_nodes_have_no_public_ip_and_log_in_by_key_only(gn8: Any) -> None:
         assert "allocatePublicIp" not in node.inputs
         assert "password" not in node.inputs and "kmsEncryptedPassword" not in node.inputs
         assert "keyName" not in node.inputs
-        assert KEY in base64.b64decode(node.inputs["userData"]).decode()
+        assert KEY in _text(node.inputs["userData"])
     # The only EIP is the NAT gateway's: nothing is associated with a node.
     (assoc,) = gn8.of_type(EIP_ASSOC)
     assert assoc.inputs["instanceType"] == "Nat"
@@ -235,48 +238,54 @@ def test_user_data_is_base64_small_and_holds_no_secret(gn8: Any) -> None:
     for node in gn8.of_type(INSTANCE):
         encoded = node.inputs["userData"]
         assert len(encoded) < 32 * 1024
-        text = base64.b64decode(encoded).decode()
+        text = _text(encoded)
         assert "PRIVATE KEY" not in text and "password" not in text.lower()
-        assert "env_setup.sh --egs" in text and "sha256sum -c" in text
-        assert "mtu 8500" in text and "export NCCL_IB_HCA=erdma" in text
+        assert "ERDMA_INSTALLER_SHA256=" in text and "sha256sum -c" in text
+        assert "MTU=8500" in text and "export NCCL_IB_HCA=erdma" in text
 
 
-def test_user_data_is_valid_bash(gn8: Any) -> None:
-    text = base64.b64decode(gn8.of_type(INSTANCE)[0].inputs["userData"]).decode()
-    subprocess.run(["bash", "-n"], input=text, text=True, check=True)
+def test_user_data_scripts_are_valid_bash(gn8: Any) -> None:
+    doc = parse(_text(gn8.of_type(INSTANCE)[0].inputs["userData"]))
+    scripts = [f["content"] for f in doc["write_files"] if f["content"].startswith("#!/bin/bash")]
+    assert len(scripts) > 5
+    for script in scripts:
+        subprocess.run(["bash", "-n"], input=script, text=True, check=True)
 
 
 def test_login_keys_go_to_the_users_real_home(gn8: Any) -> None:
     # With ed25519 keys only, authorized_keys is the sole way in: it must land in root's /root, not /home/root.
     root = gn8.plan.model_copy(update={"access": gn8.plan.access.model_copy(update={"ssh_user": "root"})})
-    setup = cloud_setup(root)
-    assert "/home/root" not in setup and "getent passwd root" in setup
-    subprocess.run(["bash", "-n"], input=setup, text=True, check=True)
+    setup = render_user_data(root)
+    assert "/home/root" not in setup and 'getent passwd "$SSH_USER"' in setup and "SSH_USER=root" in setup
 
 
 def test_erdma_runs_in_roce_compat_mode_at_every_boot(gn8: Any) -> None:
     # nccl_env selects RoCEv2 GIDs, which erdma exposes in compat mode (Alibaba's eRDMA controller loads the
     # GPU driver with compat_mode=Y); modprobe.d keeps it across reboots.
-    text = base64.b64decode(gn8.of_type(INSTANCE)[0].inputs["userData"]).decode()
+    text = _text(gn8.of_type(INSTANCE)[0].inputs["userData"])
     assert "options erdma compat_mode=Y" in text and "modprobe erdma compat_mode=Y" in text
 
 
-def _net_script(setup: str) -> str:
-    start = setup.index("<<'NET'\n") + len("<<'NET'\n")
-    return setup[start : setup.index("\nNET\n", start)]
+def _text(encoded: str) -> str:
+    raw = base64.b64decode(encoded)
+    return (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode()
 
 
 def test_network_setup_is_reapplied_at_every_boot(gn8: Any) -> None:
     # User data runs once, and the setup may reboot the node to load drivers: MTU and the secondary ERI's
     # address must come back after any reboot, so they live in a boot-time unit, not in one-off `ip` calls.
-    text = base64.b64decode(gn8.of_type(INSTANCE)[0].inputs["userData"]).decode()
-    assert "ExecStart=/usr/local/sbin/provision-net" in text and "systemctl enable provision-net.service" in text
+    text = _text(gn8.of_type(INSTANCE)[0].inputs["userData"])
+    files = {f["path"]: f["content"] for f in parse(text)["write_files"]}
+    steps = json.loads(files["/etc/provision/steps.json"])
+    assert next(s for s in steps["steps"] if s["name"] == "network")["every_boot"] is True
+    assert "/usr/local/lib/provision/provision-net" in text
     assert "dhclient" not in text  # a DHCP default route on eth1 would take eth0's traffic
 
 
 def test_network_script_gives_the_secondary_eri_its_address_below_eth0s_routes(gn8: Any, tmp_path: Path) -> None:
-    script = tmp_path / "provision-net"
-    script.write_text(_net_script(cloud_setup(gn8.plan)))
+    node = tmp_path / "node"
+    materialize(render_user_data(gn8.plan), node)
+    script = node / "usr/local/lib/provision/provision-net"
     sysfs, fakebin, log = tmp_path / "net", tmp_path / "bin", tmp_path / "calls"
     for ifname, mac in (("eth0", "00:16:3e:00:00:01"), ("eth1", "00:16:3e:00:00:02")):
         (sysfs / ifname).mkdir(parents=True)
@@ -293,8 +302,13 @@ def test_network_script_gives_the_secondary_eri_its_address_below_eth0s_routes(g
     (fakebin / "curl").write_text(f'#!/bin/bash\ncase "${{@: -1}}" in\n{cases}\n  *) exit 22;;\nesac\n')
     for tool in ("ip", "curl"):
         (fakebin / tool).chmod(0o755)
-    env = {**os.environ, "PATH": f"{fakebin}:{os.environ['PATH']}", "PROVISION_NET_SYSFS": str(sysfs)}
-    subprocess.run(["bash", str(script)], env={**env, "PROVISION_NET_METADATA": "http://md/macs"}, check=True)
+    env = {
+        **os.environ,
+        "PATH": f"{fakebin}:{os.environ['PATH']}",
+        "PROVISION_NET_SYSFS": str(sysfs),
+        "PROVISION_ROOT": str(node),
+    }
+    subprocess.run(["bash", str(script)], env={**env, "PROVISION_NET_METADATA": "http://md/latest"}, check=True)
     calls = log.read_text().splitlines()
     assert "ip link set dev eth0 mtu 8500" in calls and "ip link set dev eth1 mtu 8500" in calls
     assert "ip addr add 10.0.0.9/18 dev eth1 noprefixroute" in calls
@@ -323,7 +337,7 @@ def test_nas_is_reachable_only_from_the_node_vswitch(gn8: Any) -> None:
     shared = gn8.outputs["shared_fs"]
     assert shared["source"] == f"{target.outputs['mountTargetDomain']}:/"
     assert shared["mount_command"].startswith("sudo mkdir -p /shared && sudo mount -t nfs -o vers=3,")
-    text = base64.b64decode(gn8.of_type(INSTANCE)[0].inputs["userData"]).decode()
+    text = _text(gn8.of_type(INSTANCE)[0].inputs["userData"])
     assert shared["source"] in text
 
 

@@ -136,6 +136,10 @@ def test_nccl_env_for_erdma_lets_nccl_pick_the_ipv4_rocev2_gid_per_device() -> N
         "NCCL_IB_GID_INDEX": "-1",
         "NCCL_IB_ADDR_FAMILY": "AF_INET",
         "NCCL_IB_ROCE_VERSION_NUM": "2",
+        "NCCL_IB_QPS_PER_CONNECTION": "8",
+        "NCCL_MIN_NCHANNELS": "16",
+        "NCCL_NET_PLUGIN": "none",
+        "NCCL_NET_GDR_LEVEL": "SYS",
     }
 
 

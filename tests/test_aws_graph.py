@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import importlib
 import inspect
 import ipaddress
@@ -98,10 +99,12 @@ def test_launch_template_security_settings(p5_64: Any) -> None:
 
 
 def test_launch_template_user_data_mounts_fsx_and_sets_timer(p5_64: Any) -> None:
-    script = base64.b64decode(p5_64.one(LT).inputs["userData"]).decode()
+    raw = base64.b64decode(p5_64.one(LT).inputs["userData"])
+    script = gzip.decompress(raw).decode()  # gzip: cloud-init decompresses it; EC2's 16 KB limit is on the bytes
+    assert len(raw) < 16 * 1024
     fs = p5_64.one(FSX).outputs
-    assert f"{fs['dnsName']}@tcp:/{fs['mountName']}" in script
-    assert "efa_expected=32" in script
+    assert f"SHARED_SOURCE={fs['dnsName']}@tcp:/{fs['mountName']}" in script
+    assert '"fabric_devices": 32' in script
     assert "OnCalendar=2026-11-30 00:00:00 UTC" in script and "Persistent=true" in script
     assert "PRIVATE KEY" not in script
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from typing import Any
@@ -19,6 +20,7 @@ from provision.clouds.aws.adapter import (
     fsx_efa_allowed,
     vpc_layout,
 )
+from provision.planning.bootstrap import parse
 from provision.spec import load_spec
 from provision.spec.errors import SpecError
 
@@ -297,14 +299,13 @@ def test_adapter_module_imports_no_pulumi() -> None:
 def test_user_data_checks_efa_mounts_fsx_and_arms_the_timer() -> None:
     p = plan(lifetime={"ttl": "6h"}, storage={"shared": {"kind": "fsx-lustre", "tier": "SCRATCH_2"}})
     script = userdata.render(p, userdata.fsx_source("fs-0abc.fsx.us-east-1.amazonaws.com", "abcdefgh"))
-    assert "efa_expected=32" in script
-    assert "fs-0abc.fsx.us-east-1.amazonaws.com@tcp:/abcdefgh" in script
-    assert "OnCalendar=2026-11-29 18:00:00 UTC" in script and "systemctl poweroff" in script
-    assert "export FI_PROVIDER=efa" in script
+    files = {f["path"]: f["content"] for f in parse(script)["write_files"]}
+    assert json.loads(files["/etc/provision/health.json"])["fabric_devices"] == 32
+    assert "SHARED_SOURCE=fs-0abc.fsx.us-east-1.amazonaws.com@tcp:/abcdefgh" in files["/etc/provision/bootstrap.env"]
+    assert "OnCalendar=2026-11-29 18:00:00 UTC" in files["/etc/systemd/system/provision-expiry.timer"]
+    assert "FI_PROVIDER=efa" in files["/etc/provision/nccl.env"]
     assert "PRIVATE KEY" not in script
-    for placeholder in ("${EFA_EXPECTED}", "${FSX_SOURCE}", "${MOUNT}", "${KEYS}", "${CLOUD_SETUP}", "$$"):
-        assert placeholder not in script
-    assert len(script.encode()) < userdata.MAX_USER_DATA_BYTES
+    assert len(userdata.encode(script)) * 3 // 4 < userdata.MAX_USER_DATA_BYTES
 
 
 def test_user_data_adds_only_keys_beyond_the_key_pair() -> None:
@@ -312,7 +313,7 @@ def test_user_data_adds_only_keys_beyond_the_key_pair() -> None:
     script = userdata.render(p)
     assert KEY2 in script and KEY not in script
     other_user = plan(access={"ssh_public_keys": [KEY, KEY2], "ssh_user": "trainer"})
-    assert KEY in userdata.render(other_user) and "ssh_user='trainer'" in userdata.render(other_user)
+    assert KEY in userdata.render(other_user) and "SSH_USER=trainer" in userdata.render(other_user)
 
 
 def test_fido_key_goes_to_user_data_instead_of_a_key_pair() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import ipaddress
+import json
 import subprocess
 from typing import Any
 
@@ -17,8 +18,10 @@ from provision.catalog.models import RegionOffer
 from provision.clouds.azure.adapter import AzureAdapter
 from provision.clouds.mocking import CloudMocks
 from provision.engine.mockrun import PreviewResult
+from provision.planning.bootstrap import materialize, parse
 from provision.spec import load_spec
 from provision.spec.errors import SpecError
+from provision.testing import install_mocks
 
 VMSS = "azure-native:compute:VirtualMachineScaleSet"
 PPG = "azure-native:compute:ProximityPlacementGroup"
@@ -30,7 +33,8 @@ RG = "azure-native:resources:ResourceGroup"
 AMLFS = "azure-native:storagecache:AmlFilesystem"
 IDENTITY = "azure-native:managedidentity:UserAssignedIdentity"
 #: Azure subnets cannot carry tags; every other resource must.
-UNTAGGABLE = {SUBNET}
+# Subnets and Microsoft.Authorization resources (role definitions, assignments) take no tags in ARM.
+UNTAGGABLE = {SUBNET, "azure-native:authorization:RoleDefinition", "azure-native:authorization:RoleAssignment"}
 
 
 def run(**overrides: Any) -> PreviewResult:
@@ -103,18 +107,31 @@ def test_nodes_have_no_public_ip_and_egress_through_the_nat_gateway(cluster: Pre
 def test_custom_data_is_the_bootstrap_with_the_topology_check_and_no_secret(cluster: PreviewResult) -> None:
     encoded = cluster.one(VMSS).inputs["virtualMachineProfile"]["osProfile"]["customData"]
     script = base64.b64decode(encoded).decode()
-    assert "topo_file='/opt/microsoft/ndv5-topo.xml'" in script and "ib_expected=8" in script
-    assert "export NCCL_TOPO_FILE=/opt/microsoft/ndv5-topo.xml" in script
-    assert "@tcp:/lustrefs /shared lustre noatime,flock,_netdev" in script
+    files = {f["path"]: f["content"] for f in parse(script)["write_files"]}
+    assert "TOPO_FILE=/opt/microsoft/ndv5-topo.xml" in files["/etc/provision/bootstrap.env"]
+    assert json.loads(files["/etc/provision/health.json"])["fabric_devices"] == 8
+    assert "export NCCL_TOPO_FILE=/opt/microsoft/ndv5-topo.xml" in files["/etc/profile.d/provision-nccl.sh"]
+    env = files["/etc/provision/bootstrap.env"]
+    assert "@tcp:/lustrefs" in env and "SHARED_OPTIONS=noatime,flock,_netdev" in env
     assert "PRIVATE KEY" not in script and "shutdown -h" not in script
-    subprocess.run(["bash", "-n"], input=script, text=True, check=True)
+    for content in files.values():
+        if content.startswith("#!/bin/bash"):
+            subprocess.run(["bash", "-n"], input=content, text=True, check=True)
 
 
 def _run_fabric_setup(tmp_path: Any, load_state: str, active_state: str) -> list[str]:
-    """Run the rendered fabric setup with stubbed systemctl/sleep/touch/modprobe; returns the sleeps it did."""
-    from provision.clouds.azure.userdata import fabric_setup
+    """Run the rendered fabric-wait step with stubbed systemctl/sleep/modprobe; returns the sleeps it did."""
+    from provision.clouds.azure.userdata import render
 
     plan = AzureAdapter().plan(load_spec(azure_spec(nodes=2)), now=FIXED_NOW)
+    root = tmp_path / "node"
+    materialize(render(plan), root)
+    for i in range(8):  # every InfiniBand port already ACTIVE: only the customization unit is waited for
+        port = root / f"sys/class/infiniband/mlx5_ib{i}/ports/1"
+        port.mkdir(parents=True)
+        (port / "link_layer").write_text("InfiniBand\n")
+        (port / "state").write_text("4: ACTIVE\n")
+    (step,) = (root / "usr/local/lib/provision/steps").glob("*-fabric-wait.sh")
     stubs = tmp_path / "bin"
     stubs.mkdir()
     log = tmp_path / "sleeps"
@@ -124,14 +141,13 @@ def _run_fabric_setup(tmp_path: Any, load_state: str, active_state: str) -> list
         "systemctl": f'case "$*" in *LoadState*) echo {load_state};; *ActiveState*) echo {active_state};; '
         "*list-unit-files*) exit 1;; esac",
         "sleep": f'echo "$1" >> {log}',
-        "touch": "true",
         "modprobe": "true",
     }
     for name, body in scripts.items():
         (stubs / name).write_text(f"#!/bin/bash\n{body}\n")
         (stubs / name).chmod(0o755)
-    env = {"PATH": f"{stubs}:/usr/bin:/bin"}
-    subprocess.run(["bash", "-c", fabric_setup(plan)], env=env, check=True, capture_output=True, timeout=30)
+    env = {"PATH": f"{stubs}:/usr/bin:/bin", "PROVISION_ROOT": str(root)}
+    subprocess.run(["bash", str(step)], env=env, check=False, capture_output=True, timeout=30)
     return log.read_text().split()
 
 
@@ -331,7 +347,7 @@ def test_a_reservation_group_in_the_plan_reaches_the_scale_set_profile() -> None
     plan = plan.model_copy(update={"extra": {**plan.extra, "capacity_reservation_group": group}})
     mocks = CloudMocks(region=plan.region)
     pulumi.runtime.settings.ROOT.set(None)
-    pulumi.runtime.set_mocks(mocks, project="provision", stack="mock", preview=False)
+    install_mocks(mocks, project="provision", stack="mock", preview=False)
 
     @pulumi.runtime.test
     def _build() -> Any:

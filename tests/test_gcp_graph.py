@@ -11,8 +11,10 @@ from conftest import FIXED_NOW, preview
 
 from provision.clouds.gcp.adapter import GcpAdapter
 from provision.clouds.mocking import CloudMocks
+from provision.planning.bootstrap import parse
 from provision.spec import load_spec
 from provision.spec.errors import SpecError
+from provision.testing import install_mocks
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHByb3Zpc2lvbi1leGFtcGxlLWtleS1kby1ub3QtdXNl example"
 NETWORK = "gcp:compute/network:Network"
@@ -47,7 +49,13 @@ def gspec(**over: Any) -> Any:
     return load_spec(base)
 
 
+#: GPUDirect-TCPX is refused on the stock image (no TCPX kernel): a3-highgpu-8g runs pin a TCPX image.
+TCPX_IMAGE = {"id": "projects/my-ml-project/global/images/a3high-tcpx-ubuntu2204", "versions": {"os": "ubuntu-22.04"}}
+
+
 def run(**over: Any) -> Any:
+    if over.get("instance_type") == "a3-highgpu-8g" and "image" not in over:
+        over["image"] = TCPX_IMAGE
     return preview(gspec(**over))
 
 
@@ -375,7 +383,7 @@ def test_bad_labels_stop_the_build_before_any_resource() -> None:
     bad = plan.model_copy(update={"tags": {**plan.tags, "provision-owner": "Not Label Safe"}})
     mocks = CloudMocks(region="us-central1")
     pulumi.runtime.settings.ROOT.set(None)
-    pulumi.runtime.set_mocks(mocks, project="provision", stack="bad", preview=False)
+    install_mocks(mocks, project="provision", stack="bad", preview=False)
     with pytest.raises(SpecError):
         build(bad)
     assert mocks.ledger == []
@@ -394,8 +402,10 @@ def test_user_data_is_valid_bash_for_every_fabric_and_filesystem(over: dict[str,
     import subprocess
 
     user_data = run(**over).one(TEMPLATE).inputs["metadata"]["user-data"]
-    subprocess.run(["bash", "-n"], input=user_data, text=True, check=True)
-    assert user_data.startswith("#!/bin/bash")
+    assert user_data.startswith("#cloud-config\n")
+    for f in parse(user_data)["write_files"]:
+        if f["content"].startswith("#!/bin/bash"):
+            subprocess.run(["bash", "-n"], input=f["content"], text=True, check=True)
 
 
 # ---------------------------------------------------------------------------- node setup scripts
@@ -417,13 +427,15 @@ def test_every_google_apt_source_names_its_signing_key(over: dict[str, Any]) -> 
     for line in google:  # the key exists before the source that names it
         for key in ("gcp-ar-repo.gpg", "google-cloud-packages.gpg"):
             if key in line:
-                assert user_data.index(f"-o /etc/apt/keyrings/{key}") < user_data.index(line)
+                writes = [f"-o /etc/apt/keyrings/{key}", f'-o "$R/etc/apt/keyrings/{key}"']
+                first = min(user_data.index(w) for w in writes if w in user_data)
+                assert first < user_data.index(line)
 
 
 def _kernel_guard() -> str:
     from provision.planning.images import images_dir
 
-    text = (images_dir() / "gcp" / "tcpxo.sh").read_text(encoding="utf-8")
+    text = (images_dir() / "gcp" / "steps" / "tcpxo.sh").read_text(encoding="utf-8")
     (guard,) = [ln.strip() for ln in text.splitlines() if "sort -V" in ln]
     return guard
 
@@ -449,7 +461,7 @@ def test_tcpxo_builds_the_patched_dmabuf_helper_before_loading_it() -> None:
 @pytest.mark.parametrize("over", [{}, {"instance_type": "a3-highgpu-8g"}])
 def test_rxdm_gets_the_driver_from_the_container_toolkit_not_the_hosts_libraries(over: dict[str, Any]) -> None:
     user_data = _user_data(**over)
-    unit = user_data[user_data.index("provision-rxdm.service <<UNIT") : user_data.index("\nUNIT\n")]
+    unit = next(f["content"] for f in parse(user_data)["write_files"] if f["path"].endswith("/rxdm-run"))
     assert "--gpus all" in unit
     # the host's lib directory (its glibc included) must not shadow the container's own libraries
     assert "--volume /usr/lib/x86_64-linux-gnu" not in unit

@@ -42,7 +42,13 @@ def spec(**over: Any) -> Any:
     return load_spec(base)
 
 
+#: GPUDirect-TCPX is refused on the stock image (no TCPX kernel): a3-highgpu-8g plans pin a TCPX image.
+TCPX_IMAGE = {"id": "projects/my-ml-project/global/images/a3high-tcpx-ubuntu2204"}
+
+
 def plan(**over: Any) -> Any:
+    if over.get("instance_type") == "a3-highgpu-8g" and "image" not in over:
+        over["image"] = TCPX_IMAGE
     return GcpAdapter().plan(spec(**over), now=FIXED_NOW, owner="tester")
 
 
@@ -127,7 +133,9 @@ def test_plan_reports_every_gcp_problem_at_once() -> None:
 
 
 def test_parallelstore_is_allowed_on_a_22_04_image() -> None:
-    p = plan(instance_type="a3-highgpu-8g", storage={"shared": {"kind": "parallelstore", "size_gib": 12288}})
+    image = {**TCPX_IMAGE, "versions": {"os": "ubuntu-22.04"}}
+    storage = {"shared": {"kind": "parallelstore", "size_gib": 12288}}
+    p = plan(instance_type="a3-highgpu-8g", image=image, storage=storage)
     assert p.extra["storage"]["kind"] == "parallelstore"
     assert p.image.versions["os"] == "ubuntu-22.04"
 
@@ -368,7 +376,7 @@ def test_tcpxo_env_lists_the_eight_gpu_nics() -> None:
 
 
 def test_images_are_pinned_by_exact_name_never_a_family() -> None:
-    for itype, zone, cap in [(t, z, c) for t, z, c, *_ in LAYOUTS]:
+    for itype, zone, cap in [(t, z, c) for t, z, c, *_ in LAYOUTS if t != "a3-highgpu-8g"]:
         ref = plan(instance_type=itype, zone=zone, capacity={"type": cap}).image.ref
         assert "/family/" not in ref
         assert re.fullmatch(r"projects/ubuntu-os-accelerator-images/global/images/ubuntu-accelerator-.*-v\d{8}", ref)
@@ -376,9 +384,9 @@ def test_images_are_pinned_by_exact_name_never_a_family() -> None:
 
 def test_a_pinned_image_keeps_the_fabric_pieces_the_setup_installs() -> None:
     custom = "projects/my-ml-project/global/images/a3high-tcpx-20261101"
-    p = plan(instance_type="a3-highgpu-8g", image={"id": custom, "versions": {"nccl": "2.21.5"}})
+    p = plan(instance_type="a3-highgpu-8g", image={"id": custom, "versions": {"nccl": "2.19.4-1"}})
     assert p.image.ref == custom and p.image.source == "spec"
     assert p.image.versions["nccl_plugin"].endswith("nccl-plugin-gpudirecttcpx-dev:v3.1.12")
-    assert p.image.versions["nccl"] == "2.21.5"  # the spec's pin wins
+    assert p.image.versions["nccl"] == "2.19.4-1"  # the spec's pin wins
     assert "driver" not in p.image.versions and "os" not in p.image.versions
     assert not any("TCPX kernel" in w for w in p.warnings)

@@ -12,7 +12,7 @@ from conftest import FIXED_NOW, ROOT, preview, stack_spec
 
 from provision.engine.program import CREATED_AT_KEY
 from provision.spec import CONFIG_KEY
-from provision.testing import CloudMocks, Fault, UnknownInvokeError, stack_config
+from provision.testing import CloudMocks, Fault, UnknownInvokeError, install_mocks, stack_config
 
 
 def test_stack_config_is_flat_namespaced_strings_with_structured_values_as_json() -> None:
@@ -35,7 +35,7 @@ def test_pulumi_up_of_a_stack_runs_the_thin_entry_point_and_exports_the_contract
     pulumi.runtime.set_all_config(cfg, secret)
     pulumi.runtime.settings.ROOT.set(None)
     mocks = CloudMocks(region="us-central1")
-    pulumi.runtime.set_mocks(mocks, project="provision", stack="gcp-a3-64", preview=False)
+    install_mocks(mocks, project="provision", stack="gcp-a3-64", preview=False)
     resolved: dict[str, Any] = {}
 
     @pulumi.runtime.test
@@ -58,7 +58,7 @@ def test_a_bad_stack_spec_fails_the_program_with_a_run_error_and_no_resource(mon
     pulumi.runtime.set_all_config(cfg, secret)
     pulumi.runtime.settings.ROOT.set(None)
     mocks = CloudMocks()
-    pulumi.runtime.set_mocks(mocks, project="provision", stack="gcp-a3-64", preview=False)
+    install_mocks(mocks, project="provision", stack="gcp-a3-64", preview=False)
     with pytest.raises(pulumi.RunError) as err:
         pulumi.runtime.test(lambda: runpy.run_path(str(ROOT / "stacks" / "__main__.py")))()
     assert "gpus: 12 is not a multiple of 8" in str(err.value)
@@ -106,7 +106,7 @@ def _run_stack_entry(cfg: dict[str, str], secret: list[str], preview: bool) -> C
     pulumi.runtime.set_all_config(cfg, secret)
     pulumi.runtime.settings.ROOT.set(None)
     mocks = CloudMocks()
-    pulumi.runtime.set_mocks(mocks, project="provision", stack="gcp-a3-64", preview=preview)
+    install_mocks(mocks, project="provision", stack="gcp-a3-64", preview=preview)
     pulumi.runtime.test(lambda: runpy.run_path(str(ROOT / "stacks" / "__main__.py")))()
     return mocks
 

@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 from provision.cli.app import app
 from provision.ops.policy import RULES, CheckReport, check_spec, evaluate, pulumi_policies
 from provision.ops.policy_rules import Context, Resource
+from provision.spec.secrets import decoded
 
 STACKS = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
 
@@ -42,11 +43,24 @@ def _cloud(stack: str) -> str:
     return stack.split("-", 1)[0]
 
 
+#: Defects of the managed-Kubernetes stacks (their nodes are built by EKS / GKE node pools).
+K8S_DEFECTS = {
+    ("aws-p5-64-eks", "PRV-TTL-001"): "EKS GPU nodes get no cloud-side lifetime: EKS refuses a shutdown behaviour "
+    "in node-group launch templates and the user data sets no timer (issue 16, k8s)",
+}
+
+
+def known_defect(stack: str, rule_id: str) -> str | None:
+    if stack.endswith(("-eks", "-gke")):
+        return K8S_DEFECTS.get((stack, rule_id))
+    return KNOWN_DEFECTS.get((_cloud(stack), rule_id))
+
+
 def _cases() -> list[Any]:
     out = []
     for stack in STACKS:
         for rule in RULES:
-            reason = KNOWN_DEFECTS.get((_cloud(stack), rule.id))
+            reason = known_defect(stack, rule.id)
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
             out.append(pytest.param(stack, rule.id, marks=marks, id=f"{stack}-{rule.id}"))
     return out
@@ -96,10 +110,14 @@ def _repair_known_defects(cloud: str, graph: list[Resource]) -> list[Resource]:
 @cache
 def canonical(cloud: str) -> tuple[Resource, ...]:
     stack = CANONICAL_STACKS[cloud]
+    from provision.clouds.mocking import StrictViolationError
     from provision.engine.mockrun import run_program
 
-    run = run_program(stack_spec(stack), stack=stack, now=FIXED_NOW)
-    graph = [Resource(r.type, r.name, r.inputs) for r in run.resources if r.custom]
+    try:
+        registered = run_program(stack_spec(stack), stack=stack, now=FIXED_NOW, fail_fast=False).resources
+    except StrictViolationError as e:  # a strict-mock finding pending elsewhere: the graph is still whole
+        registered = list(e.partial)
+    graph = [Resource(r.type, r.name, r.inputs) for r in registered if r.custom]
     return tuple(_repair_known_defects(cloud, graph))
 
 
@@ -117,10 +135,6 @@ def _first(graph: list[Resource], type_token: str, name_part: str = "") -> int:
 
 def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
-
-
-def _unb64(text: str) -> str:
-    return base64.b64decode(text).decode()
 
 
 AWS_LT = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -166,7 +180,7 @@ MUTATIONS: list[tuple[str, str, str, str, str, Mutation]] = [
     ("gcp-ssh-keys", "gcp", "PRV-GCP-001", GCP_TPL, "", lambda i: i["metadata"].update({"ssh-keys": "ubuntu:ssh-ed25519 AAAA x"})),
     ("azure-password", "azure", "PRV-SSH-001", AZ_VMSS, "", lambda i: _linux(i).update(disablePasswordAuthentication=False)),
     ("ali-password", "alibaba", "PRV-SSH-001", ALI_VM, "", lambda i: i.update(password="Hunter2hunter2")),
-    ("aws-key-in-userdata", "aws", "PRV-SEC-001", AWS_LT, "", lambda i: i.update(userData=_b64(_unb64(i["userData"]) + CANARY_PRIVATE_KEY))),
+    ("aws-key-in-userdata", "aws", "PRV-SEC-001", AWS_LT, "", lambda i: i.update(userData=_b64(decoded(i["userData"]) + CANARY_PRIVATE_KEY))),
     ("gcp-token-in-metadata", "gcp", "PRV-SEC-001", GCP_TPL, "", lambda i: i["metadata"].update({"user-data": "export T=" + CANARY_TOKEN})),
     ("aws-untagged-vpc", "aws", "PRV-TAG-001", "aws:ec2/vpc:Vpc", "", lambda i: i["tags"].pop("provision-owner")),
     ("aws-untagged-instances", "aws", "PRV-TAG-001", AWS_LT, "", lambda i: i.update(tagSpecifications=[])),
@@ -293,6 +307,7 @@ def test_check_exits_3_naming_the_rule_and_the_resource(
         "region": "us-east-1",
         "gpu": "H100",
         "nodes": 2,
+        "storage": {"shared": {"kind": "fsx-lustre", "tier": "SCRATCH_2", "size_gib": 1200}},
         "access": {
             "ssh_public_keys": ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFuklxbbk6t4b9QFinnkHIycCB4EVKbeaSXofdzno6PC t@h"],
             "allowed_cidrs": ["203.0.113.0/24"],

@@ -59,7 +59,8 @@ def test_import_provision_loads_no_cloud_sdk_and_no_pulumi() -> None:
     code = (
         "import sys, provision, provision.spec.models, provision.cli.app\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('pulumi', 'pulumi_aws', 'pulumi_gcp', 'pulumi_azure_native', 'pulumi_alicloud', 'boto3', 'botocore'))\n"
+        "('pulumi', 'pulumi_aws', 'pulumi_gcp', 'pulumi_azure_native', 'pulumi_alicloud', 'pulumi_kubernetes', "
+        "'boto3', 'botocore'))\n"
         "print(','.join(heavy))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()

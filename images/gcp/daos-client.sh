@@ -4,16 +4,24 @@ if [ ! -x /bin/daos ]; then
   curl -fsSL -o /etc/apt/trusted.gpg.d/us-central1-apt.pkg.dev.asc https://us-central1-apt.pkg.dev/doc/repo-signing-key.gpg
   echo "deb https://us-central1-apt.pkg.dev/projects/parallelstore-packages v2-6-deb main" \
     > /etc/apt/sources.list.d/parallelstore.list
-  apt-get update -q && apt-get install -y -q daos-client
+  pv_apt update && pv_apt install daos-client
   getent passwd daos_agent >/dev/null || useradd daos_agent
 fi
 mkdir -p /etc/daos /var/log/daos_agent && chown daos_agent:daos_agent /var/log/daos_agent
-cat > /etc/daos/daos_agent.yml <<AGENT
-access_points: ${DAOS_ACCESS_POINTS}
-log_file: /var/log/daos_agent/daos_agent.log
-transport_config:
-  allow_insecure: true
-AGENT
+# Keep the agent off the GPU NICs: Parallelstore is peered with the host VPC only, so only the interface that carries
+# the default route reaches it (Cluster Toolkit's mount script excluded "network cards dedicated to GPU" the same way).
+host_nic=$(ip route show default 2>/dev/null | awk '{print $5; exit}')
+exclude="lo"
+for dev in /sys/class/net/*; do
+  name=$(basename "$dev")
+  case "$name" in lo | "$host_nic" | docker* | veth*) ;; *) exclude="$exclude, $name" ;; esac
+done
+{
+  printf 'access_points: %s\n' "$DAOS_ACCESS_POINTS"
+  printf 'log_file: /var/log/daos_agent/daos_agent.log\n'
+  printf 'exclude_fabric_ifaces: [%s]\n' "$exclude"
+  printf 'transport_config:\n  allow_insecure: true\n'
+} > /etc/daos/daos_agent.yml
 cat > /etc/systemd/system/daos_agent.service <<'UNIT'
 [Unit]
 Description=DAOS Agent

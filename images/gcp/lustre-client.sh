@@ -6,7 +6,7 @@ if ! grep -q lustre /proc/filesystems; then
   curl -fsSL https://us-apt.pkg.dev/doc/repo-signing-key.gpg | gpg --dearmor --yes -o /etc/apt/keyrings/gcp-ar-repo.gpg
   echo "deb [ signed-by=/etc/apt/keyrings/gcp-ar-repo.gpg ] https://us-apt.pkg.dev/projects/lustre-client-binaries lustre-client-ubuntu-${UBUNTU_CODENAME} main" \
     > /etc/apt/sources.list.d/lustre-client.list
-  apt-get update -q
-  apt-get install -y -q "lustre-client-modules-$(uname -r)" lustre-client-utils
+  pv_apt update
+  pv_apt install "lustre-client-modules-$(uname -r)" lustre-client-utils
   modprobe lustre
 fi

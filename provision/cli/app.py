@@ -4,7 +4,7 @@ Every command takes ``--json`` and then prints one JSON document on stdout and n
 else. Exit codes: 0 success, 2 the user's input is wrong, 3 refused by policy or budget,
 1 anything else (130 when interrupted). User errors never print a traceback.
 
-Command modules (``offers``, ``plan``, ``lifecycle``, ``size``, ``reap``) each expose
+Command modules (``offers``, ``plan``, ``lifecycle``, ``nodes``, ``size``, ``reap``) each expose
 ``register(app)``; they import :mod:`provision.cli.common`, never this module.
 """
 
@@ -17,10 +17,10 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from provision.cli import check, lifecycle, offers, plan, reap, size
+from provision.cli import check, k8s, lifecycle, nodes, offers, plan, reap, size
 
 #: The command groups, in the order ``provision --help`` lists them.
-COMMAND_MODULES = (offers, plan, lifecycle, size, reap, check)
+COMMAND_MODULES = (offers, plan, lifecycle, nodes, size, reap, k8s, check)
 
 
 class JsonAwareGroup(TyperGroup):

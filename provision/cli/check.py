@@ -1,8 +1,8 @@
 """``provision check TARGET [--json]``: the policy rules over the cluster's resource graph.
 
-Runs the program under the mocked cloud (nothing is created) and evaluates every rule of
+Runs the program under the strict mocked cloud (nothing is created) and evaluates every rule of
 :mod:`provision.ops.policy_rules`. Exit 0 when every rule holds, 3 on any violation (a policy
-refusal), 2 for a bad spec, 1 otherwise.
+refusal), 2 for a bad spec, 1 otherwise (an input the real cloud would reject included).
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ def check(target: str = TargetArg, as_json: bool = JsonOpt) -> None:
         return {"target": target, **check_spec(plan.spec, stack=_target_stack(target) or "check").as_dict()}
 
     doc = run_command(as_json, go)
-    code = 0 if doc["passed"] else EXIT_POLICY
+    # A policy violation is a refusal (3); inputs a real cloud would reject are a failure (1).
+    code = EXIT_POLICY if doc["violations"] else 1 if doc["rejected_by_cloud"] else 0
     if as_json:
         emit_json(doc)
         raise typer.Exit(code)
@@ -48,6 +49,8 @@ def check(target: str = TargetArg, as_json: bool = JsonOpt) -> None:
             f"[red]{v['rule']}[/] {escape(v['resource_type'])} [cyan]{escape(v['resource'])}[/]: "
             f"{escape(v['message'])}{escape(anchors)}"
         )
+    for rejection in doc["rejected_by_cloud"]:
+        out.print(f"[red]rejected by the cloud:[/] {escape(rejection)}")
     out.print("[green]all rules hold[/]" if doc["passed"] else f"[red]{len(doc['violations'])} violation(s)[/]")
     raise typer.Exit(code)
 

@@ -130,6 +130,7 @@ def print_plan(summary: dict[str, Any]) -> None:
             else (f"expires {summary['expires_at']}" if summary["expires_at"] else "no lifetime set"),
         ),
     ]
+    rows += scheduler_rows(summary.get("scheduler") or {})
     for k, v in rows:
         t.add_row(k, escape(str(v)))
     out = console()
@@ -138,3 +139,34 @@ def print_plan(summary: dict[str, Any]) -> None:
         # Unbounded spend is the one warning nobody may scroll past.
         label = "[bold red]WARNING:[/]" if w.startswith("NO COST CAP") else "[yellow]warning:[/]"
         out.print(f"{label} {escape(w)}", markup=True)
+
+
+def _usd(v: Any) -> str:
+    return f"${v:,.2f}/h" if v is not None else "unpriced"
+
+
+def scheduler_rows(sched: dict[str, Any]) -> list[tuple[str, str]]:
+    """Plan rows for a managed Kubernetes cluster: control plane, pools and add-ons, each with its cost."""
+    if sched.get("kind") != "kubernetes":
+        return []
+    cp, gpu, system = sched["control_plane"], sched["gpu_pool"], sched["system_pool"]
+    addons = ", ".join(f"{a['name']} {a['version'] or ''}".strip() for a in sched["addons"])
+    return [
+        (
+            "control plane",
+            f"{cp['service'].upper()} {cp['name']} {cp['version']} in {cp['location']}: {_usd(cp['hourly_usd'])}",
+        ),
+        ("API access", cp["endpoint_access"]),
+        (
+            "GPU pool",
+            f"{gpu['nodes']} x {gpu['instance_type']} ({gpu['gpus_per_node']} GPUs, {gpu['fabric_devices_per_node']} "
+            f"{gpu['fabric']} devices/node, {gpu['placement']}, {gpu['capacity']}): {_usd(gpu['hourly_usd'])}",
+        ),
+        ("system pool", f"{system['nodes']} x {system['instance_type']}: {_usd(system['hourly_usd'])}"),
+        ("add-ons", addons),
+        (
+            "jobs",
+            f"namespace {sched['job']['namespace']}, queue {sched['job']['queue']}, "
+            f"per node {sched['job']['resources_per_node']}",
+        ),
+    ]

@@ -106,8 +106,24 @@ def _interruptible(operation: Any, undo: str, mock: bool) -> Any:
         raise
 
 
-def up(target: str = _TARGET, mock: bool = _MOCK, yes: bool = _YES, as_json: bool = _JSON) -> None:
+_ACCEPT = typer.Option(
+    False, "--accept", help="After up: node health and the NCCL all-reduce test; the up fails when either fails."
+)
+_ON_FAILURE = typer.Option("keep", "--on-failure", help="With --accept: keep the cluster or tear it down (down).")
+_INJECT = typer.Option(None, "--inject", help="With --accept --mock: break a check on a mocked node (RANK:CHECK).")
+
+
+def up(
+    target: str = _TARGET,
+    mock: bool = _MOCK,
+    yes: bool = _YES,
+    as_json: bool = _JSON,
+    accept: bool = _ACCEPT,
+    on_failure: str = _ON_FAILURE,
+    inject: list[str] = _INJECT,
+) -> None:
     """Create or update a cluster (shows the plan and cost, then asks unless --yes)."""
+    faults = run_command(as_json, lambda: _acceptance_options(accept, on_failure, inject, mock))
     _require_yes("up", target, yes, as_json)
     cluster = run_command(as_json, lambda: _cluster(target, mock, as_json))
     if not as_json:
@@ -118,10 +134,55 @@ def up(target: str = _TARGET, mock: bool = _MOCK, yes: bool = _YES, as_json: boo
             cluster.display = "auto"
             _ask(f"Bring up {cluster.stack}{' (mock)' if mock else ''}?")
     result = run_command(as_json, lambda: _interruptible(cluster.up, f"provision down {target}", mock))
-    if as_json:
-        emit_json(result.as_dict())
+    if not accept:
+        if as_json:
+            emit_json(result.as_dict())
+            return
+        _print_outputs(result.outputs)
         return
-    _print_outputs(result.outputs)
+    from provision.ops.acceptance import accept as run_acceptance
+
+    verdict = run_command(as_json, lambda: run_acceptance(cluster, faults))
+    torn_down = False
+    if not verdict.ok and on_failure == "down":
+        run_command(as_json, lambda: cluster.down(yes=True))
+        torn_down = True
+    if as_json:
+        emit_json({**result.as_dict(), "acceptance": verdict.as_dict(), "torn_down": torn_down})
+    else:
+        _print_outputs(result.outputs)
+        for line in verdict.lines():
+            console().print(line, markup=False)
+        if not verdict.ok:
+            console(stderr=True).print(
+                "acceptance FAILED: "
+                + (
+                    "the cluster was torn down"
+                    if torn_down
+                    else f"the cluster is kept; remove it with `provision down {target}`"
+                ),
+                markup=False,
+            )
+    if not verdict.ok:
+        raise typer.Exit(1)
+
+
+def _acceptance_options(accept: bool, on_failure: str, inject: list[str] | None, mock: bool) -> list[Any]:
+    from provision.spec.errors import Problem, UnsupportedError
+
+    problems = []
+    if on_failure not in ("keep", "down"):
+        problems.append(Problem("--on-failure", on_failure, "is not keep or down", "use --on-failure keep or down"))
+    if inject and not (accept and mock):
+        problems.append(Problem("--inject", inject[0], "needs --accept and --mock", "add --accept --mock"))
+    if problems:
+        raise UnsupportedError("bad acceptance options", problems)
+    from provision.ops.nodes import NodeFault, require_node_access
+
+    if accept and not mock:
+        require_node_access()  # refuse before the cluster exists, not after
+
+    return [NodeFault.parse(text) for text in inject or []]
 
 
 def down(target: str = _TARGET, mock: bool = _MOCK, yes: bool = _YES, as_json: bool = _JSON) -> None:

@@ -43,11 +43,30 @@ def preview(target: str = TargetArg, as_json: bool = JsonOpt) -> None:
     """Run the real Pulumi program against the mocked cloud and print every resource."""
 
     def go() -> dict[str, Any]:
+        from provision.clouds.mocking import StrictViolationError
         from provision.engine.mockrun import run_program
+        from provision.spec.errors import CloudError, Problem
 
         stack = _target_stack(target) or "preview"
         plan = _plan_target(target)  # every problem at once, before anything is registered
-        return run_program(plan.spec, stack=stack).as_dict()
+        try:
+            # Nothing is created by a preview: let the program run to the end and report every violation.
+            return run_program(plan.spec, stack=stack, fail_fast=False).as_dict()
+        except StrictViolationError as e:
+            problems = [
+                Problem(
+                    f"{v.type} {v.name}: {v.field}",
+                    v.value,
+                    f"{v.rule} (source: {v.source})",
+                    "change the cloud code or the spec so the input meets the rule",
+                )
+                for v in e.violations
+            ]
+            raise CloudError(
+                "the strict mocked cloud refused inputs a real cloud rejects (docs/fidelity.md lists the rules)",
+                problems,
+                code=e.code,
+            ) from None
 
     doc = run_command(as_json, go)
     if as_json:

@@ -21,7 +21,8 @@ from typing import Any, ClassVar
 
 from provision.catalog import Catalog, InstanceOffer, load_catalog
 from provision.planning.cost import estimate, expiry, spend_warnings
-from provision.planning.images import default_image
+from provision.planning.images import check_image, default_image
+from provision.planning.kubernetes import KubernetesPlan, system_price_note
 from provision.planning.plan import ClusterPlan, ImagePlan, StoragePlan
 from provision.planning.resolve import Resolution, resolve
 from provision.spec import ClusterSpec
@@ -32,6 +33,13 @@ TAG_CLUSTER = "provision-cluster"
 TAG_OWNER = "provision-owner"
 TAG_EXPIRES = "provision-expires-at"
 TAG_STACK = "provision-stack"
+#: The Pulumi provider config key that sets each cloud's default region.
+PROVIDER_REGION_KEYS = {
+    "aws": "aws:region",
+    "gcp": "gcp:region",
+    "azure": "azure-native:location",
+    "alibaba": "alicloud:region",
+}
 #: Tag value that marks a resource the user chose to keep (storage.shared.retain).
 TAG_RETAIN = "provision-retain"
 
@@ -70,6 +78,8 @@ class Adapter(ABC):
     sdk_modules: ClassVar[tuple[str, ...]]
     #: What this cloud cannot do, with the reason (shown in errors and ``provision offers``).
     limits: ClassVar[dict[str, str]] = {}
+    #: What deletes the nodes in the cloud at the expiry (``None``: nothing but the reaper).
+    lifetime_mechanism: ClassVar[str | None] = None
 
     # ------------------------------------------------------------------ plan (pure)
     def plan(
@@ -101,13 +111,24 @@ class Adapter(ABC):
         found = ProblemCollector()
         res = resolve(spec, catalog, found)
         self.check(spec, res, found)
+        k8s = self._kubernetes(spec, res, found)
         found.raise_if_any(SpecError)
         assert res.offer is not None and res.nodes is not None and res.fabric is not None  # noqa: S101
         offer, nodes = res.offer, res.nodes
         storage = (res.storage, res.storage_size_gib, res.storage_throughput) if res.storage else None
-        cost = estimate(spec, catalog, offer, nodes, storage)  # type: ignore[arg-type]
+        cost = estimate(
+            spec,
+            catalog,
+            offer,
+            nodes,
+            storage,  # type: ignore[arg-type]
+            scheduler=k8s is not None,
+            scheduler_hourly_usd=k8s.hourly_usd if k8s is not None else None,
+        )
         expires_at = expiry(now, cost.lifetime_hours)
         warnings = [*res.warnings, *self.warnings(spec, res)]
+        if k8s is not None:
+            warnings += self.kubernetes_warnings(spec, res, k8s)
         if cost.unpriced and spec.lifetime.max_cost_usd is not None and cost.hourly_usd is not None:
             warnings.append(
                 f"the cost cap counts only the priced parts; {', '.join(cost.unpriced)} have no catalog price "
@@ -148,6 +169,17 @@ class Adapter(ABC):
                 hourly_usd=storage_hourly_usd(res.storage, res.storage_size_gib or 0, res.storage_throughput),
                 offer=res.storage,
             )
+        if k8s is not None:
+            image = ImagePlan(ref=k8s.extra["node_image"], source=f"{k8s.control_plane.service} managed node image")
+            # Under Kubernetes the environment is the one pods see (their interface names and paths).
+            nccl_env = dict(k8s.job.env)
+        else:
+            image = self.image(spec, offer, res.fabric)
+            nccl_env = self.nccl_env(offer, res.fabric)
+            # Versions reach root scripts on every node: strict patterns and compatibility rules first.
+            image_problems = check_image(image, res.fabric, nccl_env)
+            if image_problems:
+                raise SpecError(problems=image_problems)
         return ClusterPlan(
             spec=spec,
             name=spec.name,
@@ -165,20 +197,26 @@ class Adapter(ABC):
             capacity=spec.capacity,
             storage=storage_plan,
             scratch=spec.storage.scratch,
-            image=self.image(spec, offer, res.fabric),
+            image=image,
             access=spec.access,
             tags=tags,
             created_at=now,
             expires_at=expires_at,
+            lifetime_enforced_by=self.lifetime_enforcement(spec) if expires_at is not None else None,
             cost=cost,
-            nccl_env=self.nccl_env(offer, res.fabric),
+            nccl_env=nccl_env,
             warnings=tuple(warnings),
             options=spec.cloud_options(),
             extra=self.extra_plan(spec, res),
+            kubernetes=k8s,
         )
 
     def check(self, spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:  # noqa: B027
         """Add this cloud's own problems to ``found`` (after the shared catalog checks)."""
+
+    def lifetime_enforcement(self, spec: ClusterSpec) -> str | None:
+        """What deletes this spec's nodes in the cloud at the expiry, or ``None`` when only the reaper does."""
+        return self.lifetime_mechanism
 
     def warnings(self, spec: ClusterSpec, res: Resolution) -> list[str]:
         """Warnings the plan shows for this cloud (e.g. lifetime enforcement gaps)."""
@@ -196,6 +234,34 @@ class Adapter(ABC):
     def nccl_env(self, offer: InstanceOffer, fabric: str) -> dict[str, str]:
         """The NCCL / libfabric / RCCL environment for this type and fabric."""
 
+    def _kubernetes(self, spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> KubernetesPlan | None:
+        if spec.scheduler.kind != "kubernetes":
+            return None
+        before = len(found.problems)
+        self.check_kubernetes(spec, res, found)
+        if len(found.problems) > before or res.offer is None or res.nodes is None or res.fabric is None:
+            return None
+        return self.kubernetes_plan(spec, res)
+
+    def check_kubernetes(self, spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
+        """Problems of ``scheduler.kind: kubernetes`` on this cloud; by default it is not supported yet."""
+        found.add(
+            "scheduler.kind",
+            "kubernetes",
+            f"is not supported on {self.cloud} yet: "
+            + self.limits.get("kubernetes", "no managed Kubernetes path exists for this cloud"),
+            "use scheduler.kind: none (plain VMs), or a gcp / aws cluster for Kubernetes",
+        )
+
+    def kubernetes_plan(self, spec: ClusterSpec, res: Resolution) -> KubernetesPlan:
+        """The managed Kubernetes cluster (called only when :meth:`check_kubernetes` found nothing)."""
+        raise UnsupportedError(f"no Kubernetes plan for {self.cloud}")
+
+    def kubernetes_warnings(self, spec: ClusterSpec, res: Resolution, k8s: KubernetesPlan) -> list[str]:
+        """Warnings of the Kubernetes plan (lifetime enforcement, version support, prices)."""
+        note = system_price_note(self.cloud, spec.region, k8s.system_pool)
+        return [note] if note else []
+
     def extra_plan(self, spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
         """Cloud-specific decisions to carry into ``build`` (JSON-serialisable)."""
         return {}
@@ -208,8 +274,19 @@ class Adapter(ABC):
             UnsupportedError: this cloud's SDK is not installed (names the pip extra).
         """
         self.require_sdk()
+        if plan.kubernetes is not None:
+            self.require_kubernetes_sdk()
+            module = importlib.import_module(f"provision.clouds.{self.cloud}.kubernetes")
+            return module.build(plan)  # type: ignore[no-any-return]
         module = importlib.import_module(f"provision.clouds.{self.cloud}.components")
         return module.build(plan)  # type: ignore[no-any-return]
+
+    def require_kubernetes_sdk(self) -> None:
+        """Raises ``UnsupportedError`` naming the ``kubernetes`` extra when pulumi-kubernetes is missing."""
+        if importlib.util.find_spec("pulumi_kubernetes") is None:
+            raise UnsupportedError(
+                "scheduler.kind kubernetes needs pulumi-kubernetes; to fix: pip install 'provision[kubernetes]'"
+            )
 
     def require_sdk(self) -> None:
         missing = [m for m in self.sdk_modules if importlib.util.find_spec(m) is None]

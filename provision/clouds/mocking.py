@@ -8,6 +8,11 @@
 * An invoke token nobody stubbed raises :class:`UnknownInvokeError`, so a missing stub
   fails loudly instead of returning ``None`` fields.
 * :class:`Fault` fails the k-th resource (or every resource of a type) with a cloud error code.
+* **Strict** (the default): before it answers, every resource's inputs go through the cloud's own
+  rules (``provision/clouds/<cloud>/strict.py``: vendor models, documented limits, autonamed
+  physical names, create-time dependencies, create timeouts). A violation fails the registration
+  with :class:`StrictViolationError`, as the real API would. Install the mocks with
+  :func:`install` so rules also see each resource's dependencies and custom timeouts.
 """
 
 from __future__ import annotations
@@ -15,14 +20,18 @@ from __future__ import annotations
 import hashlib
 import importlib
 import ipaddress
+import json
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
+from pulumi.runtime.mocks import MockMonitor
+
+from provision.clouds.strict import Resource, Violation, go_duration_seconds
 
 #: Pulumi package prefix of a type token -> our cloud folder.
-PACKAGE_CLOUD = {"aws": "aws", "gcp": "gcp", "azure-native": "azure", "alicloud": "alibaba"}
+PACKAGE_CLOUD = {"aws": "aws", "gcp": "gcp", "azure-native": "azure", "alicloud": "alibaba", "kubernetes": "k8s"}
 
 
 class UnknownInvokeError(Exception):
@@ -47,18 +56,25 @@ class Fault:
         code: the cloud's error code, e.g. ``InsufficientInstanceCapacity``.
         index: fail the resource registered k-th (0-based, counting every registration), or
         type_token: fail every resource of this Pulumi type (e.g. ``aws:ec2/fleet:Fleet``).
+        where: only where the cluster is placed here (its region, zone, instance type or capacity
+            type equals this, e.g. ``us-east-1a``) or a resource input equals it: a capacity fault
+            in one place only, to rehearse failover.
         message: the error text.
     """
 
     code: str
     index: int | None = None
     type_token: str | None = None
+    where: str | None = None
     message: str = "injected fault"
 
-    def hits(self, index: int, type_token: str) -> bool:
-        return (self.index is not None and self.index == index) or (
+    def hits(self, index: int, type_token: str, inputs: Any = None, placement: tuple[str, ...] = ()) -> bool:
+        selected = (self.index is not None and self.index == index) or (
             self.type_token is not None and self.type_token == type_token
         )
+        if not selected or self.where is None:
+            return selected
+        return self.where in placement or json.dumps(self.where) in json.dumps(inputs, default=str)
 
 
 @dataclass
@@ -71,14 +87,52 @@ class Registered:
     id: str
     outputs: dict[str, Any]
     custom: bool
+    #: The engine's URN and the URNs it depends on (explicit ``depends_on`` and input sources); empty when
+    #: the mocks were installed without :func:`install`.
+    urn: str = ""
+    dependencies: tuple[str, ...] = ()
+
+
+class StrictViolationError(CloudFaultError):
+    """The strict mocked cloud refused a resource: inputs the real cloud (or its provider) rejects.
+
+    ``violations`` lists every problem of that resource at once; each names the resource (type and
+    logical name), the field, the value, the rule and the rule's source.
+    """
+
+    def __init__(self, violations: list[Violation]) -> None:
+        self.violations = list(violations)
+        lines = "\n".join(f"  - {v}" for v in self.violations)
+        super().__init__(
+            "StrictMockViolation",
+            f"a real cloud would reject {len(self.violations)} input(s):\n{lines}\n"
+            "To fix: change the cloud code or the spec so the input meets the rule (docs/fidelity.md lists the rules).",
+        )
 
 
 @dataclass
 class MockContext:
-    """What cloud mock modules may read: the ledger so far, and deterministic helpers."""
+    """What cloud mock modules and strict rules may read: the ledger so far, and deterministic helpers."""
 
     ledger: list[Registered] = field(default_factory=list)
     region: str = ""
+    #: Per-run memo for rule modules (loaded vendor models); never shared between runs.
+    cache: dict[str, Any] = field(default_factory=dict)
+
+    def ancestors(self, urn: str, direct: tuple[str, ...] | None = None) -> set[str]:
+        """Every URN ``urn`` depends on, directly or through registered resources.
+
+        ``direct`` gives the dependencies of a resource not in the ledger yet (the one registering).
+        """
+        deps = {r.urn: r.dependencies for r in self.ledger if r.urn}
+        seen: set[str] = set()
+        todo = list(direct if direct is not None else deps.get(urn, ()))
+        while todo:
+            u = todo.pop()
+            if u not in seen:
+                seen.add(u)
+                todo.extend(deps.get(u, ()))
+        return seen
 
     def hex_id(self, name: str, length: int = 17) -> str:
         """A stable hex id derived from the logical name (golden files stay stable)."""
@@ -104,11 +158,76 @@ class MockContext:
         return [r for r in self.ledger if r.type == type_token]
 
 
-class CloudMocks(pulumi.runtime.Mocks):
-    """Pulumi mocks for all four clouds. Create one per program run."""
+@dataclass(frozen=True)
+class _Request:
+    """What the engine sent with a registration that ``MockResourceArgs`` leaves out."""
 
-    def __init__(self, faults: tuple[Fault, ...] | list[Fault] = (), region: str = "") -> None:
+    urn: str
+    dependencies: tuple[str, ...]
+    custom_timeouts: dict[str, float]
+    parent: str
+
+
+class _RecordingMonitor(MockMonitor):
+    """Pulumi's mock monitor, also handing each registration's dependencies and timeouts to the mocks.
+
+    Registrations run on executor threads, so the request travels in a thread-local slot owned by
+    the mocks: set here, read by :meth:`CloudMocks.new_resource` within the same call.
+    """
+
+    def __init__(self, mocks: CloudMocks) -> None:
+        super().__init__(mocks)
+        self._cloud = mocks
+
+    def RegisterResource(self, request: Any) -> Any:  # noqa: N802  (the gRPC method's name)
+        timeouts: dict[str, float] = {}
+        ct = getattr(request, "customTimeouts", None)
+        for op in ("create", "update", "delete"):
+            seconds = go_duration_seconds(getattr(ct, op, "") if ct is not None else "")
+            if seconds is not None:
+                timeouts[op] = seconds
+        urn = self.make_urn(request.parent, request.type, request.name)
+        self._cloud._slot.request = _Request(urn, tuple(request.dependencies), timeouts, request.parent)
+        try:
+            return super().RegisterResource(request)
+        finally:
+            self._cloud._slot.request = None
+
+
+def install(mocks: CloudMocks, *, project: str, stack: str, preview: bool = False) -> None:
+    """``pulumi.runtime.set_mocks`` with a monitor that lets strict rules see dependencies and timeouts."""
+    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=_RecordingMonitor(mocks))
+
+
+class CloudMocks(pulumi.runtime.Mocks):
+    """Pulumi mocks for all four clouds. Create one per program run.
+
+    Args:
+        faults: injected failures.
+        region: the region mocks answer for.
+        strict: check every resource against its cloud's rules before answering (the default);
+            ``False`` accepts any input, as Pulumi's plain mocks do.
+        fail_fast: refuse the first violating resource, as the cloud would (the default); ``False``
+            answers anyway and collects every violation in :attr:`violations`, so a preview can report
+            all of them at once.
+        placement: the cluster's region, zone, instance type and capacity type (``Fault.where``).
+    """
+
+    def __init__(
+        self,
+        faults: tuple[Fault, ...] | list[Fault] = (),
+        region: str = "",
+        strict: bool = True,
+        fail_fast: bool = True,
+        placement: tuple[str, ...] = (),
+    ) -> None:
         self.faults = tuple(faults)
+        #: Where the cluster is placed (region, zone, instance type, capacity type), for ``Fault.where``.
+        self.placement = placement
+        self.strict = strict
+        self.fail_fast = fail_fast
+        #: Violations collected when not ``fail_fast`` (in registration order).
+        self.violations: list[Violation] = []
         self.ctx = MockContext(region=region)
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self._modules: dict[str, Any] = {}
@@ -117,6 +236,7 @@ class CloudMocks(pulumi.runtime.Mocks):
         self._failed = False
         #: The fault that failed the run (later registrations fail as "Cancelled").
         self.first_fault: CloudFaultError | None = None
+        self._slot = threading.local()
 
     @property
     def ledger(self) -> list[Registered]:
@@ -130,6 +250,20 @@ class CloudMocks(pulumi.runtime.Mocks):
         if cloud not in self._modules:
             self._modules[cloud] = importlib.import_module(f"provision.clouds.{cloud}.mocks")
         return self._modules[cloud]
+
+    def _rules(self, token: str) -> Any:
+        cloud = PACKAGE_CLOUD.get(token.split(":", 1)[0])
+        if cloud is None:
+            return None
+        key = f"{cloud}.strict"
+        if key not in self._modules:
+            self._modules[key] = importlib.import_module(f"provision.clouds.{cloud}.strict")
+        return self._modules[key]
+
+    def check(self, res: Resource) -> list[Violation]:
+        """The violations of one registration under its cloud's strict rules (none for other packages)."""
+        rules = self._rules(res.type)
+        return list(rules.check(res, self.ctx)) if rules is not None else []
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         # Pulumi registers resources from executor threads. Like the engine, the mocked cloud
@@ -160,15 +294,31 @@ class CloudMocks(pulumi.runtime.Mocks):
     def _new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         index = len(self.ctx.ledger)
         for fault in self.faults:
-            if fault.hits(index, args.typ):
+            if fault.hits(index, args.typ, args.inputs, self.placement):
                 raise CloudFaultError(fault.code, f"{fault.message} ({args.typ} {args.name})")
+        request: _Request | None = getattr(self._slot, "request", None)
+        urn, deps = (request.urn, request.dependencies) if request else ("", ())
+        if self.strict and args.custom:
+            res = Resource(
+                args.typ,
+                args.name,
+                dict(args.inputs),
+                urn=urn,
+                dependencies=deps,
+                custom_timeouts=dict(request.custom_timeouts) if request else {},
+                parent=request.parent if request else "",
+            )
+            violations = self.check(res)
+            if violations and self.fail_fast:
+                raise StrictViolationError(violations)
+            self.violations.extend(violations)
         module = self._cloud_module(args.typ) if args.custom else None
         if module is not None:
             rid, outputs = module.resource(args, self.ctx)
         else:
             rid, outputs = (f"{args.name}-id" if args.custom else None), dict(args.inputs)
         self.ctx.ledger.append(
-            Registered(args.typ, args.name, dict(args.inputs), rid or "", dict(outputs), bool(args.custom))
+            Registered(args.typ, args.name, dict(args.inputs), rid or "", dict(outputs), bool(args.custom), urn, deps)
         )
         return rid, outputs
 

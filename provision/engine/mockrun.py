@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from provision.clouds.mocking import CloudFaultError, CloudMocks, Fault, Registered
+from provision.clouds.mocking import CloudFaultError, CloudMocks, Fault, Registered, StrictViolationError, install
 from provision.planning.plan import ClusterPlan
 from provision.spec import CONFIG_KEY, PROJECT, ClusterSpec
 
@@ -87,11 +87,17 @@ def run_program(
     now: datetime | None = None,
     config: dict[str, str] | None = None,
     owner: str | None = None,
+    strict: bool = True,
+    fail_fast: bool = True,
 ) -> PreviewResult:
     """Plan ``spec`` and run its Pulumi program under :class:`CloudMocks`.
 
     Validation happens first: a bad spec raises ``SpecError`` / ``BudgetError`` before any
-    resource is registered. Faults raise ``CloudFaultError`` (wrapped by Pulumi).
+    resource is registered. Faults raise ``CloudFaultError`` (wrapped by Pulumi). Under
+    ``strict`` (the default) an input the real cloud rejects raises ``StrictViolationError``
+    (a ``CloudFaultError``) naming the resource, field, value, rule and source: at the first
+    refused resource, as the cloud would, or with ``fail_fast=False`` after the whole program ran,
+    listing every violation at once.
 
     Not thread-safe: Pulumi's runtime settings are process-global.
     """
@@ -104,10 +110,11 @@ def run_program(
     plan = adapter.plan(spec, now=now, stack=stack, owner=owner)
     adapter.require_sdk()
     _ensure_event_loop()
-    mocks = CloudMocks(faults, region=spec.region)
+    placement = tuple(p for p in (plan.region, plan.zone, plan.instance_type, plan.capacity.type) if p)
+    mocks = CloudMocks(faults, region=spec.region, strict=strict, fail_fast=fail_fast, placement=placement)
     pulumi.runtime.set_all_config({CONFIG_KEY: spec.model_dump_json(exclude_none=True), **(config or {})})
     pulumi.runtime.settings.ROOT.set(None)
-    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False)
+    install(mocks, project=PROJECT, stack=stack)
     captured: dict[str, Any] = {}
 
     @pulumi.runtime.test
@@ -115,6 +122,7 @@ def run_program(
         outputs = adapter.build(plan)
         return _resolve(outputs).apply(captured.update)
 
+    _drop_unread_fault_reports()
     try:
         _run()
     except CloudFaultError as e:
@@ -124,7 +132,39 @@ def run_program(
         first = mocks.first_fault or e
         first.partial = list(mocks.ledger)
         raise first from None
+    if mocks.violations:
+        error = StrictViolationError(mocks.violations)
+        error.partial = list(mocks.ledger)
+        raise error
     return PreviewResult(plan=plan, resources=list(mocks.ledger), outputs=captured, calls=list(mocks.calls))
+
+
+def _drop_unread_fault_reports() -> None:
+    """Drop the reports of futures a failed registration left holding its error.
+
+    After a fault (or a strict violation) every resource that waited on the failed one holds the same
+    exception unread; whenever the garbage collector frees them, the loop would log "Future exception
+    was never retrieved" with a traceback for each. The error itself is raised to the caller. The
+    filter stays on this thread's loop (it passes every other report on).
+    """
+    try:
+        loop = asyncio.get_event_loop()
+    except RuntimeError:
+        return
+    previous = loop.get_exception_handler()
+
+    def quiet(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if isinstance(context.get("exception"), CloudFaultError) and "never retrieved" in context.get("message", ""):
+            return
+        if previous is not None:
+            previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+    if getattr(previous, "_provision_quiet", False):
+        return
+    quiet._provision_quiet = True  # type: ignore[attr-defined]
+    loop.set_exception_handler(quiet)
 
 
 def _ensure_event_loop() -> None:
@@ -135,7 +175,7 @@ def _ensure_event_loop() -> None:
     raises. Inside a running loop (a Jupyter cell) nothing is needed: the runtime pumps it.
     """
     try:
-        asyncio.get_running_loop()
+        _quiet_injected_faults(asyncio.get_running_loop())
         return
     except RuntimeError:
         pass
@@ -144,7 +184,33 @@ def _ensure_event_loop() -> None:
             warnings.simplefilter("ignore", DeprecationWarning)
             loop = asyncio.get_event_loop()
         if not loop.is_closed():
+            _quiet_injected_faults(loop)
             return
     except RuntimeError:
         pass
-    asyncio.set_event_loop(asyncio.new_event_loop())
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    _quiet_injected_faults(loop)
+
+
+def _quiet_injected_faults(loop: asyncio.AbstractEventLoop) -> None:
+    """Drop asyncio's "Future exception was never retrieved" for an injected fault.
+
+    The run already raised the fault; Pulumi's futures of the resources that waited on the failed
+    one still hold it and would print its traceback again when collected. Everything else goes to
+    the loop's previous handler.
+    """
+    previous = loop.get_exception_handler()
+    if getattr(previous, "provision_quiet", False):
+        return
+
+    def handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if isinstance(context.get("exception"), CloudFaultError):
+            return
+        if previous is not None:
+            previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+    handler.provision_quiet = True  # type: ignore[attr-defined]
+    loop.set_exception_handler(handler)

@@ -198,11 +198,13 @@ class CheckReport:
     cloud: str
     resources: int
     violations: list[Violation] = field(default_factory=list)
+    #: What the strict mocked cloud refused (a real cloud would reject it): not a policy matter, exit 1.
+    rejected: list[str] = field(default_factory=list)
     rules: tuple[Rule, ...] = RULES
 
     @property
     def passed(self) -> bool:
-        return not self.violations
+        return not self.violations and not self.rejected
 
     def of_rule(self, rule_id: str) -> list[Violation]:
         return [v for v in self.violations if v.rule.id == rule_id]
@@ -215,6 +217,7 @@ class CheckReport:
             "resources": self.resources,
             "passed": self.passed,
             "violations": [v.as_dict() for v in self.violations],
+            "rejected_by_cloud": list(self.rejected),
             "rules": [
                 {
                     "id": r.id,
@@ -254,11 +257,17 @@ def check_spec(spec: ClusterSpec, stack: str = "check", now: datetime | None = N
         SpecError, BudgetError: the spec is invalid or refused (nothing is registered).
         CloudError: the (strict) mocked cloud refused a resource.
     """
+    from provision.clouds.mocking import StrictViolationError
     from provision.engine.mockrun import run_program
 
-    run = run_program(spec, stack=stack, now=now)
-    graph = [Resource(r.type, r.name, r.inputs) for r in run.resources if r.custom]
-    return CheckReport(stack, spec.cloud, len(graph), evaluate(graph, context_for(spec)))
+    rejected: list[str] = []
+    try:
+        registered = run_program(spec, stack=stack, now=now, fail_fast=False).resources
+    except StrictViolationError as e:  # the whole program ran; the strict cloud listed what it would refuse
+        registered = list(e.partial)
+        rejected = [str(v) for v in getattr(e, "violations", ())] or [str(e)]
+    graph = [Resource(r.type, r.name, r.inputs) for r in registered if r.custom]
+    return CheckReport(stack, spec.cloud, len(graph), evaluate(graph, context_for(spec)), rejected=rejected)
 
 
 # ---------------------------------------------------------------------- the Pulumi policy pack

@@ -1,72 +1,361 @@
-"""Node user data: ``images/common/bootstrap.sh`` with the cluster's values filled in.
+"""Node user data: one ``#cloud-config`` per cluster, made of static step scripts and checked values.
 
-Pure text rendering; adapters call :func:`render_user_data` (inside an ``Output.apply``
-when a value such as the filesystem's DNS name is only known after creation).
+What every node gets (all four clouds):
+
+* ``/usr/local/lib/provision/``: ``lib.sh`` (retries, dpkg-lock wait, checked downloads), the runner
+  ``provision-bootstrap`` and the health check ``provision-health`` (python3, which cloud-init needs anyway),
+  and the cluster's steps ``steps/NN-<name>.sh``. Steps are static files from ``images/``: no value is ever
+  substituted into a script.
+* ``/etc/provision/bootstrap.env``: the cluster's values as ``KEY='value'`` lines. Every value is first checked
+  against a strict pattern for its kind (:data:`PATTERNS`), then quoted by :func:`shell_assign`, the one quoting
+  helper for shell. Steps read them as ``"$KEY"``.
+* ``/etc/provision/steps.json`` (the ordered steps: once or at every boot, critical or not, timeout),
+  ``/etc/provision/health.json`` (what the health check expects), the NCCL settings
+  (``/etc/provision/nccl.env`` for ``docker --env-file`` and systemd ``EnvironmentFile``, ``/etc/profile.d``),
+  memlock limits, and ``provision-bootstrap.service``, which runs the runner again at every boot.
+
+cloud-init writes the files (``write_files``; YAML escaping by PyYAML) and starts the runner (``runcmd`` as an
+argument list, no shell). The runner records each step in ``/var/lib/provision/bootstrap.json``.
+Pure text rendering: adapters call :func:`render` inside an ``Output.apply`` when a value (a file system's
+DNS name) is known only after creation.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import shlex
-from string import Template
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import yaml
 
 from provision.planning.images import images_dir
+from provision.planning.values import PATTERNS as PATTERNS
+from provision.planning.values import UnsafeValueError as UnsafeValueError
+from provision.planning.values import checked
 
 if TYPE_CHECKING:
     from provision.planning.plan import ClusterPlan
 
+_NAME = re.compile(r"[A-Z][A-Z0-9_]{0,63}")
+LIB = "/usr/local/lib/provision"
 
-def nccl_env_lines(env: dict[str, str]) -> str:
-    return "\n".join(f"export {k}={shlex.quote(v)}" for k, v in sorted(env.items()))
+
+def shell_assign(name: str, value: str) -> str:
+    """``NAME='value'``: the one way a value reaches a node's shell (``shlex.quote``)."""
+    if not _NAME.fullmatch(name):
+        raise UnsafeValueError(f"{name!r} is not a shell variable name")
+    return f"{name}={shlex.quote(value)}"
 
 
-def self_destruct_timer(plan: ClusterPlan) -> str:
-    """A systemd timer that powers the node off at the expiry; with shutdown behaviour 'terminate' it deletes the VM.
+def env_file_line(name: str, value: str) -> str:
+    """``NAME=value`` for files read without a shell: NCCL's ``/etc/nccl.conf`` (everything after ``=`` is the value),
+    ``docker --env-file`` (no quote processing) and systemd ``EnvironmentFile``. Values are limited to a charset that
+    means the same to all three (no quotes, spaces, ``$``, backslashes or ``#``)."""
+    if not _NAME.fullmatch(name):
+        raise UnsafeValueError(f"nccl_env: {name!r} is not an environment variable name")
+    return f"{name}={checked('env', value, f'nccl_env.{name}')}"
 
-    A calendar timer with ``Persistent=true`` survives reboots and fires at the next boot when the
-    expiry passed while the node was down (a ``shutdown +N`` timer is lost on reboot).
-    """
-    if plan.expires_at is None:
-        return ": # no lifetime set"
-    stamp = plan.expires_at.strftime("%Y-%m-%d %H:%M:%S UTC")
-    return (
-        "cat > /etc/systemd/system/provision-expiry.service <<'UNIT'\n"
-        "[Unit]\nDescription=provision: cluster lifetime reached\n"
-        "[Service]\nType=oneshot\nExecStart=/bin/systemctl poweroff\n"
-        "UNIT\n"
-        "cat > /etc/systemd/system/provision-expiry.timer <<'UNIT'\n"
-        f"[Unit]\nDescription=provision: power off at the cluster's expiry\n"
-        f"[Timer]\nOnCalendar={stamp}\nPersistent=true\nAccuracySec=1s\n"
-        "[Install]\nWantedBy=timers.target\n"
-        "UNIT\n"
-        "systemctl daemon-reload\n"
-        "systemctl enable --now provision-expiry.timer"
+
+@dataclass
+class Values:
+    """The cluster's values for ``/etc/provision/bootstrap.env``, each checked when added."""
+
+    items: dict[str, str] = field(default_factory=dict)
+
+    def add(self, name: str, value: str | int | bool, kind: str, where: str) -> Values:
+        text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        self.items[name] = checked(kind, text, where)
+        return self
+
+    def render(self) -> str:
+        head = "# provision: this cluster's values (checked and shell-quoted by provision/planning/bootstrap.py)\n"
+        return head + "".join(shell_assign(k, v) + "\n" for k, v in self.items.items())
+
+
+@dataclass(frozen=True)
+class Step:
+    """One named bootstrap step: ``script`` under ``images/`` (static), or generated ``text``."""
+
+    name: str
+    script: str = ""
+    every_boot: bool = False
+    critical: bool = True
+    timeout: int = 1800
+    text: str | None = None
+
+    def body(self) -> str:
+        return self.text if self.text is not None else (images_dir() / self.script).read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class File:
+    """A file cloud-init writes."""
+
+    path: str
+    content: str
+    permissions: str = "0644"
+
+
+@dataclass(frozen=True)
+class SharedMount:
+    """The shared filesystem as nodes mount it (checked when rendered)."""
+
+    source: str
+    mount: str
+    fstype: str
+    options: str
+    client: str = ""
+
+
+def static_file(path: str, source: str, permissions: str = "0644") -> File:
+    """A file whose content is ``images/<source>`` as shipped."""
+    return File(path, (images_dir() / source).read_text(encoding="utf-8"), permissions)
+
+
+def nccl_files(env: dict[str, str]) -> list[File]:
+    """``/etc/provision/nccl.env`` (raw) and ``/etc/profile.d/provision-nccl.sh`` (shell-quoted)."""
+    raw = "".join(env_file_line(k, v) + "\n" for k, v in sorted(env.items()))
+    profile = "# provision: NCCL settings of this cluster (also in /etc/nccl.conf and /etc/environment)\n" + "".join(
+        f"export {shell_assign(k, v)}\n" for k, v in sorted(env.items())
     )
+    return [File("/etc/provision/nccl.env", raw), File("/etc/profile.d/provision-nccl.sh", profile)]
 
 
-def render_user_data(
+def expiry_units(expires_at: datetime) -> list[File]:
+    """A systemd calendar timer that powers the node off at ``expires_at`` (UTC).
+
+    With ``Persistent=true`` it survives reboots and fires at the next boot when the expiry passed while the
+    node was down (a ``shutdown +N`` timer is lost on reboot). With shutdown behaviour 'terminate' (AWS) the
+    power-off deletes the VM.
+    """
+    stamp = expires_at.strftime("%Y-%m-%d %H:%M:%S UTC")
+    service = (
+        "[Unit]\nDescription=provision: cluster lifetime reached\n\n"
+        "[Service]\nType=oneshot\nExecStart=/bin/systemctl poweroff\n"
+    )
+    timer = (
+        "[Unit]\nDescription=provision: power off at the cluster's expiry\n\n"
+        f"[Timer]\nOnCalendar={stamp}\nPersistent=true\nAccuracySec=1s\n\n[Install]\nWantedBy=timers.target\n"
+    )
+    return [
+        File("/etc/systemd/system/provision-expiry.service", service),
+        File("/etc/systemd/system/provision-expiry.timer", timer),
+    ]
+
+
+#: GPU models sold as 8-GPU HGX boards with NVSwitch (NVIDIA HGX A100 / H100 / H200 / H20 platform specs).
+NVSWITCH_GPUS = frozenset({"A100", "H100", "H200", "H20", "H800", "A800", "B200"})
+
+
+def gpu_model(plan: ClusterPlan) -> str:
+    """The part of the catalog's GPU name that the driver tools print (``A100-80GB`` -> ``A100``)."""
+    return plan.offer.gpu.split("-")[0]
+
+
+def health_expectations(plan: ClusterPlan, **fabric: Any) -> dict[str, Any]:
+    """What ``provision-health`` compares the node with (``/etc/provision/health.json``)."""
+    versions = plan.image.versions
+    nvidia = plan.offer.gpu_vendor == "nvidia"
+    driver = (versions.get("driver") or versions.get("driver_branch")) if nvidia else None
+    if driver and plan.image.ref.startswith("lookup:"):
+        # An image resolved from a lookup may be a newer release than the one documented: hold it to the branch.
+        driver = driver.split(".")[0]
+    shared = None
+    fstype = fabric.pop("shared_fstype", plan.storage.protocol if plan.storage else None)
+    if plan.storage is not None and fstype:
+        shared = {"mount": plan.storage.mount, "fstype": fstype}
+    return {
+        "cluster": plan.name,
+        "gpu_vendor": plan.offer.gpu_vendor,
+        "gpus": plan.gpus_per_node,
+        "gpu_model": gpu_model(plan),
+        # 8-GPU HGX (SXM) boards have NVSwitch: every NVLink must be up. PCIe parts (L4, L40S) have no NVLink.
+        "nvlink": nvidia and plan.gpus_per_node == 8 and gpu_model(plan) in NVSWITCH_GPUS,
+        "driver": driver,
+        "cuda": versions.get("cuda") if nvidia else None,
+        "fabric": plan.fabric,
+        "fabric_devices": plan.fabric_interfaces,
+        "shared_fs": shared,
+        "scratch": {"mount": plan.scratch.mount, "raid0": plan.scratch.raid0},
+        **fabric,
+    }
+
+
+def base_values(plan: ClusterPlan) -> Values:
+    """The values every cloud's steps read."""
+    values = Values()
+    values.add("CLUSTER", plan.name, "name", "name")
+    values.add("CLOUD", plan.cloud, "name", "cloud")
+    values.add("FABRIC", plan.fabric, "name", "fabric")
+    values.add("GPU_VENDOR", plan.offer.gpu_vendor, "name", "gpu")
+    values.add("SCRATCH_RAID0", plan.scratch.raid0, "flag", "storage.scratch.raid0")
+    values.add("SCRATCH_MOUNT", plan.scratch.mount, "path", "storage.scratch.mount")
+    values.add("SSH_USER", plan.access.ssh_user, "user", "access.ssh_user")
+    return values
+
+
+def _step(name: str, path: str, **kw: Any) -> Step:
+    return Step(name, path, **kw)
+
+
+#: Steps every node runs, in order around the cloud's own.
+FIRST = (_step("apt-guard", "common/steps/apt-guard.sh"), _step("memlock", "common/steps/memlock.sh"))
+SCRATCH = _step("scratch", "common/steps/scratch.sh", every_boot=True)
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+BOOT_UNIT = """[Unit]
+Description=provision: node bootstrap steps that must hold after every boot (scratch, mounts, fabric, NCCL, health)
+Wants=network-online.target
+After=network-online.target
+# The first boot is cloud-init's (runcmd); this unit takes over from the second boot on.
+ConditionPathExists=/var/lib/provision/bootstrap.json
+
+[Service]
+Type=oneshot
+TimeoutStartSec=2h
+ExecStart=/usr/bin/python3 /usr/local/lib/provision/provision-bootstrap
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+MEMLOCK_LIMITS = (
+    "# provision: RDMA registration needs unlimited locked memory\n* soft memlock unlimited\n* hard memlock unlimited\n"
+)
+MEMLOCK_SYSTEMD = (
+    "# provision: RDMA registration needs unlimited locked memory\n[Manager]\nDefaultLimitMEMLOCK=infinity\n"
+)
+
+
+def render(
     plan: ClusterPlan,
     *,
-    cloud_setup: str = "",
-    shared_mount: str = "",
-    self_destruct: str | None = None,
+    values: Values,
+    steps: list[Step],
+    files: list[File] | None = None,
+    shared: SharedMount | None = None,
+    login_keys: tuple[str, ...] = (),
+    expires_at: datetime | None = None,
+    health: dict[str, Any] | None = None,
 ) -> str:
-    """The bootstrap script for ``plan``.
+    """The ``#cloud-config`` user data for every node of ``plan``.
 
     Args:
-        cloud_setup: shell lines for the cloud's fabric (e.g. EFA checks, TCPXO daemon).
-        shared_mount: the shared filesystem's mount command (add to fstab too), if any.
-        self_destruct: shell lines for the lifetime backstop; the shutdown timer when ``None``.
+        values: checked values (start from :func:`base_values`).
+        steps: the cloud's own steps; they run after apt-guard, memlock, scratch and the login user, and
+            before the shared mount, the NCCL files, package holds, the lifetime timer and the health check.
+        files: the cloud's extra files (units, data).
+        shared: the shared filesystem to mount at every boot, if any.
+        login_keys: public keys for ``access.ssh_user`` (``/etc/provision/authorized_keys``).
+        expires_at: arm a guest power-off timer at this time.
+        health: what the health check expects (default :func:`health_expectations`).
+
+    Raises:
+        UnsafeValueError: a value does not match its kind (it names the field).
     """
-    template = Template((images_dir() / "common" / "bootstrap.sh").read_text(encoding="utf-8"))
-    return template.safe_substitute(
-        CLUSTER=plan.name,
-        CLOUD=plan.cloud,
-        SELF_DESTRUCT=self_destruct_timer(plan) if self_destruct is None else self_destruct or ": # none",
-        SCRATCH_RAID0="true" if plan.scratch.raid0 else "false",
-        SCRATCH_MOUNT=shlex.quote(plan.scratch.mount),
-        CLOUD_SETUP=cloud_setup or ": # none",
-        SHARED_MOUNT=shared_mount or ": # no shared filesystem",
-        NCCL_ENV=nccl_env_lines(plan.nccl_env),
-        GPUS_PER_NODE=str(plan.gpus_per_node),
-    )
+    files = list(files or [])
+    order: list[Step] = [*FIRST, SCRATCH]
+    if login_keys:
+        keys = [checked("ssh-key", k, f"access.ssh_public_keys[{i}]") for i, k in enumerate(login_keys)]
+        files.append(File("/etc/provision/authorized_keys", "".join(k + "\n" for k in keys)))
+        order.append(_step("login-user", "common/steps/login-user.sh"))
+    order += steps
+    if shared is not None:
+        values.add("SHARED_SOURCE", shared.source, "mount-source", "shared_fs.source")
+        values.add("SHARED_MOUNT", shared.mount, "path", "storage.shared.mount")
+        values.add("SHARED_FSTYPE", shared.fstype, "fstype", "shared_fs.fstype")
+        values.add("SHARED_OPTIONS", shared.options, "mount-options", "shared_fs.options")
+        if shared.client:
+            values.add("SHARED_CLIENT", shared.client, "package", "shared_fs.client")
+        order.append(_step("shared-mount", "common/steps/shared-mount.sh", every_boot=True))
+    order += [
+        _step("nccl-conf", "common/steps/nccl-conf.sh", every_boot=True),
+        _step("hold-packages", "common/steps/hold-packages.sh"),
+    ]
+    if expires_at is not None:
+        files += expiry_units(expires_at)
+        order.append(_step("lifetime", "common/steps/lifetime.sh"))
+    order.append(_step("health", "common/steps/health.sh", every_boot=True, critical=False, timeout=600))
+    names = [s.name for s in order]
+    if len(set(names)) != len(names):
+        raise ValueError(f"duplicate bootstrap steps: {names}")
+
+    manifest = []
+    written: list[File] = [
+        static_file(f"{LIB}/lib.sh", "common/lib.sh"),
+        static_file(f"{LIB}/provision-bootstrap", "common/provision-bootstrap", "0755"),
+        static_file(f"{LIB}/provision-health", "common/provision-health", "0755"),
+    ]
+    for i, step in enumerate(order):
+        script = f"{i:02d}-{step.name}.sh"
+        written.append(File(f"{LIB}/steps/{script}", step.body(), "0755"))
+        manifest.append(
+            {
+                "name": step.name,
+                "script": script,
+                "every_boot": step.every_boot,
+                "critical": step.critical,
+                "timeout": step.timeout,
+            }
+        )
+    expect = health if health is not None else health_expectations(plan)
+    written += [
+        File("/etc/provision/bootstrap.env", values.render()),
+        File("/etc/provision/steps.json", json.dumps({"steps": manifest}, indent=1) + "\n"),
+        File("/etc/provision/health.json", json.dumps(expect, indent=1, sort_keys=True) + "\n"),
+        *nccl_files(plan.nccl_env),
+        File("/etc/security/limits.d/90-provision-memlock.conf", MEMLOCK_LIMITS),
+        File("/etc/systemd/system.conf.d/90-provision-memlock.conf", MEMLOCK_SYSTEMD),
+        File("/etc/systemd/system/provision-bootstrap.service", BOOT_UNIT),
+        *files,
+    ]
+    doc = {
+        "write_files": [{"path": f.path, "permissions": f.permissions, "content": f.content} for f in written],
+        "runcmd": [
+            ["systemctl", "daemon-reload"],
+            ["systemctl", "enable", "provision-bootstrap.service"],
+            ["python3", f"{LIB}/provision-bootstrap"],
+        ],
+    }
+    return "#cloud-config\n" + yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=4096, allow_unicode=False)
+
+
+def gzip_base64(text: str) -> str:
+    """``text`` gzip-compressed (deterministic: no timestamp) and base64-encoded. cloud-init decompresses gzip user
+    data itself (cloud-init docs, "User-data formats": "Content found to be gzip compressed will be uncompressed")."""
+    import base64
+    import gzip
+
+    return base64.b64encode(gzip.compress(text.encode(), compresslevel=9, mtime=0)).decode()
+
+
+def parse(user_data: str) -> dict[str, Any]:
+    """The cloud-config document of rendered user data (for tests, goldens and the mocked nodes)."""
+    if not user_data.startswith("#cloud-config\n"):
+        raise ValueError("not a #cloud-config document")
+    return yaml.safe_load(user_data)  # type: ignore[no-any-return]
+
+
+def materialize(user_data: str, root: Any) -> None:
+    """Write the files of rendered user data under ``root`` (a sandbox), as cloud-init would on a node."""
+    from pathlib import Path
+
+    for f in parse(user_data)["write_files"]:
+        path = Path(root) / f["path"].lstrip("/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f["content"], encoding="utf-8")
+        path.chmod(int(f["permissions"], 8))

@@ -116,8 +116,14 @@ def estimate(
     offer: InstanceOffer,
     nodes: int,
     storage: tuple[FilesystemOffer, int, int | None] | None,
+    *,
+    scheduler: bool = False,
+    scheduler_hourly_usd: float | None = None,
 ) -> CostEstimate:
     """The hourly cost and the lifetime (from ttl, or derived from the cap).
+
+    With ``scheduler`` (managed Kubernetes), ``scheduler_hourly_usd`` (control plane + system pool,
+    ``None`` when unpriced) counts toward the hourly cost and the cap.
 
     Raises:
         BudgetError: the cap does not cover the lifetime, covers under one hour, or the
@@ -126,8 +132,10 @@ def estimate(
     compute = compute_hourly_usd(spec, offer, nodes)
     fs = storage_hourly_usd(*storage) if storage else 0.0
     net = catalog.network_prices(spec.cloud).nat_per_hour_usd
-    unpriced = tuple(name for name, v in (("compute", compute), ("storage", fs), ("network", net)) if v is None)
-    hourly = None if compute is None else compute + (fs or 0.0) + (net or 0.0)
+    sched = scheduler_hourly_usd if scheduler else 0.0
+    parts = (("compute", compute), ("storage", fs), ("network", net), ("kubernetes", sched))
+    unpriced = tuple(name for name, v in parts if v is None)
+    hourly = None if compute is None else compute + (fs or 0.0) + (net or 0.0) + (sched or 0.0)
     lifetime_hours = spec.lifetime.ttl.total_seconds() / 3600 if spec.lifetime.ttl else None
     cap = spec.lifetime.max_cost_usd
     if cap is not None:
@@ -137,6 +145,7 @@ def estimate(
         compute_hourly_usd=_round(compute),
         storage_hourly_usd=_round(fs),
         network_hourly_usd=_round(net),
+        scheduler_hourly_usd=_round(sched) if scheduler else None,
         hourly_usd=_round(hourly),
         unpriced=unpriced,
         lifetime_hours=_round(lifetime_hours),

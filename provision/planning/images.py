@@ -18,6 +18,7 @@ Entry shape::
 
 from __future__ import annotations
 
+import re
 import sys
 from functools import cache
 from pathlib import Path
@@ -101,3 +102,137 @@ def default_image(spec: ClusterSpec, offer: InstanceOffer, fabric: str) -> Image
             )
         ]
     )
+
+
+# ---------------------------------------------------------------------- checked versions (issue 12, 13)
+
+#: The kind of value each ``image.versions`` key holds (planning/bootstrap.PATTERNS); other keys are versions.
+VERSION_KINDS: dict[str, str] = {
+    "driver_package": "package",
+    "fabricmanager": "package",
+    "nccl_plugin": "image",
+    "rxdm": "image",
+    "erdma_installer_sha256": "digest",
+    "topology_files": "paths",
+}
+_KEY = re.compile(r"[a-z][a-z0-9_]{0,39}")
+#: What a good value of each kind looks like (shown in the fix).
+_EXAMPLES = {
+    "version": "a version such as 570 or 2.27.5-1+cuda12.9",
+    "package": "a Debian package name such as nvidia-driver-570-server-open",
+    "image": "a container image such as us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.20",
+    "digest": "the 64 lower-case hex digits of a SHA-256",
+    "paths": "absolute paths separated by spaces",
+}
+
+
+@cache
+def compat_rules() -> dict[str, Any]:
+    """``images/compat.yaml``: version compatibility rules, each with its source."""
+    return yaml.safe_load((images_dir() / "compat.yaml").read_text(encoding="utf-8")) or {}
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """The leading dotted number of a version: ``2.27.5-1+cuda12.9`` -> ``(2, 27, 5)``."""
+    m = re.match(r"v?(\d+(?:\.\d+)*)", text.strip())
+    return tuple(int(x) for x in m.group(1).split(".")) if m else ()
+
+
+def check_image(image: ImagePlan, fabric: str, nccl_env: dict[str, str]) -> list[Problem]:
+    """Problems with an image's versions: each value against the strict pattern of its kind (they reach root
+    scripts on every node), then the rules of ``images/compat.yaml``. Empty when all is well."""
+    from provision.planning.values import PATTERNS, UnsafeValueError, checked
+
+    problems: list[Problem] = []
+    versions = image.versions
+    for key, value in versions.items():
+        path = f"image.versions.{key}"
+        if not _KEY.fullmatch(key):
+            problems.append(
+                Problem(path, key, "is not a valid version key (lower-case letters, digits, '_')", "rename it")
+            )
+            continue
+        kind = VERSION_KINDS.get(key, "version")
+        try:
+            checked(kind, value, path)
+        except UnsafeValueError:
+            problems.append(
+                Problem(
+                    path, value, f"is not a valid {kind} (must match ^{PATTERNS[kind]}$)", f"write {_EXAMPLES[kind]}"
+                )
+            )
+    if problems:
+        return problems
+    rules = compat_rules()
+    problems += _cuda_driver(versions, rules.get("cuda_min_driver") or {})
+    problems += _plugin_nccl(versions, rules.get("plugin_nccl") or [])
+    problems += _env_features(versions, nccl_env, rules.get("nccl_env_features") or [])
+    for rule in rules.get("fabric_kernel") or []:
+        if fabric == rule["fabric"] and image.source != "spec" and rule["contains"] not in versions.get("kernel", ""):
+            problems.append(
+                Problem(
+                    "image.id",
+                    image.ref,
+                    f"(the default image) has no {rule['contains']} kernel: {rule['reason']}",
+                    rule["fix"],
+                )
+            )
+    return problems
+
+
+def _cuda_driver(versions: dict[str, str], rule: dict[str, Any]) -> list[Problem]:
+    cuda, driver = versions.get("cuda"), versions.get("driver") or versions.get("driver_branch")
+    if not cuda or not driver or not version_tuple(cuda) or not version_tuple(driver):
+        return []
+    minimum = (rule.get("by_cuda_major") or {}).get(str(version_tuple(cuda)[0]))
+    if minimum is None or version_tuple(driver)[0] >= int(minimum):
+        return []
+    return [
+        Problem(
+            "image.versions.driver",
+            driver,
+            f"is older than CUDA {cuda} allows (CUDA {version_tuple(cuda)[0]}.x needs driver >= {minimum}; "
+            f"{rule.get('source')})",
+            f"pin a driver >= {minimum}, or a CUDA release that driver supports",
+        )
+    ]
+
+
+def _plugin_nccl(versions: dict[str, str], rules: list[dict[str, Any]]) -> list[Problem]:
+    nccl = versions.get("nccl")
+    out = []
+    for rule in rules:
+        plugin = versions.get(rule["key"])
+        if not nccl or not plugin or not (plugin == rule["match"] or plugin.endswith("/" + rule["match"])):
+            continue
+        if version_tuple(nccl)[:3] != version_tuple(rule["nccl"])[:3]:
+            out.append(
+                Problem(
+                    "image.versions.nccl",
+                    nccl,
+                    f"is not the NCCL that {rule['key']} {rule['match']} is released against ({rule['nccl']}; "
+                    f"{rule['source']})",
+                    f"set image.versions.nccl to {rule['nccl']}, or pin the plugin release made for your NCCL",
+                )
+            )
+    return out
+
+
+def _env_features(versions: dict[str, str], env: dict[str, str], rules: list[dict[str, Any]]) -> list[Problem]:
+    key = "nccl" if versions.get("nccl") else "nccl_min"
+    nccl = versions.get(key)
+    out = []
+    for rule in rules:
+        if not nccl or env.get(rule["env"]) != str(rule["value"]):
+            continue
+        if version_tuple(nccl) < version_tuple(str(rule["min_nccl"])):
+            out.append(
+                Problem(
+                    f"image.versions.{key}",
+                    nccl,
+                    f"is older than NCCL {rule['min_nccl']}, which this fabric's {rule['env']}={rule['value']} needs "
+                    f"({rule['source']})",
+                    f"use NCCL {rule['min_nccl']} or later",
+                )
+            )
+    return out

@@ -100,7 +100,14 @@ def static_outputs(plan: ClusterPlan) -> dict[str, Any]:
         "fabric": fabric_summary(plan),
         "expires_at": format_time(plan.expires_at) if plan.expires_at else None,
         "hourly_usd": plan.cost.hourly_usd,
-        "fabric_manifest": {"image": plan.image.ref, **plan.image.versions},
+        # Image, pinned versions, the NCCL settings and (after `provision up --accept` / `nccl-test`) the measured
+        # all-reduce bandwidth: what two runs are compared by.
+        "fabric_manifest": {
+            "image": plan.image.ref,
+            **plan.image.versions,
+            "nccl_env": dict(plan.nccl_env),
+            "measured": None,
+        },
     }
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from provision.catalog.models import FilesystemOffer, InstanceOffer
+from provision.planning.kubernetes import KubernetesPlan
 from provision.spec import AccessSpec, CapacitySpec, ClusterSpec, ScratchStorage
 from provision.spec.units import format_time
 
@@ -55,6 +56,9 @@ class CostEstimate(_Frozen):
     compute_hourly_usd: float | None
     storage_hourly_usd: float | None
     network_hourly_usd: float | None
+    scheduler_hourly_usd: float | None = Field(
+        default=None, description="Managed Kubernetes: control plane + system pool (None without a scheduler)."
+    )
     hourly_usd: float | None
     unpriced: tuple[str, ...] = Field(description="Parts with no known price, e.g. 'compute'.")
     lifetime_hours: float | None = Field(description="TTL, or the lifetime the cost cap allows.")
@@ -85,11 +89,17 @@ class ClusterPlan(_Frozen):
     tags: dict[str, str]
     created_at: datetime
     expires_at: datetime | None
+    lifetime_enforced_by: str | None = Field(
+        default=None, description="What deletes the nodes in the cloud at expires_at (None: only the reaper)."
+    )
     cost: CostEstimate
     nccl_env: dict[str, str]
     warnings: tuple[str, ...]
     options: Any = Field(exclude=True, description="The cloud's option model.")
     extra: dict[str, Any] = Field(default_factory=dict, description="Cloud-specific decisions (adapter-owned).")
+    kubernetes: KubernetesPlan | None = Field(
+        default=None, description="The managed Kubernetes cluster (scheduler.kind kubernetes), else None."
+    )
 
     def island_of(self, rank: int) -> int:
         """The fabric island that node ``rank`` belongs to."""
@@ -121,8 +131,10 @@ class ClusterPlan(_Frozen):
             "cost": self.cost.model_dump(mode="json"),
             "max_lifetime_hours": self.cost.lifetime_hours,
             "expires_at": format_time(self.expires_at) if self.expires_at else None,
+            "lifetime_enforced_by": self.lifetime_enforced_by,
             "tags": self.tags,
             "nccl_env": self.nccl_env,
             "warnings": list(self.warnings),
             "extra": self.extra,
+            "scheduler": self.kubernetes.summary() if self.kubernetes else {"kind": "none"},
         }

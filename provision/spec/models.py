@@ -309,6 +309,46 @@ class CapacitySpec(_Model):
         return self
 
 
+#: A Kubernetes object name: an RFC 1123 DNS label (namespaces, queues).
+K8S_NAME_PATTERN = r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"
+
+
+class SchedulerSpec(_Model):
+    """What runs the jobs: the nodes themselves (``none``) or the cloud's managed Kubernetes."""
+
+    kind: Literal["none", "kubernetes"] = Field(
+        default="none",
+        description="'none': plain VMs (SSH, torchrun over the hostfile). 'kubernetes': the cloud's managed "
+        "Kubernetes (GKE, EKS) with the GPU fabric wired into pods, Kueue and Kubeflow Trainer.",
+    )
+    version: str | None = Field(
+        default=None,
+        pattern=r"^1\.[0-9]{2}$",
+        description="Kubernetes minor version (EKS, e.g. '1.35'); GKE follows its release channel. Default: a "
+        "version in standard support.",
+    )
+    system_nodes: int = Field(
+        default=2, ge=1, le=10, description="Nodes of the CPU pool for cluster services (DNS, operators, queues)."
+    )
+    system_instance_type: str | None = Field(
+        default=None, description="Machine type of the system pool (default e2-standard-4 / m6i.xlarge)."
+    )
+    namespace: str = Field(default="training", pattern=K8S_NAME_PATTERN, description="Namespace for training jobs.")
+    queue: str = Field(default="training", pattern=K8S_NAME_PATTERN, description="Kueue LocalQueue jobs go to.")
+
+    _numbers = field_validator("system_nodes", mode="before")(_not_bool)
+
+    @model_validator(mode="after")
+    def _only_with_kubernetes(self) -> SchedulerSpec:
+        if self.kind == "none":
+            given = [k for k in ("version", "system_instance_type") if getattr(self, k) is not None]
+            if given:
+                raise ValueError(
+                    f"scheduler.{given[0]} applies to kind kubernetes only; set kind: kubernetes or drop it"
+                )
+        return self
+
+
 class LifetimeSpec(_Model):
     """How long the cluster may live and what it may cost."""
 
@@ -347,6 +387,27 @@ class LifetimeSpec(_Model):
         return v
 
 
+class FailoverOption(_Model):
+    """Where to try next when the cloud has no capacity: fields that replace the spec's for one try.
+
+    A new region without a zone lets the catalog pick the zone; the cost cap, lifetime and every
+    other field stay the spec's. Every option is planned (and priced) before anything is created.
+    """
+
+    region: str | None = Field(default=None, min_length=1, description="Region to try instead.")
+    zone: str | None = Field(default=None, min_length=1, description="Zone to try instead.")
+    instance_type: str | None = Field(
+        default=None, min_length=1, description="Instance type to try instead (must carry the spec's GPU)."
+    )
+    capacity: CapacitySpec | None = Field(default=None, description="Consumption model to try instead.")
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> FailoverOption:
+        if not self.model_dump(exclude_none=True):
+            raise ValueError("changes nothing; give a region, zone, instance_type or capacity to try instead")
+        return self
+
+
 class ClusterSpec(_Model):
     """One GPU training cluster, on any of the four clouds."""
 
@@ -366,8 +427,17 @@ class ClusterSpec(_Model):
     access: AccessSpec = Field(default_factory=AccessSpec, description="Login access.")
     capacity: CapacitySpec = Field(default_factory=CapacitySpec, description="Consumption model.")
     lifetime: LifetimeSpec = Field(default_factory=LifetimeSpec, description="TTL and cost cap.")
+    scheduler: SchedulerSpec = Field(
+        default_factory=SchedulerSpec, description="What runs the jobs: plain VMs (none) or managed Kubernetes."
+    )
     tags: dict[TagKey, TagValue] = Field(default_factory=dict, description="Extra tags/labels on every resource.")
     owner: str | None = Field(default=None, description="Owner recorded in tags; defaults to the local user name.")
+    failover: tuple[FailoverOption, ...] = Field(
+        default=(),
+        max_length=10,
+        description="On a capacity error (no stock), `up` removes what the try created and tries these in order: "
+        "other zones, regions, instance types or capacity types. Quota and permission errors fail at once.",
+    )
     aws: AwsOptions | None = Field(default=None, description="AWS-only options.")
     gcp: GcpOptions | None = Field(default=None, description="GCP-only options.")
     azure: AzureOptions | None = Field(default=None, description="Azure-only options.")
@@ -494,10 +564,12 @@ def cross_field_problems(data: dict[str, Any]) -> list[Problem]:
 
 __all__ = [
     "AccessSpec",
+    "FailoverOption",
     "CapacitySpec",
     "ClusterSpec",
     "ImageSpec",
     "LifetimeSpec",
+    "SchedulerSpec",
     "ScratchStorage",
     "SharedStorage",
     "StorageSpec",

@@ -126,13 +126,23 @@ def scrub_data(value: Any, blobs: bool = False, _depth: int = 0) -> Any:
     return value
 
 
+#: The most a decoded value may expand to (user data is at most 16 KiB on AWS, 256 KiB on GCP).
+_MAX_DECODED = 16 * 1024 * 1024
+
+
 def decoded(value: str) -> str:
-    """``value`` base64-decoded when it is base64 text (node user data often is), else ``value``."""
+    """``value`` base64-decoded (and gunzipped) when it is base64 text, as node user data often is; else ``value``."""
     if len(value) < 16 or len(value) % 4 or not re.fullmatch(r"[A-Za-z0-9+/]+={0,2}", value):
         return value
     try:
-        return base64.b64decode(value, validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError):
+        raw = base64.b64decode(value, validate=True)
+        if raw[:2] == b"\x1f\x8b":  # gzip (cloud-init takes gzipped user data)
+            import zlib
+
+            inflater = zlib.decompressobj(wbits=31)
+            raw = inflater.decompress(raw, _MAX_DECODED)  # bounded: a gzip bomb stops here
+        return raw.decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError, OSError):
         return value
 
 

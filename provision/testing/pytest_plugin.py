@@ -104,12 +104,14 @@ def _target(target: Any, root: Path | None) -> tuple[ClusterSpec, str, dict[str,
 
 @pytest.fixture
 def provision_mock_cloud() -> Callable[..., PreviewResult]:
-    """``run(target, *, faults=(), stack=None, now=None, root=None) -> PreviewResult`` on the mocked cloud.
+    """``run(target, *, faults=(), stack=None, now=None, root=None, strict=True) -> PreviewResult`` on the mocked cloud.
 
     ``target`` is a stack name, a spec or stack YAML path, a mapping or a ``ClusterSpec``; a stack
     file's provider config (``aws:region``, ...) is set as the program would see it. Raises what
-    the program raises: ``SpecError`` / ``BudgetError`` before any resource, and an exception
-    carrying the fault's code when a :class:`~provision.testing.Fault` fires.
+    the program raises: ``SpecError`` / ``BudgetError`` before any resource, an exception
+    carrying the fault's code when a :class:`~provision.testing.Fault` fires, and
+    :class:`~provision.testing.StrictViolationError` when an input breaks a rule of the real cloud
+    (``strict=False`` turns the rules off).
     """
 
     def run(
@@ -119,11 +121,21 @@ def provision_mock_cloud() -> Callable[..., PreviewResult]:
         stack: str | None = None,
         now: datetime | None = None,
         root: Path | str | None = None,
+        strict: bool = True,
     ) -> PreviewResult:
         from provision.engine.mockrun import run_program
 
         spec, default_stack, config = _target(target, Path(root) if root else None)
-        return _isolated(run_program, spec, stack=stack or default_stack, faults=tuple(faults), now=now, config=config)
+        return _isolated(
+            run_program,
+            spec,
+            stack=stack or default_stack,
+            faults=tuple(faults),
+            now=now,
+            config=config,
+            strict=strict,
+            fail_fast=False,  # nothing persists: report every violation at once
+        )
 
     return run
 

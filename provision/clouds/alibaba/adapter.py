@@ -213,7 +213,11 @@ class AlibabaAdapter(Adapter):
     cloud: ClassVar[str] = "alibaba"
     extra: ClassVar[str] = "alibaba"
     sdk_modules: ClassVar[tuple[str, ...]] = ("pulumi_alicloud",)
+    lifetime_mechanism = "ECS auto_release_time on each instance"
     limits: ClassVar[dict[str, str]] = {
+        "kubernetes": "ACK is not wired yet. Missing: an ACK managed cluster with a GN8 node pool whose nodes "
+        "carry ERIs, Alibaba's eRDMA controller (ack-erdma-controller, aliyun/erdma resources in pods), the CPFS "
+        "CSI volume, and RRSA for pod identity",
         "cpfs-lingjun": _LINGJUN_REASON,
         "placement": f"a LowLatency deployment set holds at most {DEPLOYMENT_SET_MAX} nodes and no spot nodes",
         "eri": f"ecs.Instance creates at most {MAX_INLINE_ERIS} ERIs (primary + one secondary) per node",
@@ -401,6 +405,14 @@ class AlibabaAdapter(Adapter):
             "NCCL_IB_GID_INDEX": "-1",
             "NCCL_IB_ADDR_FAMILY": "AF_INET",
             "NCCL_IB_ROCE_VERSION_NUM": "2",
+            # PAI's eRDMA presets for ebmgn8v ("eRDMA: Use high-performance networks for distributed training":
+            # NCCL_IB_QPS_PER_CONNECTION=8, NCCL_MIN_NCHANNELS=16, NCCL_NET_PLUGIN=none).
+            "NCCL_IB_QPS_PER_CONNECTION": "8",
+            "NCCL_MIN_NCHANNELS": "16",
+            "NCCL_NET_PLUGIN": "none",
+            # GPUDirect RDMA is off by default over eRDMA (the GPU-ERI PCIe distance is SYS); it must be allowed
+            # explicitly (AliyunContainerService/alibabacloud-erdma-controller docs/erdma-benchmark/README.md).
+            "NCCL_NET_GDR_LEVEL": "SYS",
         }
 
     def extra_plan(self, spec: ClusterSpec, res: Resolution) -> dict[str, Any]:

@@ -54,7 +54,13 @@ def build_storage(plan: ClusterPlan, net: Network, parent: pulumi.Resource) -> t
         description=f"provision-{name}-shared",
         resource_group_id=extra["resource_group_id"],
         tags=dict(plan.tags),
-        opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=plan.storage.retain),
+        opts=pulumi.ResourceOptions(
+            parent=parent,
+            retain_on_delete=plan.storage.retain,
+            # CPFS "takes about 20 to 40 minutes to reach the Running state" (NAS API reference); the provider
+            # waits 10 minutes by default (resource_alicloud_nas_file_system.go).
+            custom_timeouts=pulumi.CustomTimeouts(create="60m", delete="30m") if cpfs else None,
+        ),
     )
     options = extra["nfs_options"]
     if cpfs:

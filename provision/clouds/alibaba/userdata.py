@@ -1,19 +1,25 @@
-"""Alibaba node user data: the common bootstrap plus ``images/alibaba/erdma-setup.sh`` (pure text).
+"""Alibaba node user data: the common bootstrap plus the GPU driver and eRDMA steps (pure text).
 
-The ECS API takes user data base64-encoded (pulumi_alicloud ``ecs.Instance.user_data``: "It supports
-to setting a base64-encoded value, and it is the recommended usage"), at most 32 KiB.
+The ECS API takes user data base64-encoded (pulumi_alicloud ``ecs.Instance.user_data``: "It supports to setting a
+base64-encoded value, and it is the recommended usage"), at most 32 KiB.
 """
 
 from __future__ import annotations
 
-import base64
-import shlex
-from string import Template
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from provision.planning.bootstrap import render_user_data
-from provision.planning.images import images_dir
-from provision.planning.plan import ClusterPlan
+from provision.planning.bootstrap import (
+    SharedMount,
+    Step,
+    base_values,
+    gzip_base64,
+    health_expectations,
+    static_file,
+)
+from provision.planning.bootstrap import render as render_bootstrap
+
+if TYPE_CHECKING:
+    from provision.planning.plan import ClusterPlan
 
 #: ECS user data limit (RunInstances ``UserData``: at most 32 KB after base64 encoding).
 MAX_USER_DATA_BYTES = 32 * 1024
@@ -25,39 +31,56 @@ DEFAULT_VERSIONS = {
     "erdma_installer": "1.5.7",
     "erdma_installer_sha256": "cb44f4c4aaaabfbd81224c85a9e7889732bda26cc832ff70ecc0559bcc14165c",
 }
+#: Alibaba's VPC-internal eRDMA mirror ("Enable eRDMA on an instance": installer download address).
 ERDMA_MIRROR = "http://mirrors.cloud.aliyuncs.com/erdma"
 
 
-def cloud_setup(plan: ClusterPlan) -> str:
-    """The Alibaba part of the bootstrap: login user, GPU driver, eRDMA stack, ENIs and MTU."""
+def _values(plan: ClusterPlan) -> Any:
     versions = {**DEFAULT_VERSIONS, **plan.image.versions}
-    template = Template((images_dir() / "alibaba" / "erdma-setup.sh").read_text(encoding="utf-8"))
-    return template.safe_substitute(
-        PROVISION_SSH_USER=plan.access.ssh_user,
-        PROVISION_AUTHORIZED_KEYS="\n".join(plan.access.ssh_public_keys),
-        PROVISION_DRIVER_BRANCH=versions["driver_branch"],
-        PROVISION_DRIVER_PACKAGE=versions["driver_package"],
-        PROVISION_FABRICMANAGER=versions["fabricmanager"],
-        PROVISION_ERDMA="true" if plan.fabric == "erdma" else "false",
-        PROVISION_ERDMA_INSTALLER_URL=f"{ERDMA_MIRROR}/erdma_installer-{versions['erdma_installer']}.tar.gz",
-        PROVISION_ERDMA_INSTALLER_SHA256=versions["erdma_installer_sha256"],
-        PROVISION_MTU=str(plan.extra["mtu"]),
+    values = base_values(plan)
+    values.add("SSH_SUDO", True, "flag", "access.ssh_user")
+    values.add("DRIVER_BRANCH", versions["driver_branch"], "version", "image.versions.driver_branch")
+    values.add("DRIVER_PACKAGE", versions["driver_package"], "package", "image.versions.driver_package")
+    values.add("FABRICMANAGER", versions["fabricmanager"], "package", "image.versions.fabricmanager")
+    installer = versions["erdma_installer"]
+    values.add("ERDMA_INSTALLER_VERSION", installer, "version", "image.versions.erdma_installer")
+    values.add(
+        "ERDMA_INSTALLER_URL",
+        f"{ERDMA_MIRROR}/erdma_installer-{installer}.tar.gz",
+        "url",
+        "image.versions.erdma_installer",
     )
+    values.add(
+        "ERDMA_INSTALLER_SHA256", versions["erdma_installer_sha256"], "digest", "image.versions.erdma_installer_sha256"
+    )
+    values.add("MTU", str(plan.extra["mtu"]), "int", "mtu")
+    return values
 
 
-def shared_mount(mount_source: str | None, mount_point: str, options: str) -> str:
-    """Shell lines that mount the shared filesystem now and at every boot (fstab)."""
-    if not mount_source:
-        return ": # the shared filesystem's NFS domain is not known at deploy time (see shared_fs output)"
-    point = shlex.quote(mount_point)
-    return "\n".join(
-        [
-            "apt-get install -y nfs-common || true",
-            f"mkdir -p {point}",
-            f"grep -q ' {mount_point} nfs ' /etc/fstab || "
-            f"echo '{mount_source} {mount_point} nfs {options},_netdev 0 0' >> /etc/fstab",
-            f"mount {point} || mount -t nfs -o {options} {shlex.quote(mount_source)} {point}",
+def render(plan: ClusterPlan, mount_source: str | None = None) -> str:
+    """The ``#cloud-config`` for every node of ``plan``; ``mount_source`` is the NAS mount source when known."""
+    steps = [Step("gpu-driver", "alibaba/steps/gpu-driver.sh", timeout=3600)]
+    if plan.fabric == "erdma":
+        steps += [
+            Step("erdma", "alibaba/steps/erdma.sh"),
+            Step("erdma-mode", "alibaba/steps/erdma-mode.sh", every_boot=True),
         ]
+    steps.append(Step("network", "alibaba/steps/network.sh", every_boot=True))
+    shared = None
+    if plan.storage is not None and mount_source:
+        shared = SharedMount(
+            mount_source, plan.storage.mount, "nfs", f"{plan.extra['nfs_options']},_netdev", "nfs-common"
+        )
+    return render_bootstrap(
+        plan,
+        values=_values(plan),
+        steps=steps,
+        files=[static_file("/usr/local/lib/provision/provision-net", "alibaba/provision-net", "0755")],
+        shared=shared,
+        login_keys=tuple(plan.access.ssh_public_keys),
+        # auto_release_time releases the node in the cloud; a guest shutdown would only stop (not delete) it.
+        expires_at=None,
+        health=health_expectations(plan, shared_fstype="nfs" if shared else None),
     )
 
 
@@ -65,18 +88,17 @@ def user_data(plan: ClusterPlan, mount_source: str | None = None) -> str:
     """The node's user data, base64-encoded.
 
     Raises:
-        ValueError: the script exceeds the ECS user-data limit.
+        ValueError: the user data exceeds the ECS limit, or a value fails its pattern (UnsafeValueError).
     """
-    storage: dict[str, Any] | None = plan.extra.get("storage")
-    mount = shared_mount(mount_source, plan.storage.mount, plan.extra["nfs_options"]) if plan.storage else ""
-    text = render_user_data(
-        plan,
-        cloud_setup=cloud_setup(plan),
-        shared_mount=mount if storage else "",
-        # auto_release_time releases the node in the cloud; a guest shutdown would only stop (not delete) it.
-        self_destruct=": # lifetime enforced by ECS auto_release_time",
-    )
-    encoded = base64.b64encode(text.encode()).decode()
+    encoded = gzip_base64(render(plan, mount_source))
     if len(encoded) > MAX_USER_DATA_BYTES:
         raise ValueError(f"user data is {len(encoded)} bytes base64, over the ECS limit of {MAX_USER_DATA_BYTES}")
     return encoded
+
+
+def mock_user_data(plan: ClusterPlan) -> str:
+    """The user data as the mocked cloud's nodes get it (a NAS mount source in the mocked cloud's format)."""
+    source = f"0a1b2c3d4e-abc12.{plan.region}.nas.aliyuncs.com:/" if plan.storage is not None else None
+    if plan.storage is not None and (plan.extra.get("storage") or {}).get("access") == "protocol-service":
+        source = None  # CPFS: the mount address is not known at deploy time
+    return render(plan, source)

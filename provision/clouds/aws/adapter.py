@@ -30,8 +30,10 @@ import re
 from typing import Any, ClassVar
 
 from provision.catalog import InstanceOffer
+from provision.clouds.aws import kubeplan
 from provision.clouds.base import Adapter
 from provision.planning.images import LOOKUP_PREFIX
+from provision.planning.kubernetes import KubernetesPlan
 from provision.planning.resolve import Resolution
 from provision.spec import ClusterSpec
 from provision.spec.errors import ProblemCollector
@@ -113,6 +115,10 @@ class AwsAdapter(Adapter):
     cloud = "aws"
     extra = "aws"
     sdk_modules = ("pulumi_aws",)
+    lifetime_mechanism = (
+        "a systemd timer on each node powers it off at the expiry; instance-initiated shutdown behaviour "
+        "'terminate' deletes it"
+    )
     limits: ClassVar[dict[str, str]] = {
         "nodes": f"an EC2 Fleet gang (all or nothing) holds at most {FLEET_MAX_NODES} nodes; "
         "larger clusters use aws.allocation: asg",
@@ -273,7 +279,9 @@ class AwsAdapter(Adapter):
     def warnings(self, spec: ClusterSpec, res: Resolution) -> list[str]:
         opts: AwsOptions = spec.cloud_options()
         out: list[str] = []
-        if spec.lifetime.ttl or spec.lifetime.max_cost_usd:
+        # Under Kubernetes, EKS runs the nodes: no node timer, no DLAMI lookup, no instant fleet.
+        vm = spec.scheduler.kind == "none"
+        if vm and (spec.lifetime.ttl or spec.lifetime.max_cost_usd):
             stop = (
                 "a scheduled scale-to-zero of the Auto Scaling group, with a node shutdown timer as backstop"
                 if opts.allocation == "asg"
@@ -284,7 +292,7 @@ class AwsAdapter(Adapter):
                 "VPC, NAT gateway and Elastic IPs keep billing until `provision reap` or `provision down` "
                 "removes them."
             )
-        if not spec.image.id:
+        if vm and not spec.image.id:
             out.append(
                 "the node image is resolved once from the DLAMI SSM parameter at deploy time; pin it by setting "
                 "image.id to the stack output `image_pin` (later AMI releases never replace running nodes)."
@@ -309,7 +317,7 @@ class AwsAdapter(Adapter):
                 "public_head_node in an existing VPC: the Elastic IP is attached to node 0, but routing replies "
                 "to access.allowed_cidrs through an internet gateway is up to your subnet's route table."
             )
-        if opts.allocation == "fleet":
+        if vm and opts.allocation == "fleet":
             out.append(
                 "an instant EC2 Fleet never replaces a failed node; changes to the launch template replace the "
                 "whole fleet (all nodes) on the next update."
@@ -410,3 +418,21 @@ class AwsAdapter(Adapter):
                 "timer_delay_minutes": ASG_TIMER_DELAY_MINUTES if opts.allocation == "asg" else 0,
             },
         }
+
+    # ------------------------------------------------------------------ scheduler: kubernetes (EKS)
+    def check_kubernetes(self, spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
+        kubeplan.check(spec, res, found)
+
+    def kubernetes_plan(self, spec: ClusterSpec, res: Resolution) -> KubernetesPlan:
+        assert res.offer is not None and res.fabric is not None  # noqa: S101
+        return kubeplan.kubernetes_plan(spec, res, self.extra_plan(spec, res), self.nccl_env(res.offer, res.fabric))
+
+    def kubernetes_warnings(self, spec: ClusterSpec, res: Resolution, k8s: KubernetesPlan) -> list[str]:
+        out = super().kubernetes_warnings(spec, res, k8s)
+        if k8s.extra["lifetime_schedule"]:
+            out.append(
+                "lifetime on EKS: a scheduled action scales the GPU node group's Auto Scaling group to 0 at "
+                "expires_at; the control plane, system nodes, NAT gateway and FSx keep billing until "
+                "`provision reap` or `down`."
+            )
+        return out

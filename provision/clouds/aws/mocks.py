@@ -152,9 +152,93 @@ def resource(args: pulumi.runtime.MockResourceArgs, ctx: MockContext) -> tuple[s
         out.update(name=rid, arn=_arn(ctx, "resource-groups", f"group/{rid}"))
     elif typ == "aws:resourcegroups/resource:Resource":
         rid = f"{inputs.get('groupArn')},{inputs.get('resourceArn')}"
+    elif typ.startswith("aws:eks/"):
+        rid = _eks(typ, name, inputs, out, ctx)
     else:
         rid = f"{name}-{hx[:8]}"
     return rid, out
+
+
+#: Launch template settings a managed node group refuses (EKS user guide "Customize managed nodes with
+#: launch templates", launch template basics).
+LT_FORBIDDEN = ("iamInstanceProfile", "instanceInitiatedShutdownBehavior", "hibernationOptions")
+
+
+def eks_rule_violations(typ: str, inputs: dict[str, Any], ctx: MockContext) -> list[str]:
+    """What EKS refuses at create time for a cluster or managed node group (sources inline)."""
+    out: list[str] = []
+    if typ == "aws:eks/cluster:Cluster":
+        ids = list((inputs.get("vpcConfig") or {}).get("subnetIds") or [])
+        zones = {r.inputs.get("availabilityZone") for r in ctx.find("aws:ec2/subnet:Subnet") if r.id in ids}
+        # "Subnets specified must be in at least two different AZs" (EKS CreateCluster, VPC requirements).
+        if len(zones) < 2:
+            out.append(f"vpcConfig.subnetIds must span at least two Availability Zones, got {sorted(map(str, zones))}")
+    if typ != "aws:eks/nodeGroup:NodeGroup":
+        return out
+    scaling = inputs.get("scalingConfig") or {}
+    if not scaling.get("minSize", 0) <= scaling.get("desiredSize", 0) <= scaling.get("maxSize", 0):
+        out.append(f"scalingConfig needs minSize <= desiredSize <= maxSize, got {scaling}")
+    lt_ref = (inputs.get("launchTemplate") or {}).get("id")
+    lt = next((r.inputs for r in ctx.find("aws:ec2/launchTemplate:LaunchTemplate") if r.id == lt_ref), None)
+    if lt_ref and lt is None:
+        out.append(f"launch template {lt_ref} does not exist")
+    if lt is not None:
+        out += [f"the launch template sets {k}, which a managed node group forbids" for k in LT_FORBIDDEN if k in lt]
+        if any("subnetId" in nic for nic in lt.get("networkInterfaces") or []):
+            out.append("the launch template's network interfaces set subnetId, which a managed node group forbids")
+        if lt.get("instanceType") and inputs.get("instanceTypes"):
+            out.append("the instance type is set in both the launch template and the node group")
+    if inputs.get("capacityType") == "CAPACITY_BLOCK":
+        # Capacity Blocks: the type and market type live in the launch template (EKS "Capacity Blocks for ML").
+        market = ((lt or {}).get("instanceMarketOptions") or {}).get("marketType")
+        if inputs.get("instanceTypes") or not (lt or {}).get("instanceType") or market != "capacity-block":
+            out.append("CAPACITY_BLOCK needs the instance type and marketType capacity-block in the launch template")
+    return out
+
+
+def _eks(typ: str, name: str, inputs: dict[str, Any], out: dict[str, Any], ctx: MockContext) -> str:
+    """EKS answers: cluster endpoint/CA/cluster security group, node group ASG, add-on versions, ARNs."""
+    hx = ctx.hex_id(name)
+    for rule in eks_rule_violations(typ, inputs, ctx):
+        raise CloudFaultError("InvalidParameterException", f"{typ} {name}: {rule}")
+    if typ == "aws:eks/cluster:Cluster":
+        cluster = str(inputs.get("name") or f"{name}-{ctx.hex_id(name, 7)}")
+        vpc = dict(inputs.get("vpcConfig") or {})
+        vpc.update(clusterSecurityGroupId=f"sg-{ctx.hex_id(name + '/cluster-sg')}", vpcId=f"vpc-{ctx.hex_id('vpc')}")
+        out.update(
+            name=cluster,
+            arn=_arn(ctx, "eks", f"cluster/{cluster}"),
+            endpoint=f"https://{hx[:32].upper()}.gr7.{_region(ctx)}.eks.amazonaws.com",
+            certificateAuthority={"data": "TU9DSy1FS1MtQ0E="},
+            vpcConfig=vpc,
+            identities=[{"oidcs": [{"issuer": f"https://oidc.eks.{_region(ctx)}.amazonaws.com/id/{hx[:32].upper()}"}]}],
+            platformVersion="eks.1",
+            status="ACTIVE",
+            clusterId=f"{hx[:8]}-{hx[8:12]}-{hx[12:16]}-{ctx.hex_id(name + '/id', 4)}-{ctx.hex_id(name, 12)}",
+        )
+        return cluster
+    cluster = str(inputs.get("clusterName") or "")
+    if typ == "aws:eks/nodeGroup:NodeGroup":
+        group = str(inputs.get("nodeGroupName") or f"{name}-{hx[:7]}")
+        asg = f"eks-{group}-{hx[:8]}-{hx[8:12]}-{hx[12:16]}-{hx[16:17]}"
+        out.update(
+            nodeGroupName=group,
+            arn=_arn(ctx, "eks", f"nodegroup/{cluster}/{group}/{hx[:8]}"),
+            resources=[{"autoscalingGroups": [{"name": asg}], "remoteAccessSecurityGroupId": ""}],
+            status="ACTIVE",
+            releaseVersion="1.35.0-20261120",
+            version=None,
+        )
+        return f"{cluster}:{group}"
+    if typ == "aws:eks/addon:Addon":
+        addon = str(inputs["addonName"])
+        out.update(arn=_arn(ctx, "eks", f"addon/{cluster}/{addon}/{hx[:8]}"), addonVersion="v1.0.0-eksbuild.1")
+        return f"{cluster}:{addon}"
+    if typ == "aws:eks/podIdentityAssociation:PodIdentityAssociation":
+        assoc = f"a-{hx[:17]}"
+        out.update(associationArn=_arn(ctx, "eks", f"podidentityassociation/{cluster}/{assoc}"), associationId=assoc)
+        return f"{cluster},{assoc}"
+    raise KeyError(f"the mocked AWS does not know resource type {typ!r}; add it to provision/clouds/aws/mocks.py")
 
 
 # ---------------------------------------------------------------------- invokes

@@ -7,7 +7,7 @@ reference each other without a cycle and AWS's default allow-all egress is not k
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pulumi
@@ -123,6 +123,8 @@ def build_network(plan: ClusterPlan, parent: pulumi.Resource) -> Network:
 class SecurityGroups:
     cluster: aws.ec2.SecurityGroup
     fsx: aws.ec2.SecurityGroup | None
+    #: The rules of the FSx group: FSx checks them when it is created, so it must be created after them.
+    fsx_rules: list[pulumi.Resource] = field(default_factory=list)
 
 
 def _rule(
@@ -137,9 +139,9 @@ def _rule(
     peer: aws.ec2.SecurityGroup | None = None,
     cidr: str | None = None,
     description: str,
-) -> None:
+) -> pulumi.Resource:
     cls = aws.vpc.SecurityGroupIngressRule if kind == "in" else aws.vpc.SecurityGroupEgressRule
-    cls(
+    return cls(
         f"{plan.name}-{name}",
         security_group_id=group.id,
         ip_protocol=protocol,
@@ -190,47 +192,59 @@ def build_security_groups(
     fsx = aws.ec2.SecurityGroup(
         f"{n}-fsx-sg",
         vpc_id=net.vpc_id,
-        description=f"provision {n}: FSx for Lustre, reachable from the cluster's nodes only",
+        # EC2 group descriptions allow only a-z A-Z 0-9 spaces ._-:/()#,@[]+=&;{}!$* (no apostrophe): botocore
+        # ec2 CreateSecurityGroupRequest.Description.
+        description=f"provision {n}: FSx for Lustre, reachable only from the cluster nodes",
         tags=tags(plan, "fsx-sg"),
         opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=retain),
     )
     if fsx_spec["efa"]:
         # An EFA-enabled file system needs all traffic to and from itself and its clients' group.
+        rules = []
         for peer, who in ((fsx, "self"), (cluster, "nodes")):
-            _rule("in", f"fsx-in-{who}", plan, fsx, parent, peer=peer, description=f"Lustre over EFA ({who})")
-            _rule("out", f"fsx-out-{who}", plan, fsx, parent, peer=peer, description=f"Lustre over EFA ({who})")
+            rules.append(
+                _rule("in", f"fsx-in-{who}", plan, fsx, parent, peer=peer, description=f"Lustre over EFA ({who})")
+            )
+            rules.append(
+                _rule("out", f"fsx-out-{who}", plan, fsx, parent, peer=peer, description=f"Lustre over EFA ({who})")
+            )
         _rule("in", "nodes-in-fsx", plan, cluster, parent, peer=fsx, description="Lustre over EFA (file servers)")
         _rule("out", "nodes-out-fsx", plan, cluster, parent, peer=fsx, description="Lustre over EFA (file servers)")
-        return SecurityGroups(cluster, fsx)
+        return SecurityGroups(cluster, fsx, rules)
+    fsx_rules = []
     for lo, hi in LUSTRE_PORTS:
         port = f"{lo}" if lo == hi else f"{lo}-{hi}"
         for peer, who in ((fsx, "self"), (cluster, "nodes")):
             desc = f"Lustre {port} ({who})"
-            _rule(
-                "in",
-                f"fsx-in-{who}-{lo}",
-                plan,
-                fsx,
-                parent,
-                protocol="tcp",
-                ports=(lo, hi),
-                peer=peer,
-                description=desc,
+            fsx_rules.append(
+                _rule(
+                    "in",
+                    f"fsx-in-{who}-{lo}",
+                    plan,
+                    fsx,
+                    parent,
+                    protocol="tcp",
+                    ports=(lo, hi),
+                    peer=peer,
+                    description=desc,
+                )
             )
-            _rule(
-                "out",
-                f"fsx-out-{who}-{lo}",
-                plan,
-                fsx,
-                parent,
-                protocol="tcp",
-                ports=(lo, hi),
-                peer=peer,
-                description=desc,
+            fsx_rules.append(
+                _rule(
+                    "out",
+                    f"fsx-out-{who}-{lo}",
+                    plan,
+                    fsx,
+                    parent,
+                    protocol="tcp",
+                    ports=(lo, hi),
+                    peer=peer,
+                    description=desc,
+                )
             )
         # Lustre servers call clients back on the same ports.
         _rule(
             "in", f"nodes-in-fsx-{lo}", plan, cluster, parent, protocol="tcp", ports=(lo, hi), peer=fsx,
             description=f"Lustre {port} (file servers)",
         )  # fmt: skip
-    return SecurityGroups(cluster, fsx)
+    return SecurityGroups(cluster, fsx, fsx_rules)

@@ -7,7 +7,6 @@ gang exists.
 
 from __future__ import annotations
 
-import base64
 import ipaddress
 import json
 from collections.abc import Sequence
@@ -190,7 +189,7 @@ def launch_template(
                 ),
             )
         ],
-        user_data=script.apply(lambda s: base64.b64encode(s.encode()).decode()),
+        user_data=script.apply(userdata.encode),
         instance_initiated_shutdown_behavior="terminate" if plan.expires_at is not None else None,
         instance_market_options=(
             aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type=market["market_type"])

@@ -1,29 +1,26 @@
-"""AWS node user data: the common bootstrap plus the EFA check, extra SSH keys and the FSx mount.
+"""AWS node user data: the common bootstrap plus AWS's steps (pure text; no SDK, no Pulumi).
 
-Pure text rendering (no SDK, no Pulumi). ``components.py`` calls :func:`render` inside an
-``Output.apply`` once the file system's DNS and mount names are known, and base64-encodes the
-result for the launch template. Nothing secret goes in: only public keys and addresses.
+``nodes.py`` calls :func:`render` inside an ``Output.apply`` once the file system's DNS and mount names are known,
+and base64-encodes the result for the launch template. Nothing secret goes in: only public keys and addresses.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
-from string import Template
 from typing import TYPE_CHECKING
 
-from provision.planning.bootstrap import render_user_data, self_destruct_timer
-from provision.planning.images import images_dir
+from provision.planning.bootstrap import SharedMount, Step, base_values, gzip_base64, health_expectations
+from provision.planning.bootstrap import render as render_bootstrap
 
 if TYPE_CHECKING:
     from provision.planning.plan import ClusterPlan
 
-#: AWS limits raw user data to 16 KB.
+#: AWS limits raw user data to 16 KB (EC2 User Guide, "Run commands when you launch an EC2 instance with user data").
 MAX_USER_DATA_BYTES = 16 * 1024
-
-
-def _snippet(name: str, **values: str) -> str:
-    text = (images_dir() / "aws" / name).read_text(encoding="utf-8")
-    return Template(text).substitute(values)
+#: FSx for Lustre User Guide, "Configuring EFA clients": the client configuration package.
+FSX_EFA_CLIENT_URL = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/samples/configure-efa-fsx-lustre-client.zip"
+#: FSx for Lustre User Guide, "Mounting from Amazon EC2" (fstab entry with the documented options).
+FSX_OPTIONS = "relatime,flock,_netdev,x-systemd.automount,x-systemd.requires=network.service"
 
 
 def extra_keys(plan: ClusterPlan) -> tuple[str, ...]:
@@ -39,27 +36,57 @@ def fsx_source(dns_name: str, mount_name: str) -> str:
     return f"{dns_name}@tcp:/{mount_name}"
 
 
+def fsx_efa(plan: ClusterPlan) -> bool:
+    """Whether the plan's FSx file system is EFA-enabled (its clients must then be configured for EFA)."""
+    return bool((plan.extra.get("fsx") or {}).get("efa"))
+
+
 def render(plan: ClusterPlan, fs_source: str | None = None) -> str:
-    """The full user data script for ``plan``; ``fs_source`` is the FSx mount source, if any.
+    """The full user data for ``plan``; ``fs_source`` is the FSx mount source, if any.
 
     Raises:
-        ValueError: the script is over the 16 KB EC2 limit (too many SSH keys).
+        UnsafeValueError: a value fails its pattern.
     """
-    setup = [_snippet("efa-setup.sh", EFA_EXPECTED=str(plan.fabric_interfaces if plan.fabric == "efa" else 0))]
-    keys = extra_keys(plan)
-    if keys:
-        setup.append(_snippet("ssh-keys.sh", SSH_USER=plan.access.ssh_user, KEYS="\n".join(keys)))
-    mount = ""
+    values = base_values(plan)
+    steps = [Step("fabric-manager", "aws/steps/fabric-manager.sh", every_boot=True)]
+    shared = None
     if plan.storage is not None and fs_source is not None:
-        mount = _snippet("lustre-mount.sh", FSX_SOURCE=fs_source, MOUNT=plan.storage.mount)
+        if fsx_efa(plan):
+            values.add("FSX_EFA_CLIENT_URL", FSX_EFA_CLIENT_URL, "url", "aws.fsx_efa")
+            steps.append(Step("fsx-efa-client", "aws/steps/fsx-efa-client.sh"))
+        shared = SharedMount(fs_source, plan.storage.mount, "lustre", FSX_OPTIONS)
+    expires = plan.expires_at
     delay = int(plan.extra["lifetime"]["timer_delay_minutes"])
-    timer_plan = plan
-    if plan.expires_at is not None and delay:
+    if expires is not None and delay:
         # The ASG's scheduled scale-to-zero is the primary stop; the node's own timer is a late backstop,
         # so the ASG never sees its nodes vanish first and launch replacements.
-        timer_plan = plan.model_copy(update={"expires_at": plan.expires_at + timedelta(minutes=delay)})
-    timer = self_destruct_timer(timer_plan)
-    script = render_user_data(plan, cloud_setup="\n".join(setup), shared_mount=mount, self_destruct=timer)
-    if len(script.encode()) > MAX_USER_DATA_BYTES:
-        raise ValueError(f"user data is {len(script.encode())} bytes, over the EC2 limit of {MAX_USER_DATA_BYTES}")
-    return script
+        expires = expires + timedelta(minutes=delay)
+    return render_bootstrap(
+        plan,
+        values=values,
+        steps=steps,
+        shared=shared,
+        login_keys=extra_keys(plan),
+        expires_at=expires,
+        health=health_expectations(plan, shared_fstype="lustre"),
+    )
+
+
+def encode(text: str) -> str:
+    """The launch template's ``user_data``: ``text`` gzip-compressed, base64-encoded.
+
+    Raises:
+        ValueError: the compressed user data is over the 16 KB EC2 limit (too many SSH keys).
+    """
+    encoded = gzip_base64(text)
+    size = len(encoded) * 3 // 4
+    if size > MAX_USER_DATA_BYTES:
+        raise ValueError(f"user data is {size} bytes compressed, over the EC2 limit of {MAX_USER_DATA_BYTES}")
+    return encoded
+
+
+def mock_user_data(plan: ClusterPlan) -> str:
+    """The user data as the mocked cloud's nodes get it (an FSx source in the mocked cloud's format)."""
+    if plan.storage is None:
+        return render(plan)
+    return render(plan, fsx_source(f"fs-0123456789abcdef0.fsx.{plan.region}.amazonaws.com", "abcdefgh"))

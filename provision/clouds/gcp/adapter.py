@@ -19,8 +19,9 @@ from typing import Any, ClassVar
 
 from provision.catalog import InstanceOffer
 from provision.clouds.base import Adapter
-from provision.clouds.gcp import layout
+from provision.clouds.gcp import kubeplan, layout
 from provision.planning.images import default_image
+from provision.planning.kubernetes import KubernetesPlan
 from provision.planning.plan import ImagePlan
 from provision.planning.resolve import DEFAULT_SHARED_KIND, Resolution
 from provision.spec import LABEL_KEY_PATTERN, LABEL_VALUE_PATTERN, ClusterSpec
@@ -41,7 +42,7 @@ def tcpx_env() -> dict[str, str]:
     Values: GoogleCloudPlatform/container-engine-accelerators gpudirect-tcpx/README.md (release of
     Jun 22, 2026, "NCCL configs") with the VM interface names and ``NCCL_NET``/UDS path of Cluster
     Toolkit's a3-highgpu-8g/nccl-tests/run-nccl-tests.sh. The plugin lives in /var/lib/tcpx/lib64,
-    which images/gcp/tcpx.sh adds to the loader path.
+    which images/gcp/steps/tcpx.sh adds to the loader path.
     """
     return {
         "NCCL_NET": "GPUDirectTCPX_v7",
@@ -75,7 +76,7 @@ def tcpxo_env() -> dict[str, str]:
     Values: container-engine-accelerators gpudirect-tcpxo/README.md (release of Nov 19, 2025, "NCCL
     configs"; the plugin's nccl-env-profile.sh sets the same) with the VM interface names and aperture
     device directory of Cluster Toolkit's a3-megagpu-8g/nccl-tests/run-nccl-tests.sh. The plugin, the
-    tuner and its config files are installed in /var/lib/tcpxo/lib64 by images/gcp/tcpxo.sh.
+    tuner and its config files are installed in /var/lib/tcpxo/lib64 by images/gcp/steps/tcpxo.sh.
     """
     lib = "/var/lib/tcpxo/lib64"
     return {
@@ -109,7 +110,7 @@ def rdma_env() -> dict[str, str]:
 
     Values: the gIB plugin's /usr/local/gib/scripts/set_nccl_env.sh as reproduced in Google's
     gpudirect-gib diagnostic image (NCCL_NET=gIB, adaptive routing, QPs per connection, traffic
-    classes); images/gcp/rdma.sh also sources that script for every login shell, which adds the tuner
+    classes); images/gcp/nccl-gib-profile.sh sources that script for every login shell, which adds the tuner
     config matching the machine type.
     """
     return {
@@ -163,6 +164,9 @@ class GcpAdapter(Adapter):
     cloud: ClassVar[str] = "gcp"
     extra: ClassVar[str] = "gcp"
     sdk_modules: ClassVar[tuple[str, ...]] = ("pulumi_gcp",)
+    lifetime_mechanism = (
+        "scheduling.termination_time with instance_termination_action DELETE (max_run_duration for flex-start)"
+    )
     limits: ClassVar[dict[str, str]] = {
         "public_head_node": "nodes are managed instance group members (one template): none gets an external IP; "
         "reach them through IAP (gcp.allow_iap_ssh) or a VPN",
@@ -318,7 +322,7 @@ class GcpAdapter(Adapter):
     def warnings(self, spec: ClusterSpec, res: Resolution) -> list[str]:
         out: list[str] = []
         cap = spec.capacity.type
-        if res.fabric == "tcpx" and not spec.image.id:
+        if res.fabric == "tcpx" and not spec.image.id and spec.scheduler.kind == "none":
             out.append(
                 "a3-highgpu-8g: the default image has no GPUDirect-TCPX kernel (linux-gcp-tcpx); nodes fall back "
                 "to NCCL sockets on the gVNICs until you pin a TCPX image with image.id (Cluster Toolkit's "
@@ -378,3 +382,30 @@ class GcpAdapter(Adapter):
 
     def extra_plan(self, spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
         return layout.decide(spec, res)
+
+    # ------------------------------------------------------------------ scheduler: kubernetes (GKE)
+    def check_kubernetes(self, spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
+        kubeplan.check(spec, res, found)
+
+    def kubernetes_plan(self, spec: ClusterSpec, res: Resolution) -> KubernetesPlan:
+        assert res.offer is not None and res.fabric is not None  # noqa: S101
+        return kubeplan.kubernetes_plan(spec, res, self.nccl_env(res.offer, res.fabric))
+
+    def kubernetes_warnings(self, spec: ClusterSpec, res: Resolution, k8s: KubernetesPlan) -> list[str]:
+        out = super().kubernetes_warnings(spec, res, k8s)
+        if spec.lifetime.ttl is not None or spec.lifetime.max_cost_usd is not None:
+            if spec.capacity.type == "flex-start":
+                out.append(
+                    "lifetime on GKE: flex-start nodes end after lifetime.ttl (max run duration); the control "
+                    "plane, system pool and filesystem keep billing until `provision reap` or `down`."
+                )
+            else:
+                out.append(
+                    "lifetime on GKE: node pools have no expiry; `provision reap` (or `down`) removes the "
+                    "cluster at expires_at. Use capacity flex-start for a cloud-side node lifetime."
+                )
+        out.append(
+            "GKE upgrades nodes in maintenance windows (release channel REGULAR, one GPU node at a time); "
+            "add a maintenance exclusion for long training runs."
+        )
+        return out

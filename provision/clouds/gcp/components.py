@@ -10,23 +10,19 @@ is stable, ordered by instance name (rank 0 = head node).
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
 import pulumi
 from pulumi_gcp import compute, projects, serviceaccount
 
+from provision.clouds.gcp import userdata
 from provision.clouds.gcp.adapter import assert_labels
 from provision.clouds.gcp.network import Networks, build_networks
 from provision.clouds.gcp.storage import build_storage
-from provision.planning.bootstrap import render_user_data
-from provision.planning.images import images_dir
 from provision.planning.outputs import stack_outputs
 from provision.planning.plan import ClusterPlan
 
 TYPE_TOKEN = "provision:gcp:Cluster"
-#: GCP deletes the VMs itself at the plan's expiry (termination time / run duration); no guest timer.
-SELF_DESTRUCT = ": # GCP deletes this VM at the cluster's expiry (instance termination action DELETE)"
 
 
 def termination_time(plan: ClusterPlan) -> str | None:
@@ -34,38 +30,6 @@ def termination_time(plan: ClusterPlan) -> str | None:
     if plan.extra["scheduling"]["lifetime"] != "termination-time" or plan.expires_at is None:
         return None
     return plan.expires_at.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def cloud_setup(plan: ClusterPlan) -> str:
-    """Shell lines for the node: login user, then the fabric's driver-side setup (images/gcp/*.sh)."""
-
-    def snippet(name: str) -> str:
-        return (images_dir() / "gcp" / name).read_text(encoding="utf-8")
-
-    versions = plan.image.versions
-    lines = [
-        f"SSH_USER={shlex.quote(plan.access.ssh_user)}",
-        f"SSH_KEYS={shlex.quote(chr(10).join(plan.access.ssh_public_keys))}",
-        snippet("users.sh"),
-    ]
-    if plan.fabric in ("tcpx", "tcpxo"):
-        lines += [
-            f"NCCL_PLUGIN_IMAGE={shlex.quote(versions['nccl_plugin'])}",
-            f"RXDM_IMAGE={shlex.quote(versions['rxdm'])}",
-        ]
-        lines.append(snippet("docker.sh"))
-        if plan.fabric == "tcpxo":
-            # The dmabuf import helper comes from Google's ar+https TCPXO repository.
-            lines += [f"DMABUF_VERSION={shlex.quote(versions['dmabuf_import_helper'])}", snippet("google-apt.sh")]
-        lines.append(snippet(f"{plan.fabric}.sh"))
-    elif plan.fabric == "rdma":
-        lines += [
-            f"NCCL_VERSION={shlex.quote(versions['nccl'])}",
-            f"NCCL_GIB_VERSION={shlex.quote(versions['nccl_gib'])}",
-            snippet("google-apt.sh"),
-            snippet("rdma.sh"),
-        ]
-    return "\n".join(lines)
 
 
 class GcpCluster(pulumi.ComponentResource):
@@ -97,11 +61,8 @@ class GcpCluster(pulumi.ComponentResource):
             )
         policy = self._placement_policy(plan, child)
         self.shared = build_storage(plan, nets, self)
-        user_data = pulumi.Output.from_input(self.shared.mount_script).apply(
-            lambda mount: render_user_data(
-                plan, cloud_setup=cloud_setup(plan), shared_mount=mount, self_destruct=SELF_DESTRUCT
-            )
-        )
+        # GCP deletes the VMs itself at the plan's expiry (termination time / run duration): no guest timer.
+        user_data = pulumi.Output.from_input(self.shared.mount_script).apply(lambda m: userdata.render(plan, m or ""))
         compact = policy.self_link if policy is not None and extra["placement"]["kind"] == "compact-placement" else None
         self.template = self._template(plan, nets, user_data, compact, child)
         workload = policy.self_link if policy is not None and extra["placement"]["kind"] == "workload-policy" else None

@@ -249,6 +249,9 @@ def storage(spec: ClusterSpec, res: Resolution) -> dict[str, Any] | None:
             firewall_ports=list(LUSTRE_PORTS),
             location=res.zone,
         )
+        if spec.scheduler.kind == "kubernetes":
+            # GKE's Lustre CSI driver reaches instances created with GKE support (LNet on port 6988).
+            out["gke_support"] = True
     elif kind == "parallelstore":
         out.update(
             instance_id=f"{spec.name}-daos",

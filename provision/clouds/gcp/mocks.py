@@ -16,7 +16,7 @@ from typing import Any
 
 import pulumi
 
-from provision.clouds.mocking import MockContext
+from provision.clouds.mocking import CloudFaultError, MockContext
 
 API = "https://www.googleapis.com/compute/v1"
 #: A private-services range the mocked Service Networking allocates (outside the default subnets).
@@ -155,10 +155,67 @@ def resource(args: pulumi.runtime.MockResourceArgs, ctx: MockContext) -> tuple[s
         rid = f"projects/{proj}/locations/{inputs['location']}/instances/{inputs['instanceId']}"
         first = ipaddress.ip_address(PSA_BASE) + 2
         out.update(name=rid, accessPoints=[str(first + i) for i in range(3)], daosVersion="2.6", state="ACTIVE")
+    elif typ == "gcp:container/cluster:Cluster":
+        rid, extra = _gke_cluster(inputs, proj, ctx)
+        out.update(extra)
+    elif typ == "gcp:container/nodePool:NodePool":
+        for rule in node_pool_violations(inputs):
+            raise CloudFaultError("INVALID_ARGUMENT", f"{typ} {args.name}: {rule}")
+        cluster = str(inputs["cluster"])
+        rid = f"{cluster}/nodePools/{inputs['name']}"
+        zones = inputs.get("nodeLocations") or [f"{ctx.region}-a"]
+        groups = [f"{API}/projects/{proj}/zones/{z}/instanceGroupManagers/gke-{inputs['name']}-{ctx.hex_id(rid, 8)}-grp"
+                  for z in zones]  # fmt: skip
+        out.update(instanceGroupUrls=groups, managedInstanceGroupUrls=groups, operation="", version="1.34.1-gke.1000")
+    elif typ == "gcp:serviceaccount/iAMMember:IAMMember":
+        rid = f"{inputs['serviceAccountId']}/{inputs['role']}/{inputs['member']}"
+        out.update(etag=f"BwY{ctx.hex_id(rid, 9)}=")
     else:
         raise KeyError(f"the mocked GCP does not know resource type {typ!r}; add it to provision/clouds/gcp/mocks.py")
     out["id"] = rid
     return rid, out
+
+
+def node_pool_violations(inputs: dict[str, Any]) -> list[str]:
+    """What GKE refuses for a node pool (Cluster Toolkit gke-node-pool preconditions; GKE flex-start docs)."""
+    out: list[str] = []
+    config = inputs.get("nodeConfig") or {}
+    if (inputs.get("placementPolicy") or {}).get("type") == "COMPACT" and len(inputs.get("nodeLocations") or []) != 1:
+        out.append("COMPACT placement needs exactly one node location")
+    if config.get("flexStart"):
+        if "nodeCount" in inputs or not inputs.get("autoscaling"):
+            out.append("flex-start pools autoscale from zero: set autoscaling, not nodeCount")
+        if (inputs.get("management") or {}).get("autoRepair", True):
+            out.append("flex-start needs management.autoRepair false")
+        if (config.get("reservationAffinity") or {}).get("consumeReservationType") != "NO_RESERVATION":
+            out.append("flex-start needs reservationAffinity NO_RESERVATION")
+        if config.get("spot"):
+            out.append("flex-start and spot cannot be combined")
+    affinity = config.get("reservationAffinity") or {}
+    if affinity.get("consumeReservationType") == "SPECIFIC_RESERVATION" and not (
+        affinity.get("key") and affinity.get("values")
+    ):
+        out.append("SPECIFIC_RESERVATION needs the reservation-name key and values")
+    return out
+
+
+def _gke_cluster(inputs: dict[str, Any], proj: str, ctx: MockContext) -> tuple[str, dict[str, Any]]:
+    """A regional GKE cluster: its id, API endpoint, CA and DNS endpoint (the names GKE gives them)."""
+    name, location = inputs["name"], inputs["location"]
+    rid = f"projects/{proj}/locations/{location}/clusters/{name}"
+    endpoints = dict(inputs.get("controlPlaneEndpointsConfig") or {})
+    dns = dict(endpoints.get("dnsEndpointConfig") or {})
+    dns["endpoint"] = f"gke-{ctx.hex_id(rid, 32)}-{ctx.num_id(rid, 12)}.{location}.gke.goog"
+    endpoints["dnsEndpointConfig"] = dns
+    return rid, {
+        "selfLink": f"https://container.googleapis.com/v1/{rid}",
+        "endpoint": f"34.{int(ctx.hex_id(rid, 2), 16) % 200 + 1}.{int(ctx.hex_id(rid + 'b', 2), 16)}.10",
+        "masterAuth": {**(inputs.get("masterAuth") or {}), "clusterCaCertificate": "TU9DSy1DQQ=="},
+        "controlPlaneEndpointsConfig": endpoints,
+        "masterVersion": "1.34.1-gke.1000",
+        "labelFingerprint": ctx.hex_id(rid, 8),
+        "operation": "",
+    }
 
 
 def _get_instance_group(args: pulumi.runtime.MockCallArgs, ctx: MockContext) -> dict[str, Any]:

@@ -69,6 +69,9 @@ def build_storage(plan: ClusterPlan, nets: Networks, parent: pulumi.Resource) ->
             network=nets.host.id,
             service="servicenetworking.googleapis.com",
             reserved_peering_ranges=[address.name],
+            # With the default (DELETE) the delete fails while producers still use the connection, and the
+            # peering then blocks deleting the network (pulumi-gcp servicenetworking.Connection deletion_policy).
+            deletion_policy="REMOVE_PEERING",
             opts=resource_options(plan, parent),
         )
         created += [address, connection]
@@ -101,6 +104,7 @@ def build_storage(plan: ClusterPlan, nets: Networks, parent: pulumi.Resource) ->
             filesystem=st["filesystem"],
             capacity_gib=st["capacity_gib"],
             per_unit_storage_throughput=st["throughput"],
+            gke_support_enabled=True if st.get("gke_support") else None,
             network=nets.host.id,
             labels=labels,
             description=f"shared filesystem of cluster {plan.name}",

@@ -1,0 +1,18 @@
+#!/bin/bash
+# provision step shared-mount (every boot): the cluster's shared filesystem at $SHARED_MOUNT, in fstab
+# (_netdev: boot waits for the network) and mounted now, with bounded retries (a new file system's DNS name
+# or export can take minutes to answer). Every value was checked against a strict pattern when rendered.
+# shellcheck source=../lib.sh
+. "${PROVISION_ROOT:-}/usr/local/lib/provision/lib.sh"
+[ -n "${SHARED_SOURCE:-}" ] || exit 0
+mnt="$R$SHARED_MOUNT"
+mkdir -p "$mnt"
+if ! grep -qs " $SHARED_MOUNT $SHARED_FSTYPE " "$R/etc/fstab"; then
+  printf '%s %s %s %s 0 0\n' "$SHARED_SOURCE" "$SHARED_MOUNT" "$SHARED_FSTYPE" "$SHARED_OPTIONS" >>"$R/etc/fstab"
+fi
+if [ -n "${SHARED_CLIENT:-}" ] && ! dpkg-query -W "$SHARED_CLIENT" >/dev/null 2>&1; then
+  pv_apt install "$SHARED_CLIENT" || exit 1
+fi
+mountpoint -q "$mnt" || pv_retry 10 15 mount -t "$SHARED_FSTYPE" -o "$SHARED_OPTIONS" "$SHARED_SOURCE" "$mnt" || exit 1
+# The login user owns the share's root (never world-writable); a root-squashed export refuses, which is fine.
+if [ -n "${SSH_USER:-}" ]; then chown "$SSH_USER" "$mnt" 2>/dev/null || true; fi

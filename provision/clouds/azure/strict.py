@@ -1,0 +1,514 @@
+"""Strict Azure: REST-spec enums, Microsoft's naming rules, and the network rules ARM enforces.
+
+* **Enums** are read at check time from pulumi-azure-native's input types, which are generated
+  from the Azure REST API specifications at the API versions the provider sends: every string
+  input whose type names an enum must be one of its values.
+* **Documented limits** quoted from the REST specs' descriptions (as pulumi-azure-native carries
+  them: scale-set computer name prefix, NetApp pool and volume sizes; ``tests/test_strict_azure.py``
+  checks each quote is still in the installed SDK), Microsoft's "Naming rules and restrictions for
+  Azure resources", and the Managed Lustre size table.
+* **Mocks never model**: a network security group rule mixing IPv4 and IPv6 prefixes, and a Managed
+  Lustre subnet whose NSG denies the SSH its servers need among themselves while deploying.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import inspect
+import ipaddress
+import re
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from provision.clouds.strict import NameRule, Resource, Violation, check_enum, values_at
+
+if TYPE_CHECKING:
+    from provision.clouds.mocking import MockContext
+
+NAMING = "learn.microsoft.com/azure/azure-resource-manager/management/resource-name-rules"
+_STD80 = r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,78}[A-Za-z0-9_])?"
+
+#: Pulumi type token -> (name input, rule), from Microsoft's naming rules (entity, length, characters).
+NAMES: dict[str, tuple[str, NameRule]] = {
+    "azure-native:resources:ResourceGroup": (
+        "resourceGroupName",
+        NameRule(
+            1,
+            90,
+            r"[-\w.()]*[-\w()]",
+            "letters, digits, _ ( ) - and .; not ending in .",
+            f"{NAMING} (Microsoft.Resources/resourcegroups)",
+        ),
+    ),
+    "azure-native:network:VirtualNetwork": (
+        "virtualNetworkName",
+        NameRule(
+            2,
+            64,
+            _STD80,
+            "alphanumerics, _ . -; start alphanumeric; end alphanumeric or _",
+            f"{NAMING} (Microsoft.Network/virtualNetworks)",
+        ),
+    ),
+    "azure-native:network:Subnet": (
+        "subnetName",
+        NameRule(
+            1,
+            80,
+            _STD80,
+            "alphanumerics, _ . -; start alphanumeric; end alphanumeric or _",
+            f"{NAMING} (Microsoft.Network/virtualNetworks/subnets)",
+        ),
+    ),
+    "azure-native:network:NetworkSecurityGroup": (
+        "networkSecurityGroupName",
+        NameRule(
+            1,
+            80,
+            _STD80,
+            "alphanumerics, _ . -; start alphanumeric; end alphanumeric or _",
+            f"{NAMING} (Microsoft.Network/networkSecurityGroups)",
+        ),
+    ),
+    "azure-native:network:PublicIPAddress": (
+        "publicIpAddressName",
+        NameRule(
+            1,
+            80,
+            _STD80,
+            "alphanumerics, _ . -; start alphanumeric; end alphanumeric or _",
+            f"{NAMING} (Microsoft.Network/publicIPAddresses)",
+        ),
+    ),
+    "azure-native:network:NatGateway": (
+        "natGatewayName",
+        NameRule(
+            1,
+            80,
+            _STD80,
+            "alphanumerics, _ . -; start alphanumeric; end alphanumeric or _",
+            f"{NAMING} (Microsoft.Network/natGateways)",
+        ),
+    ),
+    "azure-native:compute:ProximityPlacementGroup": (
+        "proximityPlacementGroupName",
+        NameRule(
+            1,
+            80,
+            _STD80,
+            "alphanumerics, _ . -; start alphanumeric; end alphanumeric or _",
+            f"{NAMING} (Microsoft.Compute/proximityPlacementGroups)",
+        ),
+    ),
+    "azure-native:compute:VirtualMachineScaleSet": (
+        "vmScaleSetName",
+        NameRule(
+            1,
+            64,
+            r"(?!_)[^\\/\"\[\]:|<>+=;,?*@&\s]*(?<![.-])",
+            'no \\ / " [ ] : | < > + = ; , ? * @ & or spaces; not starting with _; not ending with . or -',
+            f"{NAMING} (Microsoft.Compute/virtualMachineScaleSets, Linux)",
+        ),
+    ),
+    "azure-native:managedidentity:UserAssignedIdentity": (
+        "resourceName",
+        NameRule(
+            3,
+            128,
+            r"[A-Za-z0-9][A-Za-z0-9_-]{2,127}",
+            "alphanumerics, - and _; start alphanumeric",
+            f"{NAMING} (Microsoft.ManagedIdentity/userAssignedIdentities)",
+        ),
+    ),
+    "azure-native:storagecache:AmlFilesystem": (
+        "amlFilesystemName",
+        NameRule(
+            2,
+            80,
+            r"[0-9a-zA-Z][-0-9a-zA-Z_]{0,78}[0-9a-zA-Z]",
+            "alphanumerics, - and _; start and end alphanumeric",
+            "azure-rest-api-specs storagecache amlfs.json amlFilesystemName pattern",
+        ),
+    ),
+    "azure-native:netapp:Account": (
+        "accountName",
+        NameRule(
+            1,
+            128,
+            r"[a-zA-Z0-9][a-zA-Z0-9\-_]{0,127}",
+            "alphanumerics, - and _; start alphanumeric",
+            "azure-rest-api-specs netapp.json accountName pattern",
+        ),
+    ),
+    "azure-native:netapp:CapacityPool": (
+        "poolName",
+        NameRule(
+            1,
+            64,
+            r"[a-zA-Z0-9][a-zA-Z0-9\-_]{0,63}",
+            "alphanumerics, - and _; start alphanumeric",
+            "azure-rest-api-specs netapp.json poolName pattern",
+        ),
+    ),
+    "azure-native:netapp:CapacityPoolVolume": (
+        "volumeName",
+        NameRule(
+            1,
+            64,
+            r"[a-zA-Z][a-zA-Z0-9\-_]{0,63}",
+            "letters, digits, - and _; start with a letter",
+            "azure-rest-api-specs netapp.json volumeName pattern",
+        ),
+    ),
+}
+
+#: Every azure-native type gets the REST-spec enum rules; these also have name or network rules.
+KNOWN = frozenset(NAMES)
+
+#: Limits the REST specs state in prose, quoted as pulumi-azure-native 3.x carries them.
+COMPUTER_NAME_PREFIX_QUOTE = "Computer name prefixes must be 1 to 15 characters long."
+POOL_SIZE_QUOTE = "Allowed values are in 1TiB chunks (value must be multiple of 1099511627776)."
+VOLUME_QUOTE = "For regular volumes, valid values are in the range 50GiB to 100TiB."
+LARGE_VOLUME_QUOTE = "from to 2400GiB to 2400TiB"
+GIB, TIB = 1 << 30, 1 << 40
+
+#: Azure Managed Lustre SKU -> (minimum, step, maximum) TiB: MicrosoftDocs/azure-stack-docs
+#: azure-managed-lustre/create-file-system-portal.md (throughput configurations table).
+AMLFS_SIZES = {
+    "AMLFS-Durable-Premium-40": (48, 48, 768),
+    "AMLFS-Durable-Premium-125": (16, 16, 128),
+    "AMLFS-Durable-Premium-250": (8, 8, 128),
+    "AMLFS-Durable-Premium-500": (4, 4, 128),
+}
+AMLFS_SIZE_SOURCE = "MicrosoftDocs/azure-stack-docs azure-managed-lustre/create-file-system-portal.md"
+AMLFS_SSH_SOURCE = (
+    'MicrosoftDocs/azure-stack-docs azure-managed-lustre/configure-network-security-group.md: "The system also '
+    'requires TCP port 22 (SSH) for initial deployment and configuration."'
+)
+FAMILY_SOURCE = (
+    "ARM ResourceCannotContainAddressPrefixesFromDifferentAddressFamilies (hashicorp/terraform-provider-azurerm#12534, "
+    "MicrosoftDocs/azure-docs#34567)"
+)
+TAG_IN_LIST_SOURCE = (
+    "ARM SecurityRuleParameterContainsUnsupportedValue: '*' and service tags only in the singular field"
+)
+
+
+# ------------------------------------------------------------------ enums from the REST specs
+
+
+def _type_names(tp: Any, out: list[Any]) -> None:
+    if isinstance(tp, typing.ForwardRef):
+        out.append(tp.__forward_arg__)
+    elif isinstance(tp, (str, type)):
+        out.append(tp)
+    for arg in getattr(tp, "__args__", None) or ():
+        _type_names(arg, out)
+
+
+class _Schema:
+    """Enum and nested input types of one pulumi-azure-native Args class, by engine (camelCase) name."""
+
+    def __init__(self, module: Any, cls: type) -> None:
+        self.module = module
+        self.enums: dict[str, type[enum.Enum]] = {}
+        self.nested: dict[str, type] = {}
+        params = inspect.signature(cls).parameters
+        for attr in dir(cls):
+            prop = getattr(cls, attr, None)
+            getter = getattr(prop, "fget", None)
+            camel = getattr(getter, "_pulumi_name", None)
+            if camel is None or attr not in params:
+                continue
+            names: list[Any] = []
+            _type_names(params[attr].annotation, names)
+            for name in names:
+                found = name if isinstance(name, type) else getattr(module, str(name).split(".")[-1], None)
+                if isinstance(found, type) and issubclass(found, enum.Enum):
+                    self.enums[camel] = found
+                elif isinstance(found, type) and found.__name__.endswith("Args"):
+                    self.nested[camel] = found
+
+
+@cache
+def _schema(module: Any, cls: type) -> _Schema:
+    """The enum map of one Args class (generated SDK code: immutable, built once per process)."""
+    return _Schema(module, cls)
+
+
+def _args_class(res_type: str) -> tuple[Any, type] | None:
+    """(module, Args class) for ``azure-native:<module>:<Resource>``."""
+    try:
+        _, mod, name = res_type.split(":")
+        module = importlib.import_module(f"pulumi_azure_native.{mod}")
+    except (ValueError, ImportError):
+        return None
+    cls = getattr(module, f"{name}Args", None)
+    return (module, cls) if isinstance(cls, type) else None
+
+
+def enum_rules(res: Resource, ctx: MockContext) -> list[Violation]:
+    found = _args_class(res.type)
+    if found is None:
+        return []
+    module, cls = found
+    out: list[Violation] = []
+
+    def visit(schema: _Schema, value: Mapping[str, Any], path: str) -> None:
+        for key, item in value.items():
+            here = f"{path}.{key}" if path else key
+            items = item if isinstance(item, list) else [item]
+            for element in items:
+                if key in schema.enums and isinstance(element, str):
+                    enum_cls = schema.enums[key]
+                    allowed = [str(m.value) for m in enum_cls]
+                    src = (
+                        f"Azure REST API spec enum {enum_cls.__name__} (pulumi-azure-native {module.__name__}, "
+                        "generated from azure-rest-api-specs)"
+                    )
+                    out.extend(check_enum(res, here, element, allowed, src))
+                elif key in schema.nested and isinstance(element, Mapping):
+                    visit(_schema(module, schema.nested[key]), element, here + ("[]" if item is not element else ""))
+
+    visit(_schema(module, cls), res.inputs, "")
+    return out
+
+
+# ------------------------------------------------------------------ names and documented limits
+
+
+def name_rules(res: Resource) -> list[Violation]:
+    out: list[Violation] = []
+    if res.type in NAMES:
+        key, rule = NAMES[res.type]
+        if isinstance(res.inputs.get(key), str) or key == "name":
+            out += rule.check(res, key)
+    for prefix in values_at(res.inputs, "virtualMachineProfile.osProfile.computerNamePrefix"):
+        if isinstance(prefix, str) and not 1 <= len(prefix) <= 15:
+            out.append(
+                res.violation(
+                    "virtualMachineProfile.osProfile.computerNamePrefix",
+                    prefix,
+                    "1-15 characters",
+                    f"Azure REST API spec VirtualMachineScaleSetOSProfile.computerNamePrefix: "
+                    f'"{COMPUTER_NAME_PREFIX_QUOTE}"',
+                )
+            )
+    if res.type == "azure-native:network:NetworkSecurityGroup":
+        for rule in values_at(res.inputs, "securityRules[]"):
+            if isinstance(rule, Mapping) and isinstance(rule.get("name"), str):
+                out += NAMES["azure-native:network:NetworkSecurityGroup"][1].check(
+                    Resource(res.type, res.name, {"name": rule["name"]}), "name"
+                )
+    return out
+
+
+def storage_rules(res: Resource) -> list[Violation]:
+    inputs = res.inputs
+    out: list[Violation] = []
+    if res.type == "azure-native:storagecache:AmlFilesystem":
+        sku = (inputs.get("sku") or {}).get("name")
+        size = inputs.get("storageCapacityTiB")
+        if sku in AMLFS_SIZES and size is not None:
+            lo, step, hi = AMLFS_SIZES[sku]
+            if not (lo <= float(size) <= hi and float(size) % step == 0):
+                out.append(
+                    res.violation(
+                        "storageCapacityTiB", size, f"{sku}: {lo}-{hi} TiB in steps of {step}", AMLFS_SIZE_SOURCE
+                    )
+                )
+    if res.type == "azure-native:netapp:CapacityPool":
+        size = inputs.get("size")
+        if size is not None and (int(size) % TIB or int(size) < TIB):
+            out.append(
+                res.violation(
+                    "size",
+                    size,
+                    "a whole number of TiB (bytes), at least 1 TiB",
+                    f'Azure REST API spec NetApp CapacityPool.size: "{POOL_SIZE_QUOTE}"',
+                ),
+            )
+    if res.type == "azure-native:netapp:CapacityPoolVolume":
+        quota = inputs.get("usageThreshold")
+        if quota is not None:
+            large = bool(inputs.get("isLargeVolume"))
+            lo, hi = (2400 * GIB, 2400 * TIB) if large else (50 * GIB, 100 * TIB)
+            q = int(quota)
+            if q % GIB or not lo <= q <= hi:
+                quote = LARGE_VOLUME_QUOTE if large else VOLUME_QUOTE
+                out.append(
+                    res.violation(
+                        "usageThreshold",
+                        quota,
+                        f"{'large' if large else 'regular'} volumes: {lo // GIB:,}-"
+                        f"{hi // GIB:,} GiB in whole GiB (bytes)",
+                        f'Azure REST API spec NetApp Volume.usageThreshold: "{quote}"',
+                    )
+                )
+    return out
+
+
+# ------------------------------------------------------------------ network security rules
+
+
+def _family(prefix: str) -> int | None:
+    try:
+        return ipaddress.ip_network(prefix, strict=False).version
+    except ValueError:
+        return None
+
+
+def nsg_rules(res: Resource) -> list[Violation]:
+    if res.type != "azure-native:network:NetworkSecurityGroup":
+        return []
+    out: list[Violation] = []
+    for i, rule in enumerate(values_at(res.inputs, "securityRules[]")):
+        if not isinstance(rule, Mapping):
+            continue
+        for key in ("sourceAddressPrefixes", "destinationAddressPrefixes"):
+            prefixes = [str(p) for p in rule.get(key) or []]
+            families = {f for f in map(_family, prefixes) if f is not None}
+            if len(families) > 1:
+                out.append(
+                    res.violation(
+                        f"securityRules[{i}].{key}", prefixes, "IPv4 and IPv6 prefixes in one rule", FAMILY_SOURCE
+                    )
+                )
+            tags = [p for p in prefixes if _family(p) is None]
+            if tags and len(prefixes) > 1:
+                out.append(
+                    res.violation(
+                        f"securityRules[{i}].{key}",
+                        prefixes,
+                        f"'*' and service tags ({', '.join(tags)}) cannot be in a list",
+                        TAG_IN_LIST_SOURCE,
+                    )
+                )
+    return out
+
+
+@dataclass(frozen=True)
+class _Rule:
+    priority: int
+    access: str
+    protocol: str
+    sources: tuple[str, ...]
+    destinations: tuple[str, ...]
+    ports: tuple[str, ...]
+
+
+def _rules(nsg: Mapping[str, Any], direction: str) -> list[_Rule]:
+    out = []
+    for r in nsg.get("securityRules") or []:
+        if str(r.get("direction", "")).lower() != direction:
+            continue
+        out.append(
+            _Rule(
+                int(r.get("priority") or 0),
+                str(r.get("access", "")),
+                str(r.get("protocol", "*")),
+                tuple(r.get("sourceAddressPrefixes") or [r.get("sourceAddressPrefix", "*")]),
+                tuple(r.get("destinationAddressPrefixes") or [r.get("destinationAddressPrefix", "*")]),
+                tuple(r.get("destinationPortRanges") or [r.get("destinationPortRange", "*")]),
+            )
+        )
+    # Azure's default rules: AllowVnetInBound / AllowVnetOutBound at 65000.
+    out.append(_Rule(65000, "Allow", "*", ("VirtualNetwork",), ("VirtualNetwork",), ("*",)))
+    return sorted(out, key=lambda r: r.priority)
+
+
+def _covers(prefixes: tuple[str, ...], cidr: str) -> bool:
+    for p in prefixes:
+        if p in ("*", "VirtualNetwork"):
+            return True
+        try:
+            if ipaddress.ip_network(cidr).subnet_of(ipaddress.ip_network(p, strict=False)):  # type: ignore[arg-type]
+                return True
+        except (ValueError, TypeError):
+            continue
+    return False
+
+
+def _port(ports: tuple[str, ...], port: int) -> bool:
+    for p in ports:
+        if p == "*":
+            return True
+        lo, _, hi = str(p).partition("-")
+        if lo.isdigit() and int(lo) <= port <= int(hi or lo):
+            return True
+    return False
+
+
+def _allows_ssh_within(nsg: Mapping[str, Any], cidr: str, direction: str) -> _Rule | None:
+    """The first rule deciding TCP 22 from ``cidr`` to ``cidr``, if it denies; ``None`` when allowed."""
+    for rule in _rules(nsg, direction):
+        if rule.protocol.lower() not in ("*", "tcp") or not _port(rule.ports, 22):
+            continue
+        if _covers(rule.sources, cidr) and _covers(rule.destinations, cidr):
+            return rule if rule.access.lower() == "deny" else None
+    return None
+
+
+def _by_id(ctx: MockContext, ref: Any) -> Any:
+    ref = ref.get("id") if isinstance(ref, Mapping) else ref
+    for r in ctx.ledger:
+        if ref and (r.id == ref or r.outputs.get("id") == ref):
+            return r
+    return None
+
+
+def amlfs_network_rules(res: Resource, ctx: MockContext) -> list[Violation]:
+    """A Managed Lustre subnet must let its servers reach each other on TCP 22 while deploying."""
+    if res.type != "azure-native:storagecache:AmlFilesystem":
+        return []
+    subnet = _by_id(ctx, res.inputs.get("filesystemSubnet"))
+    if subnet is None:
+        return []
+    cidr = subnet.inputs.get("addressPrefix")
+    nsg = _by_id(ctx, subnet.inputs.get("networkSecurityGroup"))
+    if nsg is None or not cidr:
+        return []
+    out = []
+    for direction in ("inbound", "outbound"):
+        deny = _allows_ssh_within(nsg.inputs, str(cidr), direction)
+        if deny is not None:
+            out.append(
+                res.violation(
+                    "filesystemSubnet",
+                    subnet.name,
+                    f"the subnet's NSG {nsg.name!r} denies {direction} TCP 22 within "
+                    f"{cidr} (rule at priority {deny.priority}); Managed Lustre servers need it to deploy",
+                    AMLFS_SSH_SOURCE,
+                )
+            )
+    return out
+
+
+#: Tags: names 1-512 characters without ``<>%&\\?/``, values up to 256 (Microsoft naming rules,
+#: Microsoft.Resources tagNames / tagNames/tagValues).
+TAG_NAME = r"[^<>%&\\?/]{1,512}"
+TAG_VALUE_MAX = 256
+
+
+def tag_rules(res: Resource) -> list[Violation]:
+    tags = res.inputs.get("tags")
+    if not isinstance(tags, Mapping):
+        return []
+    out = []
+    src = f"{NAMING} (Microsoft.Resources tagNames, tagNames/tagValues)"
+    for key, value in tags.items():
+        if not re.fullmatch(TAG_NAME, str(key)):
+            out.append(res.violation(f"tags.{key}", key, "names: 1-512 characters, none of < > % & \\ ? /", src))
+        if value is not None and len(str(value)) > TAG_VALUE_MAX:
+            out.append(res.violation(f"tags.{key}", value, f"values: at most {TAG_VALUE_MAX} characters", src))
+    return out
+
+
+def check(res: Resource, ctx: MockContext) -> list[Violation]:
+    """Every rule this cloud knows for one registration."""
+    out = enum_rules(res, ctx) + name_rules(res) + tag_rules(res) + storage_rules(res) + nsg_rules(res)
+    return out + amlfs_network_rules(res, ctx)

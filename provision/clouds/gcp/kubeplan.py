@@ -1,0 +1,430 @@
+"""GKE plan for ``scheduler: kubernetes`` (pure: no Pulumi, no SDK). Built by ``GcpAdapter.kubernetes_plan``.
+
+The GPU pool uses the VM path's decisions (:mod:`provision.clouds.gcp.layout`): the same GPU
+VPCs become the pool's additional node networks and, through GKE multi-networking, the pods'
+``Network`` objects (``GKENetworkParamSet`` with ``deviceMode`` ``NetDevice`` for GPUDirect-TCPX/O,
+``RDMA`` for A3 Ultra; Cluster Toolkit ``modules/scheduler/gke-cluster``). Sources:
+
+* Pod side of each fabric: GoogleCloudPlatform/container-engine-accelerators at 992db81
+  (2026-06): ``gpudirect-tcpxo/README.md`` (release Jan 9, 2026: installer
+  ``nccl-plugin-gpudirecttcpx-dev:v1.0.15``, RxDM ``tcpgpudmarxd-dev:v1.0.21``, the NCCL configs with
+  ``eth0`` control and ``eth1..eth8`` data NICs), ``gpudirect-tcpxo/nccl-test-latest.yaml`` (pod
+  annotations ``devices.gke.io/container.tcpxo-daemon``, ``networking.gke.io/interfaces``; the daemon
+  with NET_ADMIN/NET_BIND_SERVICE and ``/sys`` -> ``/hostsysfs``), ``gpudirect-tcpx/*`` (installer
+  v3.1.9, RxDM v2.0.12, ``/run/tcpx``), ``gpudirect-rdma/*`` (gIB plugin v1.1.1, ``rdma-N`` networks on
+  ``eth2..eth9``).
+* Node pools: Cluster Toolkit ``modules/compute/gke-node-pool/main.tf``: GPU taint
+  ``nvidia.com/gpu=present:NoSchedule``; COMPACT placement only in one zone and not with queued
+  provisioning; flex-start needs auto-repair off, autoscaling instead of a static count, NO_RESERVATION
+  and not spot; Workload Identity needs ``GKE_METADATA`` on every pool.
+* Accelerator names: GKE "GPUs on GKE" (nvidia-h100-80gb, nvidia-h100-mega-80gb, nvidia-h200-141gb).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from typing import Any
+
+from provision.clouds.gcp import layout
+from provision.clouds.k8s.addons import training_addons
+from provision.planning.cost import compute_hourly_usd
+from provision.planning.kubernetes import (
+    CONTROL_PLANE_HOURLY_USD,
+    POOL_LABEL,
+    AddonPlan,
+    ControlPlanePlan,
+    JobProfile,
+    KubernetesPlan,
+    NodePoolPlan,
+    system_pool,
+)
+from provision.planning.resolve import DEFAULT_SHARED_KIND, Resolution
+from provision.spec import ClusterSpec
+from provision.spec.errors import ProblemCollector
+
+#: GKE accelerator type per A3 machine type ("GPUs on GKE").
+ACCELERATORS = {
+    "a3-highgpu-8g": "nvidia-h100-80gb",
+    "a3-megagpu-8g": "nvidia-h100-mega-80gb",
+    "a3-ultragpu-8g": "nvidia-h200-141gb",
+}
+#: Pod and Service ranges GKE adds to the host subnet as secondary ranges (VPC-native). Outside the
+#: default host (10.0.0.0/20, 10.0.16.0/20) and GPU (10.128.0.0/9) ranges; checked against the spec's.
+PODS_CIDR = "10.32.0.0/14"
+SERVICES_CIDR = "10.36.0.0/20"
+RELEASE_CHANNEL = "REGULAR"
+#: Each GKE local SSD is 375 GiB; A3 High/Mega have 16, A3 Ultra 32 (machine-type tables).
+LOCAL_SSD_GIB = 375
+NVIDIA_LIBS = "/usr/local/nvidia/lib64"
+HOST_NVIDIA_LIBS = "/home/kubernetes/bin/nvidia/lib64"
+IMAGES = {
+    "tcpxo-installer": "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15",
+    "tcpxo-rxdm": "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.21",
+    "tcpx-installer": "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9",
+    "tcpx-rxdm": "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.12",
+    "rdma-installer": "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.1",
+    "device-injector": "gcr.io/gke-release/nri-device-injector@sha256:"
+    "6e79483d52abdc28454bf186320b10a56b0f117a10e8d65d5c74dbb821a76970",
+    "pause": "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830",
+    "setup": "ubuntu:24.04",
+}
+#: Default training image: NVIDIA's PyTorch container; the fabric plugin comes from the host mount.
+DEFAULT_IMAGE = "nvcr.io/nvidia/pytorch:25.01-py3"
+GPU_DEVICES = tuple(f"/dev/nvidia{i}" for i in range(8)) + ("/dev/nvidiactl", "/dev/nvidia-uvm")
+
+
+def network_names(fabric: str, count: int) -> list[str]:
+    """The pod-network (``Network``) names, one per GPU NIC, in NIC order."""
+    prefix = "rdma" if fabric == "rdma" else "gpu-nic"
+    return [f"{prefix}-{i}" for i in range(count)]
+
+
+def pod_networks(spec: ClusterSpec, fabric: str, count: int) -> list[dict[str, Any]]:
+    """Each pod network: its name, the VM layout's VPC/subnet keys, the device mode and the pod interface."""
+    out = []
+    for i, name in enumerate(network_names(fabric, count)):
+        if fabric == "rdma":
+            # A3 Ultra: eth1 is the second host gVNIC; the RDMA NICs are eth2..eth9 (gpudirect-rdma/nccl-test.yaml).
+            out.append(
+                {"name": name, "vpc": "rdma-net", "subnet": f"rdma-subnet-{i}", "mode": "RDMA", "ifname": f"eth{i + 2}"}
+            )
+        else:
+            out.append(
+                {
+                    "name": name,
+                    "vpc": f"gpunet-{i}",
+                    "subnet": f"gpusubnet-{i}",
+                    "mode": "NetDevice",
+                    "ifname": f"eth{i + 1}",
+                }
+            )
+    return out
+
+
+def pod_env(fabric: str, networks: list[dict[str, Any]], vm_env: dict[str, str]) -> dict[str, str]:
+    """The NCCL environment inside pods: the VM path's values (``vm_env``) with the pods' interface names and paths."""
+    env = dict(vm_env)
+    data = ",".join(n["ifname"] for n in networks)
+    if fabric == "tcpxo":
+        env.update(
+            NCCL_FASTRAK_CTRL_DEV="eth0",
+            NCCL_FASTRAK_IFNAME=data,
+            NCCL_SOCKET_IFNAME="eth0",
+            NCCL_TUNER_CONFIG_PATH=f"{NVIDIA_LIBS}/a3plus_tuner_config.textproto",
+            NCCL_SHIMNET_GUEST_CONFIG_CHECKER_CONFIG_FILE=f"{NVIDIA_LIBS}/a3plus_guest_config.textproto",
+            NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY="/dev/aperture_devices",
+        )
+    elif fabric == "tcpx":
+        bindings = [
+            ("8-21,112-125", "22-35,126-139"),
+            ("8-21,112-125", "22-35,126-139"),
+            ("60-73,164-177", "74-87,178-191"),
+            ("60-73,164-177", "74-87,178-191"),
+        ]
+        names = [n["ifname"] for n in networks]
+        env.update(
+            NCCL_SOCKET_IFNAME="eth0",
+            NCCL_GPUDIRECTTCPX_CTRL_DEV="eth0",
+            NCCL_GPUDIRECTTCPX_SOCKET_IFNAME=data,
+            NCCL_GPUDIRECTTCPX_TX_BINDINGS=";".join(f"{n}:{b[0]}" for n, b in zip(names, bindings, strict=True)),
+            NCCL_GPUDIRECTTCPX_RX_BINDINGS=";".join(f"{n}:{b[1]}" for n, b in zip(names, bindings, strict=True)),
+            NCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX="/run/tcpx",
+        )
+    elif fabric == "rdma":
+        env["NCCL_SOCKET_IFNAME"] = "eth0"
+    else:
+        env = {"NCCL_SOCKET_IFNAME": "eth0", "NCCL_CROSS_NIC": "0"}
+    env["LD_LIBRARY_PATH"] = NVIDIA_LIBS
+    return env
+
+
+def _host(name: str, path: str, mount: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    return {"name": name, "hostPath": {"path": path}}, {"name": name, "mountPath": mount or path}
+
+
+def job_profile(
+    spec: ClusterSpec, res: Resolution, networks: list[dict[str, Any]], claim: str | None, vm_env: dict[str, str]
+) -> JobProfile:
+    """What every training pod on this GKE cluster needs (module docstring for the sources)."""
+    assert res.offer is not None and res.nodes is not None and res.fabric is not None  # noqa: S101
+    offer, fabric = res.offer, res.fabric
+    libs_vol, libs_mount = _host("nvidia-libs", HOST_NVIDIA_LIBS, NVIDIA_LIBS)
+    volumes: list[dict[str, Any]] = [libs_vol, {"name": "dshm", "emptyDir": {"medium": "Memory"}}]
+    mounts: list[dict[str, Any]] = [libs_mount, {"name": "dshm", "mountPath": "/dev/shm"}]
+    sidecars: list[dict[str, Any]] = []
+    annotations: dict[str, str] = {}
+    if networks:
+        ifaces = [{"interfaceName": "eth0", "network": "default"}]
+        ifaces += [{"interfaceName": n["ifname"], "network": n["name"]} for n in networks]
+        annotations["networking.gke.io/default-interface"] = "eth0"
+        annotations["networking.gke.io/interfaces"] = json.dumps(ifaces)
+    if fabric in ("tcpx", "tcpxo"):
+        sys_vol, sys_mount = _host("sys", "/sys", "/hostsysfs")
+        proc_vol, proc_mount = _host("proc-sys", "/proc/sys", "/hostprocsysfs")
+        volumes += [sys_vol, proc_vol]
+        daemon = "tcpxo-daemon" if fabric == "tcpxo" else "tcpx-daemon"
+        devices = GPU_DEVICES + (("/dev/dmabuf_import_helper",) if fabric == "tcpxo" else ())
+        # The NRI device injector hands these devices to the daemon container by name.
+        annotations[f"devices.gke.io/container.{daemon}"] = "".join(f"- path: {d}\n" for d in devices)
+        daemon_mounts = [libs_mount, sys_mount, proc_mount]
+        if fabric == "tcpxo":
+            aperture_vol, aperture_mount = _host("aperture-devices", "/dev/aperture_devices")
+            volumes.append(aperture_vol)
+            mounts.append(aperture_mount)
+            command = ["/fts/entrypoint_rxdm_container.sh", "--num_hops=2"]
+            caps = ["NET_ADMIN", "NET_BIND_SERVICE"]
+        else:
+            socket_vol, socket_mount = _host("tcpx-socket", "/run/tcpx")
+            volumes.append(socket_vol)
+            mounts.append(socket_mount)
+            daemon_mounts.append(socket_mount)
+            command = [
+                "/tcpgpudmarxd/build/app/tcpgpudmarxd",
+                "--gpu_nic_preset",
+                "a3vm",
+                "--gpu_shmem_type",
+                "fd",
+                "--uds_path",
+                "/run/tcpx",
+                "--setup_param",
+                "--verbose 128 2 0 ",
+            ]
+            caps = ["NET_ADMIN"]
+        # A native sidecar (init container that keeps running): the pod completes when training ends.
+        sidecars.append(
+            {
+                "name": daemon,
+                "image": IMAGES[f"{fabric}-rxdm"],
+                "restartPolicy": "Always",
+                "command": command,
+                "securityContext": {"capabilities": {"add": caps}},
+                "env": [{"name": "LD_LIBRARY_PATH", "value": NVIDIA_LIBS}],
+                "volumeMounts": daemon_mounts,
+                "resources": {"requests": {"cpu": "150m"}},
+            }
+        )
+    elif fabric == "rdma":
+        gib_vol, gib_mount = _host("gib", "/home/kubernetes/bin/gib", "/usr/local/gib")
+        volumes.append(gib_vol)
+        mounts.append(gib_mount)
+    if claim and spec.storage.shared is not None:
+        volumes.append({"name": "shared", "persistentVolumeClaim": {"claimName": claim}})
+        mounts.append({"name": "shared", "mountPath": spec.storage.shared.mount})
+    gpus = offer.gpus_per_node
+    resources = {"nvidia.com/gpu": str(gpus)}
+    quota = {
+        "cpu": str(offer.vcpus * res.nodes),
+        "memory": f"{int(offer.memory_gib) * res.nodes}Gi",
+        "nvidia.com/gpu": str(gpus * res.nodes),
+    }
+    sched = spec.scheduler
+    return JobProfile(
+        namespace=sched.namespace,
+        queue=sched.queue,
+        runtime="provision-torch",
+        service_account="trainer",
+        image=DEFAULT_IMAGE,
+        nodes=res.nodes,
+        gpus_per_node=gpus,
+        fabric=fabric,
+        fabric_resource=None,
+        fabric_devices_per_node=len(networks),
+        resources=resources,
+        env=pod_env(fabric, networks, vm_env),
+        annotations=annotations,
+        node_selector={POOL_LABEL: "gpu"},
+        tolerations=({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},),
+        sidecars=tuple(sidecars),
+        volumes=tuple(volumes),
+        mounts=tuple(mounts),
+        shared_claim=claim,
+        shared_mount=spec.storage.shared.mount if claim and spec.storage.shared else None,
+        queue_quota=quota,
+    )
+
+
+def check(spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
+    """GKE's own rules, added beside every other problem."""
+    offer = res.offer
+    if offer is not None and offer.instance_type not in ACCELERATORS:
+        found.add(
+            "scheduler.kind",
+            "kubernetes",
+            f"is wired for the A3 machine types on GKE, not {offer.instance_type}",
+            f"use one of {', '.join(ACCELERATORS)}, or scheduler.kind: none",
+        )
+    shared = spec.storage.shared
+    if shared is not None and shared.kind == "parallelstore":
+        found.add(
+            "storage.shared.kind",
+            "parallelstore",
+            "is not mounted into pods by provision yet (Managed Lustre and Filestore are, through GKE's CSI drivers)",
+            "use managed-lustre or filestore with scheduler.kind: kubernetes",
+        )
+    if spec.scheduler.version is not None:
+        found.add(
+            "scheduler.version",
+            spec.scheduler.version,
+            f"is not used on GKE: the cluster follows the {RELEASE_CHANNEL} release channel",
+            "drop scheduler.version",
+        )
+    opts = spec.cloud_options()
+    ours = [("GKE pods", ipaddress.ip_network(PODS_CIDR)), ("GKE services", ipaddress.ip_network(SERVICES_CIDR))]
+    for path in ("host_subnet_cidr", "secondary_host_subnet_cidr", "gpu_subnet_cidr_base"):
+        try:
+            net = ipaddress.ip_network(getattr(opts, path), strict=True)
+        except ValueError:
+            continue  # reported by the VM checks
+        for label, mine in ours:
+            if net.overlaps(mine):
+                found.add(
+                    f"gcp.{path}", str(net), f"overlaps the {label} range {mine}", "pick a range outside 10.32.0.0/13"
+                )
+
+
+def _gpu_pool(spec: ClusterSpec, res: Resolution, networks: list[dict[str, Any]]) -> NodePoolPlan:
+    assert res.offer is not None and res.nodes is not None and res.fabric is not None  # noqa: S101
+    cap = spec.capacity.type
+    flex = cap == "flex-start"
+    compact = cap in ("on-demand", "spot")
+    return NodePoolPlan(
+        role="gpu",
+        name="gpu",
+        instance_type=res.offer.instance_type,
+        nodes=res.nodes,
+        min_nodes=0 if flex else res.nodes,
+        max_nodes=res.nodes,
+        gpus_per_node=res.offer.gpus_per_node,
+        fabric=res.fabric,
+        fabric_devices_per_node=len(networks),
+        capacity=cap,
+        placement="COMPACT placement policy in one zone" if compact else f"none ({cap} decides placement)",
+        hourly_usd=compute_hourly_usd(spec, res.offer, res.nodes),
+    )
+
+
+def _addons(fabric: str, storage_kind: str | None) -> list[AddonPlan]:
+    out = [
+        AddonPlan(
+            name="gpu-driver",
+            kind="managed",
+            source="GKE GPU driver installation (LATEST)",
+            version=None,
+            namespace="kube-system",
+            purpose="NVIDIA driver and device plugin on the GPU pool",
+        ),
+    ]
+    if fabric in ("tcpx", "tcpxo", "rdma"):
+        out.append(
+            AddonPlan(
+                name="multi-networking",
+                kind="managed",
+                source="GKE multi-networking (Dataplane V2)",
+                version=None,
+                namespace="kube-system",
+                purpose="Network + GKENetworkParamSet objects attach every GPU NIC to pods",
+            )
+        )
+        out.append(
+            AddonPlan(
+                name=f"nccl-{fabric}-installer",
+                kind="manifest",
+                source=IMAGES[f"{fabric}-installer"],
+                version=IMAGES[f"{fabric}-installer"].rsplit(":", 1)[-1],
+                namespace="kube-system",
+                purpose="Google's NCCL plugin for the fabric, installed on every GPU node",
+            )
+        )
+    if fabric in ("tcpx", "tcpxo"):
+        out.append(
+            AddonPlan(
+                name="nri-device-injector",
+                kind="manifest",
+                source=IMAGES["device-injector"].split("@")[0],
+                version=IMAGES["device-injector"].split("@")[1][:19],
+                namespace="kube-system",
+                purpose="hands GPU devices to the RxDM sidecar without a privileged pod",
+            )
+        )
+    if storage_kind == "managed-lustre":
+        out.append(
+            AddonPlan(
+                name="lustre-csi",
+                kind="managed",
+                source="GKE Managed Lustre CSI driver",
+                version=None,
+                namespace="kube-system",
+                purpose="mounts the Managed Lustre instance as a volume",
+            )
+        )
+    elif storage_kind == "filestore":
+        out.append(
+            AddonPlan(
+                name="filestore-csi",
+                kind="managed",
+                source="GKE Filestore CSI driver",
+                version=None,
+                namespace="kube-system",
+                purpose="mounts the Filestore share as a volume",
+            )
+        )
+    return out + training_addons()
+
+
+def kubernetes_plan(spec: ClusterSpec, res: Resolution, vm_env: dict[str, str]) -> KubernetesPlan:
+    """The GKE cluster for ``spec`` (call after :func:`check` found nothing); ``vm_env`` is the VM NCCL env."""
+    assert res.offer is not None and res.nodes is not None and res.fabric is not None  # noqa: S101
+    offer, fabric = res.offer, res.fabric
+    count = offer.fabric_interfaces if fabric in ("tcpx", "tcpxo", "rdma") else 0
+    networks = pod_networks(spec, fabric, count)
+    shared = spec.storage.shared
+    storage_kind = None
+    if shared is not None and shared.kind != "none" and res.storage is not None:
+        storage_kind = DEFAULT_SHARED_KIND["gcp"] if shared.kind == "auto" else shared.kind
+    claim = "shared" if storage_kind else None
+    sched = spec.scheduler
+    cidrs = tuple(spec.access.allowed_cidrs)
+    control = ControlPlanePlan(
+        service="gke",
+        name=spec.name,
+        version=f"release channel {RELEASE_CHANNEL}",
+        location=spec.region,
+        endpoint_access="DNS endpoint (IAM-authorized); IP endpoint only from access.allowed_cidrs"
+        if cidrs
+        else "DNS endpoint (IAM-authorized); no IP endpoint access from outside the VPC",
+        authorized_networks=cidrs,
+        hourly_usd=CONTROL_PLANE_HOURLY_USD["gke"],
+    )
+    cap = spec.capacity.type
+    ttl = spec.lifetime.ttl
+    disks = offer.local_nvme_disks or int((offer.local_nvme_gib or 0) // LOCAL_SSD_GIB)
+    extra = {
+        "zone": res.zone,
+        "release_channel": RELEASE_CHANNEL,
+        "node_image": "COS_CONTAINERD",
+        "pods_cidr": PODS_CIDR,
+        "services_cidr": SERVICES_CIDR,
+        "accelerator": ACCELERATORS.get(offer.instance_type),
+        "local_ssd_count": disks,
+        "boot_disk_type": layout.BOOT_DISK_TYPES.get(offer.instance_type, layout.DEFAULT_BOOT_DISK_TYPE),
+        "networks": networks,
+        # A3 Ultra's second gVNIC is a node network only: no pod uses it.
+        "node_only_networks": [{"vpc": "net-1", "subnet": "subnet-1"}] if offer.host_nics >= 2 else [],
+        "compact": cap in ("on-demand", "spot"),
+        "spot": cap == "spot",
+        "flex_start": cap == "flex-start",
+        "max_run_duration_s": int(ttl.total_seconds()) if cap == "flex-start" and ttl else None,
+        "reservation": spec.capacity.reservation if cap == "reservation" else None,
+        "storage_kind": storage_kind,
+        "images": dict(IMAGES),
+        "scopes": list(layout.NODE_SCOPES),
+    }
+    return KubernetesPlan(
+        control_plane=control,
+        system_pool=system_pool("gcp", spec.region, sched.system_nodes, sched.system_instance_type),
+        gpu_pool=_gpu_pool(spec, res, networks),
+        addons=tuple(_addons(fabric, storage_kind)),
+        job=job_profile(spec, res, networks, claim, vm_env),
+        extra=extra,
+    )

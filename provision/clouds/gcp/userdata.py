@@ -1,0 +1,103 @@
+"""GCP node user data: the common bootstrap plus the fabric's steps (images/gcp/) (pure text).
+
+``components.py`` calls :func:`render` inside an ``Output.apply`` with the shared filesystem's mount script
+(from ``storage.py``, which shell-quotes every value it writes), which runs as the ``storage-mount`` step.
+Instance metadata ``user-data`` is read by cloud-init on Ubuntu images (at most 256 KB per value).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from provision.planning.bootstrap import (
+    File,
+    Step,
+    base_values,
+    checked,
+    health_expectations,
+    static_file,
+)
+from provision.planning.bootstrap import render as render_bootstrap
+from provision.planning.images import images_dir
+
+if TYPE_CHECKING:
+    from provision.planning.plan import ClusterPlan
+
+#: Compute Engine metadata: at most 256 KB per value ("About VM metadata", limits).
+MAX_USER_DATA_BYTES = 256 * 1024
+#: The header every generated step starts with (static steps carry the same two lines).
+STEP_HEADER = '#!/bin/bash\n. "${PROVISION_ROOT:-}/usr/local/lib/provision/lib.sh"\n'
+
+
+def gpu_nics(plan: ClusterPlan) -> list[str]:
+    """The GPU NIC names the fabric uses (from the NCCL settings of the plan)."""
+    env = plan.nccl_env
+    names = env.get("NCCL_GPUDIRECTTCPX_SOCKET_IFNAME") or env.get("NCCL_FASTRAK_IFNAME") or ""
+    return [n for n in names.split(",") if n]
+
+
+def _fabric(plan: ClusterPlan, values: Any) -> tuple[list[Step], list[File]]:
+    versions = plan.image.versions
+    steps: list[Step] = []
+    files: list[File] = []
+    if plan.fabric in ("tcpx", "tcpxo"):
+        values.add("NCCL_PLUGIN_IMAGE", versions["nccl_plugin"], "image", "image.versions.nccl_plugin")
+        values.add("RXDM_IMAGE", versions["rxdm"], "image", "image.versions.rxdm")
+        steps.append(Step("docker", "gcp/steps/docker.sh"))
+        files += [
+            static_file("/usr/local/lib/provision/rxdm-run", "gcp/rxdm-run", "0755"),
+            static_file("/etc/systemd/system/provision-rxdm.service", "gcp/provision-rxdm.service"),
+        ]
+    if plan.fabric == "tcpxo":
+        values.add("DMABUF_VERSION", versions["dmabuf_import_helper"], "version", "image.versions.dmabuf_import_helper")
+        files.append(static_file("/etc/udev/rules.d/00-a3-megagpu.rules", "gcp/00-a3-megagpu.rules"))
+        steps += [Step("google-apt", "gcp/steps/google-apt.sh"), Step("tcpxo", "gcp/steps/tcpxo.sh", timeout=3600)]
+    elif plan.fabric == "tcpx":
+        files.append(static_file("/etc/provision/tcpx/gpu_rxq_configuration.textproto", "gcp/tcpx-gpu-rxq.textproto"))
+        steps += [
+            Step("tcpx", "gcp/steps/tcpx.sh", timeout=3600),
+            Step("tcpx-firewall", "gcp/steps/tcpx-firewall.sh", every_boot=True),
+        ]
+    elif plan.fabric == "rdma":
+        values.add("NCCL_VERSION", versions["nccl"], "version", "image.versions.nccl")
+        values.add("NCCL_GIB_VERSION", versions["nccl_gib"], "version", "image.versions.nccl_gib")
+        steps += [Step("google-apt", "gcp/steps/google-apt.sh"), Step("rdma", "gcp/steps/rdma.sh")]
+        # The gIB plugin's own environment script (Cluster Toolkit configure_nccl_env.yml), for login shells.
+        files.append(static_file("/etc/profile.d/provision-nccl-gib.sh", "gcp/nccl-gib-profile.sh"))
+    return steps, files
+
+
+def render(plan: ClusterPlan, mount_script: str = "") -> str:
+    """The ``#cloud-config`` for every node of ``plan``.
+
+    Raises:
+        UnsafeValueError: a value fails its pattern; ValueError: over the metadata size limit.
+    """
+    values = base_values(plan)
+    values.add("SSH_SUDO", True, "flag", "access.ssh_user")
+    steps, files = _fabric(plan, values)
+    shared_fstype = None
+    if mount_script and plan.storage is not None:
+        checked("path", plan.storage.mount, "storage.shared.mount")
+        steps.append(Step("storage-mount", text=STEP_HEADER + mount_script + "\n", timeout=3600))
+        shared_fstype = {"lustre": "lustre", "daos": "fuse"}.get(plan.storage.protocol, "nfs")
+    nics = gpu_nics(plan)
+    health = health_expectations(plan, shared_fstype=shared_fstype, gpu_nics=nics)
+    if nics:
+        health["fabric_devices"] = len(nics)
+    # OS Login (when the spec turns it on) governs logins; otherwise the spec's keys go to a local user.
+    keys = () if getattr(plan.options, "os_login", False) else tuple(plan.access.ssh_public_keys)
+    text = render_bootstrap(plan, values=values, steps=steps, files=files, login_keys=keys, health=health)
+    if len(text.encode()) > MAX_USER_DATA_BYTES:
+        raise ValueError(f"user data is {len(text.encode())} bytes, over the metadata limit of {MAX_USER_DATA_BYTES}")
+    return text
+
+
+def gcp_snippet(name: str) -> str:
+    """A GCP script snippet of ``images/gcp`` (the storage clients ``storage.py`` inlines)."""
+    return (images_dir() / "gcp" / name).read_text(encoding="utf-8")
+
+
+def mock_user_data(plan: ClusterPlan) -> str:
+    """The user data as the mocked cloud's nodes get it (the shared mount step reduced to a marker)."""
+    return render(plan, ": # mocked shared filesystem mount" if plan.storage is not None else "")

@@ -1,0 +1,153 @@
+"""Training jobs on ``scheduler: kubernetes`` clusters: the kubeconfig, and a TrainJob built and submitted.
+
+:func:`launch` is the ``--k8s`` submit path: ``provision k8s-launch TARGET -- SCRIPT ARGS`` today, and the
+hook for ``provision launch TARGET --k8s -- SCRIPT ARGS`` (call ``launch(cluster, script, args, ...)``).
+The job comes from the plan's job profile (:mod:`provision.clouds.k8s.jobs`): every node's GPUs and
+fabric devices, the fabric's NCCL environment, the cluster's Kueue queue and training runtime.
+
+Submitting runs ``kubectl apply -f -`` with the cluster's kubeconfig (written to a private temporary
+file; it holds no credential: GKE and EKS kubeconfigs authenticate through ``gke-gcloud-auth-plugin`` /
+``aws eks get-token``). A mocked cluster never submits: the job is returned (and printed) only.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from provision.clouds.k8s import jobs
+from provision.spec.errors import CloudError, Problem, UnsupportedError
+
+if TYPE_CHECKING:
+    from provision.ops.cluster import Cluster
+
+Runner = Callable[..., "subprocess.CompletedProcess[str]"]
+
+
+def _not_kubernetes(cluster: Cluster) -> UnsupportedError:
+    return UnsupportedError(
+        f"cluster {cluster.stack!r} runs no Kubernetes",
+        [
+            Problem(
+                "scheduler.kind",
+                cluster.spec.scheduler.kind,
+                "is not kubernetes, so there is no kubeconfig and no job queue",
+                "set scheduler: {kind: kubernetes} in the spec (GKE or EKS), or use `provision launch` on the VMs",
+            )
+        ],
+    )
+
+
+def kubeconfig(cluster: Cluster) -> str:
+    """The cluster's kubeconfig (from the stack outputs).
+
+    Raises:
+        UnsupportedError: the spec has no Kubernetes scheduler (exit 2).
+        CloudError: the cluster is not up.
+    """
+    if cluster.spec.scheduler.kind != "kubernetes":
+        raise _not_kubernetes(cluster)
+    k8s = cluster.outputs.get("kubernetes") or {}
+    config = k8s.get("kubeconfig")
+    if not config:
+        raise CloudError(
+            f"cluster {cluster.stack!r} has no kubeconfig: it is not up. To fix: run `provision up {cluster.stack}`"
+            + (" --mock" if cluster.mock else "")
+        )
+    return str(config)
+
+
+def build_job(
+    cluster: Cluster,
+    script: str,
+    args: Sequence[str] = (),
+    *,
+    image: str | None = None,
+    nodes: int | None = None,
+    name: str | None = None,
+    env: dict[str, str] | None = None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """The ``TrainJob`` for ``torchrun SCRIPT ARGS`` on this cluster (pure: nothing is sent).
+
+    Raises:
+        UnsupportedError: the spec has no Kubernetes scheduler, or the job's values are invalid (exit 2).
+    """
+    plan = cluster.plan()
+    if plan.kubernetes is None:
+        raise _not_kubernetes(cluster)
+    job_name = name or jobs.job_name(plan.name, now or datetime.now(timezone.utc))
+    try:
+        return jobs.train_job(
+            plan.kubernetes.job, name=job_name, script=script, args=list(args), image=image, nodes=nodes, env=env
+        )
+    except ValueError as e:
+        raise UnsupportedError(f"cannot build the training job: {e}") from None
+
+
+def submit(doc: dict[str, Any], config: str, *, run: Runner = subprocess.run) -> str:
+    """``kubectl apply`` the job with ``config``; returns kubectl's output.
+
+    Raises:
+        UnsupportedError: kubectl is not installed (exit 2, with how to install it).
+        CloudError: kubectl refused the job (its message included).
+    """
+    if shutil.which("kubectl") is None and run is subprocess.run:
+        raise UnsupportedError(
+            "kubectl is not installed; to fix: install it (https://kubernetes.io/docs/tasks/tools/) "
+            "or print the job with --print and apply it yourself"
+        )
+    fd, path = tempfile.mkstemp(prefix="provision-kubeconfig-", suffix=".yaml")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(config)
+        os.chmod(path, 0o600)
+        done = run(
+            ["kubectl", "--kubeconfig", path, "apply", "-f", "-"],
+            input=jobs.to_yaml(doc),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.unlink(path)
+    if done.returncode != 0:
+        raise CloudError(f"kubectl apply failed: {(done.stderr or done.stdout).strip()}")
+    return (done.stdout or "").strip()
+
+
+def launch(
+    cluster: Cluster,
+    script: str,
+    args: Sequence[str] = (),
+    *,
+    image: str | None = None,
+    nodes: int | None = None,
+    name: str | None = None,
+    print_only: bool = False,
+    run: Runner = subprocess.run,
+) -> dict[str, Any]:
+    """Build the job and submit it (unless ``print_only`` or the cluster is mocked).
+
+    Returns:
+        ``{"job": <TrainJob>, "yaml": str, "submitted": bool, "kubectl": str | None, "requests_per_node": {...}}``.
+    """
+    doc = build_job(cluster, script, args, image=image, nodes=nodes, name=name)
+    out: dict[str, Any] = {
+        "job": doc,
+        "yaml": jobs.to_yaml(doc),
+        "submitted": False,
+        "kubectl": None,
+        "requests_per_node": jobs.requested(doc),
+    }
+    if print_only or cluster.mock:
+        return out
+    out["kubectl"] = submit(doc, kubeconfig(cluster), run=run)
+    out["submitted"] = True
+    return out

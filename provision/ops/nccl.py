@@ -1,0 +1,203 @@
+"""``provision nccl-test``: all-reduce bus bandwidth across the cluster against a floor, and the slow node or pair.
+
+nccl-tests' ``all_reduce_perf`` runs across every node (``mpirun`` from the first node, one rank per GPU,
+the cluster's NCCL settings); its bus bandwidth at the largest message size is compared with the floor for
+the instance type (``images/nccl-floors.yaml``, each with its source). Below the floor, nodes are tested in
+pairs, and each slow pair's nodes against a node of a healthy pair, which names the slow node, or the
+slow link when both of its nodes are fine elsewhere.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from provision.ops.nodes import NodeRunner
+from provision.planning.images import images_dir
+
+if TYPE_CHECKING:
+    from provision.planning.plan import ClusterPlan
+
+#: nccl-tests arguments: 512 MiB .. 8 GiB, doubling; one GPU per process (mpirun starts one per GPU).
+TEST_ARGS = "-b 512M -e 8G -f 2 -g 1"
+_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+\w+\s+\w+\s+-?\d+\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)")
+
+
+@dataclass(frozen=True)
+class Floor:
+    """The bus-bandwidth floor of an instance type (GB/s), and where it comes from."""
+
+    busbw_gbps: float | None
+    source: str
+
+
+@cache
+def _floors() -> dict[str, Any]:
+    return yaml.safe_load((images_dir() / "nccl-floors.yaml").read_text(encoding="utf-8"))
+
+
+def floor_for(plan: ClusterPlan) -> Floor:
+    """The floor for ``plan``'s instance type; ``None`` without a GPU fabric or on a single node."""
+    if plan.fabric == "none" or not plan.offer.fabric_gbps or plan.nodes < 2:
+        return Floor(None, "no floor: single node or no GPU fabric")
+    data = _floors()
+    entry = {**data["default"], **(data.get("types") or {}).get(plan.instance_type, {})}
+    if entry.get("busbw_gbps"):
+        return Floor(float(entry["busbw_gbps"]), str(entry["source"]))
+    return Floor(round(plan.offer.fabric_gbps / 8 * float(entry["fraction_of_fabric"]), 1), str(entry["source"]))
+
+
+def parse_busbw(output: str) -> float | None:
+    """The out-of-place bus bandwidth (GB/s) at the largest message size of ``all_reduce_perf`` output."""
+    rows = [(int(m.group(1)), float(m.group(5))) for m in map(_ROW.match, output.splitlines()) if m]
+    return max(rows)[1] if rows else None
+
+
+def allreduce_command(plan: ClusterPlan, hosts: Sequence[str]) -> str:
+    """The ``mpirun`` line that runs ``all_reduce_perf`` over ``hosts`` (one process per GPU) with the cluster's
+    NCCL settings, started on the first of them."""
+    g = plan.gpus_per_node
+    parts = [
+        "mpirun",
+        "--allow-run-as-root",
+        "-np",
+        str(g * len(hosts)),
+        "-H",
+        ",".join(f"{h}:{g}" for h in hosts),
+        "--bind-to",
+        "none",
+    ]
+    for key in sorted(plan.nccl_env):
+        parts += ["-x", f"{key}={plan.nccl_env[key]}"]
+    parts += ["all_reduce_perf", *TEST_ARGS.split()]
+    return shlex.join(parts)
+
+
+@dataclass
+class NcclResult:
+    """The measured bus bandwidth against the floor, and what bisection found below it."""
+
+    busbw_gbps: float | None
+    floor: Floor
+    nodes: int
+    pairs: list[dict[str, Any]] = field(default_factory=list)
+    slow_nodes: list[int] = field(default_factory=list)
+    slow_links: list[list[int]] = field(default_factory=list)
+    islands: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        if self.error is not None or self.busbw_gbps is None:
+            return False
+        return self.floor.busbw_gbps is None or self.busbw_gbps >= self.floor.busbw_gbps
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "busbw_gbps": self.busbw_gbps,
+            "floor_gbps": self.floor.busbw_gbps,
+            "floor_source": self.floor.source,
+            "nodes": self.nodes,
+            "pairs": self.pairs,
+            "slow_nodes": self.slow_nodes,
+            "slow_links": self.slow_links,
+            "islands": self.islands,
+            "error": self.error,
+        }
+
+    def lines(self) -> list[str]:
+        if self.error:
+            return [f"nccl-test failed: {self.error}"]
+        floor = self.floor.busbw_gbps
+        head = f"all_reduce bus bandwidth {self.busbw_gbps} GB/s over {self.nodes} nodes" + (
+            f" (floor {floor} GB/s: {'ok' if self.ok else 'BELOW'})" if floor is not None else " (no floor)"
+        )
+        out = [head]
+        out += [f"slow node: {r}" for r in self.slow_nodes]
+        out += [f"slow link between nodes {a} and {b}" for a, b in self.slow_links]
+        if self.slow_links and self.nodes == 2:
+            out.append("with 2 nodes a slow node cannot be told from a slow link: test with a third node")
+        if not self.ok and not self.slow_nodes and not self.slow_links and self.pairs:
+            out.append("every pair meets the floor: the slowdown needs the whole cluster (fabric or topology)")
+        return out
+
+
+def nccl_test(plan: ClusterPlan, hosts: Sequence[str], run: NodeRunner) -> NcclResult:
+    """Measure the cluster's all-reduce bus bandwidth; below the floor, bisect by pairs."""
+    floor = floor_for(plan)
+
+    def measure(ranks: Sequence[int]) -> float | None:
+        result = run(allreduce_command(plan, [hosts[r] for r in ranks]), [ranks[0]])[0]
+        return parse_busbw(result.stdout) if result.exit_code == 0 else None
+
+    # The fabric does not cross islands (Azure: one InfiniBand island per scale set), so each island is
+    # measured on its own and the cluster's figure is the slowest island's.
+    groups, start = [], 0
+    for size in plan.islands if sum(plan.islands) == len(hosts) else (len(hosts),):
+        groups.append(list(range(start, start + size)))
+        start += size
+    measured = [(g, measure(g)) for g in groups if len(g) > 1 or len(groups) == 1]
+    values = [bw for _, bw in measured]
+    busbw = None if not values or any(bw is None for bw in values) else min(v for v in values if v is not None)
+    result = NcclResult(busbw, floor, len(hosts))
+    if len(groups) > 1:
+        result.islands = [{"ranks": [g[0], g[-1]], "busbw_gbps": bw} for g, bw in measured]
+    if busbw is None:
+        result.error = "all_reduce_perf did not run or printed no bandwidth (is nccl-tests installed on the nodes?)"
+        return result
+    if result.ok or floor.busbw_gbps is None:
+        return result
+    for group, bw in measured:
+        if bw is not None and bw >= floor.busbw_gbps:
+            continue
+        local = NcclResult(bw, floor, len(group))
+
+        def in_group(ranks: Sequence[int], g: list[int] = group) -> float | None:
+            return measure([g[r] for r in ranks])
+
+        bisect(len(group), in_group, floor.busbw_gbps, local)
+        result.pairs += [{**p, "nodes": [group[r] for r in p["nodes"]]} for p in local.pairs]
+        result.slow_nodes += [group[r] for r in local.slow_nodes]
+        result.slow_links += [[group[a], group[b]] for a, b in local.slow_links]
+    return result
+
+
+def bisect(n: int, measure: Callable[[Sequence[int]], float | None], floor: float, result: NcclResult) -> None:
+    """Test nodes in pairs; test each node of a slow pair with a node of a good pair: a node slow with a good
+    partner is a slow node; a slow pair of two nodes fine elsewhere is a slow link."""
+    pairs = [(i, i + 1) for i in range(0, n - 1, 2)] + ([(n - 1, 0)] if n % 2 else [])
+    slow = []
+    for a, b in pairs:
+        bw = measure([a, b])
+        result.pairs.append({"nodes": [a, b], "busbw_gbps": bw, "ok": bw is not None and bw >= floor})
+        if bw is None or bw < floor:
+            slow.append((a, b))
+    good = next((r for p in pairs if p not in slow for r in p), None)
+    if good is None:  # every pair is slow: look for any fast pair across them (bounded: n tries)
+        tried = set(pairs)
+        for i in range(n):
+            j = (i + 2) % n
+            if i == j or (i, j) in tried or (j, i) in tried:
+                continue
+            tried.add((i, j))
+            bw = measure([i, j])
+            if bw is not None and bw >= floor:
+                good = i
+                break
+    for a, b in slow:
+        if good is None:
+            result.slow_links.append([a, b])
+            continue
+        bad = [r for r in (a, b) if r != good and ((bw := measure([r, good])) is None or bw < floor)]
+        for r in bad:
+            if r not in result.slow_nodes:
+                result.slow_nodes.append(r)
+        if not bad:
+            result.slow_links.append([a, b])

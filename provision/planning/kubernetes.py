@@ -1,0 +1,174 @@
+"""The Kubernetes part of a plan (``scheduler: {kind: kubernetes}``): pure data, no Pulumi.
+
+A cloud adapter that runs its nodes under the cloud's managed Kubernetes fills a
+:class:`KubernetesPlan`: the control plane, the system node pool, the GPU node pool (the
+same nodes, fabric and capacity as the VM path), the add-ons, and the job profile a
+generated training job uses (GPUs and fabric devices per node, pod annotations, sidecars,
+the NCCL environment as pods see it). ``provision plan`` shows it with the cost of each part.
+
+Prices (USD per hour, list prices checked 2026-11; they differ by region and change):
+
+* GKE cluster management fee: $0.10 per cluster-hour for Standard clusters (Google Cloud
+  "Google Kubernetes Engine pricing", "Cluster management fee").
+* EKS: $0.10 per cluster-hour in standard support (AWS "Amazon EKS pricing"); $0.60 in
+  extended support, which the plan avoids by pinning a version in standard support.
+* System nodes: e2-standard-4 $0.134012/h in us-central1 (Google "VM instance pricing", E2);
+  m6i.xlarge $0.192/h in us-east-1 (AWS "EC2 On-Demand pricing").
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: Control plane price per cluster-hour, by managed service (sources in the module docstring).
+CONTROL_PLANE_HOURLY_USD = {"gke": 0.10, "eks": 0.10}
+#: The system pool's default machine type and its list price per node-hour (module docstring).
+SYSTEM_NODE = {"gcp": ("e2-standard-4", 0.134012), "aws": ("m6i.xlarge", 0.192)}
+#: Regions the system-node price above was read for; elsewhere it is an estimate.
+SYSTEM_NODE_PRICE_REGION = {"gcp": "us-central1", "aws": "us-east-1"}
+#: Kubernetes label put on every node of a pool, so queues and DaemonSets can select the pool.
+POOL_LABEL = "provision-pool"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ControlPlanePlan(_Frozen):
+    """The managed control plane."""
+
+    service: Literal["gke", "eks"]
+    name: str
+    version: str = Field(description="Kubernetes minor version, or the GKE release channel it follows.")
+    location: str = Field(description="Region (GKE: regional control plane; EKS: always regional).")
+    private_nodes: bool = True
+    endpoint_access: str = Field(description="Who can reach the API server, in words.")
+    authorized_networks: tuple[str, ...] = ()
+    hourly_usd: float | None
+
+
+class NodePoolPlan(_Frozen):
+    """One node pool (GKE) or managed node group (EKS)."""
+
+    role: Literal["gpu", "system"]
+    name: str
+    instance_type: str
+    nodes: int = Field(description="Nodes the pool holds once created (flex-start: the most it grows to).")
+    min_nodes: int
+    max_nodes: int
+    gpus_per_node: int = 0
+    fabric: str = "none"
+    fabric_devices_per_node: int = 0
+    capacity: str = "on-demand"
+    placement: str = Field(default="none", description="How the pool's nodes are packed together.")
+    hourly_usd: float | None = None
+
+
+class AddonPlan(_Frozen):
+    """Software the cluster gets at creation: a managed add-on, a Helm chart or our own manifests."""
+
+    name: str
+    kind: Literal["managed", "helm", "manifest"]
+    source: str = Field(description="Add-on name, chart reference or container image.")
+    version: str | None = Field(description="Pinned version; None: the service's default for the cluster version.")
+    namespace: str
+    purpose: str
+
+
+class JobProfile(_Frozen):
+    """What every pod of a generated training job needs on this cluster (see ``clouds/k8s/jobs.py``)."""
+
+    namespace: str
+    queue: str
+    runtime: str = Field(description="The ClusterTrainingRuntime the cluster is created with.")
+    service_account: str
+    image: str = Field(description="Default training image (overridable per job).")
+    nodes: int
+    gpus_per_node: int
+    fabric: str
+    fabric_resource: str | None = Field(description="Extended resource of the fabric devices, if one exists.")
+    fabric_devices_per_node: int
+    resources: dict[str, str] = Field(description="Requests = limits per node (GPUs, fabric devices, ...).")
+    env: dict[str, str] = Field(description="The NCCL / libfabric environment as pods see it.")
+    annotations: dict[str, str] = Field(default_factory=dict)
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    tolerations: tuple[dict[str, Any], ...] = ()
+    sidecars: tuple[dict[str, Any], ...] = Field(default=(), description="Native sidecars (init, restart Always).")
+    volumes: tuple[dict[str, Any], ...] = ()
+    mounts: tuple[dict[str, Any], ...] = Field(default=(), description="Volume mounts of the training container.")
+    shared_claim: str | None = None
+    shared_mount: str | None = None
+    queue_quota: dict[str, str] = Field(
+        default_factory=dict, description="The Kueue ClusterQueue's nominal quota: the whole GPU pool."
+    )
+
+
+class KubernetesPlan(_Frozen):
+    """Everything the cloud's ``kubernetes.py`` builds, and its cost."""
+
+    control_plane: ControlPlanePlan
+    system_pool: NodePoolPlan
+    gpu_pool: NodePoolPlan
+    addons: tuple[AddonPlan, ...]
+    job: JobProfile
+    extra: dict[str, Any] = Field(default_factory=dict, description="Cloud-specific decisions (adapter-owned).")
+
+    @property
+    def hourly_usd(self) -> float | None:
+        """What the cluster adds to the GPU nodes: control plane + system pool (``None`` if unpriced)."""
+        parts = (self.control_plane.hourly_usd, self.system_pool.hourly_usd)
+        return None if any(p is None for p in parts) else round(sum(p or 0.0 for p in parts), 4)
+
+    def summary(self) -> dict[str, Any]:
+        """The ``scheduler`` section of ``provision plan``: each part with its cost."""
+        return {
+            "kind": "kubernetes",
+            "control_plane": self.control_plane.model_dump(mode="json"),
+            "gpu_pool": self.gpu_pool.model_dump(mode="json"),
+            "system_pool": self.system_pool.model_dump(mode="json"),
+            "addons": [a.model_dump(mode="json") for a in self.addons],
+            "job": {
+                "namespace": self.job.namespace,
+                "queue": self.job.queue,
+                "runtime": self.job.runtime,
+                "resources_per_node": self.job.resources,
+                "fabric_devices_per_node": self.job.fabric_devices_per_node,
+                "fabric_resource": self.job.fabric_resource or "pod network interfaces",
+                "image": self.job.image,
+            },
+            "hourly_usd": self.hourly_usd,
+        }
+
+
+def system_pool(cloud: str, region: str, nodes: int, instance_type: str | None) -> NodePoolPlan:
+    """The small CPU pool for cluster services (DNS, operators, Kueue, the Trainer controller)."""
+    default_type, price = SYSTEM_NODE[cloud]
+    chosen = instance_type or default_type
+    hourly = round(price * nodes, 4) if chosen == default_type else None
+    return NodePoolPlan(
+        role="system",
+        name="system",
+        instance_type=chosen,
+        nodes=nodes,
+        min_nodes=nodes,
+        max_nodes=nodes,
+        hourly_usd=hourly,
+    )
+
+
+def system_price_note(cloud: str, region: str, pool: NodePoolPlan) -> str | None:
+    """A plan warning when the system pool's price is an estimate or unknown."""
+    default_type, _ = SYSTEM_NODE[cloud]
+    if pool.hourly_usd is None:
+        return (
+            f"the system pool's {pool.instance_type} has no catalog price; the hourly estimate leaves it out "
+            f"(the default {default_type} is priced)."
+        )
+    if region != SYSTEM_NODE_PRICE_REGION[cloud]:
+        return (
+            f"the system pool is priced at {SYSTEM_NODE_PRICE_REGION[cloud]} list prices "
+            f"({default_type}); {region} may differ slightly."
+        )
+    return None

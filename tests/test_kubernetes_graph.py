@@ -1,0 +1,246 @@
+"""scheduler: kubernetes, build half: the GKE and EKS resource graphs under the mocked cloud, goldens, mocks."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+import pytest
+from conftest import assert_golden, golden_graph, preview, stack_spec
+from test_kubernetes_plan import variant
+
+from provision.clouds.k8s.mocks import KubernetesApiError, check_object
+
+GKE = "gcp:container/cluster:Cluster"
+POOL = "gcp:container/nodePool:NodePool"
+EKS = "aws:eks/cluster:Cluster"
+NODEGROUP = "aws:eks/nodeGroup:NodeGroup"
+LT = "aws:ec2/launchTemplate:LaunchTemplate"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+PV = "kubernetes:core/v1:PersistentVolume"
+NETWORK = "kubernetes:networking.gke.io/v1:Network"
+PARAMS = "kubernetes:networking.gke.io/v1:GKENetworkParamSet"
+
+
+@pytest.fixture(scope="module")
+def gke() -> Any:
+    return preview(stack_spec("gcp-a3-64-gke"), stack="gcp-a3-64-gke")
+
+
+@pytest.fixture(scope="module")
+def eks() -> Any:
+    return preview(stack_spec("aws-p5-64-eks"), stack="aws-p5-64-eks")
+
+
+@pytest.mark.parametrize("stack", ["gcp-a3-64-gke", "aws-p5-64-eks"])
+def test_kubernetes_stack_matches_its_golden_graph(stack: str) -> None:
+    assert_golden(stack, golden_graph(preview(stack_spec(stack), stack=stack)))
+
+
+def test_gke_cluster_is_private_regional_multi_network_with_workload_identity(gke: Any) -> None:
+    c = gke.one(GKE).inputs
+    assert c["location"] == "us-central1" and c["privateClusterConfig"]["enablePrivateNodes"] is True
+    assert c["datapathProvider"] == "ADVANCED_DATAPATH" and c["enableMultiNetworking"] is True
+    assert c["workloadIdentityConfig"]["workloadPool"] == "my-ml-project.svc.id.goog"
+    assert c["removeDefaultNodePool"] is True and c["deletionProtection"] is False
+    assert c["addonsConfig"]["lustreCsiDriverConfig"] == {"enabled": True, "enableLegacyLustrePort": True}
+    assert [b["cidrBlock"] for b in c["masterAuthorizedNetworksConfig"]["cidrBlocks"]] == ["203.0.113.0/24"]
+    # The Lustre instance serves GKE clients (the CSI driver's legacy port matches it).
+    assert gke.one("gcp:lustre/instance:Instance").inputs["gkeSupportEnabled"] is True
+
+
+def test_gke_gpu_pool_has_eight_compact_nodes_with_every_gpu_vpc_as_a_node_network(gke: Any) -> None:
+    pools = {r.inputs["name"]: r.inputs for r in gke.of_type(POOL)}
+    gpu = pools["gpu"]
+    assert gpu["nodeCount"] == 8 and gpu["placementPolicy"] == {"type": "COMPACT"}
+    assert gpu["nodeLocations"] == ["us-central1-a"]
+    (acc,) = gpu["nodeConfig"]["guestAccelerators"]
+    assert acc["type"] == "nvidia-h100-mega-80gb" and acc["count"] == 8
+    assert gpu["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
+    subnets = {r.outputs["name"]: r.inputs for r in gke.of_type("gcp:compute/subnetwork:Subnetwork")}
+    extra = gpu["networkConfig"]["additionalNodeNetworkConfigs"]
+    assert len(extra) == 8 and all(n["subnetwork"] in subnets for n in extra)
+    assert pools["system"]["nodeCount"] == 2 and "guestAccelerators" not in pools["system"]["nodeConfig"]
+
+
+def test_gke_pod_networks_match_the_gpu_vpcs_and_the_job_annotation(gke: Any) -> None:
+    vpcs = {r.outputs["name"] for r in gke.of_type("gcp:compute/network:Network")}
+    params = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in gke.of_type(PARAMS)}
+    networks = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in gke.of_type(NETWORK)}
+    assert len(params) == len(networks) == 8
+    assert all(p["vpc"] in vpcs and p["deviceMode"] == "NetDevice" for p in params.values())
+    assert all(n["parametersRef"]["name"] in params and n["type"] == "Device" for n in networks.values())
+    annotation = gke.plan.kubernetes.job.annotations["networking.gke.io/interfaces"]
+    assert {i["network"] for i in json.loads(annotation)} - {"default"} == set(networks)
+
+
+def test_gke_installs_the_tcpxo_plugin_and_device_injector_on_the_gpu_pool(gke: Any) -> None:
+    ds = {r.inputs["metadata"]["name"]: r.inputs for r in gke.of_type("kubernetes:apps/v1:DaemonSet")}
+    assert set(ds) == {"nccl-tcpxo-installer", "device-injector"}
+    installer = ds["nccl-tcpxo-installer"]["spec"]["template"]["spec"]
+    assert installer["nodeSelector"] == {"provision-pool": "gpu"}
+    images = [c["image"] for c in installer["initContainers"]]
+    assert any(i.endswith("nccl-plugin-gpudirecttcpx-dev:v1.0.15") for i in images)
+
+
+def test_gke_shared_volume_points_the_lustre_csi_driver_at_the_instance(gke: Any) -> None:
+    csi = gke.one(PV).inputs["spec"]["csi"]
+    assert csi["driver"] == "lustre.csi.storage.gke.io"
+    assert csi["volumeHandle"] == "my-ml-project/us-central1-a/llm-train-gke-lustre"
+    assert csi["volumeAttributes"]["filesystem"] == "llmtrain"
+
+
+@pytest.mark.parametrize("fixture", ["gke", "eks"])
+def test_training_operator_and_queues_are_installed_from_pinned_charts(fixture: str, request: Any) -> None:
+    r = request.getfixturevalue(fixture)
+    releases = {x.inputs["name"]: x.inputs for x in r.of_type(RELEASE)}
+    assert releases["kubeflow-trainer"]["chart"].startswith("oci://") and releases["kubeflow-trainer"]["version"]
+    assert (
+        "trainer.kubeflow.org/trainjob" in releases["kueue"]["values"]["managerConfig"]["controllerManagerConfigYaml"]
+    )
+    queue = r.one("kubernetes:kueue.x-k8s.io/v1beta1:ClusterQueue").inputs["spec"]
+    quota = {q["name"]: q["nominalQuota"] for q in queue["resourceGroups"][0]["flavors"][0]["resources"]}
+    assert quota["nvidia.com/gpu"] == "64"
+    # Every resource a job requests is covered by the queue (Kueue admits nothing else).
+    assert set(r.plan.kubernetes.job.resources) <= set(queue["resourceGroups"][0]["coveredResources"])
+    runtime = r.one("kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime").inputs
+    assert runtime["metadata"]["name"] == r.plan.kubernetes.job.runtime
+
+
+def test_eks_cluster_spans_two_zones_and_is_reachable_only_from_allowed_networks(eks: Any) -> None:
+    c = eks.one(EKS).inputs
+    assert c["version"] == "1.35" and c["accessConfig"]["authenticationMode"] == "API"
+    vpc = c["vpcConfig"]
+    assert vpc["endpointPrivateAccess"] is True and vpc["publicAccessCidrs"] == ["203.0.113.0/24"]
+    subnets = {r.id: r.inputs for r in eks.of_type("aws:ec2/subnet:Subnet")}
+    zones = {subnets[s]["availabilityZone"] for s in vpc["subnetIds"]}
+    assert len(zones) == 2 and c["upgradePolicy"] == {"supportType": "STANDARD"}
+
+
+def test_eks_gpu_group_launches_the_full_efa_layout_in_the_placement_group(eks: Any) -> None:
+    lt = eks.one(LT).inputs
+    nics = lt["networkInterfaces"]
+    assert len(nics) == 33 and [n["interfaceType"] for n in nics].count("efa-only") == 32
+    assert all("subnetId" not in n for n in nics)  # EKS refuses a subnet in the launch template
+    cluster_sg = eks.one(EKS).outputs["vpcConfig"]["clusterSecurityGroupId"]
+    assert all(cluster_sg in n["securityGroups"] for n in nics)
+    assert lt["placement"]["groupName"] == eks.one("aws:ec2/placementGroup:PlacementGroup").outputs["name"]
+    assert "iamInstanceProfile" not in lt and "instanceType" not in lt
+    gpu = {r.inputs["nodeGroupName"]: r.inputs for r in eks.of_type(NODEGROUP)}["gpu"]
+    assert gpu["scalingConfig"] == {"desiredSize": 8, "maxSize": 8, "minSize": 8}
+    assert gpu["capacityType"] == "ON_DEMAND" and gpu["instanceTypes"] == ["p5.48xlarge"]
+    assert gpu["launchTemplate"]["id"] == eks.one(LT).id and gpu["amiType"] == "AL2023_x86_64_NVIDIA"
+
+
+def test_eks_has_device_plugins_pod_identity_fsx_volume_and_an_expiry_schedule(eks: Any) -> None:
+    charts = {r.inputs["name"]: r.inputs for r in eks.of_type(RELEASE)}
+    assert charts["aws-efa-k8s-device-plugin"]["values"]["nodeSelector"] == {"vpc.amazonaws.com/efa.present": "true"}
+    assert charts["nvidia-device-plugin"]["version"] == "0.17.1"
+    addons = {r.inputs["addonName"] for r in eks.of_type("aws:eks/addon:Addon")}
+    assert {"vpc-cni", "eks-pod-identity-agent", "aws-fsx-csi-driver", "coredns"} <= addons
+    assoc = eks.one("aws:eks/podIdentityAssociation:PodIdentityAssociation").inputs
+    assert (assoc["namespace"], assoc["serviceAccount"]) == ("training", "trainer")
+    csi = eks.one(PV).inputs["spec"]["csi"]
+    assert (
+        csi["driver"] == "fsx.csi.aws.com"
+        and csi["volumeHandle"] == eks.one("aws:fsx/lustreFileSystem:LustreFileSystem").id
+    )
+    schedule = eks.one("aws:autoscaling/schedule:Schedule").inputs
+    assert schedule["desiredCapacity"] == 0 and schedule["startTime"] == "2026-11-30T00:00:00Z"
+    gpu = [r for r in eks.of_type(NODEGROUP) if r.inputs["nodeGroupName"] == "gpu"][0]
+    assert schedule["autoscalingGroupName"] == gpu.outputs["resources"][0]["autoscalingGroups"][0]["name"]
+
+
+@pytest.mark.parametrize("stack", ["gcp-a3-64-gke", "aws-p5-64-eks"])
+def test_resource_count_does_not_grow_with_node_count(stack: str) -> None:
+    small = preview(variant(stack, gpus=16), stack=stack)
+    large = preview(variant(stack, gpus=512, lifetime={"ttl": "2h"}), stack=stack)
+    assert Counter(r.type for r in small.resources) == Counter(r.type for r in large.resources)
+
+
+def test_eks_capacity_block_and_spot_node_groups() -> None:
+    block = preview(
+        variant("aws-p5-64-eks", capacity={"type": "capacity-block", "reservation": "cr-0123456789abcdef0"})
+    )
+    lt = block.one(LT).inputs
+    assert lt["instanceType"] == "p5.48xlarge" and lt["instanceMarketOptions"] == {"marketType": "capacity-block"}
+    target = lt["capacityReservationSpecification"]["capacityReservationTarget"]
+    assert target == {"capacityReservationId": "cr-0123456789abcdef0"}
+    gpu = [r.inputs for r in block.of_type(NODEGROUP) if r.inputs["nodeGroupName"] == "gpu"][0]
+    assert gpu["capacityType"] == "CAPACITY_BLOCK" and "instanceTypes" not in gpu
+    spot = preview(variant("aws-p5-64-eks", capacity={"type": "spot"}))
+    assert [r.inputs["capacityType"] for r in spot.of_type(NODEGROUP) if r.inputs["nodeGroupName"] == "gpu"] == ["SPOT"]
+
+
+def test_gke_flex_start_spot_and_reservation_pools() -> None:
+    flex = preview(variant("gcp-a3-64-gke", capacity={"type": "flex-start"}, lifetime={"ttl": "24h"}))
+    gpu = [r.inputs for r in flex.of_type(POOL) if r.inputs["name"] == "gpu"][0]
+    assert "nodeCount" not in gpu and gpu["autoscaling"]["totalMaxNodeCount"] == 8 and "placementPolicy" not in gpu
+    assert gpu["nodeConfig"]["flexStart"] is True and gpu["nodeConfig"]["maxRunDuration"] == "86400s"
+    assert gpu["management"]["autoRepair"] is False
+    spot = preview(variant("gcp-a3-64-gke", capacity={"type": "spot"}))
+    assert [r.inputs["nodeConfig"].get("spot") for r in spot.of_type(POOL) if r.inputs["name"] == "gpu"] == [True]
+    res = preview(variant("gcp-a3-64-gke", capacity={"type": "reservation", "reservation": "a3-res"}))
+    gpu = [r.inputs for r in res.of_type(POOL) if r.inputs["name"] == "gpu"][0]
+    assert gpu["nodeConfig"]["reservationAffinity"]["values"] == ["a3-res"] and "placementPolicy" not in gpu
+
+
+def test_gke_a3_ultra_uses_rdma_networks_and_the_gib_plugin() -> None:
+    spec = variant("gcp-a3ultra-64", scheduler={"kind": "kubernetes"}, access={"allowed_cidrs": ["203.0.113.0/24"]})
+    r = preview(spec)
+    params = [x.inputs["spec"] for x in r.of_type(PARAMS)]
+    assert len(params) == 8 and {p["deviceMode"] for p in params} == {"RDMA"}
+    gpu = [x.inputs for x in r.of_type(POOL) if x.inputs["name"] == "gpu"][0]
+    assert len(gpu["networkConfig"]["additionalNodeNetworkConfigs"]) == 9  # 2nd gVNIC + 8 RDMA NICs
+    env = r.plan.kubernetes.job.env
+    assert env["NCCL_NET"] == "gIB"
+
+
+def test_mocked_api_server_refuses_what_kubernetes_refuses() -> None:
+    with pytest.raises(KubernetesApiError, match="metadata.name"):
+        check_object("kubernetes:core/v1:Namespace", "x", {"metadata": {"name": "Training"}})
+    with pytest.raises(KubernetesApiError, match="needs metadata.namespace"):
+        check_object("kubernetes:core/v1:ServiceAccount", "x", {"metadata": {"name": "trainer"}})
+    with pytest.raises(KubernetesApiError, match="cluster-scoped"):
+        check_object("kubernetes:core/v1:PersistentVolume", "x", {"metadata": {"name": "pv", "namespace": "a"}})
+    with pytest.raises(KubernetesApiError, match="pinned version"):
+        check_object("kubernetes:helm.sh/v3:Release", "x", {"name": "kueue", "chart": "oci://k/kueue"})
+    check_object("kubernetes:core/v1:Namespace", "x", {"metadata": {"name": "training", "labels": {"a/b": "c"}}})
+
+
+def test_eks_reservation_targets_the_odcr_without_creating_a_placement_group() -> None:
+    spec = variant("aws-p5-64-eks", capacity={"type": "reservation", "reservation": "cr-0123456789abcdef0"})
+    r = preview(spec)
+    lt = r.one(LT).inputs
+    target = lt["capacityReservationSpecification"]["capacityReservationTarget"]
+    assert target == {"capacityReservationId": "cr-0123456789abcdef0"} and "instanceMarketOptions" not in lt
+    assert not r.of_type("aws:ec2/placementGroup:PlacementGroup") and "placement" not in lt
+    gpu = [x.inputs for x in r.of_type(NODEGROUP) if x.inputs["nodeGroupName"] == "gpu"][0]
+    assert gpu["capacityType"] == "ON_DEMAND" and gpu["instanceTypes"] == ["p5.48xlarge"]
+
+
+def test_mocked_gke_and_eks_refuse_pool_settings_the_clouds_refuse() -> None:
+    from provision.clouds.aws.mocks import eks_rule_violations
+    from provision.clouds.gcp.mocks import node_pool_violations
+    from provision.clouds.mocking import MockContext, Registered
+
+    flex = {"nodeCount": 8, "nodeConfig": {"flexStart": True, "spot": True}, "management": {"autoRepair": True}}
+    rules = node_pool_violations({**flex, "placementPolicy": {"type": "COMPACT"}, "nodeLocations": ["a", "b"]})
+    assert len(rules) == 5  # compact in 2 zones, static count, auto-repair, reservation affinity, spot
+    ctx = MockContext()
+    lt = {"iamInstanceProfile": {"arn": "x"}, "instanceType": "p5.48xlarge", "networkInterfaces": [{"subnetId": "s"}]}
+    ctx.ledger.append(Registered("aws:ec2/launchTemplate:LaunchTemplate", "lt", lt, "lt-1", {}, True))
+    group = {
+        "scalingConfig": {"minSize": 8, "desiredSize": 4, "maxSize": 8},
+        "launchTemplate": {"id": "lt-1"},
+        "instanceTypes": ["p5.48xlarge"],
+        "capacityType": "CAPACITY_BLOCK",
+    }
+    found = eks_rule_violations("aws:eks/nodeGroup:NodeGroup", group, ctx)
+    assert len(found) == 5 and any("iamInstanceProfile" in f for f in found)
+    ctx.ledger.append(
+        Registered("aws:ec2/subnet:Subnet", "s", {"availabilityZone": "us-east-1a"}, "subnet-1", {}, True)
+    )
+    cluster = {"vpcConfig": {"subnetIds": ["subnet-1"]}}
+    assert eks_rule_violations("aws:eks/cluster:Cluster", cluster, ctx)  # one AZ only
