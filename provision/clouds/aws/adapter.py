@@ -112,7 +112,7 @@ def fsx_efa_allowed(tier: str, size_gib: int, throughput: int | None) -> bool:
 class AwsAdapter(Adapter):
     cloud = "aws"
     extra = "aws"
-    sdk_modules = ("pulumi_aws",)
+    sdk_modules = ("pulumi_aws", "pulumiverse_time")
     limits: ClassVar[dict[str, str]] = {
         "nodes": f"an EC2 Fleet gang (all or nothing) holds at most {FLEET_MAX_NODES} nodes; "
         "larger clusters use aws.allocation: asg",
