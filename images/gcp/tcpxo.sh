@@ -8,7 +8,9 @@
 # compatibility"). The package comes from Google's TCPXO repository (ar+https, see google-apt.sh).
 if ! dkms status -m dmabuf-import-helper -v "${DMABUF_VERSION}" 2>/dev/null | grep -q installed; then
   apt-get install -y -q dkms "linux-headers-$(uname -r)"
-  echo "deb [arch=all trusted=yes] ar+https://us-apt.pkg.dev/projects/gce-ai-infra gpudirect-tcpxo-apt main" \
+  # Verified like every other Google source (google-apt.sh installs the Artifact Registry key): Artifact Registry
+  # signs its Debian repositories with that key ("Debian packages" / "Configure VMs to install Debian packages").
+  echo "deb [arch=all signed-by=/etc/apt/keyrings/gcp-ar-repo.gpg] ar+https://us-apt.pkg.dev/projects/gce-ai-infra gpudirect-tcpxo-apt main" \
     > /etc/apt/sources.list.d/gpudirect-tcpxo.list
   apt-get update -q
   dmabuf_work=$(mktemp -d)

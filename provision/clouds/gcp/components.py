@@ -17,7 +17,7 @@ import pulumi
 from pulumi_gcp import compute, projects, serviceaccount
 
 from provision.clouds.gcp.adapter import assert_labels
-from provision.clouds.gcp.network import Networks, build_networks
+from provision.clouds.gcp.network import Networks, build_networks, named
 from provision.clouds.gcp.storage import build_storage
 from provision.planning.bootstrap import render_user_data
 from provision.planning.images import images_dir
@@ -37,17 +37,18 @@ def termination_time(plan: ClusterPlan) -> str | None:
 
 
 def cloud_setup(plan: ClusterPlan) -> str:
-    """Shell lines for the node: login user, then the fabric's driver-side setup (images/gcp/*.sh)."""
+    """Shell lines for the node: the fabric's driver-side setup (images/gcp/*.sh).
+
+    No login user is made here: with OS Login, IAM decides who logs in and who gets sudo; without it, the
+    guest agent creates ``access.ssh_user`` from the instance metadata keys (see :func:`login_metadata`). A
+    local user with a static key and passwordless sudo would bypass OS Login (review 2026-12-01 GCP C2).
+    """
 
     def snippet(name: str) -> str:
         return (images_dir() / "gcp" / name).read_text(encoding="utf-8")
 
     versions = plan.image.versions
-    lines = [
-        f"SSH_USER={shlex.quote(plan.access.ssh_user)}",
-        f"SSH_KEYS={shlex.quote(chr(10).join(plan.access.ssh_public_keys))}",
-        snippet("users.sh"),
-    ]
+    lines: list[str] = []
     if plan.fabric in ("tcpx", "tcpxo"):
         lines += [
             f"NCCL_PLUGIN_IMAGE={shlex.quote(versions['nccl_plugin'])}",
@@ -66,6 +67,41 @@ def cloud_setup(plan: ClusterPlan) -> str:
             snippet("rdma.sh"),
         ]
     return "\n".join(lines)
+
+
+def login_metadata(plan: ClusterPlan) -> dict[str, str]:
+    """Instance metadata for the way in.
+
+    * OS Login (default): ``enable-oslogin=TRUE``; IAM grants login (roles/compute.osLogin) and sudo
+      (roles/compute.osAdminLogin), and metadata keys are ignored ("About OS Login").
+    * ``gcp.os_login: false``: OS Login off and ``ssh-keys`` in the instance metadata in the documented
+      ``USERNAME:KEY`` lines ("Add SSH keys to VMs"); the guest environment creates the user.
+    Project-wide keys are blocked either way, so only this cluster's keys ever work.
+    """
+    if plan.extra["os_login"]:
+        return {"enable-oslogin": "TRUE", "block-project-ssh-keys": "TRUE"}
+    user = plan.access.ssh_user
+    keys = "\n".join(f"{user}:{key}" for key in plan.access.ssh_public_keys)
+    return {"enable-oslogin": "FALSE", "block-project-ssh-keys": "TRUE", "ssh-keys": keys}
+
+
+def internal_dns_names(instance_links: list[str] | None) -> list[str]:
+    """The zonal internal DNS name of each instance, by rank (sorted by name, as the MIG names them).
+
+    ``https://.../projects/P/zones/Z/instances/N`` -> ``N.Z.c.P.internal`` (Compute Engine "Internal DNS":
+    zonal names are ``VM_NAME.ZONE.c.PROJECT_ID.internal`` and resolve to nic0's primary internal IPv4 address
+    from VMs in the same VPC network). A domain-scoped project ``example.com:proj`` is written
+    ``proj.example.com`` in DNS names.
+    """
+    names = []
+    for link in instance_links or []:
+        parts = link.rstrip("/").split("/")
+        project, zone, name = parts[parts.index("projects") + 1], parts[parts.index("zones") + 1], parts[-1]
+        if ":" in project:
+            domain, _, pid = project.partition(":")
+            project = f"{pid}.{domain}"
+        names.append(f"{name}.{zone}.c.{project}.internal")
+    return sorted(names)
 
 
 class GcpCluster(pulumi.ComponentResource):
@@ -118,6 +154,7 @@ class GcpCluster(pulumi.ComponentResource):
         if place["kind"] == "workload-policy":
             return compute.ResourcePolicy(
                 f"{plan.name}-workload",
+                **named(f"{plan.name}-workload"),
                 description=f"dense placement of cluster {plan.name}",
                 workload_policy=compute.ResourcePolicyWorkloadPolicyArgs(
                     type=place["type"], max_topology_distance=place["max_topology_distance"]
@@ -127,6 +164,7 @@ class GcpCluster(pulumi.ComponentResource):
         if place["kind"] == "compact-placement":
             return compute.ResourcePolicy(
                 f"{plan.name}-compact",
+                **named(f"{plan.name}-compact"),
                 description=f"compact placement of cluster {plan.name}",
                 group_placement_policy=compute.ResourcePolicyGroupPlacementPolicyArgs(collocation=place["collocation"]),
                 **common,
@@ -158,6 +196,7 @@ class GcpCluster(pulumi.ComponentResource):
         shielded = extra["shielded"]
         return compute.RegionInstanceTemplate(
             f"{plan.name}-template",
+            **named(f"{plan.name}-template"),
             region=plan.region,
             machine_type=plan.instance_type,
             description=f"nodes of cluster {plan.name}",
@@ -204,9 +243,11 @@ class GcpCluster(pulumi.ComponentResource):
                 enable_integrity_monitoring=shielded["integrity_monitoring"],
             ),
             metadata={
-                "enable-oslogin": "TRUE",
-                "block-project-ssh-keys": "TRUE",
+                **login_metadata(plan),
                 "serial-port-enable": "FALSE",
+                # The hostfile names nodes by their zonal internal DNS names; ZonalOnly makes that the name the
+                # VM registers whatever the project's default ("Internal DNS": VmDnsSetting metadata).
+                "VmDnsSetting": "ZonalOnly",
                 "user-data": user_data,
             },
             labels=dict(plan.tags),
@@ -221,6 +262,7 @@ class GcpCluster(pulumi.ComponentResource):
         resize = alloc["mode"] == "resize-request"
         group = compute.InstanceGroupManager(
             f"{plan.name}-nodes",
+            **named(f"{plan.name}-nodes"),
             base_instance_name=plan.name,
             zone=extra["zone"],
             description=f"nodes of cluster {plan.name}",
@@ -258,6 +300,7 @@ class GcpCluster(pulumi.ComponentResource):
             waits.append(
                 compute.ResizeRequest(
                     f"{plan.name}-resize",
+                    **named(f"{plan.name}-resize"),
                     instance_group_manager=group.name,
                     zone=extra["zone"],
                     resize_by=alloc["resize_by"],
@@ -272,23 +315,16 @@ class GcpCluster(pulumi.ComponentResource):
         return group, waits
 
     def _node_ips(self, plan: ClusterPlan, waits: list[pulumi.Resource]) -> pulumi.Output[list[str]]:
+        """The nodes' zonal internal DNS names by rank, from ONE getInstanceGroup read.
+
+        No per-node getInstance: 1,024 reads on every preview and up would eat the project's read quota
+        (issue 11); the DNS name is derived from the instance's self link.
+        """
         invoke = pulumi.InvokeOutputOptions(parent=self, depends_on=waits)
         group = compute.get_instance_group_output(
             self_link=self.group.instance_group, zone=plan.extra["zone"], opts=invoke
         )
-
-        def primary_ips(instances: list[str] | None) -> Any:
-            links = sorted(instances or [])
-            return pulumi.Output.all(
-                *[
-                    compute.get_instance_output(self_link=link, opts=invoke).network_interfaces.apply(
-                        lambda nics: nics[0].network_ip
-                    )
-                    for link in links
-                ]
-            )
-
-        return group.instances.apply(primary_ips)
+        return group.instances.apply(lambda links: internal_dns_names(list(links or [])))
 
 
 def build(plan: ClusterPlan) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any
 import pulumi
 from pulumi_gcp import compute, filestore, lustre, parallelstore, servicenetworking
 
-from provision.clouds.gcp.network import Networks
+from provision.clouds.gcp.network import Networks, named
 from provision.planning.images import images_dir
 from provision.planning.outputs import shared_fs_summary
 from provision.planning.plan import ClusterPlan
@@ -55,6 +55,7 @@ def build_storage(plan: ClusterPlan, nets: Networks, parent: pulumi.Resource) ->
     if st["psa"]:
         address = compute.GlobalAddress(
             f"{plan.name}-psa-range",
+            **named(f"{plan.name}-psa-range"),
             purpose="VPC_PEERING",
             address_type="INTERNAL",
             prefix_length=plan.extra["psa_prefix_length"],
@@ -69,6 +70,11 @@ def build_storage(plan: ClusterPlan, nets: Networks, parent: pulumi.Resource) ->
             network=nets.host.id,
             service="servicenetworking.googleapis.com",
             reserved_peering_ranges=[address.name],
+            # A plain DELETE can fail with "Producer services are still using this connection" and leave the
+            # peering, which then blocks deleting the host VPC (terraform-provider-google #16275, #19908;
+            # pulumi-gcp #3354). REMOVE_PEERING removes the peering in that case (Connection.deletion_policy
+            # docstring, pulumi-gcp 10.2; GoogleCloudPlatform/magic-modules#18476).
+            deletion_policy="REMOVE_PEERING",
             opts=resource_options(plan, parent),
         )
         created += [address, connection]
@@ -80,6 +86,7 @@ def build_storage(plan: ClusterPlan, nets: Networks, parent: pulumi.Resource) ->
             created.append(
                 compute.Firewall(
                     f"{plan.name}-net-0-storage",
+                    **named(f"{plan.name}-net-0-storage"),
                     network=nets.host.self_link,
                     direction="INGRESS",
                     priority=1000,
@@ -113,6 +120,7 @@ def build_storage(plan: ClusterPlan, nets: Networks, parent: pulumi.Resource) ->
     elif kind == "filestore":
         nfs = filestore.Instance(
             f"{plan.name}-filestore",
+            **named(f"{plan.name}-filestore"),
             tier=st["tier"],
             location=st["location"],
             file_shares=filestore.InstanceFileSharesArgs(name=st["share"], capacity_gb=st["capacity_gib"]),
