@@ -91,6 +91,31 @@ def computer_name_prefixes(name: str, islands: int) -> tuple[str, ...]:
     return tuple(out)
 
 
+_BASE36 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def vmss_hostnames(prefix: str, count: int) -> list[str]:
+    """Hostnames of instances 0..count-1 of a Uniform scale set with computer name ``prefix``.
+
+    "Understand names and instance IDs for Azure Virtual Machine Scale Set VMs": the computer name is
+    ``{computer-name-prefix}{base-36-instance-id}``, the id always six base-36 digits (instance 85 of prefix
+    "nsgvmss" is "nsgvmss00002D"), and it is the VM's hostname in the Azure-provided DNS of its VNet.
+
+    >>> vmss_hostnames("llm", 2)
+    ['llm000000', 'llm000001']
+    """
+    out = []
+    for index in range(count):
+        digits, n = "", index
+        while True:
+            n, r = divmod(n, 36)
+            digits = _BASE36[r] + digits
+            if n == 0:
+                break
+        out.append(f"{prefix}{digits.rjust(6, '0')}")
+    return out
+
+
 def amlfs_subnet_prefix(capacity_tib: float) -> int:
     """The largest prefix (smallest subnet) an Azure Managed Lustre file system of ``capacity_tib`` accepts.
 

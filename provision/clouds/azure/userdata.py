@@ -36,8 +36,12 @@ def fabric_setup(plan: ClusterPlan) -> str:
     )
 
 
-def mount_lines(fs_type: str, source: str, mount: str, options: str) -> str:
-    """Shell lines that mount ``source`` now and on every boot (fstab, ``_netdev`` so boot waits for the network)."""
+def mount_lines(fs_type: str, source: str, mount: str, options: str, owner: str) -> str:
+    """Shell lines that mount ``source`` now and on every boot (fstab, ``_netdev`` so boot waits for the network).
+
+    The share's root belongs to the login user ``owner`` with mode 0755: not world-writable (review 2026-12-01
+    Azure C3); other accounts write below directories the owner shares with them.
+    """
     q_mount = shlex.quote(mount)
     fstab = f"{source} {mount} {fs_type} {options},_netdev 0 0"
     return "\n".join(
@@ -46,7 +50,7 @@ def mount_lines(fs_type: str, source: str, mount: str, options: str) -> str:
             f"grep -qs {shlex.quote(' ' + mount + ' ')} /etc/fstab || echo {shlex.quote(fstab)} >> /etc/fstab",
             f"mountpoint -q {q_mount} || mount {q_mount} || {{ echo 'provision: mounting {mount} failed' >&2; "
             "touch /var/run/provision-unhealthy; }",
-            f"chmod 1777 {q_mount} || true",
+            f"chown {shlex.quote(owner)}: {q_mount} && chmod 0755 {q_mount} || true",
         ]
     )
 
