@@ -29,13 +29,16 @@ if ! command -v nvidia-smi >/dev/null 2>&1; then
   systemctl start nvidia-fabricmanager || provision_reboot=true
 fi
 
-# --- eRDMA stack (GPU mode) from Alibaba's VPC-internal mirror, installer pinned and checked
+# --- eRDMA stack from Alibaba's VPC-internal mirror: the installer is pinned, its SHA-256 checked, and only what
+#     the checksum covers runs (the tarball's own install.sh, as Alibaba's eRDMA controller installs the driver,
+#     internal/drivers/default.go); no separately fetched, unverified setup script runs as root.
 if [ "${PROVISION_ERDMA}" = "true" ] && ! command -v eadm >/dev/null 2>&1; then
   cd /tmp
   curl -fsSLo erdma_installer.tar.gz "${PROVISION_ERDMA_INSTALLER_URL}"
   echo "${PROVISION_ERDMA_INSTALLER_SHA256}  erdma_installer.tar.gz" | sha256sum -c -
-  curl -fsSLo env_setup.sh http://mirrors.cloud.aliyuncs.com/erdma/env_setup.sh
-  bash env_setup.sh --egs --url "${PROVISION_ERDMA_INSTALLER_URL}"
+  apt-get install -y dkms cmake build-essential "linux-headers-$(uname -r)"
+  rm -rf erdma_installer && tar -xzf erdma_installer.tar.gz
+  (cd erdma_installer && ERDMA_CM_NO_BOUND_IF=1 ./install.sh --batch)
 fi
 
 # --- erdma in RoCE-compatible mode (its RoCEv2 GIDs are what nccl_env selects), now and at every boot, and
@@ -59,6 +62,10 @@ cat > /usr/local/sbin/provision-net <<'NET'
 set -u
 net=${PROVISION_NET_SYSFS:-/sys/class/net}
 md=${PROVISION_NET_METADATA:-http://100.100.100.200/latest/meta-data/network/interfaces/macs}
+# The metadata service runs in security-hardened mode (tokens required, ecs.Instance http_tokens): ask for a
+# short-lived token first (ECS "Instance metadata": PUT /latest/api/token).
+token_url=${PROVISION_NET_TOKEN_URL:-http://100.100.100.200/latest/api/token}
+token=$(curl -fsS -X PUT "$token_url" -H "X-aliyun-ecs-metadata-token-ttl-seconds: 300") || token=""
 metric=200
 for dev in "$net"/eth*; do
   [ -e "$dev" ] || continue
@@ -68,7 +75,9 @@ for dev in "$net"/eth*; do
   ip link set dev "$ifname" up || true
   if ! ip -4 addr show dev "$ifname" | grep -q inet; then
     mac=$(cat "$dev/address")
-    addr=$(curl -fsS "$md/$mac/primary-ip-address") && cidr=$(curl -fsS "$md/$mac/vswitch-cidr-block") || continue
+    auth="X-aliyun-ecs-metadata-token: $token"
+    addr=$(curl -fsS -H "$auth" "$md/$mac/primary-ip-address") && cidr=$(curl -fsS -H "$auth" "$md/$mac/vswitch-cidr-block") \
+      || continue
     ip addr add "$addr/${cidr#*/}" dev "$ifname" noprefixroute || true
     ip route replace "$cidr" dev "$ifname" metric "$metric" || true
   fi
