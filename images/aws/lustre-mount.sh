@@ -18,4 +18,5 @@ if [ "$$mounted" != "true" ]; then
   echo "provision: could not mount $$fsx_source on $$fsx_mount" >&2
   touch /var/run/provision-unhealthy
 fi
-chmod 1777 "$$fsx_mount" || true
+# The share's root belongs to the login user, not to everyone (no 1777).
+chown '${OWNER}': "$$fsx_mount" && chmod 0755 "$$fsx_mount" || true

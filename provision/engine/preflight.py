@@ -265,7 +265,8 @@ class ArmAccount:
         return _text(self._resources.providers.get(namespace).registration_state)
 
     def feature_state(self, namespace: str, feature: str) -> str:
-        return _text(self._features.features.get(namespace, feature).properties.state)
+        properties = self._features.features.get(namespace, feature).properties
+        return _text(properties.state) if properties is not None else "NotRegistered"
 
     def sku(self, region: str, size: str) -> dict[str, Any] | None:
         for sku in self._compute.resource_skus.list(filter=f"location eq '{region}'"):
@@ -284,4 +285,4 @@ class ArmAccount:
         return None
 
     def usages(self, region: str) -> dict[str, tuple[float, float]]:
-        return {u.name.value: (float(u.current_value), float(u.limit)) for u in self._compute.usage.list(region)}
+        return {str(u.name.value): (float(u.current_value), float(u.limit)) for u in self._compute.usage.list(region)}

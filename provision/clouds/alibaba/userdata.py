@@ -45,8 +45,9 @@ def cloud_setup(plan: ClusterPlan) -> str:
     )
 
 
-def shared_mount(mount_source: str | None, mount_point: str, options: str) -> str:
-    """Shell lines that mount the shared filesystem now and at every boot (fstab)."""
+def shared_mount(mount_source: str | None, mount_point: str, options: str, owner: str = "root") -> str:
+    """Shell lines that mount the shared filesystem now and at every boot (fstab); its root belongs to ``owner``
+    (the login user), mode 0755: not world-writable."""
     if not mount_source:
         return ": # the shared filesystem's NFS domain is not known at deploy time (see shared_fs output)"
     point = shlex.quote(mount_point)
@@ -57,6 +58,7 @@ def shared_mount(mount_source: str | None, mount_point: str, options: str) -> st
             f"grep -q ' {mount_point} nfs ' /etc/fstab || "
             f"echo '{mount_source} {mount_point} nfs {options},_netdev 0 0' >> /etc/fstab",
             f"mount {point} || mount -t nfs -o {options} {shlex.quote(mount_source)} {point}",
+            f"chown {shlex.quote(owner)}: {point} && chmod 0755 {point} || true",
         ]
     )
 
@@ -68,7 +70,11 @@ def user_data(plan: ClusterPlan, mount_source: str | None = None) -> str:
         ValueError: the script exceeds the ECS user-data limit.
     """
     storage: dict[str, Any] | None = plan.extra.get("storage")
-    mount = shared_mount(mount_source, plan.storage.mount, plan.extra["nfs_options"]) if plan.storage else ""
+    mount = (
+        shared_mount(mount_source, plan.storage.mount, plan.extra["nfs_options"], plan.access.ssh_user)
+        if plan.storage
+        else ""
+    )
     text = render_user_data(
         plan,
         cloud_setup=cloud_setup(plan),

@@ -19,6 +19,7 @@ import pulumi_aws as aws
 
 from provision.clouds.aws import userdata
 from provision.clouds.aws.network import Network, SecurityGroups, tags
+from provision.planning.outputs import gather
 
 if TYPE_CHECKING:
     from provision.planning.plan import ClusterPlan
@@ -383,7 +384,7 @@ def node_addresses(
                 )
                 for i in range(0, len(ids), IDS_PER_LOOKUP)
             ]
-            return pulumi.Output.all(*[pulumi.Output.all(p.ids, p.private_ips) for p in parts])
+            return gather([gather([p.ids, p.private_ips]) for p in parts])
 
         found = gang.fleet_instance_sets.apply(fleet_ids).apply(lookup)
     else:
@@ -392,7 +393,7 @@ def node_addresses(
             instance_state_names=LIVE_STATES,
             opts=invoke,
         )
-        found = pulumi.Output.all(pulumi.Output.all(group.ids, group.private_ips))
+        found = gather([gather([group.ids, group.private_ips])])
     return found.apply(lambda parts: _rank_order([i for p in parts for i in p[0]], [ip for p in parts for ip in p[1]]))
 
 

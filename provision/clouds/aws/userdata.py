@@ -51,7 +51,7 @@ def render(plan: ClusterPlan, fs_source: str | None = None) -> str:
         setup.append(_snippet("ssh-keys.sh", SSH_USER=plan.access.ssh_user, KEYS="\n".join(keys)))
     mount = ""
     if plan.storage is not None and fs_source is not None:
-        mount = _snippet("lustre-mount.sh", FSX_SOURCE=fs_source, MOUNT=plan.storage.mount)
+        mount = _snippet("lustre-mount.sh", FSX_SOURCE=fs_source, MOUNT=plan.storage.mount, OWNER=plan.access.ssh_user)
     delay = int(plan.extra["lifetime"]["timer_delay_minutes"])
     timer_plan = plan
     if plan.expires_at is not None and delay:

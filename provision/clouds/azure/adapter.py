@@ -305,7 +305,10 @@ class AzureAdapter(Adapter):
                 {
                     "index": i,
                     "vmss": f"{name}-island{i}",
-                    "ppg": f"{name}-island{i}-ppg" if infiniband else None,
+                    # ONE proximity placement group for all islands (named after island 0, so a single-island cluster
+                    # keeps its group): islands land in one datacenter, so jobs spanning them over Ethernet stay
+                    # close, and the graph does not grow by a group per island (review 2026-12-01 Azure D2).
+                    "ppg": f"{name}-island0-ppg" if infiniband else None,
                     "computer_name_prefix": prefix,
                     "first_rank": first,
                     "nodes": size,

@@ -81,10 +81,11 @@ class AzureCluster(pulumi.ComponentResource):
             else pulumi.Output.from_input(custom_data(plan))
         )
         self.scale_sets: list[compute.VirtualMachineScaleSet] = []
+        groups: dict[str, compute.ProximityPlacementGroup] = {}
         for island in extra["islands"]:
-            ppg = None
-            if island["ppg"]:
-                ppg = compute.ProximityPlacementGroup(
+            ppg = groups.get(island["ppg"]) if island["ppg"] else None
+            if island["ppg"] and ppg is None:
+                ppg = groups[island["ppg"]] = compute.ProximityPlacementGroup(
                     island["ppg"],
                     proximity_placement_group_name=island["ppg"],
                     resource_group_name=self.resource_group.name,
@@ -99,9 +100,9 @@ class AzureCluster(pulumi.ComponentResource):
                     opts=child,
                 )
             self.scale_sets.append(self._scale_set(island, ppg, boot, child))
-        hosts = pulumi.Output.all(
-            *[self._hostnames(vmss, isl) for vmss, isl in zip(self.scale_sets, extra["islands"], strict=True)]
-        ).apply(lambda per_island: [h for island in per_island for h in island])
+        # Known from the plan; the Output only waits for every scale set to exist.
+        names = [h for isl in extra["islands"] for h in vmss_hostnames(isl["computer_name_prefix"], isl["nodes"])]
+        hosts = pulumi.Output.all(*[vmss.id for vmss in self.scale_sets]).apply(lambda _: names)
         self.outputs = stack_outputs(plan, hosts, None, self.shared_fs.summary if self.shared_fs else None)
         self.register_outputs({"hostfile": self.outputs["hostfile"]})
 
@@ -191,12 +192,6 @@ class AzureCluster(pulumi.ComponentResource):
             tags=plan.tags,
             opts=opts,
         )
-
-    @staticmethod
-    def _hostnames(vmss: compute.VirtualMachineScaleSet, island: dict[str, Any]) -> pulumi.Output[list[str]]:
-        """The island's hostnames in rank order, known once its scale set exists (no read per node)."""
-        names = vmss_hostnames(island["computer_name_prefix"], island["nodes"])
-        return vmss.id.apply(lambda _: names)
 
 
 def build(plan: ClusterPlan) -> dict[str, Any]:

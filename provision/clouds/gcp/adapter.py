@@ -347,6 +347,7 @@ class GcpAdapter(Adapter):
             )
         if spec.lifetime.ttl is None and spec.lifetime.max_cost_usd is None:
             out.append("no lifetime set: nodes run until the stack is destroyed.")
+        shared = spec.storage.shared
         if spec.cloud_options().os_login:
             out.append(
                 "GCP nodes use OS Login: IAM decides who logs in (roles/compute.osLogin) and who gets sudo "
@@ -354,7 +355,11 @@ class GcpAdapter(Adapter):
                 "profile (gcloud compute os-login ssh-keys add --key-file KEY.pub) or use gcloud compute ssh "
                 "--tunnel-through-iap; set gcp.os_login: false to put the keys in the instance metadata instead."
             )
-        shared = spec.storage.shared
+            if shared is not None and res.storage is not None:
+                out.append(
+                    f"{shared.mount} is root-owned (0755) under OS Login, not world-writable: an OS Login admin "
+                    f"creates each user's directory (sudo install -d -o $USER {shared.mount}/$USER)."
+                )
         if shared is not None and shared.retain and res.storage is not None:
             out.append(
                 "storage.shared.retain keeps the filesystem on destroy, and with it the host VPC and the private "

@@ -17,7 +17,8 @@ import pulumi
 from pulumi_gcp import compute, projects, serviceaccount
 
 from provision.clouds.gcp.adapter import assert_labels
-from provision.clouds.gcp.network import Networks, build_networks, named
+from provision.clouds.gcp.layout import physical_name
+from provision.clouds.gcp.network import Networks, build_networks
 from provision.clouds.gcp.storage import build_storage
 from provision.planning.bootstrap import render_user_data
 from provision.planning.images import images_dir
@@ -154,7 +155,7 @@ class GcpCluster(pulumi.ComponentResource):
         if place["kind"] == "workload-policy":
             return compute.ResourcePolicy(
                 f"{plan.name}-workload",
-                **named(f"{plan.name}-workload"),
+                name=physical_name(f"{plan.name}-workload"),
                 description=f"dense placement of cluster {plan.name}",
                 workload_policy=compute.ResourcePolicyWorkloadPolicyArgs(
                     type=place["type"], max_topology_distance=place["max_topology_distance"]
@@ -164,7 +165,7 @@ class GcpCluster(pulumi.ComponentResource):
         if place["kind"] == "compact-placement":
             return compute.ResourcePolicy(
                 f"{plan.name}-compact",
-                **named(f"{plan.name}-compact"),
+                name=physical_name(f"{plan.name}-compact"),
                 description=f"compact placement of cluster {plan.name}",
                 group_placement_policy=compute.ResourcePolicyGroupPlacementPolicyArgs(collocation=place["collocation"]),
                 **common,
@@ -196,7 +197,7 @@ class GcpCluster(pulumi.ComponentResource):
         shielded = extra["shielded"]
         return compute.RegionInstanceTemplate(
             f"{plan.name}-template",
-            **named(f"{plan.name}-template"),
+            name=physical_name(f"{plan.name}-template"),
             region=plan.region,
             machine_type=plan.instance_type,
             description=f"nodes of cluster {plan.name}",
@@ -262,7 +263,7 @@ class GcpCluster(pulumi.ComponentResource):
         resize = alloc["mode"] == "resize-request"
         group = compute.InstanceGroupManager(
             f"{plan.name}-nodes",
-            **named(f"{plan.name}-nodes"),
+            name=physical_name(f"{plan.name}-nodes"),
             base_instance_name=plan.name,
             zone=extra["zone"],
             description=f"nodes of cluster {plan.name}",
@@ -300,7 +301,7 @@ class GcpCluster(pulumi.ComponentResource):
             waits.append(
                 compute.ResizeRequest(
                     f"{plan.name}-resize",
-                    **named(f"{plan.name}-resize"),
+                    name=physical_name(f"{plan.name}-resize"),
                     instance_group_manager=group.name,
                     zone=extra["zone"],
                     resize_by=alloc["resize_by"],

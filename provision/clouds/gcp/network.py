@@ -17,12 +17,6 @@ from provision.clouds.gcp.layout import physical_name
 from provision.planning.plan import ClusterPlan
 
 
-def named(logical: str) -> dict[str, str]:
-    """``{"name": ...}`` when autonaming ``logical`` would break GCE's 63-character limit, else ``{}``."""
-    name = physical_name(logical)
-    return {"name": name} if name else {}
-
-
 @dataclass
 class Networks:
     """The cluster's networks, by the layout's keys."""
@@ -57,7 +51,7 @@ def build_networks(plan: ClusterPlan, parent: pulumi.Resource) -> Networks:
         vpc = compute.Network(
             vpc_name,
             project=project,
-            **named(vpc_name),
+            name=physical_name(vpc_name),
             opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(retain_on_delete=net["retain"])),
             **vpc_args,
         )
@@ -70,7 +64,7 @@ def build_networks(plan: ClusterPlan, parent: pulumi.Resource) -> Networks:
             subnet_name = f"{plan.name}-{sub['key']}"
             subnet = compute.Subnetwork(
                 subnet_name,
-                **named(subnet_name),
+                name=physical_name(subnet_name),
                 network=vpc.id,
                 region=plan.region,
                 ip_cidr_range=sub["cidr"],
@@ -89,7 +83,7 @@ def build_networks(plan: ClusterPlan, parent: pulumi.Resource) -> Networks:
             internal = f"{plan.name}-{net['key']}-internal"
             compute.Firewall(
                 internal,
-                **named(internal),
+                name=physical_name(internal),
                 network=vpc.self_link,
                 direction="INGRESS",
                 priority=1000,
@@ -103,7 +97,7 @@ def build_networks(plan: ClusterPlan, parent: pulumi.Resource) -> Networks:
             ssh = f"{plan.name}-{net['key']}-ssh"
             compute.Firewall(
                 ssh,
-                **named(ssh),
+                name=physical_name(ssh),
                 network=vpc.self_link,
                 direction="INGRESS",
                 priority=1000,
@@ -117,7 +111,7 @@ def build_networks(plan: ClusterPlan, parent: pulumi.Resource) -> Networks:
             router_name = f"{plan.name}-{net['key']}-router"
             router = compute.Router(
                 router_name,
-                **named(router_name),
+                name=physical_name(router_name),
                 network=vpc.id,
                 region=plan.region,
                 project=project,
@@ -126,7 +120,7 @@ def build_networks(plan: ClusterPlan, parent: pulumi.Resource) -> Networks:
             nat_name = f"{plan.name}-{net['key']}-nat"
             compute.RouterNat(
                 nat_name,
-                **named(nat_name),
+                name=physical_name(nat_name),
                 router=router.name,
                 region=plan.region,
                 nat_ip_allocate_option="AUTO_ONLY",

@@ -17,7 +17,8 @@ from typing import Any
 import pulumi
 from pulumi_gcp import compute, filestore, lustre, parallelstore, servicenetworking
 
-from provision.clouds.gcp.network import Networks, named
+from provision.clouds.gcp.layout import physical_name
+from provision.clouds.gcp.network import Networks
 from provision.planning.images import images_dir
 from provision.planning.outputs import shared_fs_summary
 from provision.planning.plan import ClusterPlan
@@ -55,7 +56,7 @@ def build_storage(plan: ClusterPlan, nets: Networks, parent: pulumi.Resource) ->
     if st["psa"]:
         address = compute.GlobalAddress(
             f"{plan.name}-psa-range",
-            **named(f"{plan.name}-psa-range"),
+            name=physical_name(f"{plan.name}-psa-range"),
             purpose="VPC_PEERING",
             address_type="INTERNAL",
             prefix_length=plan.extra["psa_prefix_length"],
@@ -86,7 +87,7 @@ def build_storage(plan: ClusterPlan, nets: Networks, parent: pulumi.Resource) ->
             created.append(
                 compute.Firewall(
                     f"{plan.name}-net-0-storage",
-                    **named(f"{plan.name}-net-0-storage"),
+                    name=physical_name(f"{plan.name}-net-0-storage"),
                     network=nets.host.self_link,
                     direction="INGRESS",
                     priority=1000,
@@ -120,7 +121,7 @@ def build_storage(plan: ClusterPlan, nets: Networks, parent: pulumi.Resource) ->
     elif kind == "filestore":
         nfs = filestore.Instance(
             f"{plan.name}-filestore",
-            **named(f"{plan.name}-filestore"),
+            name=physical_name(f"{plan.name}-filestore"),
             tier=st["tier"],
             location=st["location"],
             file_shares=filestore.InstanceFileSharesArgs(name=st["share"], capacity_gb=st["capacity_gib"]),
@@ -171,9 +172,21 @@ def _fstab_mount(plan: ClusterPlan, source: str, fs_type: str, client: str | Non
             f"mkdir -p {mount}",
             f"grep -qF {shlex.quote(line)} /etc/fstab || echo {shlex.quote(line)} >> /etc/fstab",
             f"mountpoint -q {mount} || mount {mount}",
-            f"chmod 1777 {mount} || true",
+            share_owner(plan, mount),
         ]
     )
+
+
+def share_owner(plan: ClusterPlan, mount: str) -> str:
+    """The shell line that sets who may write the share's root: never everyone (no 1777).
+
+    With metadata keys the login user owns it (mode 0755). With OS Login, users are IAM identities with no
+    fixed account on the image, so the root stays root-owned (0755) and OS Login admins create directories
+    with sudo (see the plan warning).
+    """
+    if plan.extra["os_login"]:
+        return f"chown root: {mount} && chmod 0755 {mount} || true"
+    return f"chown {shlex.quote(plan.access.ssh_user)}: {mount} && chmod 0755 {mount} || true"
 
 
 def _dfuse_command(mount: str) -> str:
@@ -210,7 +223,7 @@ UNIT"""
         [
             f"DAOS_ACCESS_POINTS={shlex.quote(json.dumps(access_points))}",
             _snippet("daos-client.sh"),
-            f"mkdir -p {mount} && chmod 777 {mount}",
+            f"mkdir -p {mount} && chmod 0755 {mount}",
             unit,
             "systemctl daemon-reload && systemctl enable --now provision-dfuse.service",
         ]
