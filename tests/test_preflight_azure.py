@@ -173,3 +173,10 @@ def test_the_live_account_reads_the_sdk_models_it_gets(monkeypatch: Any) -> None
     }
     assert account.sku("eastus", "Standard_ND96asr_v4") is None
     assert account.usages("eastus") == {ND_FAMILY: (96.0, 100.0)}
+
+
+def test_the_dispatcher_has_no_live_check_for_clouds_without_one() -> None:
+    from provision.engine.preflight import preflight
+
+    gcp = type("P", (), {"cloud": "gcp"})()
+    assert preflight(gcp) == []  # type: ignore[arg-type]

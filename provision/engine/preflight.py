@@ -286,3 +286,15 @@ class ArmAccount:
 
     def usages(self, region: str) -> dict[str, tuple[float, float]]:
         return {str(u.name.value): (float(u.current_value), float(u.limit)) for u in self._compute.usage.list(region)}
+
+
+def preflight(plan: ClusterPlan) -> list[Problem]:
+    """The live-account checks for ``plan``'s cloud (AWS, Azure); ``[]`` where none exist yet (GCP, Alibaba).
+
+    Needs the cloud's credentials and SDKs (the cloud's extra); asks the account, creates nothing.
+    """
+    if plan.cloud == "aws":
+        return aws_preflight(plan)
+    if plan.cloud == "azure":
+        return azure_preflight(plan)
+    return []
