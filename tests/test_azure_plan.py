@@ -246,10 +246,24 @@ def test_plan_bids_spot_at_the_cap_or_the_on_demand_price(max_price: float | Non
 
 
 @pytest.mark.parametrize(
-    ("cidr", "words"), [("8.8.0.0/16", "private"), ("10.0.0.0/25", "cannot hold"), ("10.0.0.1/16", "CIDR")]
+    ("cidr", "words"),
+    [
+        ("8.8.0.0/16", "private"),
+        ("10.0.0.0/25", "cannot hold"),
+        ("10.0.0.1/16", "CIDR"),
+        # Review 2026-12-01 Azure B2 and D3: ranges Azure reserves.
+        ("172.16.0.0/16", "RDMA"),
+        ("172.16.0.0/12", "RDMA"),
+        ("169.254.0.0/16", "link-local"),
+        ("127.0.0.0/16", "loopback"),
+    ],
 )
 def test_plan_rejects_a_vnet_that_is_public_too_small_or_malformed(cidr: str, words: str) -> None:
     assert words in problems(azure={"vnet_cidr": cidr})["azure.vnet_cidr"].rule
+
+
+def test_plan_accepts_the_shared_address_space_azure_allows() -> None:
+    assert plan(azure={"vnet_cidr": "100.64.0.0/16"}).extra["vnet_cidr"] == "100.64.0.0/16"
 
 
 def test_plan_rejects_a_zone_azure_does_not_have() -> None:
