@@ -151,3 +151,8 @@ def test_network_script_reads_metadata_with_a_token(tmp_path: Path) -> None:
 def test_user_data_still_parses() -> None:
     text = base64.b64decode(preview(spec()).of_type(INSTANCE)[0].inputs["userData"]).decode()
     subprocess.run(["bash", "-n"], input=text, text=True, check=True)
+
+
+def test_metadata_tokens_can_be_turned_off_for_an_old_pinned_image() -> None:
+    result = preview(spec(alibaba={"metadata_tokens": False}))
+    assert all("httpTokens" not in n.inputs for n in result.of_type(INSTANCE))

@@ -213,6 +213,7 @@ def decide(spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
         "kms_key_id": opts.kms_key_id,
         "resource_group_id": opts.resource_group_id,
         "nat_bandwidth_mbps": opts.nat_bandwidth_mbps,
+        "metadata_tokens": opts.metadata_tokens,
         "public_head": spec.access.public_head_node,
         "key_pair_public_key": key_pair_public_key(spec.access.ssh_public_keys),
         # SSH only: a small pay-by-traffic EIP for node 0 when access.public_head_node.

@@ -166,8 +166,9 @@ class AlibabaCluster(pulumi.ComponentResource):
             network_interfaces=secondary,
             enable_jumbo_frame=True if extra["jumbo_frames"] else None,
             # Metadata only in security-hardened mode (tokens), like IMDSv2 on AWS (ecs.Instance http_tokens;
-            # ECS "Instance metadata": X-aliyun-ecs-metadata-token); the node scripts fetch a token first.
-            http_tokens="required",
+            # ECS "Instance metadata": X-aliyun-ecs-metadata-token, cloud-init >= 23.2.2 in the image); the node
+            # scripts fetch a token first.
+            http_tokens="required" if extra["metadata_tokens"] else None,
             system_disk_category="cloud_essd",
             system_disk_performance_level="PL1",
             system_disk_size=extra["system_disk_gib"],

@@ -54,6 +54,12 @@ class AlibabaOptions(CloudOptions):
         "instead of pay-as-you-go. "
         "A subscription cannot carry auto_release_time, so it cannot be combined with lifetime.ttl or max_cost_usd.",
     )
+    metadata_tokens: bool = Field(
+        default=True,
+        description="Instance metadata in security-hardened mode only (tokens required, like IMDSv2). Needs "
+        "cloud-init 23.2.2 or later in the image (ECS 'Instance metadata'); the current public Ubuntu images have "
+        "it. Set false only for an older pinned image.",
+    )
     nat_bandwidth_mbps: int = Field(
         default=100, ge=1, le=200, description="Peak bandwidth of the egress EIP (pay-by-traffic: 1-200 Mbit/s)."
     )
