@@ -247,7 +247,8 @@ class GcpCluster(pulumi.ComponentResource):
                 **login_metadata(plan),
                 "serial-port-enable": "FALSE",
                 # The hostfile names nodes by their zonal internal DNS names; ZonalOnly makes that the name the
-                # VM registers whatever the project's default ("Internal DNS": VmDnsSetting metadata).
+                # VM registers whatever the project's default ("Use Zonal DNS for your internal DNS type": the
+                # VmDnsSetting metadata key moves a VM to zonal DNS).
                 "VmDnsSetting": "ZonalOnly",
                 "user-data": user_data,
             },
