@@ -161,9 +161,19 @@ def test_encryption_at_host_is_an_explicit_choice() -> None:
     assert any("preflight" in w for w in result.plan.warnings)
 
 
-def test_nodes_carry_no_identity_without_a_purpose(amlfs: Any) -> None:
-    assert amlfs.of_type(IDENTITY) == []
-    assert "identity" not in amlfs.one(VMSS).inputs
+def test_nodes_carry_no_identity_without_a_purpose() -> None:
+    result = preview(load_spec(azure_spec()))  # no lifetime: no expiry timer, so nothing for an identity to do
+    assert result.of_type(IDENTITY) == []
+    assert "identity" not in result.one(VMSS).inputs
+
+
+def test_the_only_identity_is_the_expiry_timers_with_its_delete_only_role(amlfs: Any) -> None:
+    (identity,) = amlfs.of_type(IDENTITY)
+    assert amlfs.one(VMSS).inputs["identity"]["userAssignedIdentities"] == [identity.id]
+    (assignment,) = amlfs.of_type("azure-native:authorization:RoleAssignment")
+    role = amlfs.one("azure-native:authorization:RoleDefinition").inputs
+    assert assignment.inputs["principalId"] == identity.outputs["principalId"]
+    assert [p["actions"] for p in role["permissions"]] == [["*/delete"]]
 
 
 # ------------------------------------------------------------------ node addresses (issue 11.3, A4)

@@ -38,29 +38,42 @@ def size(
         "0.8", "--utilisation", metavar="FLOAT", help="Share of hours an owned server is busy."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout and nothing else."),
+    build: bool = typer.Option(False, "--build", help="On-premises bill of materials, power, racks, own vs rent."),
+    vendor: str | None = typer.Option(None, "--vendor", metavar="V", help="Server vendor: nvidia, dell, hpe, ..."),
+    fabric: str | None = typer.Option(None, "--fabric", metavar="FABRIC", help="infiniband or roce."),
+    csv_path: str | None = typer.Option(None, "--csv", metavar="FILE", help="Write the bill of materials as CSV."),
 ) -> None:
     """Size a training run: FLOPs, GPU-hours, memory per GPU, GPUs and time, clouds, storage, buy versus rent."""
+    from provision.cli import build as onprem
     from provision.planning.sizing import size_training
 
     report = run_command(
         as_json,
-        lambda: size_training(
-            params,
-            tokens,
-            gpu=gpu,
-            gpus=gpus,
-            deadline_days=deadline_days,
-            mfu=mfu,
-            precision=precision,
-            optimizer=optimizer,
-            seq_len=seq_len,
-            checkpoint_minutes=checkpoint_minutes,
-            electricity_usd_per_kwh=electricity_usd_per_kwh,
-            pue=pue,
-            utilisation=utilisation,
+        lambda: onprem.checked(
+            build,
+            vendor,
+            fabric,
+            csv_path,
+            lambda: size_training(
+                params,
+                tokens,
+                gpu=gpu,
+                gpus=gpus,
+                deadline_days=deadline_days,
+                mfu=mfu,
+                precision=precision,
+                optimizer=optimizer,
+                seq_len=seq_len,
+                checkpoint_minutes=checkpoint_minutes,
+                electricity_usd_per_kwh=electricity_usd_per_kwh,
+                pue=pue,
+                utilisation=utilisation,
+            ),
         ),
     )
-    if as_json:
+    if onprem.wanted(build, vendor, fabric, csv_path):
+        onprem.emit_build(report, vendor=vendor, fabric=fabric, csv_path=csv_path, as_json=as_json)
+    elif as_json:
         emit_json(report.as_dict())
     else:
         print_report(report.as_dict())

@@ -20,8 +20,9 @@ from __future__ import annotations
 from typing import Any
 
 import pulumi
-from pulumi_azure_native import compute, resources
+from pulumi_azure_native import authorization, compute, managedidentity, resources
 
+from provision.clouds.azure.expiry import ROLE_ACTIONS, role_guid, role_name
 from provision.clouds.azure.network import Network, build_network
 from provision.clouds.azure.rules import vmss_hostnames
 from provision.clouds.azure.storage import SharedFs, build_filesystem
@@ -69,8 +70,20 @@ class AzureCluster(pulumi.ComponentResource):
                 opts=net_opts,
             )
             net_rg = self.data_resource_group.name
-        # No node identity: one with no role served nothing, and any process on any node could have used it
-        # through IMDS once someone granted it a role (review 2026-12-01 Azure C2).
+        # The nodes carry an identity only for a stated purpose: the expiry timer's delete-only role (expiry.py).
+        # Without one an identity with no role served nothing, and any process on any node could use it through
+        # IMDS once someone granted it a role (review 2026-12-01 Azure C2).
+        self.identity: managedidentity.UserAssignedIdentity | None = None
+        if extra.get("lifetime") == "node-timer":
+            self.identity = managedidentity.UserAssignedIdentity(
+                f"{plan.name}-identity",
+                resource_name_=f"{plan.name}-identity",
+                resource_group_name=self.resource_group.name,
+                location=plan.region,
+                tags=plan.tags,
+                opts=child,
+            )
+            self._expiry_role(self.identity, child)
         self.network: Network = build_network(plan, net_rg, net_tags, net_opts)
         self.shared_fs: SharedFs | None = None
         if extra["filesystem"] is not None and self.network.filesystem is not None:
@@ -105,6 +118,39 @@ class AzureCluster(pulumi.ComponentResource):
         hosts = pulumi.Output.all(*[vmss.id for vmss in self.scale_sets]).apply(lambda _: names)
         self.outputs = stack_outputs(plan, hosts, None, self.shared_fs.summary if self.shared_fs else None)
         self.register_outputs({"hostfile": self.outputs["hostfile"]})
+
+    def _expiry_role(self, identity: managedidentity.UserAssignedIdentity, opts: pulumi.ResourceOptions) -> None:
+        """The custom role (only ``*/delete``, scoped to the cluster's resource group) the expiry timer uses.
+
+        See ``expiry.py``. The role definition lives at the subscription (Azure keeps custom roles
+        there) but can only be assigned inside the cluster's group; the assignment goes to the
+        identity the scale sets carry. ``principal_type`` avoids the replication-delay failure of a
+        brand-new identity (learn.microsoft.com/azure/role-based-access-control/role-assignments-template
+        "New service principal").
+        """
+        plan = self.plan
+        rg_id = self.resource_group.id
+        definition = authorization.RoleDefinition(
+            f"{plan.name}-expiry-role",
+            role_definition_id=role_guid(plan.name, "definition"),
+            role_name=role_name(plan.name),
+            description=f"provision: lets the nodes of cluster {plan.name} delete its resource group at expiry",
+            role_type="CustomRole",
+            scope=rg_id.apply(lambda i: "/".join(i.split("/")[:3])),
+            assignable_scopes=[rg_id],
+            permissions=[authorization.PermissionArgs(actions=list(ROLE_ACTIONS))],
+            opts=opts,
+        )
+        authorization.RoleAssignment(
+            f"{plan.name}-expiry-assignment",
+            role_assignment_name=role_guid(plan.name, "assignment"),
+            principal_id=identity.principal_id,
+            principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
+            role_definition_id=definition.id,
+            scope=rg_id,
+            description="provision: the cluster's nodes delete its resource group at expiry",
+            opts=opts,
+        )
 
     def _scale_set(
         self,
@@ -188,6 +234,11 @@ class AzureCluster(pulumi.ComponentResource):
             proximity_placement_group=compute.SubResourceArgs(id=ppg.id) if ppg else None,
             upgrade_policy=compute.UpgradePolicyArgs(mode=compute.UpgradeMode.MANUAL),
             zones=[plan.zone] if plan.zone else None,
+            identity=compute.VirtualMachineScaleSetIdentityArgs(
+                type=compute.ResourceIdentityType.USER_ASSIGNED, user_assigned_identities=[self.identity.id]
+            )
+            if self.identity is not None
+            else None,
             virtual_machine_profile=profile,
             tags=plan.tags,
             opts=opts,
