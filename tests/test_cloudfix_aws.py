@@ -83,3 +83,18 @@ def test_gang_waits_for_its_security_group_rules_and_the_private_default_route()
     node_rules = {r.name for t in (INGRESS, EGRESS) for r in result.of_type(t)}
     assert node_rules and node_rules <= waits_for
     assert "t1-private-default" in waits_for
+
+
+def test_the_ami_lookup_reads_the_unmarked_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    # pulumi-aws marks ssm.get_parameter's ``value`` sensitive whatever its type, so the AMI id must come from
+    # ``insecure_value`` or image_pin is a [secret]. The mock models that by answering a different ``value``.
+    from provision.clouds.aws import mocks
+
+    real = mocks.get_parameter
+
+    def sensitive(args: Any, ctx: Any) -> dict[str, Any]:
+        return {**real(args, ctx), "value": "[secret]"}
+
+    monkeypatch.setitem(mocks.INVOKES, "aws:ssm/getParameter:getParameter", sensitive)
+    result = preview(spec())
+    assert result.outputs["image_pin"].startswith("ami-0")

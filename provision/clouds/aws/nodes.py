@@ -95,7 +95,9 @@ def image_id(plan: ClusterPlan, parent: pulumi.Resource) -> pulumi.Output[str]:
     lookup = plan.extra["image_lookup"]
     if lookup is None:
         return pulumi.Output.from_input(plan.image.ref)
-    return aws.ssm.get_parameter_output(name=lookup, opts=pulumi.InvokeOutputOptions(parent=parent)).value
+    # ``value`` "is always marked as sensitive" (ssm.get_parameter docstring), which would turn image_pin and the
+    # fabric manifest into [secret]; an AMI id is public, and ``insecure_value`` carries it unmarked.
+    return aws.ssm.get_parameter_output(name=lookup, opts=pulumi.InvokeOutputOptions(parent=parent)).insecure_value
 
 
 def placement_group(plan: ClusterPlan, parent: pulumi.Resource) -> aws.ec2.PlacementGroup | None:
