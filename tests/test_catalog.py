@@ -243,7 +243,9 @@ def test_other_size_rules(cat) -> None:
     ml = _fs(cat, "gcp", "managed-lustre", "1000")
     assert ml.allows_size(9000) and ml.allows_size(18000) and not ml.allows_size(13500)
     ps = _fs(cat, "gcp", "parallelstore", "SCRATCH")
-    assert ps.allows_size(12 * 1024) and ps.allows_size(100 * 1024) and not ps.allows_size(14 * 1024)
+    # parallelstore v1 Instance.capacityGib: 12000-100000 in multiples of 4000 (GiB, not TiB x 1024).
+    assert ps.allows_size(12000) and ps.allows_size(100000) and not ps.allows_size(14000)
+    assert not ps.allows_size(12 * 1024) and not ps.allows_size(100 * 1024)
     amlfs = _fs(cat, "azure", "amlfs", "AMLFS-Durable-Premium-250")
     assert amlfs.nearest_sizes(10000) == [16384, 24576, 32768]
 

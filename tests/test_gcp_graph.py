@@ -241,7 +241,8 @@ def test_guest_hardening_metadata_and_shielded_vm(mega: Any) -> None:
         "enableSecureBoot": False,
     }
     assert "BEGIN" not in md["user-data"] and "PRIVATE KEY" not in md["user-data"]
-    assert KEY in md["user-data"]  # the public key reaches the login user's authorized_keys
+    # OS Login governs access: no key of the spec is installed behind IAM's back (test_cloudfix_gcp).
+    assert KEY not in md["user-data"]
 
 
 def test_nodes_run_as_a_dedicated_service_account_with_minimal_scopes(mega: Any) -> None:
@@ -317,9 +318,9 @@ def test_filestore_mount_is_nfs_without_psa() -> None:
 
 
 def test_parallelstore_gets_psa_and_a_dfuse_mount() -> None:
-    r = run(instance_type="a3-highgpu-8g", storage={"shared": {"kind": "parallelstore", "size_gib": 12288}})
+    r = run(instance_type="a3-highgpu-8g", storage={"shared": {"kind": "parallelstore", "size_gib": 12000}})
     fs = r.one("gcp:parallelstore/instance:Instance").inputs
-    assert (fs["capacityGib"], fs["deploymentType"]) == ("12288", "SCRATCH")
+    assert (fs["capacityGib"], fs["deploymentType"]) == ("12000", "SCRATCH")
     assert r.of_type("gcp:servicenetworking/connection:Connection")
     assert "dfuse -m /shared" in r.outputs["shared_fs"]["mount_command"]
     assert r.outputs["shared_fs"]["access_points"] == ["10.200.0.2", "10.200.0.3", "10.200.0.4"]
@@ -341,10 +342,12 @@ def test_retained_storage_uses_retain_on_delete() -> None:
 # ---------------------------------------------------------------------------- outputs
 
 
-def test_hosts_come_from_the_host_subnet_in_rank_order(mega: Any) -> None:
-    assert mega.outputs["hosts"] == ["10.0.0.2", "10.0.0.3"]
-    assert mega.outputs["hostfile"] == "10.0.0.2 slots=8\n10.0.0.3 slots=8\n"
-    assert mega.outputs["head_node"] == "10.0.0.2"
+def test_hosts_are_the_nodes_internal_dns_names_in_rank_order(mega: Any) -> None:
+    hosts = mega.outputs["hosts"]
+    assert len(hosts) == 2 and hosts == sorted(hosts)
+    assert all(h.startswith("llm-train-") and h.endswith(".us-central1-a.c.my-ml-project.internal") for h in hosts)
+    assert mega.outputs["hostfile"] == "".join(f"{h} slots=8\n" for h in hosts)
+    assert mega.outputs["head_node"] == hosts[0]
     assert mega.outputs["nccl_env"]["NCCL_FASTRAK_CTRL_DEV"] == "enp0s12"
     assert mega.outputs["fabric"]["kind"] == "tcpxo"
     assert mega.outputs["fabric_manifest"]["nccl_plugin"].endswith("nccl-plugin-gpudirecttcpx-dev:v1.0.14")
@@ -392,7 +395,7 @@ def test_bad_labels_stop_the_build_before_any_resource() -> None:
 @pytest.mark.parametrize(
     "over",
     [
-        {"instance_type": "a3-highgpu-8g", "storage": {"shared": {"kind": "parallelstore", "size_gib": 12288}}},
+        {"instance_type": "a3-highgpu-8g", "storage": {"shared": {"kind": "parallelstore", "size_gib": 12000}}},
         {"storage": {"shared": LUSTRE}},
         {**ULTRA, "storage": {"shared": {"kind": "filestore", "tier": "BASIC_SSD", "size_gib": 2560}}},
         {"instance_type": "a2-highgpu-8g"},
@@ -427,7 +430,7 @@ def test_every_google_apt_source_names_its_signing_key(over: dict[str, Any]) -> 
     for line in google:  # the key exists before the source that names it
         for key in ("gcp-ar-repo.gpg", "google-cloud-packages.gpg"):
             if key in line:
-                writes = [f'-o /etc/apt/keyrings/{key}', f'-o "$R/etc/apt/keyrings/{key}"']
+                writes = [f"-o /etc/apt/keyrings/{key}", f'-o "$R/etc/apt/keyrings/{key}"']
                 first = min(user_data.index(w) for w in writes if w in user_data)
                 assert first < user_data.index(line)
 
