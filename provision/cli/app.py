@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import typer
 
-from provision.cli import lifecycle, offers, plan, reap, size
+from provision.cli import catalog, lifecycle, offers, plan, reap, size
 
 #: The command groups, in the order ``provision --help`` lists them.
-COMMAND_MODULES = (offers, plan, lifecycle, size, reap)
+COMMAND_MODULES = (offers, plan, lifecycle, size, reap, catalog)
 
 
 def build_app() -> typer.Typer:

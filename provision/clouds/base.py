@@ -99,7 +99,7 @@ class Adapter(ABC):
         catalog = catalog or load_catalog()
         now = (now or datetime.now(timezone.utc)).replace(microsecond=0)
         found = ProblemCollector()
-        res = resolve(spec, catalog, found)
+        res = resolve(spec, catalog, found, today=now.date())
         self.check(spec, res, found)
         found.raise_if_any(SpecError)
         assert res.offer is not None and res.nodes is not None and res.fabric is not None  # noqa: S101
