@@ -286,6 +286,11 @@ class Sources:
     gcp_key: str | None = field(default_factory=lambda: os.environ.get("GOOGLE_API_KEY"))
 
 
+def default_sources() -> Sources:
+    """The live sources: the public APIs over HTTPS, boto3 for AWS, ``GOOGLE_API_KEY`` for GCP."""
+    return Sources()
+
+
 def _compare(result: RefreshResult, cloud: str, item: str, region: str, name: str, old: Any, new: Any) -> None:
     if new is not None and (old is None or abs(float(old) - float(new)) > 1e-6):
         result.changes.append(PriceChange(cloud, item, region, name, old, round(float(new), 6)))

@@ -25,8 +25,7 @@ def refresh(
         import provision.catalog as catalog_pkg
         from provision.catalog import read_cloud_files
         from provision.catalog.models import CLOUDS
-        from provision.catalog.refresh import apply_changes
-        from provision.catalog.refresh import refresh as do_refresh
+        from provision.catalog import refresh as refresh_mod
         from provision.spec.errors import Problem, SpecError
 
         chosen = [c.strip().lower() for c in cloud] if cloud else list(CLOUDS)
@@ -35,11 +34,11 @@ def refresh(
             raise SpecError(
                 "bad filter", [Problem("--cloud", b, "is not a cloud", f"use {', '.join(CLOUDS)}") for b in bad]
             )
-        result = do_refresh(read_cloud_files(), chosen)
+        result = refresh_mod.refresh(read_cloud_files(), chosen, refresh_mod.default_sources())
         doc = result.as_dict()
         if write and result.changes:
             data_dir = Path(catalog_pkg.__file__).parent / "data"
-            doc["written"] = [str(p) for p in apply_changes(data_dir, result)]
+            doc["written"] = [str(p) for p in refresh_mod.apply_changes(data_dir, result)]
         return doc
 
     doc = run_command(as_json, go)

@@ -71,6 +71,7 @@ def offers(
         0, "--storage-gib", min=0, help="With --gpus: add the cheapest shared filesystem holding this many GiB."
     ),
     limit: int = typer.Option(0, min=0, help="With --gpus: show at most this many rows (0: all)."),
+    per_cloud: bool = typer.Option(False, "--per-cloud", help="With --gpus: only each cloud's cheapest cluster."),
     as_json: bool = JsonOpt,
 ) -> None:
     """List GPU instance types with fabric and prices, or (--gpus N) whole clusters across clouds, cheapest first."""
@@ -91,6 +92,7 @@ def offers(
                 region=region,
                 capacity=caps,
                 storage_gib=storage_gib,
+                per_cloud=per_cloud,
                 sort=s,  # type: ignore[arg-type]
             )
             return [r.model_dump(mode="json") for r in (rows[:limit] if limit else rows)]
@@ -161,24 +163,34 @@ def _print_types(rows: list[dict[str, Any]], region: str | None) -> None:
 def _print_clusters(rows: list[dict[str, Any]]) -> None:
     from rich.table import Table
 
+    out = console()
     if not rows:
-        console().print("no catalog offer matches these filters")
+        out.print("no catalog offer matches these filters")
         return
-    table = Table(title=f"{rows[0]['gpus']}-GPU clusters, cheapest first ({len(rows)})", title_justify="left")
-    for col in ("cloud", "region", "nodes x type", "capacity", "compute", "storage", "network", "total $/h"):
-        table.add_column(col, no_wrap=col not in ("region",))
-    for r in rows:
+    priced = [r for r in rows if r["hourly_usd"] is not None]
+    table = Table(title=f"{rows[0]['gpus']}-GPU clusters, cheapest first", title_justify="left")
+    for col in ("cloud", "region", "nodes x type", "capacity", "compute", "storage", "net", "$/h"):
+        table.add_column(col, no_wrap=True, justify="right" if col in ("compute", "storage", "net", "$/h") else "left")
+    for r in priced:
         table.add_row(
             r["cloud"],
             r["region"],
             f"{r['nodes']}x {r['instance_type']}",
             r["capacity"],
             _money(r["compute_hourly_usd"]),
-            _money(r["storage_hourly_usd"]) if r["storage"] or r["storage_hourly_usd"] is None else "-",
+            _money(r["storage_hourly_usd"]) if r["storage"] else "-",
             _money(r["network_hourly_usd"]),
-            _money(r["hourly_usd"]) if r["hourly_usd"] is not None else f"({', '.join(r['unpriced'])} unpriced)",
+            _money(r["hourly_usd"]),
         )
-    console().print(table)
+    if priced:
+        out.print(table)
+    rest = len(rows) - len(priced)
+    if rest:
+        parts = sorted({p.split(" (")[0] for r in rows if r["hourly_usd"] is None for p in r["unpriced"]})
+        out.print(
+            f"{rest} more offer(s) have parts without a catalog price ({', '.join(parts)}); --json lists them",
+            markup=False,
+        )
 
 
 def _money(v: float | None) -> str:

@@ -80,8 +80,12 @@ def cluster_offers(
     capacity: tuple[str, ...] = ("on-demand",),
     storage_gib: int = 0,
     sort: SortKey = "price",
+    per_cloud: bool = False,
 ) -> list[ClusterOffer]:
-    """Every cluster of ``gpus`` GPUs the catalog can price, cheapest first (see the module docstring)."""
+    """Every cluster of ``gpus`` GPUs the catalog holds, cheapest first (see the module docstring).
+
+    ``per_cloud`` keeps only each cloud's first row (its cheapest, with the default sort).
+    """
     rows = []
     for offer in catalog.instances_for(cloud, gpu):
         per = offer.gpus_per_node
@@ -93,7 +97,11 @@ def cluster_offers(
                 if cap not in offer.consumption:
                     continue
                 rows.append(_row(catalog, offer, reg, cap, nodes, gpus, storage_gib))
-    return sorted(rows, key=_sort_key(sort))
+    ordered = sorted(rows, key=_sort_key(sort))
+    if per_cloud:
+        seen: set[str] = set()
+        ordered = [r for r in ordered if not (r.cloud in seen or seen.add(r.cloud))]  # type: ignore[func-returns-value]
+    return ordered
 
 
 def _row(
