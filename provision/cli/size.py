@@ -23,8 +23,20 @@ def size(
     deadline_days: str | None = typer.Option(
         None, "--deadline-days", metavar="DAYS", help="Finish within this many days (default 30 without --gpus)."
     ),
-    mfu: str = typer.Option("0.4", "--mfu", metavar="FLOAT", help="Model-FLOPs utilisation, in (0, 1]."),
-    precision: str = typer.Option("bf16", "--precision", help="bf16 or fp8 (sets the peak TFLOPS)."),
+    mfu: str | None = typer.Option(
+        None, "--mfu", metavar="FLOAT", help="Measured MFU against the BF16 peak, in (0, 1]; default: calibrated."
+    ),
+    goodput: str | None = typer.Option(
+        None, "--goodput", metavar="FLOAT", help="Share of wall time spent training (default 0.9, Llama 3)."
+    ),
+    active_params: str | None = typer.Option(
+        None, "--active-params", help="MoE: parameters each token passes through, e.g. 37B.", show_default=False
+    ),
+    mode: str = typer.Option("pretrain", "--mode", help="pretrain, finetune, lora or qlora."),
+    trainable_params: str | None = typer.Option(
+        None, "--trainable-params", help="LoRA/QLoRA adapter parameters (default 1% of --params).", show_default=False
+    ),
+    precision: str = typer.Option("bf16", "--precision", help="bf16 or fp8 (FP8 runs at its own measured speed-up)."),
     optimizer: str = typer.Option("adamw", "--optimizer", help="adamw, adafactor or sgd."),
     seq_len: str = typer.Option("4096", "--seq-len", metavar="TOKENS", help="Training sequence length."),
     checkpoint_minutes: str = typer.Option(
@@ -51,6 +63,10 @@ def size(
             gpus=gpus,
             deadline_days=deadline_days,
             mfu=mfu,
+            goodput=goodput,
+            active_params=active_params,
+            mode=mode,
+            trainable_params=trainable_params,
             precision=precision,
             optimizer=optimizer,
             seq_len=seq_len,
@@ -109,13 +125,34 @@ def print_report(r: dict[str, Any]) -> None:
                 ("training FLOPs", f"{c['training_flops']:.3e} ({c['tokens_per_param']:.1f} tokens/param)"),
                 (
                     "per GPU",
-                    f"{c['peak_tflops_per_gpu']:g} dense {i['precision'].upper()} TFLOPS peak x MFU {i['mfu']:g} = "
-                    f"{c['achieved_tflops_per_gpu']:g} TFLOPS",
+                    f"{c['peak_tflops_per_gpu']:g} BF16 TFLOPS peak x MFU {c['mfu']:.2f} x goodput {c['goodput']:g} "
+                    f"= {c['achieved_tflops_per_gpu']:,.0f} TFLOPS",
                 ),
-                ("GPU-hours", f"{c['gpu_hours']:,.0f}"),
+                ("MFU basis", c["mfu_basis"]),
+                (
+                    "GPU-hours",
+                    f"{c['gpu_hours']:,.0f} (range {c['gpu_hours_range'][0]:,.0f} - {c['gpu_hours_range'][1]:,.0f})",
+                ),
             ],
         )
     )
+    lay = r.get("layout")
+    if lay:
+        ep = f" x EP {lay['expert_parallel']}" if lay["expert_parallel"] else ""
+        out.print(
+            _table(
+                "parallel layout",
+                [
+                    (
+                        "layout",
+                        f"TP {lay['tensor_parallel']} x PP {lay['pipeline_parallel']} x DP {lay['data_parallel']}{ep}",
+                    ),
+                    ("batch", f">= {lay['min_global_batch_tokens']:,} tokens per step (micro-batch 1)"),
+                    ("memory", f"{lay['memory_per_gpu_bytes'] / GIB:,.1f} GiB per GPU"),
+                    ("recompute", lay["recomputation"]),
+                ],
+            )
+        )
     per = " + ".join(f"{v:g} {n}" for n, v in m["bytes_per_param"].items())
     allowance = ", ".join(f"{n} {v / GIB:,.1f}" for n, v in m["allowance_per_gpu"].items())
     out.print(
