@@ -166,7 +166,10 @@ def test_packaged_catalog_lists_unpriced_parts() -> None:
 
 
 def test_gcp_nat_is_billed_per_node_up_to_32_then_flat() -> None:
-    """Cloud NAT: $0.0014 per VM-hour up to 32 VMs, $0.044 above, plus $0.005 per NAT IP (cloud.google.com/nat/pricing)."""
+    """Cloud NAT: $0.0014 per VM-hour up to 32 VMs, $0.044 above, plus $0.005 per NAT IP.
+
+    Source: cloud.google.com/nat/pricing.
+    """
     net = load_catalog().network_prices("gcp")
 
     assert net.nat_hourly("us-central1", 8) == pytest.approx(8 * 0.0014)

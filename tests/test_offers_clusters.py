@@ -35,8 +35,12 @@ def expected_total(row: dict[str, Any]) -> float:
     ip = net.public_ip_per_hour_usd * net.nat_public_ips
     storage = 0.0
     if row["storage"]:
-        (fs,) = [f for f in cat.filesystems_for(row["cloud"], row["storage"]["kind"]) if f.tier == row["storage"]["tier"]]
-        storage = fs.price_per_tib_month(row["storage"]["throughput_mbps_per_tib"]) * row["storage"]["size_gib"] / 1024 / 730
+        (fs,) = [
+            f for f in cat.filesystems_for(row["cloud"], row["storage"]["kind"]) if f.tier == row["storage"]["tier"]
+        ]
+        storage = (
+            fs.price_per_tib_month(row["storage"]["throughput_mbps_per_tib"]) * row["storage"]["size_gib"] / 1024 / 730
+        )
     return math.ceil(64 / offer.gpus_per_node) * per_node + nat + ip + storage
 
 

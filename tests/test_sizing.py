@@ -272,7 +272,16 @@ def test_pinned_catalog_clouds_without_any_offer_say_so(pinned) -> None:
 
 def test_report_states_its_assumptions_and_is_json(big) -> None:
     text = " ".join(big.assumptions)
-    for needle in ("6 * N_active * D", "16 bytes/param", "activation checkpointing", "10.2 kW", "~7 kW", "PUE 1.3", "uint16"):
+    needles = (
+        "6 * N_active * D",
+        "16 bytes/param",
+        "activation checkpointing",
+        "10.2 kW",
+        "~7 kW",
+        "PUE 1.3",
+        "uint16",
+    )
+    for needle in needles:
         assert needle in text
     doc = json.loads(json.dumps(big.as_dict()))
     assert doc["cluster"]["topology"] == "multi-node"

@@ -39,7 +39,9 @@ def test_held_out_published_runs_land_within_0_67_to_1_5_of_reported_gpu_hours(r
     )
 
     ratio = report.compute.gpu_hours / run.gpu_hours
-    assert 0.67 <= ratio <= 1.5, f"{run.name}: expected {report.compute.gpu_hours:,.0f} vs reported {run.gpu_hours:,.0f}"
+    assert 0.67 <= ratio <= 1.5, (
+        f"{run.name}: expected {report.compute.gpu_hours:,.0f} vs reported {run.gpu_hours:,.0f}"
+    )
     low, high = report.compute.gpu_hours_range
     assert low < report.compute.gpu_hours < high
 

@@ -666,7 +666,11 @@ STORAGE = [
     C(
         "fs-throughput-not-in-tier-aws",
         "aws",
-        {"storage.shared.kind": "fsx-lustre", "storage.shared.tier": "PERSISTENT_1", "storage.shared.throughput_mbps_per_tib": 500},
+        {
+            "storage.shared.kind": "fsx-lustre",
+            "storage.shared.tier": "PERSISTENT_1",
+            "storage.shared.throughput_mbps_per_tib": 500,
+        },
         "storage.shared.throughput_mbps_per_tib",
         "fsx-lustre PERSISTENT_1",
         "use one of: 50, 100, 200",

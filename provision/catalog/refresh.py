@@ -358,7 +358,7 @@ def _refresh_azure(f: CloudFile, src: Sources, result: RefreshResult) -> None:
     for fs in f.filesystems:
         if fs.kind == "netapp":
             # Catalog figures are East US; the API lists every region.
-            got = azure_netapp_prices(src.get, fs.tier).get("eastus")
+            east = azure_netapp_prices(src.get, fs.tier).get("eastus")
             _compare(
                 result,
                 "azure",
@@ -366,7 +366,7 @@ def _refresh_azure(f: CloudFile, src: Sources, result: RefreshResult) -> None:
                 "eastus",
                 "price_per_tib_month_usd",
                 fs.price_per_tib_month_usd,
-                got,
+                east,
             )
             checked += 1
     result.checked["azure"] = checked

@@ -24,8 +24,8 @@ def refresh(
 
         import provision.catalog as catalog_pkg
         from provision.catalog import read_cloud_files
-        from provision.catalog.models import CLOUDS
         from provision.catalog import refresh as refresh_mod
+        from provision.catalog.models import CLOUDS
         from provision.spec.errors import Problem, SpecError
 
         chosen = [c.strip().lower() for c in cloud] if cloud else list(CLOUDS)

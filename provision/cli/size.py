@@ -49,6 +49,11 @@ def size(
     utilisation: str = typer.Option(
         "0.8", "--utilisation", metavar="FLOAT", help="Share of hours an owned server is busy."
     ),
+    cloud: str | None = typer.Option(None, "--cloud", help="With --write-spec: the cloud whose option to write."),
+    write_spec: str | None = typer.Option(
+        None, "--write-spec", metavar="FILE", help="Write a cluster spec for --cloud's option that `plan` accepts."
+    ),
+    plot: bool = typer.Option(False, "--plot", help="Draw GPUs vs days vs cost per cloud in the terminal."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout and nothing else."),
 ) -> None:
     """Size a training run: FLOPs, GPU-hours, memory per GPU, GPUs and time, clouds, storage, buy versus rent."""
@@ -76,10 +81,73 @@ def size(
             utilisation=utilisation,
         ),
     )
+    written = run_command(as_json, lambda: _write_spec(report, cloud, write_spec)) if write_spec else None
     if as_json:
-        emit_json(report.as_dict())
-    else:
-        print_report(report.as_dict())
+        doc = report.as_dict()
+        if written:
+            doc["spec_written"] = written
+        emit_json(doc)
+        return
+    print_report(report.as_dict())
+    if written:
+        console().print(f"spec written to {written} (check it with: provision plan {written})", markup=False)
+    if plot:
+        _plot(report)
+
+
+def _write_spec(report: Any, cloud: str | None, path: str) -> str:
+    """Validate and write the spec for ``cloud``'s option; returns the path."""
+    from pathlib import Path
+
+    import yaml
+
+    from provision.planning.sizing.handoff import spec_for
+    from provision.spec import load_spec
+    from provision.spec.errors import Problem, SpecError
+
+    clouds = ("aws", "gcp", "azure", "alibaba")
+    c = (cloud or "").strip().lower()
+    if c not in clouds:
+        raise SpecError(
+            "--write-spec needs a cloud",
+            [Problem("--cloud", cloud, "is not a cloud", f"use one of: {', '.join(clouds)}")],
+        )
+    try:
+        spec, notes = spec_for(report, c)
+    except ValueError as e:
+        raise SpecError("no spec to write", [Problem("--cloud", c, str(e), "pick another --cloud")]) from None
+    load_spec(spec)  # the spec models accept it, or this raises with every problem
+    header = "".join(f"# {n}\n" for n in ["Written by provision size.", *notes])
+    target = Path(path)
+    target.write_text(header + yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    return str(target)
+
+
+def _plot(report: Any) -> None:
+    """GPUs (x) against days (y) per cloud, with the total cost at each point in the legend's last value."""
+    try:
+        import plotext as plt
+    except ImportError:
+        console(stderr=True).print("--plot needs plotext: pip install 'provision[plot]'", markup=False)
+        return
+    import sys
+
+    from provision.planning.sizing.handoff import curve
+
+    plt.clf()
+    plt.plotsize(78, 20)
+    if not sys.stdout.isatty():
+        plt.theme("clear")  # no colour codes in pipes and logs
+    for cloud, rows in curve(report).items():
+        gpus = [r[0] for r in rows]
+        days = [r[1] for r in rows]
+        cost = rows[0][2]
+        label = f"{cloud} (${cost / 1e6:,.2f}M)" if cost is not None else f"{cloud} (unpriced)"
+        plt.plot(gpus, days, label=label, marker="dot")
+    plt.xlabel("GPUs")
+    plt.ylabel("days")
+    plt.title("training time by cluster size (legend: total cost at the smallest size)")
+    print(plt.build())
 
 
 def register(app: typer.Typer) -> None:
@@ -180,21 +248,32 @@ def print_report(r: dict[str, Any]) -> None:
             ],
         )
     )
-    clouds = Table(title="recommended cluster per cloud (on-demand list prices)", title_justify="left")
-    for col in ("cloud", "instance", "GPUs", "fabric", "region", "$/h", "total", "days"):
-        clouds.add_column(col, no_wrap=True)
+    # Fits 80 columns: instance and region fold onto a second line; money and days never truncate.
+    clouds = Table(title="recommended cluster per cloud (on-demand list prices)", title_justify="left", padding=(0, 1))
+    for col, wrap in (
+        ("cloud", False),
+        ("instance / region", True),
+        ("GPUs", False),
+        ("$/h", False),
+        ("total", False),
+        ("days", False),
+    ):
+        clouds.add_column(
+            col, no_wrap=not wrap, overflow="fold", justify="right" if col in ("$/h", "total", "days") else "left"
+        )
     for o in r["clouds"]:
         clouds.add_row(
             o["cloud"],
-            o["instance_type"] or "-",
+            f"{o['instance_type'] or '-'} {o['region'] or ''}".strip(),
             f"{o['gpus']} x {o['gpu']}" if o["gpu"] else "-",
-            o["fabric_name"] or "-",
-            o["region"] or "-",
             _usd(o["hourly_usd"]),
             _usd(o["total_usd"]),
             f"{o['wall_hours'] / 24:,.1f}" if o["wall_hours"] else "-",
         )
     out.print(clouds)
+    fabrics = ", ".join(f"{o['cloud']} {o['fabric_name']}" for o in r["clouds"] if o.get("fabric_name"))
+    if fabrics:
+        out.print(f"  fabric: {fabrics}", markup=False)
     for o in r["clouds"]:
         for note in o["notes"]:
             out.print(f"  {o['cloud']}: {note}", markup=False)

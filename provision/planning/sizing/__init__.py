@@ -53,7 +53,6 @@ from provision.planning.sizing.models import (
     FSDP_GATHERED_LAYERS,
     GIB,
     LAYER_ACTIVATION_BYTES_PER_TOKEN_HIDDEN,
-    MAX_GLOBAL_BATCH_TOKENS,
     MAX_GPUS,
     MFU_WARN_ABOVE,
     MODES,
@@ -403,6 +402,11 @@ def _warnings(
         out.append(
             f"no layout fits: at least {layout.min_global_batch_tokens / 1e6:,.0f}M tokens per step or "
             f"{layout.memory_per_gpu_bytes / GIB:,.0f} GiB per GPU; use fewer GPUs or a longer deadline"
+        )
+    if req.mfu is None and gpus <= 64:
+        out.append(
+            "the calibration comes from published runs on hundreds to thousands of GPUs; a job this small usually "
+            "runs faster: pass --mfu with a measured value for a tighter estimate"
         )
     if req.mode in ("lora", "qlora") and req.trainable_params is None:
         out.append(f"--trainable-params not given: LoRA adapters taken as 1% of N ({format_count(req.params / 100)})")
