@@ -2,10 +2,14 @@
 
 ``size_training(params, tokens, ...)`` is pure (catalog in, report out) and deterministic. The formulas:
 
-* training FLOPs = 6 * N * D (forward 2ND + backward 4ND; attention FLOPs ignored).
-* GPU-hours = FLOPs / (MFU * peak dense TFLOPS of the GPU in the chosen precision) / 3600.
+* training FLOPs = 6 * N_active * D (forward 2ND + backward 4ND; attention FLOPs ignored); LoRA/QLoRA 4 * N * D.
+  N_active is ``--active-params`` for MoE models, else N.
+* GPU-hours = FLOPs / (MFU x goodput x dense BF16 peak) / 3600, with MFU x goodput calibrated on published runs
+  (:mod:`.calibration`: low / expected / high) unless ``--mfu`` is given; FP8 at its measured speed-up.
 * model states under full sharding (ZeRO-3 / FSDP FULL_SHARD) = N * bytes per parameter / GPUs, where AdamW in
-  mixed precision keeps 2 (bf16 weights) + 2 (bf16 gradients) + 4 (fp32 master) + 8 (fp32 m, v) = 16 bytes.
+  mixed precision keeps 2 (bf16 weights) + 2 (bf16 gradients) + 4 (fp32 master) + 8 (fp32 m, v) = 16 bytes;
+  LoRA/QLoRA keep optimizer states for the adapters only (:func:`.estimates.state_bytes`).
+* a TP x PP x DP layout that fits memory and a published global batch (:mod:`.layout`).
 * an allowance per GPU for activations (activation checkpointing, one sequence per GPU), FSDP's gathered layers
   and the runtime; the model shape behind it is guessed from N (hidden = 128 * layers, N = 12 * layers * hidden^2).
 * checkpoint = everything but the gradients; write throughput = checkpoint bytes / checkpoint interval.

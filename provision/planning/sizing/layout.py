@@ -13,6 +13,8 @@ Rules (each stated in the report):
   the layout adds model parallelism instead.
 
 The smallest TP x PP that fits memory and keeps the batch within the published bound wins, TP first.
+For MoE models the report names an expert-parallel degree of up to one node's GPUs inside the data-parallel
+group (DeepSeek-V3 used EP 64 across 8 nodes); all-to-all cost is not modelled beyond the fitted MFU.
 """
 
 from __future__ import annotations
