@@ -227,7 +227,7 @@ def _auto_storage(spec: ClusterSpec, catalog: Catalog, res: Resolution, found: P
                 f"use one of: {', '.join(tiers)}",
             )
             return
-    kinds = tuple(sorted({r.kind for r in rows}))
+    kinds: tuple[str, ...] = tuple(sorted({r.kind for r in rows}))
     if shared.size_gib is None and shared.tier is None:
         # No size to fit: the cloud's parallel filesystem at its smallest size (cheapest tier among them).
         kinds = (DEFAULT_SHARED_KIND[spec.cloud],)
