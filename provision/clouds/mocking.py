@@ -47,19 +47,14 @@ class Fault:
         index: fail the resource registered k-th (0-based, counting every registration), or
         type_token: fail every resource of this Pulumi type (e.g. ``aws:ec2/fleet:Fleet``).
         message: the error text.
-        region: fail only when the cluster is in this region (failover tests); any region when ``None``.
     """
 
     code: str
     index: int | None = None
     type_token: str | None = None
     message: str = "injected fault"
-    #: Only in this region (a capacity shortage is regional); every region when ``None``.
-    region: str | None = None
 
-    def hits(self, index: int, type_token: str, region: str = "") -> bool:
-        if self.region is not None and self.region != region:
-            return False
+    def hits(self, index: int, type_token: str) -> bool:
         return (self.index is not None and self.index == index) or (
             self.type_token is not None and self.type_token == type_token
         )
@@ -133,7 +128,7 @@ class CloudMocks(pulumi.runtime.Mocks):
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         index = len(self.ctx.ledger)
         for fault in self.faults:
-            if fault.hits(index, args.typ, self.ctx.region):
+            if fault.hits(index, args.typ):
                 raise CloudFaultError(fault.code, f"{fault.message} ({args.typ} {args.name})")
         module = self._cloud_module(args.typ) if args.custom else None
         if module is not None:

@@ -225,81 +225,8 @@ class Cluster:
                 remain; call :meth:`down`). CloudError also when the Pulumi CLI is missing.
         """
         plan = self.plan()  # validation and the cost cap, before the first resource
-        tries = self._fallback_specs()  # every fallback validated too, before the first resource
         if not yes and not self._confirm(f"bring up {self.stack}", plan):
             return None
-        return self._up_with_failover(tries)
-
-    def _fallback_specs(self) -> list[ClusterSpec]:
-        """The spec's ``capacity.fallbacks`` applied, each planned; every bad one reported at once.
-
-        Raises:
-            SpecError: a fallback makes an invalid spec or one the catalog cannot satisfy.
-        """
-        from pydantic import ValidationError
-
-        from provision.clouds.base import get_adapter
-        from provision.planning.failover import apply_fallback
-
-        specs, problems = [], []
-        for i, fb in enumerate(self.spec.capacity.fallbacks):
-            path = f"capacity.fallbacks[{i}]"
-            try:
-                alt = apply_fallback(self.spec, i)
-                get_adapter(alt.cloud).plan(alt, stack=self.stack)
-            except ValidationError as e:
-                problems.append(
-                    Problem(
-                        path,
-                        fb.model_dump(exclude_none=True),
-                        f"makes an invalid spec: {e.errors()[0]['msg']}",
-                        "fix or drop this fallback",
-                    )
-                )
-                continue
-            except SpecError as e:
-                problems += [Problem(f"{path} -> {p.path}", p.value, p.rule, p.fix) for p in e.problems]
-                continue
-            specs.append(alt)
-        if problems:
-            raise SpecError("a capacity fallback cannot be planned", problems)
-        return specs
-
-    def _up_with_failover(self, fallbacks: list[ClusterSpec]) -> OperationResult | None:
-        """Try the spec, then each fallback, while the cloud reports a capacity shortage.
-
-        A failed try's resources are removed (``down``) before the next one; quota and permission
-        errors are not retried.
-        """
-        from provision.planning.failover import describe, error_code, is_shortage
-
-        tried: list[str] = []
-        for attempt, spec in enumerate([self.spec, *fallbacks]):
-            if attempt:
-                self.spec = spec
-                self._plans.clear()
-                self._planned = None
-            try:
-                return self._up_once()
-            except CapacityError as e:
-                tried.append(f"{describe(spec)}: {error_code(str(e)) or 'no capacity'}")
-                if not is_shortage(str(e)):
-                    code = error_code(str(e))
-                    raise CapacityError(
-                        f"{e.message}\nTo fix: this is a quota or permission limit ({code or 'see above'}), not a "
-                        "shortage, so no fallback was tried; request a quota increase for this instance family "
-                        "and region, or use another account"
-                    ) from None
-                if attempt == len(fallbacks):
-                    raise CapacityError(
-                        f"{e.message}\nNo capacity in any of {len(tried)} tries: "
-                        + "; ".join(tried)
-                        + ". To fix: add capacity.fallbacks (zones, regions, spot) or retry later"
-                    ) from None
-                self.down()  # remove what the failed try created before trying elsewhere
-        return None
-
-    def _up_once(self) -> OperationResult:
         if self.mock:
             return self._mock_up(apply=True)
         from provision.engine import automation

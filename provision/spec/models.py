@@ -175,27 +175,6 @@ class AccessSpec(_Model):
         return cidrs
 
 
-class CapacityFallback(_Model):
-    """One alternative ``up`` tries, in order, when the cloud reports no capacity for what came before it."""
-
-    region: str | None = Field(default=None, min_length=1, description="Another region (zone from the catalog).")
-    zone: str | None = Field(
-        default=None, min_length=1, description="Another zone (in the region given or the spec's)."
-    )
-    type: Consumption | None = Field(default=None, description="Another consumption model, e.g. spot.")
-    reservation: str | None = Field(
-        default=None,
-        pattern=r"^/?[A-Za-z0-9][A-Za-z0-9._:/()-]{0,254}$",
-        description="The reservation or Capacity Block for type reservation / capacity-block.",
-    )
-
-    @model_validator(mode="after")
-    def _changes_something(self) -> CapacityFallback:
-        if not (self.region or self.zone or self.type or self.reservation):
-            raise ValueError("a fallback changes nothing; give at least one of region, zone, type, reservation")
-        return self
-
-
 class CapacitySpec(_Model):
     """How the capacity is bought."""
 
@@ -206,12 +185,6 @@ class CapacitySpec(_Model):
         description="Reservation / Capacity Block id or name (reservation, capacity-block).",
     )
     max_price_per_hour_usd: float | None = Field(default=None, gt=0, description="Spot bid ceiling per node-hour.")
-    fallbacks: tuple[CapacityFallback, ...] = Field(
-        default=(),
-        max_length=10,
-        description="Tried in order when the cloud has no capacity (never on quota or permission errors); "
-        "what a failed try created is removed first.",
-    )
 
     _numbers = field_validator("max_price_per_hour_usd", mode="before")(_not_bool)
 
