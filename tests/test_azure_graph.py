@@ -30,7 +30,8 @@ RG = "azure-native:resources:ResourceGroup"
 AMLFS = "azure-native:storagecache:AmlFilesystem"
 IDENTITY = "azure-native:managedidentity:UserAssignedIdentity"
 #: Azure subnets cannot carry tags; every other resource must.
-UNTAGGABLE = {SUBNET}
+# Subnets and Microsoft.Authorization resources (role definitions, assignments) take no tags in ARM.
+UNTAGGABLE = {SUBNET, "azure-native:authorization:RoleDefinition", "azure-native:authorization:RoleAssignment"}
 
 
 def run(**overrides: Any) -> PreviewResult:

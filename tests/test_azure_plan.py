@@ -349,8 +349,15 @@ def test_rccl_env_for_mi300x_has_no_cuda_settings() -> None:
     assert env == {"NCCL_IB_PCI_RELAXED_ORDERING": "1", "NCCL_SOCKET_IFNAME": "eth0"}
 
 
-def test_plan_says_plainly_that_the_reaper_enforces_the_lifetime() -> None:
+def test_plan_says_the_nodes_delete_the_cluster_at_its_expiry() -> None:
     p = plan(lifetime={"ttl": "6h"})
     assert p.tags["provision-expires-at"] == "20261129t1800z"
-    assert any("cannot delete VMs at a set time" in w and "reaper" in w for w in p.warnings)
-    assert p.extra["lifetime"] == "tags+reaper"
+    assert p.extra["lifetime"] == "node-timer"
+    assert p.lifetime_enforced_by is not None and "resource group" in p.lifetime_enforced_by
+    assert p.summary()["lifetime_enforced_by"] == p.lifetime_enforced_by
+
+
+def test_plan_says_plainly_that_only_the_reaper_enforces_an_opted_out_lifetime() -> None:
+    p = plan(lifetime={"ttl": "6h"}, azure={"delete_at_expiry": False})
+    assert any("nothing in the cloud deletes the cluster" in w and "provision reap" in w for w in p.warnings)
+    assert p.extra["lifetime"] == "tags+reaper" and p.lifetime_enforced_by is None

@@ -17,9 +17,18 @@ def register(app: typer.Typer) -> None:
         aws_region: list[str] = typer.Option(
             [], "--aws-region", help="Also sweep this AWS region by tag (works without Pulumi state); repeatable."
         ),
+        azure_subscription: list[str] = typer.Option(
+            [],
+            "--azure-subscription",
+            help="Also sweep this Azure subscription's resource groups by tag (works without Pulumi state); "
+            "repeatable. Uses the default Azure credentials (az login, environment, managed identity).",
+        ),
         as_json: bool = JsonOpt,
     ) -> None:
-        """Find clusters whose provision-expires-at has passed: in the state backend, or by cloud tags."""
+        """Find clusters whose provision-expires-at has passed: in the state backend, or by cloud tags.
+
+        Example: provision reap --aws-region us-east-1 --azure-subscription 0000-... --yes
+        """
 
         def go() -> dict[str, Any]:
             from provision.ops import reaper
@@ -39,6 +48,8 @@ def register(app: typer.Typer) -> None:
                     found.append(row)
             for region in aws_region:
                 found.extend(_sweep_aws(region, yes))
+            for subscription in azure_subscription:
+                found.extend(sweep_azure(subscription, yes))
             return {"expired": found, "deleted": yes}
 
         doc = run_command(as_json, go)
@@ -86,4 +97,34 @@ def _sweep_aws(region: str, yes: bool) -> list[dict[str, Any]]:
     except (BotoCoreError, ClientError) as e:
         code = e.response.get("Error", {}).get("Code", "") if isinstance(e, ClientError) else type(e).__name__
         raise CloudError(f"sweeping AWS region {region} failed: {e}", code=code) from None
+    return rows
+
+
+def sweep_azure(subscription: str, yes: bool, client: Any = None) -> list[dict[str, Any]]:
+    """Expired clusters in one Azure subscription by tag (deleted with ``yes``); failures become ``ProvisionError`` s.
+
+    Raises:
+        UnsupportedError: the Azure SDK is not installed. CloudError: Azure refused (no credentials, access denied).
+    """
+    from provision.spec.errors import CloudError, UnsupportedError
+
+    try:
+        from azure.core.exceptions import AzureError
+
+        from provision.ops.reap_azure import AzureSweeper
+    except ImportError:
+        raise UnsupportedError(
+            "--azure-subscription needs the Azure SDK, which is not installed. To fix: pip install 'provision[azure]'"
+        ) from None
+    rows = []
+    try:
+        sweeper = AzureSweeper(subscription, client=client)
+        for c in sweeper.find():
+            row = {**c.as_dict(), "source": "azure-tags"}
+            if yes:
+                row["deleted"] = sweeper.delete(c)
+            rows.append(row)
+    except AzureError as e:
+        code = str(getattr(e, "error_code", "") or type(e).__name__)
+        raise CloudError(f"sweeping Azure subscription {subscription} failed: {e.message}", code=code) from None
     return rows

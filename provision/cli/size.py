@@ -55,32 +55,46 @@ def size(
     ),
     plot: bool = typer.Option(False, "--plot", help="Draw GPUs vs days vs cost per cloud in the terminal."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout and nothing else."),
+    build: bool = typer.Option(False, "--build", help="On-premises bill of materials, power, racks, own vs rent."),
+    vendor: str | None = typer.Option(None, "--vendor", metavar="V", help="Server vendor: nvidia, dell, hpe, ..."),
+    fabric: str | None = typer.Option(None, "--fabric", metavar="FABRIC", help="infiniband or roce."),
+    csv_path: str | None = typer.Option(None, "--csv", metavar="FILE", help="Write the bill of materials as CSV."),
 ) -> None:
     """Size a training run: FLOPs, GPU-hours, memory per GPU, GPUs and time, clouds, storage, buy versus rent."""
+    from provision.cli import build as onprem
     from provision.planning.sizing import size_training
 
     report = run_command(
         as_json,
-        lambda: size_training(
-            params,
-            tokens,
-            gpu=gpu,
-            gpus=gpus,
-            deadline_days=deadline_days,
-            mfu=mfu,
-            goodput=goodput,
-            active_params=active_params,
-            mode=mode,
-            trainable_params=trainable_params,
-            precision=precision,
-            optimizer=optimizer,
-            seq_len=seq_len,
-            checkpoint_minutes=checkpoint_minutes,
-            electricity_usd_per_kwh=electricity_usd_per_kwh,
-            pue=pue,
-            utilisation=utilisation,
+        lambda: onprem.checked(
+            build,
+            vendor,
+            fabric,
+            csv_path,
+            lambda: size_training(
+                params,
+                tokens,
+                gpu=gpu,
+                gpus=gpus,
+                deadline_days=deadline_days,
+                mfu=mfu,
+                goodput=goodput,
+                active_params=active_params,
+                mode=mode,
+                trainable_params=trainable_params,
+                precision=precision,
+                optimizer=optimizer,
+                seq_len=seq_len,
+                checkpoint_minutes=checkpoint_minutes,
+                electricity_usd_per_kwh=electricity_usd_per_kwh,
+                pue=pue,
+                utilisation=utilisation,
+            ),
         ),
     )
+    if onprem.wanted(build, vendor, fabric, csv_path):
+        onprem.emit_build(report, vendor=vendor, fabric=fabric, csv_path=csv_path, as_json=as_json)
+        return
     written = run_command(as_json, lambda: _write_spec(report, cloud, write_spec)) if write_spec else None
     if as_json:
         doc = report.as_dict()

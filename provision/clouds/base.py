@@ -32,6 +32,13 @@ TAG_CLUSTER = "provision-cluster"
 TAG_OWNER = "provision-owner"
 TAG_EXPIRES = "provision-expires-at"
 TAG_STACK = "provision-stack"
+#: The Pulumi provider config key that sets each cloud's default region.
+PROVIDER_REGION_KEYS = {
+    "aws": "aws:region",
+    "gcp": "gcp:region",
+    "azure": "azure-native:location",
+    "alibaba": "alicloud:region",
+}
 #: Tag value that marks a resource the user chose to keep (storage.shared.retain).
 TAG_RETAIN = "provision-retain"
 
@@ -70,6 +77,8 @@ class Adapter(ABC):
     sdk_modules: ClassVar[tuple[str, ...]]
     #: What this cloud cannot do, with the reason (shown in errors and ``provision offers``).
     limits: ClassVar[dict[str, str]] = {}
+    #: What deletes the nodes in the cloud at the expiry (``None``: nothing but the reaper).
+    lifetime_mechanism: ClassVar[str | None] = None
 
     # ------------------------------------------------------------------ plan (pure)
     def plan(
@@ -169,6 +178,7 @@ class Adapter(ABC):
             tags=tags,
             created_at=now,
             expires_at=expires_at,
+            lifetime_enforced_by=self.lifetime_enforcement(spec) if expires_at is not None else None,
             cost=cost,
             nccl_env=self.nccl_env(offer, res.fabric),
             warnings=tuple(warnings),
@@ -178,6 +188,10 @@ class Adapter(ABC):
 
     def check(self, spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:  # noqa: B027
         """Add this cloud's own problems to ``found`` (after the shared catalog checks)."""
+
+    def lifetime_enforcement(self, spec: ClusterSpec) -> str | None:
+        """What deletes this spec's nodes in the cloud at the expiry, or ``None`` when only the reaper does."""
+        return self.lifetime_mechanism
 
     def warnings(self, spec: ClusterSpec, res: Resolution) -> list[str]:
         """Warnings the plan shows for this cloud (e.g. lifetime enforcement gaps)."""

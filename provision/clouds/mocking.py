@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import ipaddress
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,18 +47,25 @@ class Fault:
         code: the cloud's error code, e.g. ``InsufficientInstanceCapacity``.
         index: fail the resource registered k-th (0-based, counting every registration), or
         type_token: fail every resource of this Pulumi type (e.g. ``aws:ec2/fleet:Fleet``).
+        where: only where the cluster is placed here (its region, zone, instance type or capacity
+            type equals this, e.g. ``us-east-1a``) or a resource input equals it: a capacity fault
+            in one place only, to rehearse failover.
         message: the error text.
     """
 
     code: str
     index: int | None = None
     type_token: str | None = None
+    where: str | None = None
     message: str = "injected fault"
 
-    def hits(self, index: int, type_token: str) -> bool:
-        return (self.index is not None and self.index == index) or (
+    def hits(self, index: int, type_token: str, inputs: Any = None, placement: tuple[str, ...] = ()) -> bool:
+        selected = (self.index is not None and self.index == index) or (
             self.type_token is not None and self.type_token == type_token
         )
+        if not selected or self.where is None:
+            return selected
+        return self.where in placement or json.dumps(self.where) in json.dumps(inputs, default=str)
 
 
 @dataclass
@@ -106,8 +114,12 @@ class MockContext:
 class CloudMocks(pulumi.runtime.Mocks):
     """Pulumi mocks for all four clouds. Create one per program run."""
 
-    def __init__(self, faults: tuple[Fault, ...] | list[Fault] = (), region: str = "") -> None:
+    def __init__(
+        self, faults: tuple[Fault, ...] | list[Fault] = (), region: str = "", placement: tuple[str, ...] = ()
+    ) -> None:
         self.faults = tuple(faults)
+        #: Where the cluster is placed (region, zone, instance type, capacity type), for ``Fault.where``.
+        self.placement = placement
         self.ctx = MockContext(region=region)
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self._modules: dict[str, Any] = {}
@@ -128,7 +140,7 @@ class CloudMocks(pulumi.runtime.Mocks):
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         index = len(self.ctx.ledger)
         for fault in self.faults:
-            if fault.hits(index, args.typ):
+            if fault.hits(index, args.typ, args.inputs, self.placement):
                 raise CloudFaultError(fault.code, f"{fault.message} ({args.typ} {args.name})")
         module = self._cloud_module(args.typ) if args.custom else None
         if module is not None:

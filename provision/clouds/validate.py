@@ -60,8 +60,9 @@ def load_and_plan(data: Any, **plan_kwargs: Any) -> ClusterPlan:
     """Validate ``data`` and plan it; a spec with shape problems also gets its catalog problems listed.
 
     Raises:
-        SpecError: every shape problem, plus the catalog's problems about the fields that passed.
-        BudgetError: the cost cap refuses a valid spec.
+        SpecError: every shape problem, plus the catalog's problems about the fields that passed
+            (and about each failover try).
+        BudgetError: the cost cap refuses a valid spec (or one of its failover tries).
     """
     from provision.clouds.base import get_adapter
 
@@ -80,4 +81,8 @@ def load_and_plan(data: Any, **plan_kwargs: Any) -> ClusterPlan:
         except Exception:  # noqa: BLE001  # the salvage is best effort: report the shape problems as they are
             pass
         raise
-    return get_adapter(spec.cloud).plan(spec, **plan_kwargs)
+    from provision.clouds import failover
+
+    adapter = get_adapter(spec.cloud)
+    # Every failover try is planned too (all problems at once); the spec as written is the plan shown.
+    return failover.plan_all(spec, lambda s: adapter.plan(s, **plan_kwargs))[0]

@@ -38,9 +38,10 @@ from pulumi import automation as auto
 from pulumi.automation.errors import create_command_error
 
 from provision.clouds.base import TAG_CLUSTER, TAG_EXPIRES, TAG_OWNER
+from provision.clouds.failover import QUOTA_CODES, STOCK_CODES, capacity_error
 from provision.engine.program import CREATED_AT_KEY, created_at_from
 from provision.spec import CONFIG_KEY, PROJECT, ClusterSpec, load_spec
-from provision.spec.errors import CapacityError, CloudError, ProvisionError
+from provision.spec.errors import CloudError, ProvisionError
 from provision.spec.units import format_time
 
 if TYPE_CHECKING:
@@ -50,18 +51,9 @@ HOME_ENV = "PROVISION_HOME"
 INSTALL_URL = "https://www.pulumi.com/docs/install/"
 #: Stack tags the reaper reads (names <= 40 characters: the DIY backend does not check, #24428).
 STACK_TAGS = (TAG_CLUSTER, TAG_EXPIRES, TAG_OWNER)
-#: Cloud error codes that mean "no capacity or quota" (research: reliability-security.md §2.1).
-CAPACITY_CODES = (
-    "InsufficientInstanceCapacity",
-    "InsufficientHostCapacity",
-    "InsufficientReservedInstanceCapacity",
-    "VcpuLimitExceeded",
-    "ZONE_RESOURCE_POOL_EXHAUSTED",
-    "QUOTA_EXCEEDED",
-    "AllocationFailed",
-    "ZonalAllocationFailed",
-    "OperationDenied.NoStock",
-)
+#: Cloud error codes that mean "no capacity or quota" (research: reliability-security.md §2.1);
+#: ``clouds/failover.py`` tells stock (failover may help) from quota (it cannot).
+CAPACITY_CODES = STOCK_CODES + QUOTA_CODES
 #: ``CloudError.code`` when the state holds operations an interrupted run left pending.
 PENDING_OPERATIONS = "PendingOperations"
 _PASSPHRASE_ENV = ("PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE")
@@ -334,6 +326,14 @@ def write_config(stack: auto.Stack, spec: ClusterSpec, now: datetime, *, created
     return created_at
 
 
+def failover_config(index: int, cloud: str, region: str) -> dict[str, auto.ConfigValue]:
+    """Config that makes a bare ``pulumi up`` build failover try ``index``: the try and its provider region."""
+    from provision.clouds.base import PROVIDER_REGION_KEYS
+    from provision.clouds.failover import CONFIG_KEY as FAILOVER_KEY
+
+    return {FAILOVER_KEY: auto.ConfigValue(str(index)), PROVIDER_REGION_KEYS[cloud]: auto.ConfigValue(region)}
+
+
 def set_stack_tags(stack: auto.Stack, tags: Mapping[str, str]) -> None:
     """Stack tags for the reaper (``stack tag set``; DIY backends keep them since CLI 3.211)."""
     for key in STACK_TAGS:
@@ -341,10 +341,13 @@ def set_stack_tags(stack: auto.Stack, tags: Mapping[str, str]) -> None:
             stack.set_tag(key, tags[key])
 
 
-def forget_created_at(stack: auto.Stack) -> None:
-    """Drop ``createdAt`` after a destroy, so the next ``up`` starts a new lifetime."""
-    with contextlib.suppress(auto.CommandError):  # not set: nothing to forget
-        stack.remove_config(CREATED_AT_KEY)
+def forget_created_at(stack: auto.Stack, failover: bool = False) -> None:
+    """Drop ``createdAt`` (and, with ``failover``, the recorded try) after a destroy, so the next ``up`` starts anew."""
+    from provision.clouds.failover import CONFIG_KEY as FAILOVER_KEY
+
+    for key in (CREATED_AT_KEY, FAILOVER_KEY) if failover else (CREATED_AT_KEY,):
+        with contextlib.suppress(auto.CommandError):  # not set: nothing to forget
+            stack.remove_config(key)
 
 
 def stack_resources(stack: auto.Stack) -> list[dict[str, Any]]:
@@ -402,7 +405,9 @@ def command_failure(operation: str, stack_name: str, e: Exception, progress: Pro
             f"{detail}\nTo fix: run Cluster.refresh(clear_pending_creates=True) (or `pulumi refresh "
             f"--clear-pending-creates --stack {stack_name}`), then look for leftovers with `provision reap`",
         )
-    code = next((c for c in CAPACITY_CODES if c in text), "")
-    if code:
-        return CapacityError(f"{operation} of {stack_name!r} failed: the cloud has no capacity ({code}).\n{detail}")
+    capacity = capacity_error(text, f"{operation} of {stack_name!r} failed")
+    if capacity is not None:
+        capacity.message = f"{capacity.message}.\n{detail}"
+        capacity.args = (capacity.render(),)
+        return capacity
     return CloudError(f"{operation} of {stack_name!r} failed:\n{detail}")

@@ -104,7 +104,8 @@ def run_program(
     plan = adapter.plan(spec, now=now, stack=stack, owner=owner)
     adapter.require_sdk()
     _ensure_event_loop()
-    mocks = CloudMocks(faults, region=spec.region)
+    placement = tuple(p for p in (plan.region, plan.zone, plan.instance_type, plan.capacity.type) if p)
+    mocks = CloudMocks(faults, region=spec.region, placement=placement)
     pulumi.runtime.set_all_config({CONFIG_KEY: spec.model_dump_json(exclude_none=True), **(config or {})})
     pulumi.runtime.settings.ROOT.set(None)
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False)
@@ -132,7 +133,7 @@ def _ensure_event_loop() -> None:
     raises. Inside a running loop (a Jupyter cell) nothing is needed: the runtime pumps it.
     """
     try:
-        asyncio.get_running_loop()
+        _quiet_injected_faults(asyncio.get_running_loop())
         return
     except RuntimeError:
         pass
@@ -141,7 +142,33 @@ def _ensure_event_loop() -> None:
             warnings.simplefilter("ignore", DeprecationWarning)
             loop = asyncio.get_event_loop()
         if not loop.is_closed():
+            _quiet_injected_faults(loop)
             return
     except RuntimeError:
         pass
-    asyncio.set_event_loop(asyncio.new_event_loop())
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    _quiet_injected_faults(loop)
+
+
+def _quiet_injected_faults(loop: asyncio.AbstractEventLoop) -> None:
+    """Drop asyncio's "Future exception was never retrieved" for an injected fault.
+
+    The run already raised the fault; Pulumi's futures of the resources that waited on the failed
+    one still hold it and would print its traceback again when collected. Everything else goes to
+    the loop's previous handler.
+    """
+    previous = loop.get_exception_handler()
+    if getattr(previous, "provision_quiet", False):
+        return
+
+    def handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if isinstance(context.get("exception"), CloudFaultError):
+            return
+        if previous is not None:
+            previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+    handler.provision_quiet = True  # type: ignore[attr-defined]
+    loop.set_exception_handler(handler)

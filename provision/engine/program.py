@@ -11,6 +11,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+from provision.clouds import failover
 from provision.clouds.base import get_adapter
 from provision.planning.plan import ClusterPlan
 from provision.spec import CONFIG_KEY, PROJECT, ClusterSpec, load_spec
@@ -71,7 +72,10 @@ def spec_from_config() -> ClusterSpec:
                 )
             ]
         )
-    return load_spec(json.loads(raw) if isinstance(raw, str) else raw)
+    spec = load_spec(json.loads(raw) if isinstance(raw, str) else raw)
+    # `provision up` records which failover try holds the cluster, so a bare `pulumi up` keeps it there.
+    chosen = pulumi.Config(PROJECT).get_int("failover") or 0
+    return failover.alternative(spec, chosen) if chosen else spec
 
 
 def plan_for_stack(spec: ClusterSpec, now: datetime | None = None) -> ClusterPlan:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from provision.engine.progress import OperationResult, Progress
 from provision.planning.outputs import render_hostfile
 from provision.spec import ClusterSpec
-from provision.spec.errors import CapacityError, CloudError, Problem, SpecError, UnsupportedError
+from provision.spec.errors import CapacityError, CloudError, Problem, QuotaError, SpecError, UnsupportedError
 from provision.spec.loading import resolve_target, stack_of_file
 from provision.spec.units import format_time
 
@@ -149,7 +149,8 @@ class Cluster:
         self._created_at: datetime | None = None
         self._state = "unknown"
         self._planned: int | None = None
-        self._plans: dict[datetime | None, ClusterPlan] = {}
+        self._plans: dict[tuple[int, datetime | None], ClusterPlan] = {}
+        self._try = 0  # which failover try (0: the spec as written) the cluster is on
 
     @classmethod
     def from_spec(cls, spec: ClusterSpec | Mapping[str, Any], **kwargs: Any) -> Cluster:
@@ -173,12 +174,49 @@ class Cluster:
         return self._plan_at(self._known_created_at())
 
     def _plan_at(self, created: datetime | None) -> ClusterPlan:
-        """The plan whose lifetime counts from ``created`` (from now when ``None``), computed once."""
+        """The current try's plan, its lifetime counting from ``created`` (from now when ``None``), computed once."""
+        key = (self._try, created)
+        if key not in self._plans:
+            self._plans[key] = self._plan_spec(self.effective_spec, created)
+        return self._plans[key]
+
+    def _plan_spec(self, spec: ClusterSpec, created: datetime | None = None) -> ClusterPlan:
         from provision.clouds.base import get_adapter
 
-        if created not in self._plans:
-            self._plans[created] = get_adapter(self.spec.cloud).plan(self.spec, now=created, stack=self.stack)
-        return self._plans[created]
+        return get_adapter(spec.cloud).plan(spec, now=created or self._known_created_at(), stack=self.stack)
+
+    @property
+    def effective_spec(self) -> ClusterSpec:
+        """The spec of the try the cluster is on: the spec as written, or one of its failover options."""
+        from provision.clouds import failover
+
+        return failover.alternative(self.spec, self._try)
+
+    def _use_try(self, index: int) -> None:
+        self._try = index
+
+    def _deployed_try(self) -> int | None:
+        """Which failover try holds the deployed cluster (``None``: nothing deployed, or no try matches)."""
+        from provision.clouds import failover
+
+        if not self.spec.failover:
+            return None
+        if self.mock:
+            state = self._store().load(self.stack)
+            return failover.deployed_try(self.spec, state.spec if state else None)
+        from provision.engine import automation
+
+        stack = self._open(create=False)
+        if stack is None:
+            return None
+        raw = automation.run_operation("config", self.stack, lambda: automation.stack_config(stack)).get(
+            failover.CONFIG_KEY
+        )
+        return int(raw) if raw and str(raw).isdigit() and int(raw) < failover.tries(self.spec) else None
+
+    def _print(self, line: str) -> None:
+        if self.display != "none":
+            print(line, file=sys.stderr)
 
     def _known_created_at(self) -> datetime | None:
         if self.mock:
@@ -213,6 +251,10 @@ class Cluster:
     def up(self, yes: bool = True) -> OperationResult | None:
         """Create or update the cluster; blocks until done. Safe to repeat (an unchanged spec changes nothing).
 
+        With ``failover`` options in the spec, every try is planned and priced first; when the
+        cloud has no stock for a try, what that try created is deleted and the next one is tried.
+        A cluster that already landed on a try stays there (later tries only after it fails).
+
         Args:
             yes: ``False`` prints the plan and the preview and asks before changing anything.
 
@@ -220,13 +262,45 @@ class Cluster:
             What changed, with the outputs; ``None`` when the user declined.
 
         Raises:
-            SpecError, BudgetError: before anything is created.
-            CapacityError, CloudError: the cloud or Pulumi failed (resources created so far
-                remain; call :meth:`down`). CloudError also when the Pulumi CLI is missing.
+            SpecError, BudgetError: before anything is created (for any try).
+            QuotaError: the account's quota is used up (no failover: another zone does not help).
+            CapacityError: no try had capacity (each try's code is named; nothing of them remains).
+            CloudError: the cloud or Pulumi failed (resources created so far remain; call :meth:`down`).
+                CloudError also when the Pulumi CLI is missing.
         """
-        plan = self.plan()  # validation and the cost cap, before the first resource
-        if not yes and not self._confirm(f"bring up {self.stack}", plan):
+        from provision.clouds import failover
+
+        failover.plan_all(self.spec, self._plan_spec)  # validation and the cost cap of every try, first
+        deployed = self._deployed_try()
+        start = deployed or 0
+        self._use_try(start)
+        if not yes and not self._confirm(f"bring up {self.stack}", self.plan()):
             return None
+        last = failover.tries(self.spec) - 1
+        failed: list[str] = []
+        for i in range(start, last + 1):
+            self._use_try(i)
+            try:
+                return self._up_once()
+            except QuotaError:
+                raise
+            except CapacityError as e:
+                failed.append(f"{failover.describe(self.spec, i)}: {e.code or 'no capacity'}")
+                if i == last:
+                    if len(failed) == 1:
+                        raise
+                    raise CapacityError(
+                        f"no try of {self.stack!r} found capacity ({'; '.join(failed)}). What the last try created "
+                        "remains: call down() (or `provision down`) to remove it, or add failover options",
+                        code=e.code,
+                    ) from None
+                self._print(f"{failover.describe(self.spec, i)} has no capacity ({e.code}); removing what it created")
+                self.down()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _up_once(self) -> OperationResult:
+        """``up`` of the current try (``self._try``), no questions asked."""
+        plan = self.plan()
         if self.mock:
             return self._mock_up(apply=True)
         from provision.engine import automation
@@ -236,6 +310,9 @@ class Cluster:
         created_at = automation.run_operation(
             "config", self.stack, lambda: automation.write_config(stack, self.spec, _now())
         )
+        if self.spec.failover:  # a bare `pulumi up` builds the same try, in the try's region
+            settings = automation.failover_config(self._try, self.spec.cloud, plan.region)
+            automation.run_operation("config", self.stack, lambda: stack.set_all_config(settings))
         assert created_at is not None  # noqa: S101  # up writes the creation time when it is missing
         self._created_at = created_at
         tags = self.plan().tags
@@ -290,7 +367,7 @@ class Cluster:
             result = p.result()
             result.warnings = warnings
             p.finish(result)
-        automation.forget_created_at(stack)
+        automation.forget_created_at(stack, failover=bool(self.spec.failover))
         self._state, self._outputs, self._created_at = "none", {}, None
         return result
 
@@ -511,8 +588,8 @@ class Cluster:
         return automation.open_stack(self.stack, program, root=self.root, command=self._command, create=create)
 
     def _program(self, created_at: datetime) -> Any:
-        """The inline program: the repository's program function, on this spec and creation time."""
-        spec = self.spec
+        """The inline program: the repository's program function, on this try's spec and creation time."""
+        spec = self.effective_spec
 
         def program() -> None:
             from provision.engine.program import main
@@ -534,18 +611,19 @@ class Cluster:
         return result
 
     def _mock_up(self, apply: bool) -> OperationResult:
-        from provision.engine.automation import CAPACITY_CODES
+        from provision.clouds.failover import capacity_error
         from provision.engine.mockstate import MockRunFailedError, run_mock
 
         def run() -> tuple[list[Any], dict[str, Any]]:
             store = self._store()
             try:
-                planned = run_mock(self.spec, self.stack, store.load(self.stack), faults=self._faults)
+                planned = run_mock(self.effective_spec, self.stack, store.load(self.stack), faults=self._faults)
             except MockRunFailedError as e:
                 if apply:  # like Pulumi, keep what was created before the failure; `down` removes it
                     store.save(e.state)
-                if e.code in CAPACITY_CODES:
-                    raise CapacityError(f"{e.message} (the cloud has no capacity)") from None
+                capacity = capacity_error(e.code, e.message)
+                if capacity is not None:
+                    raise capacity from None
                 raise
             if apply and planned.changed:
                 store.save(planned.state)

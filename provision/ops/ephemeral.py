@@ -22,8 +22,8 @@ The defences, outermost last:
    SIGINT and SIGKILL, far too little to destroy a GPU cluster, so the job's ``if: always()`` step
    runs ``python -m provision.ops.ephemeral cleanup``, which destroys what the killed run left.
 6. **Backstops.** The lifetime enforced by the cloud (GCP ``max_run_duration``, Alibaba
-   ``auto_release_time``, the AWS shutdown timer; Azure has none) and ``provision reap --yes``
-   after the expiry, also for a runner that died with its disk.
+   ``auto_release_time``, the AWS shutdown timer, Azure's node timer deleting the resource group)
+   and ``provision reap --yes`` after the expiry, also for a runner that died with its disk.
 """
 
 from __future__ import annotations
@@ -130,6 +130,16 @@ def require_bounds(plan: ClusterPlan) -> None:
                 "is not set and no cost cap derives a lifetime, so nothing deletes the cluster in the cloud "
                 "if the CI runner dies",
                 "pass ttl='2h' to ephemeral_cluster (or set lifetime.ttl in the spec)",
+            )
+        )
+    elif plan.lifetime_enforced_by is None:
+        problems.append(
+            Problem(
+                "lifetime.ttl",
+                plan.spec.lifetime.ttl,
+                f"sets an expiry, but nothing in {plan.cloud} deletes the nodes at it with this spec, so a dead CI "
+                "runner leaves the cluster billing",
+                "enable the cloud's lifetime (on Azure: azure.delete_at_expiry: true)",
             )
         )
     if plan.spec.lifetime.max_cost_usd is None:
@@ -289,7 +299,7 @@ class EphemeralCluster(Cluster):
                 f"teardown of ephemeral cluster {self.spec.name!r} (stack {self.stack!r}) failed: {e}\n"
                 "Its resources may still exist and bill. To fix: run `python -m provision.ops.ephemeral cleanup` "
                 f"now, or `provision reap --yes{mock}` once it expires at {_iso(self.expires_at)}; until then "
-                "the cloud-side lifetime stops the nodes where the cloud has one (not on Azure)",
+                "the cloud-side lifetime deletes the nodes at the expiry",
                 code=getattr(e, "code", ""),
             ) from e
         if result is not None:

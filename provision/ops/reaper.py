@@ -6,9 +6,9 @@ deletes them in dependency order. It is the backstop for runners that died mid-r
 cloud-side timers stop the GPU bill, and the reaper removes what timers do not cover
 (filesystems, networks).
 
-Cloud-side sweeping is implemented for AWS (boto3). On the other clouds the same tags drive
-``provision reap`` through the stacks' state, and Azure keeps a cluster in one resource group so
-deleting the group removes it whole.
+Cloud-side sweeping is implemented for AWS (boto3, here) and Azure (``reap_azure``: a cluster is
+one resource group, so deleting the group removes it whole). On GCP and Alibaba the same tags drive
+``provision reap`` through the stacks' state.
 """
 
 from __future__ import annotations

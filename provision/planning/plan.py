@@ -85,6 +85,9 @@ class ClusterPlan(_Frozen):
     tags: dict[str, str]
     created_at: datetime
     expires_at: datetime | None
+    lifetime_enforced_by: str | None = Field(
+        default=None, description="What deletes the nodes in the cloud at expires_at (None: only the reaper)."
+    )
     cost: CostEstimate
     nccl_env: dict[str, str]
     warnings: tuple[str, ...]
@@ -121,6 +124,7 @@ class ClusterPlan(_Frozen):
             "cost": self.cost.model_dump(mode="json"),
             "max_lifetime_hours": self.cost.lifetime_hours,
             "expires_at": format_time(self.expires_at) if self.expires_at else None,
+            "lifetime_enforced_by": self.lifetime_enforced_by,
             "tags": self.tags,
             "nccl_env": self.nccl_env,
             "warnings": list(self.warnings),

@@ -125,10 +125,24 @@ class BudgetError(ProvisionError):
 
 
 class CapacityError(ProvisionError):
-    """The cloud has no capacity or quota for the request (exit 1)."""
+    """The cloud has no capacity or quota for the request (exit 1).
+
+    Attributes:
+        code: the cloud's error code when known, e.g. ``InsufficientInstanceCapacity``.
+    """
 
     exit_code = 1
     title = "the cloud has no capacity for this cluster"
+
+    def __init__(self, message: str = "", problems: Iterable[Problem] = (), code: str = "") -> None:
+        self.code = code
+        super().__init__(message, problems)
+
+
+class QuotaError(CapacityError):
+    """The account's quota is used up (exit 1): no other zone or region helps, so failover stops."""
+
+    title = "the account's quota is used up"
 
 
 class CloudError(ProvisionError):

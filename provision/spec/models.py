@@ -243,6 +243,27 @@ class LifetimeSpec(_Model):
         return v
 
 
+class FailoverOption(_Model):
+    """Where to try next when the cloud has no capacity: fields that replace the spec's for one try.
+
+    A new region without a zone lets the catalog pick the zone; the cost cap, lifetime and every
+    other field stay the spec's. Every option is planned (and priced) before anything is created.
+    """
+
+    region: str | None = Field(default=None, min_length=1, description="Region to try instead.")
+    zone: str | None = Field(default=None, min_length=1, description="Zone to try instead.")
+    instance_type: str | None = Field(
+        default=None, min_length=1, description="Instance type to try instead (must carry the spec's GPU)."
+    )
+    capacity: CapacitySpec | None = Field(default=None, description="Consumption model to try instead.")
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> FailoverOption:
+        if not self.model_dump(exclude_none=True):
+            raise ValueError("changes nothing; give a region, zone, instance_type or capacity to try instead")
+        return self
+
+
 class ClusterSpec(_Model):
     """One GPU training cluster, on any of the four clouds."""
 
@@ -264,6 +285,12 @@ class ClusterSpec(_Model):
     lifetime: LifetimeSpec = Field(default_factory=LifetimeSpec, description="TTL and cost cap.")
     tags: dict[TagKey, TagValue] = Field(default_factory=dict, description="Extra tags/labels on every resource.")
     owner: str | None = Field(default=None, description="Owner recorded in tags; defaults to the local user name.")
+    failover: tuple[FailoverOption, ...] = Field(
+        default=(),
+        max_length=10,
+        description="On a capacity error (no stock), `up` removes what the try created and tries these in order: "
+        "other zones, regions, instance types or capacity types. Quota and permission errors fail at once.",
+    )
     aws: AwsOptions | None = Field(default=None, description="AWS-only options.")
     gcp: GcpOptions | None = Field(default=None, description="GCP-only options.")
     azure: AzureOptions | None = Field(default=None, description="Azure-only options.")
@@ -390,6 +417,7 @@ def cross_field_problems(data: dict[str, Any]) -> list[Problem]:
 
 __all__ = [
     "AccessSpec",
+    "FailoverOption",
     "CapacitySpec",
     "ClusterSpec",
     "ImageSpec",

@@ -210,6 +210,7 @@ class AlibabaAdapter(Adapter):
     cloud: ClassVar[str] = "alibaba"
     extra: ClassVar[str] = "alibaba"
     sdk_modules: ClassVar[tuple[str, ...]] = ("pulumi_alicloud",)
+    lifetime_mechanism = "ECS auto_release_time on each instance"
     limits: ClassVar[dict[str, str]] = {
         "cpfs-lingjun": _LINGJUN_REASON,
         "placement": f"a LowLatency deployment set holds at most {DEPLOYMENT_SET_MAX} nodes and no spot nodes",

@@ -113,6 +113,10 @@ class AwsAdapter(Adapter):
     cloud = "aws"
     extra = "aws"
     sdk_modules = ("pulumi_aws",)
+    lifetime_mechanism = (
+        "a systemd timer on each node powers it off at the expiry; instance-initiated shutdown behaviour "
+        "'terminate' deletes it"
+    )
     limits: ClassVar[dict[str, str]] = {
         "nodes": f"an EC2 Fleet gang (all or nothing) holds at most {FLEET_MAX_NODES} nodes; "
         "larger clusters use aws.allocation: asg",

@@ -9,7 +9,8 @@ Azure facts this file relies on (each checked at its source):
 * InfiniBand spans one scale set with ``singlePlacementGroup: true``, capped at 100 VMs (300 after a
   support request): learn.microsoft.com/azure/virtual-machines/sizes-hpc "Cluster configuration options".
 * No delete-at-time exists for VMs; the ScheduledAction API (computeschedule) is preview-only
-  (2025-04-15-preview in azure-native 3.29) and can only deallocate, so lifetime = tags + reaper.
+  (2025-04-15-preview in azure-native 3.29) and can only deallocate, so the nodes delete their own
+  resource group at the expiry through a role scoped to it (``expiry.py``), tags + reaper as backup.
 * On-demand capacity reservations support neither ND-series, proximity placement groups nor scale
   sets with single placement group: learn.microsoft.com/azure/virtual-machines/capacity-reservation-overview.
 """
@@ -56,8 +57,9 @@ class AzureAdapter(Adapter):
     extra = "azure"
     sdk_modules = ("pulumi", "pulumi_azure_native")
     limits: ClassVar[dict[str, str]] = {
-        "lifetime": "Azure cannot delete a VM at a set time: the expiry is a tag and the reaper deletes the "
-        "resource group; ScheduledAction (computeschedule) is preview-only and only deallocates.",
+        "lifetime": "Azure cannot delete a VM at a set time (ScheduledAction is preview-only and only deallocates): "
+        "the nodes delete their resource group at the expiry through a role scoped to it, which needs Owner or "
+        "User Access Administrator rights to create (azure.delete_at_expiry).",
         "ib-island": "InfiniBand spans one single-placement-group scale set: 100 VMs, 300 after a support request.",
         "public_head_node": "A Uniform scale set gives every instance the same NIC; one public node is not possible.",
         "capacity-reservation": "On-demand capacity reservations exclude ND-series, proximity placement groups and "
@@ -189,16 +191,26 @@ class AzureAdapter(Adapter):
                 "use a larger range, e.g. 10.0.0.0/16",
             )
 
+    def lifetime_enforcement(self, spec: ClusterSpec) -> str | None:
+        """Azure has no VM lifetime: the nodes delete their own resource group (see ``expiry.py``), if allowed."""
+        opts: AzureOptions = spec.cloud_options()
+        if not opts.delete_at_expiry:
+            return None
+        return (
+            "a systemd timer on every node deletes the cluster's resource group at the expiry, through a custom "
+            "role (only */delete) scoped to that group and assigned to the nodes' identity"
+        )
+
     # ------------------------------------------------------------------ plan pieces
     def warnings(self, spec: ClusterSpec, res: Resolution) -> list[str]:
         opts: AzureOptions = spec.cloud_options()
         out: list[str] = []
-        if spec.lifetime.ttl is not None or spec.lifetime.max_cost_usd is not None:
+        if (spec.lifetime.ttl is not None or spec.lifetime.max_cost_usd is not None) and not opts.delete_at_expiry:
             out.append(
-                "Azure cannot delete VMs at a set time: the expiry is recorded in the provision-expires-at tag on "
-                "the resource group and every resource, and only the reaper (provision reap, run on a schedule) "
-                "deletes the resource group after it. Scheduled deallocation (computeschedule) is preview-only "
-                "and is not used. Until the reaper runs, the cluster keeps billing."
+                "azure.delete_at_expiry is false: nothing in the cloud deletes the cluster at its expiry. The "
+                "expiry is recorded in the provision-expires-at tag on the resource group and every resource; "
+                "only `provision reap --azure-subscription ID` (run on a schedule) deletes it. Until then the "
+                "cluster keeps billing."
             )
         islands = self.islands(spec, res)
         if len(islands) > 1:
@@ -284,6 +296,7 @@ class AzureAdapter(Adapter):
         layout = rules.address_plan(opts.vnet_cidr, self._subnet_prefixes(spec, res))
         assert layout is not None  # noqa: S101  # check() refused layouts that do not fit
         infiniband = res.fabric == "infiniband"
+        has_lifetime = spec.lifetime.ttl is not None or spec.lifetime.max_cost_usd is not None
         sizes = self.islands(spec, res)
         islands, first = [], 0
         for i, (size, prefix) in enumerate(zip(sizes, rules.computer_name_prefixes(name, len(sizes)), strict=True)):
@@ -323,7 +336,7 @@ class AzureAdapter(Adapter):
             "encryption_at_host": opts.encryption_at_host,
             "nic": f"{name}-nic",
             "filesystem": self._filesystem_plan(spec, res, opts, layout.subnets),
-            "lifetime": "tags+reaper",
+            "lifetime": "node-timer" if has_lifetime and opts.delete_at_expiry else "tags+reaper",
             "hostfile": {"invoke": "azure-native:resources:getResource", "api_version": VMSS_NIC_API_VERSION},
         }
 

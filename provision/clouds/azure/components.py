@@ -19,9 +19,10 @@ from __future__ import annotations
 from typing import Any
 
 import pulumi
-from pulumi_azure_native import compute, managedidentity, resources
+from pulumi_azure_native import authorization, compute, managedidentity, resources
 
 from provision.clouds.azure.adapter import VMSS_NIC_API_VERSION
+from provision.clouds.azure.expiry import ROLE_ACTIONS, role_guid, role_name
 from provision.clouds.azure.network import Network, build_network
 from provision.clouds.azure.storage import SharedFs, build_filesystem
 from provision.clouds.azure.userdata import custom_data
@@ -85,6 +86,8 @@ class AzureCluster(pulumi.ComponentResource):
             tags=plan.tags,
             opts=child,
         )
+        if extra.get("lifetime") == "node-timer":
+            self._expiry_role(child)
         self.network: Network = build_network(plan, net_rg, net_tags, net_opts)
         self.shared_fs: SharedFs | None = None
         if extra["filesystem"] is not None and self.network.filesystem is not None:
@@ -118,6 +121,39 @@ class AzureCluster(pulumi.ComponentResource):
         )
         self.outputs = stack_outputs(plan, ips, None, self.shared_fs.summary if self.shared_fs else None)
         self.register_outputs({"hostfile": self.outputs["hostfile"]})
+
+    def _expiry_role(self, opts: pulumi.ResourceOptions) -> None:
+        """The custom role (only ``*/delete``, scoped to the cluster's resource group) the expiry timer uses.
+
+        See ``expiry.py``. The role definition lives at the subscription (Azure keeps custom roles
+        there) but can only be assigned inside the cluster's group; the assignment goes to the
+        identity the scale sets carry. ``principal_type`` avoids the replication-delay failure of a
+        brand-new identity (learn.microsoft.com/azure/role-based-access-control/role-assignments-template
+        "New service principal").
+        """
+        plan = self.plan
+        rg_id = self.resource_group.id
+        definition = authorization.RoleDefinition(
+            f"{plan.name}-expiry-role",
+            role_definition_id=role_guid(plan.name, "definition"),
+            role_name=role_name(plan.name),
+            description=f"provision: lets the nodes of cluster {plan.name} delete its resource group at expiry",
+            role_type="CustomRole",
+            scope=rg_id.apply(lambda i: "/".join(i.split("/")[:3])),
+            assignable_scopes=[rg_id],
+            permissions=[authorization.PermissionArgs(actions=list(ROLE_ACTIONS))],
+            opts=opts,
+        )
+        authorization.RoleAssignment(
+            f"{plan.name}-expiry-assignment",
+            role_assignment_name=role_guid(plan.name, "assignment"),
+            principal_id=self.identity.principal_id,
+            principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
+            role_definition_id=definition.id,
+            scope=rg_id,
+            description="provision: the cluster's nodes delete its resource group at expiry",
+            opts=opts,
+        )
 
     def _scale_set(
         self,

@@ -99,6 +99,16 @@ def resource(args: Any, ctx: MockContext) -> tuple[str, dict[str, Any]]:
         rid = _rg_id(ctx, inputs["resourceGroupName"])
         outputs.update(name=inputs["resourceGroupName"], properties={"provisioningState": "Succeeded"})
         return rid, outputs
+    if args.typ == "azure-native:authorization:RoleDefinition":
+        # Custom roles live at their scope (the subscription):
+        # {scope}/providers/Microsoft.Authorization/roleDefinitions/{id}
+        rid = f"{inputs['scope']}/providers/Microsoft.Authorization/roleDefinitions/{inputs['roleDefinitionId']}"
+        outputs.update(name=inputs["roleDefinitionId"], roleName=inputs["roleName"])
+        return rid, outputs
+    if args.typ == "azure-native:authorization:RoleAssignment":
+        rid = f"{inputs['scope']}/providers/Microsoft.Authorization/roleAssignments/{inputs['roleAssignmentName']}"
+        outputs.update(name=inputs["roleAssignmentName"])
+        return rid, outputs
     path = _PATHS.get(args.typ)
     if path is None:
         raise LookupError(f"the mocked Azure does not know resource type {args.typ}")

@@ -11,16 +11,16 @@ import shlex
 from string import Template
 from typing import TYPE_CHECKING
 
+from provision.clouds.azure.expiry import expiry_timer
 from provision.planning.bootstrap import render_user_data
 from provision.planning.images import images_dir
 
 if TYPE_CHECKING:
     from provision.planning.plan import ClusterPlan
 
-#: Azure has no VM lifetime; an in-guest shutdown leaves the VM allocated (and billed), so none is set.
+#: With azure.delete_at_expiry false nothing on the node enforces the lifetime (an OS shutdown keeps billing).
 NO_SELF_DESTRUCT = (
-    ": # Azure: no VM lifetime exists and an OS shutdown keeps billing; the reaper deletes the resource group "
-    "after the provision-expires-at tag"
+    ": # azure.delete_at_expiry is false: provision reap deletes the resource group after the provision-expires-at tag"
 )
 
 
@@ -54,6 +54,9 @@ def mount_lines(fs_type: str, source: str, mount: str, options: str) -> str:
 def custom_data(plan: ClusterPlan, shared_mount: str = "") -> str:
     """The base64-encoded bootstrap script for every node of ``plan``. Holds no secrets."""
     script = render_user_data(
-        plan, cloud_setup=fabric_setup(plan), shared_mount=shared_mount, self_destruct=NO_SELF_DESTRUCT
+        plan,
+        cloud_setup=fabric_setup(plan),
+        shared_mount=shared_mount,
+        self_destruct=expiry_timer(plan) if plan.extra.get("lifetime") == "node-timer" else NO_SELF_DESTRUCT,
     )
     return base64.b64encode(script.encode()).decode()

@@ -163,6 +163,9 @@ class GcpAdapter(Adapter):
     cloud: ClassVar[str] = "gcp"
     extra: ClassVar[str] = "gcp"
     sdk_modules: ClassVar[tuple[str, ...]] = ("pulumi_gcp",)
+    lifetime_mechanism = (
+        "scheduling.termination_time with instance_termination_action DELETE (max_run_duration for flex-start)"
+    )
     limits: ClassVar[dict[str, str]] = {
         "public_head_node": "nodes are managed instance group members (one template): none gets an external IP; "
         "reach them through IAP (gcp.allow_iap_ssh) or a VPN",

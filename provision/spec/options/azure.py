@@ -31,6 +31,13 @@ class AzureOptions(CloudOptions):
         description="Encrypt temp disks and disk caches on the host (needs the Microsoft.Compute/EncryptionAtHost "
         "feature registered on the subscription).",
     )
+    delete_at_expiry: bool = Field(
+        default=True,
+        description="With a lifetime, every node deletes the cluster's resource group at the expiry, through a "
+        "custom role scoped to that group (creating the role and its assignment needs Owner or User Access "
+        "Administrator on the subscription). false: nothing in the cloud enforces the lifetime; run "
+        "`provision reap --azure-subscription ID` on a schedule.",
+    )
     filesystem_zone: str | None = Field(
         default="1",
         pattern=r"^[1-3]$",

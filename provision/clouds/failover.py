@@ -1,0 +1,147 @@
+"""Failover on capacity errors: the spec's alternatives, each planned before anything exists.
+
+A spec may list ``failover`` options (other zones, regions, instance types or capacity types).
+``up`` tries the spec first; when the cloud answers that it has no stock, what that try created is
+removed and the next option is tried. Quota and permission errors are not retried: another zone
+does not raise a quota, so they fail at once with the quota named.
+
+Try 0 is the spec as written; try ``i`` (1-based) is the spec with ``failover[i-1]``'s fields in
+place of its own (a new region without a zone lets the catalog pick the zone) and no failover list.
+The chosen try is recorded with the stack (``provision:failover`` in its config, or the mocked
+state's spec), so a later ``up`` keeps the cluster where it landed instead of moving it back.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from provision.spec.errors import BudgetError, CapacityError, Problem, ProvisionError, QuotaError, SpecError
+
+if TYPE_CHECKING:
+    from provision.planning.plan import ClusterPlan
+    from provision.spec import ClusterSpec
+
+#: The stack config key that records which try holds the cluster (0: the spec as written).
+CONFIG_KEY = "provision:failover"
+
+#: Codes meaning "no stock here now": another zone, region or capacity type may have it.
+#: AWS: docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html; GCP:
+#: cloud.google.com/compute/docs/troubleshooting/troubleshooting-resource-availability; Azure:
+#: learn.microsoft.com/troubleshoot/azure/virtual-machines/windows/allocation-failure; Alibaba: ECS
+#: RunInstances error codes (OperationDenied.NoStock).
+STOCK_CODES = (
+    "InsufficientInstanceCapacity",
+    "InsufficientHostCapacity",
+    "InsufficientReservedInstanceCapacity",
+    "ZONE_RESOURCE_POOL_EXHAUSTED",
+    "OverconstrainedAllocationRequest",
+    "ZonalAllocationFailed",
+    "AllocationFailed",
+    "OperationDenied.NoStock",
+)
+#: Codes meaning "your quota is used up": no failover helps; the user must ask for more.
+QUOTA_CODES = (
+    "VcpuLimitExceeded",
+    "InstanceLimitExceeded",
+    "MaxSpotInstanceCountExceeded",
+    "QUOTA_EXCEEDED",
+    "QuotaExceeded",
+    "QuotaExceed",
+)
+
+
+def capacity_error(text: str, message: str) -> CapacityError | None:
+    """The error for a cloud failure whose ``text`` holds a stock or quota code; ``None`` for other failures."""
+    quota = next((c for c in QUOTA_CODES if c in text), "")
+    if quota:
+        return QuotaError(
+            f"{message}: the quota is used up ({quota}). To fix: ask the cloud for a larger quota "
+            "(another zone or region does not help)",
+            code=quota,
+        )
+    stock = next((c for c in STOCK_CODES if c in text), "")
+    if stock:
+        return CapacityError(f"{message}: the cloud has no capacity ({stock})", code=stock)
+    return None
+
+
+def alternative(spec: ClusterSpec, index: int) -> ClusterSpec:
+    """Try ``index`` of ``spec``: 0 is the spec itself, ``i`` applies ``failover[i-1]``.
+
+    Raises:
+        SpecError: the option makes an invalid spec (paths under ``failover[i-1]``).
+        IndexError: no such option.
+    """
+    from provision.spec import load_spec
+
+    if index == 0:
+        return spec
+    if not 0 < index <= len(spec.failover):
+        raise IndexError(index)
+    option = spec.failover[index - 1].model_dump(mode="json", exclude_none=True)
+    data = spec.model_dump(mode="json", exclude_none=True)
+    data.pop("failover", None)
+    if "region" in option and option["region"] != data["region"] and "zone" not in option:
+        data.pop("zone", None)
+    data.update(copy.deepcopy(option))
+    try:
+        return load_spec(data)
+    except SpecError as e:
+        raise SpecError(problems=[_under(index, p) for p in e.problems]) from None
+
+
+def tries(spec: ClusterSpec) -> int:
+    """How many tries the spec allows (1 + its failover options)."""
+    return 1 + len(spec.failover)
+
+
+def _under(index: int, p: Problem) -> Problem:
+    return Problem(f"failover[{index - 1}].{p.path}" if p.path else f"failover[{index - 1}]", p.value, p.rule, p.fix)
+
+
+def plan_all(spec: ClusterSpec, plan: Callable[[ClusterSpec], ClusterPlan]) -> list[ClusterPlan]:
+    """Plan every try with ``plan``; all problems of all tries at once, before anything exists.
+
+    Raises:
+        SpecError: some try is infeasible (its problems carry ``failover[i]`` paths).
+        BudgetError: no spec problem, but some try breaks the cost cap.
+    """
+    plans: list[ClusterPlan] = []
+    spec_problems: list[Problem] = []
+    budget_problems: list[Problem] = []
+    for i in range(tries(spec)):
+        try:
+            plans.append(plan(alternative(spec, i)))
+        except SpecError as e:
+            spec_problems.extend(e.problems if i == 0 else [_under(i, p) for p in e.problems])
+        except BudgetError as e:
+            budget_problems.extend(e.problems if i == 0 else [_under(i, p) for p in e.problems])
+    if spec_problems:
+        raise SpecError(problems=spec_problems)
+    if budget_problems:
+        raise BudgetError("a failover option breaks the cost policy", budget_problems)
+    return plans
+
+
+def deployed_try(spec: ClusterSpec, deployed: dict[str, Any] | None) -> int | None:
+    """Which try a deployed spec (as dumped to JSON) is, or ``None`` when it is none of them."""
+    if deployed is None:
+        return None
+    for i in range(tries(spec)):
+        try:
+            if alternative(spec, i).model_dump(mode="json", exclude_none=True) == deployed:
+                return i
+        except ProvisionError:
+            continue
+    return None
+
+
+def describe(spec: ClusterSpec, index: int) -> str:
+    """A short label of a try: ``us-east-1a on-demand p5.48xlarge``."""
+    s = alternative(spec, index)
+    parts = [s.zone or s.region, s.capacity.type]
+    if s.instance_type:
+        parts.append(s.instance_type)
+    return " ".join(parts)

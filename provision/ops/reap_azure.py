@@ -1,0 +1,102 @@
+"""The Azure sweep of ``provision reap``: expired clusters by resource-group tags, without Pulumi state.
+
+Every Azure cluster lives in one resource group (plus a separate data group when its filesystem
+is retained) tagged ``provision-cluster`` and ``provision-expires-at``. The sweep lists the
+subscription's groups that carry the expiry tag (ARM filters by tag name:
+https://learn.microsoft.com/rest/api/resources/resource-groups/list ``$filter=tagName eq '...'``),
+keeps those whose expiry has passed and that are not marked ``provision-retain=true``, and with
+``yes`` deletes each group whole, force-deleting its scale sets
+(``forceDeletionTypes=Microsoft.Compute/virtualMachineScaleSets``). It backs up the nodes' own
+expiry timer (``clouds/azure/expiry.py``) when that could not run or was opted out of.
+
+What it does not delete: the custom expiry role definition, which Azure keeps at the subscription
+(it costs nothing and is removed by ``provision down``; its name is ``provision-expiry-<cluster>``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime, timezone
+from typing import Any
+
+from provision.clouds.base import TAG_CLUSTER, TAG_EXPIRES, TAG_RETAIN, parse_label_time
+from provision.ops.reaper import ExpiredCluster
+
+#: Scale sets are force-deleted with their group: no graceful shutdown to wait for at an expiry.
+FORCE_DELETION_TYPES = "Microsoft.Compute/virtualMachineScaleSets"
+
+
+def _client(subscription: str) -> Any:
+    """A ``ResourceManagementClient`` with the default Azure credential chain (az login, env, managed identity)."""
+    from azure.identity import DefaultAzureCredential
+
+    try:  # azure-mgmt-resource >= 24 moved the client into the resources subpackage
+        from azure.mgmt.resource.resources import ResourceManagementClient
+    except ImportError:  # pragma: no cover - older layout
+        from azure.mgmt.resource import ResourceManagementClient  # type: ignore[attr-defined,no-redef]
+    return ResourceManagementClient(DefaultAzureCredential(), subscription)
+
+
+class AzureSweeper:
+    """Tag-based discovery and deletion of expired clusters in one Azure subscription.
+
+    Args:
+        subscription: the subscription id.
+        client: a ``ResourceManagementClient``-like object (tests pass a fake); made from the
+            default credential chain when ``None``.
+        now: the time expiries are compared with (UTC now when ``None``).
+    """
+
+    def __init__(
+        self,
+        subscription: str,
+        client: Any = None,
+        now: Callable[[], datetime] | None = None,
+    ) -> None:
+        self.subscription = subscription
+        self.client = client if client is not None else _client(subscription)
+        self._now = now or (lambda: datetime.now(timezone.utc))
+
+    def _groups(self) -> Iterable[Any]:
+        return self.client.resource_groups.list(filter=f"tagName eq '{TAG_EXPIRES}'")
+
+    def find(self) -> list[ExpiredCluster]:
+        """Expired, unretained cluster groups, one entry per group (a cluster's data group is never listed)."""
+        now = self._now()
+        found = []
+        for group in self._groups():
+            tags = dict(getattr(group, "tags", None) or {})
+            if tags.get(TAG_RETAIN) == "true" or TAG_CLUSTER not in tags:
+                continue
+            expires = parse_label_time(tags.get(TAG_EXPIRES, ""))
+            if expires is None or expires > now:
+                continue
+            found.append(
+                ExpiredCluster(
+                    cloud="azure",
+                    region=str(getattr(group, "location", "")),
+                    cluster=tags[TAG_CLUSTER],
+                    expires_at=expires,
+                    resources=[str(group.name)],
+                )
+            )
+        return sorted(found, key=lambda c: (c.expires_at, c.cluster))
+
+    def delete(self, cluster: ExpiredCluster, wait: bool = True) -> list[str]:
+        """Delete the cluster's resource group(s); returns what was deleted. Idempotent: a gone group is skipped.
+
+        Raises:
+            azure.core.exceptions.HttpResponseError: ARM refused (the caller reports it).
+        """
+        from azure.core.exceptions import ResourceNotFoundError
+
+        deleted = []
+        for name in cluster.resources:
+            try:
+                poller = self.client.resource_groups.begin_delete(name, force_deletion_types=FORCE_DELETION_TYPES)
+            except ResourceNotFoundError:
+                continue
+            if wait:
+                poller.result()
+            deleted.append(f"resourceGroup/{name}")
+        return deleted

@@ -1,0 +1,123 @@
+"""The Azure tag sweep of `provision reap`: expired cluster groups found and deleted without Pulumi state."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+from azure.core.exceptions import ClientAuthenticationError, ResourceNotFoundError
+from typer.testing import CliRunner
+
+from provision.cli import reap as reap_cli
+from provision.cli.app import app
+from provision.ops.reap_azure import FORCE_DELETION_TYPES, AzureSweeper
+
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
+
+
+@dataclass
+class Group:
+    name: str
+    tags: dict[str, str] | None
+    location: str = "eastus"
+
+
+@dataclass
+class Poller:
+    done: list[str]
+    name: str
+
+    def result(self) -> None:
+        self.done.append(self.name)
+
+
+@dataclass
+class Groups:
+    groups: list[Group]
+    filters: list[str | None] = field(default_factory=list)
+    deleted: list[tuple[str, str | None]] = field(default_factory=list)
+    finished: list[str] = field(default_factory=list)
+    deny: bool = False
+
+    def list(self, *, filter: str | None = None) -> list[Group]:  # noqa: A002  # the SDK's keyword
+        if self.deny:
+            raise ClientAuthenticationError("no credentials")
+        self.filters.append(filter)
+        return [g for g in self.groups if filter is None or "provision-expires-at" in (g.tags or {})]
+
+    def begin_delete(self, name: str, *, force_deletion_types: str | None = None) -> Poller:
+        if name not in {g.name for g in self.groups}:
+            raise ResourceNotFoundError("gone")
+        self.deleted.append((name, force_deletion_types))
+        return Poller(self.finished, name)
+
+
+class Client:
+    def __init__(self, groups: list[Group]) -> None:
+        self.resource_groups = Groups(groups)
+
+
+def tags(cluster: str, expires: str, **extra: str) -> dict[str, str]:
+    return {"provision-cluster": cluster, "provision-expires-at": expires, **extra}
+
+
+@pytest.fixture
+def client() -> Client:
+    return Client(
+        [
+            Group("old-rg", tags("old", "20261130t0900z")),
+            Group("old-data-rg", tags("old", "never", **{"provision-retain": "true"})),
+            Group("kept-rg", tags("kept", "20261130t0900z", **{"provision-retain": "true"})),
+            Group("young-rg", tags("young", "20261202t0900z")),
+            Group("garbled-rg", tags("garbled", "soon")),
+            Group("someone-elses", {"owner": "x"}),
+            Group("untagged", None),
+        ]
+    )
+
+
+def test_sweep_lists_only_expired_unretained_cluster_groups(client: Client) -> None:
+    found = AzureSweeper("sub", client=client, now=lambda: NOW).find()
+    assert [(c.cluster, c.resources) for c in found] == [("old", ["old-rg"])]
+    assert found[0].cloud == "azure" and found[0].region == "eastus"
+    assert client.resource_groups.filters == ["tagName eq 'provision-expires-at'"]  # ARM filters by tag
+
+
+def test_delete_removes_the_group_whole_and_force_deletes_scale_sets(client: Client) -> None:
+    sweeper = AzureSweeper("sub", client=client, now=lambda: NOW)
+    (expired,) = sweeper.find()
+    assert sweeper.delete(expired) == ["resourceGroup/old-rg"]
+    assert client.resource_groups.deleted == [("old-rg", FORCE_DELETION_TYPES)]
+    assert client.resource_groups.finished == ["old-rg"]  # waited for ARM to finish
+    client.resource_groups.groups = [g for g in client.resource_groups.groups if g.name != "old-rg"]
+    assert sweeper.delete(expired) == []  # already gone: idempotent
+
+
+def test_reap_cli_sweeps_a_subscription_and_deletes_with_yes(
+    client: Client, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    monkeypatch.setenv("PROVISION_HOME", str(tmp_path))
+    monkeypatch.setattr("provision.ops.reap_azure._client", lambda sub: client)
+    monkeypatch.setattr("provision.ops.reap_azure.datetime", _Frozen)
+    result = CliRunner().invoke(app, ["reap", "--mock", "--azure-subscription", "sub-1", "--yes", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    rows = [r for r in doc["expired"] if r["source"] == "azure-tags"]
+    assert [(r["cluster"], r["deleted"]) for r in rows] == [("old", ["resourceGroup/old-rg"])]
+
+
+class _Frozen(datetime):
+    @classmethod
+    def now(cls, tz: Any = None) -> datetime:  # type: ignore[override]
+        return NOW
+
+
+def test_azure_refusals_are_clear_errors_with_exit_1(client: Client) -> None:
+    client.resource_groups.deny = True
+    with pytest.raises(Exception) as err:
+        reap_cli.sweep_azure("sub-1", yes=False, client=client)
+    assert "sweeping Azure subscription sub-1 failed" in str(err.value)
+    assert getattr(err.value, "exit_code", None) == 1
