@@ -191,8 +191,9 @@ def test_auto_release_time_is_the_expiry_in_utc_iso_format() -> None:
 
 
 def test_auto_release_time_from_a_cost_cap() -> None:
-    p = plan(spec(lifetime={"max_cost_usd": 300, "hourly_price_usd": 50}))  # 2 nodes x 50 = 100/h -> 3h
-    assert auto_release_time(p) == "2026-11-29T15:00:00Z"
+    # 2 nodes x 50 + the NAT gateway's 0.034 (cn-hangzhou) = 100.034/h -> 300 USD last 2.99898 h = 2:59:56.
+    p = plan(spec(lifetime={"max_cost_usd": 300, "hourly_price_usd": 50}))
+    assert auto_release_time(p) == "2026-11-29T14:59:56Z"
 
 
 def test_no_auto_release_time_without_a_lifetime() -> None:

@@ -36,6 +36,7 @@ MOTO_GPU = {
     ("H200", 144384): "H200",
     ("A100", 40960): "A100-40GB",
     ("A100", 81920): "A100-80GB",
+    ("B200", 183359): "B200",
 }
 
 
@@ -63,7 +64,14 @@ def test_every_file_loads_and_counts(cat) -> None:
         assert all(o.cloud == cloud for o in f.instances)
         assert all(fs.cloud == cloud for fs in f.filesystems)
         per_cloud[cloud] = {o.instance_type for o in f.instances}
-    assert per_cloud["aws"] == {"p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge", "p4d.24xlarge", "p4de.24xlarge"}
+    assert per_cloud["aws"] == {
+        "p5.48xlarge",
+        "p5e.48xlarge",
+        "p5en.48xlarge",
+        "p4d.24xlarge",
+        "p4de.24xlarge",
+        "p6-b200.48xlarge",
+    }
     assert per_cloud["gcp"] == {"a3-highgpu-8g", "a3-megagpu-8g", "a3-ultragpu-8g", "a2-highgpu-8g", "a2-ultragpu-8g"}
     assert per_cloud["azure"] == {
         "Standard_ND96isr_H100_v5",
@@ -78,7 +86,7 @@ def test_every_file_loads_and_counts(cat) -> None:
         "ecs.ebmgn7ex.32xlarge",
         "ecs.gn7e-c16g1.32xlarge",
     }
-    assert len(cat.instances) == 19
+    assert len(cat.instances) == 20
     assert len(cat.network) == 4
     assert {n.cloud for n in cat.network} == set(CLOUDS)
 
@@ -155,6 +163,7 @@ def test_fabric_interfaces_match_fabric(cat) -> None:
         ("aws", "p5en.48xlarge"): ("efa", 16),
         ("aws", "p4d.24xlarge"): ("efa", 4),
         ("aws", "p4de.24xlarge"): ("efa", 4),
+        ("aws", "p6-b200.48xlarge"): ("efa", 8),
         ("gcp", "a3-highgpu-8g"): ("tcpx", 4),
         ("gcp", "a3-megagpu-8g"): ("tcpxo", 8),
         ("gcp", "a2-highgpu-8g"): ("none", 0),

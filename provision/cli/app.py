@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import typer
 
-from provision.cli import k8s, lifecycle, nodes, offers, plan, reap, size
+from provision.cli import catalog, k8s, lifecycle, nodes, offers, plan, reap, size
 
 #: The command groups, in the order ``provision --help`` lists them.
-COMMAND_MODULES = (offers, plan, lifecycle, nodes, size, reap, k8s)
+COMMAND_MODULES = (offers, plan, lifecycle, nodes, size, reap, catalog, k8s)
 
 
 def build_app() -> typer.Typer:

@@ -34,7 +34,7 @@ from provision.catalog import InstanceOffer
 from provision.clouds.base import Adapter
 from provision.planning.images import LOOKUP_PREFIX, default_image
 from provision.planning.plan import ClusterPlan
-from provision.planning.resolve import DEFAULT_SHARED_KIND, Resolution
+from provision.planning.resolve import Resolution, shared_kind
 from provision.spec import ClusterSpec
 from provision.spec.errors import ProblemCollector, SpecError
 
@@ -115,11 +115,8 @@ def key_pair_public_key(keys: tuple[str, ...]) -> str | None:
     return next((k for k in keys if k.split(" ", 1)[0] in KEY_PAIR_TYPES), None)
 
 
-def _shared_kind(spec: ClusterSpec) -> str | None:
-    shared = spec.storage.shared
-    if shared is None or shared.kind == "none":
-        return None
-    return DEFAULT_SHARED_KIND["alibaba"] if shared.kind == "auto" else shared.kind
+def _shared_kind(spec: ClusterSpec, res: Resolution) -> str | None:
+    return shared_kind(spec, res)
 
 
 def _vswitch_cidr(vpc_cidr: str) -> ipaddress.IPv4Network:
@@ -150,7 +147,7 @@ def _eri_cards(offer: InstanceOffer, fabric: str) -> list[int | None]:
 
 
 def _storage_extra(spec: ClusterSpec, res: Resolution, kms_key_id: str | None) -> dict[str, Any] | None:
-    kind = _shared_kind(spec)
+    kind = _shared_kind(spec, res)
     if kind is None or res.storage is None:
         return None
     tier = res.storage.tier
@@ -247,7 +244,7 @@ class AlibabaAdapter(Adapter):
     # ------------------------------------------------------------------ checks
     def check(self, spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
         opts = spec.cloud_options()
-        kind = _shared_kind(spec)
+        kind = _shared_kind(spec, res)
         if kind == "cpfs-lingjun":
             found.add(
                 "storage.shared.kind",
@@ -401,7 +398,7 @@ class AlibabaAdapter(Adapter):
                 "capacity.max_price_per_hour_usd becomes spot_price_limit in your account's currency "
                 "(USD on alibabacloud.com, CNY on aliyun.com)."
             )
-        kind = _shared_kind(spec)
+        kind = _shared_kind(spec, res)
         if kind == "cpfs":
             out.append(
                 "CPFS is mounted over NFS through its protocol service; pulumi-alicloud 4.0 does not return the "

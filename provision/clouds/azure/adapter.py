@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 from provision.catalog import InstanceOffer
 from provision.clouds.azure import rules
 from provision.clouds.base import Adapter
-from provision.planning.resolve import DEFAULT_SHARED_KIND, Resolution
+from provision.planning.resolve import Resolution, shared_kind
 from provision.spec import ClusterSpec
 from provision.spec.errors import REDACTED, ProblemCollector
 from provision.spec.options.azure import AzureOptions
@@ -296,7 +296,7 @@ class AzureAdapter(Adapter):
 
     def _subnet_prefixes(self, spec: ClusterSpec, res: Resolution) -> dict[str, int]:
         prefixes = {"nodes": rules.nodes_subnet_prefix(res.nodes or 1)}
-        kind = self._storage_kind(spec)
+        kind = self._storage_kind(spec, res)
         if kind == "amlfs":
             prefixes["filesystem"] = rules.amlfs_subnet_prefix(max(1.0, self._filesystem_capacity_tib(res)))
         elif kind == "netapp":
@@ -304,11 +304,8 @@ class AzureAdapter(Adapter):
         return prefixes
 
     @staticmethod
-    def _storage_kind(spec: ClusterSpec) -> str | None:
-        shared = spec.storage.shared
-        if shared is None or shared.kind == "none":
-            return None
-        return DEFAULT_SHARED_KIND["azure"] if shared.kind == "auto" else shared.kind
+    def _storage_kind(spec: ClusterSpec, res: Resolution) -> str | None:
+        return shared_kind(spec, res)
 
     def extra_plan(self, spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
         opts: AzureOptions = spec.cloud_options()

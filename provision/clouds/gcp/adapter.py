@@ -23,7 +23,7 @@ from provision.clouds.gcp import kubeplan, layout
 from provision.planning.images import default_image
 from provision.planning.kubernetes import KubernetesPlan
 from provision.planning.plan import ImagePlan
-from provision.planning.resolve import DEFAULT_SHARED_KIND, Resolution
+from provision.planning.resolve import Resolution, shared_kind
 from provision.spec import LABEL_KEY_PATTERN, LABEL_VALUE_PATTERN, ClusterSpec
 from provision.spec.errors import Problem, ProblemCollector, SpecError
 
@@ -311,7 +311,7 @@ class GcpAdapter(Adapter):
         shared = spec.storage.shared
         if shared is None or shared.kind == "none" or res.offer is None or res.fabric is None:
             return
-        kind = DEFAULT_SHARED_KIND["gcp"] if shared.kind == "auto" else shared.kind
+        kind = shared_kind(spec, res)
         if kind == "managed-lustre" and not layout.lustre_filesystem_name(spec.name):
             found.add("name", spec.name, "yields no Managed Lustre filesystem name", "use letters or digits")
         if kind == "parallelstore" and not spec.image.id:

@@ -26,7 +26,7 @@ import re
 from typing import Any
 
 from provision.catalog import InstanceOffer
-from provision.planning.resolve import DEFAULT_SHARED_KIND, Resolution
+from provision.planning.resolve import Resolution
 from provision.spec import ClusterSpec
 
 #: MTUs. TCPX/TCPXO VPCs: 8244 (see module docstring). RoCE and other VPCs: 8896, the largest GCP MTU
@@ -237,7 +237,7 @@ def storage(spec: ClusterSpec, res: Resolution) -> dict[str, Any] | None:
     shared = spec.storage.shared
     if shared is None or res.storage is None or res.storage_size_gib is None:
         return None
-    kind = DEFAULT_SHARED_KIND["gcp"] if shared.kind == "auto" else shared.kind
+    kind = res.storage.kind
     out: dict[str, Any] = {"kind": kind, "retain": shared.retain, "mount": shared.mount}
     if kind == "managed-lustre":
         out.update(
