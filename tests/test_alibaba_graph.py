@@ -109,7 +109,7 @@ def test_nodes_get_eris_in_high_performance_mode_on_both_cards(gn8: Any) -> None
         assert secondary["networkCardIndex"] == 1
         assert secondary["vswitchId"] == node.inputs["vswitchId"]
         assert secondary["securityGroupIds"] == node.inputs["securityGroups"]
-        assert node.inputs["enableJumboFrame"] is True
+        assert "enableJumboFrame" not in node.inputs  # not documented for ebmgn8v (test_cloudfix_alibaba)
 
 
 def test_nodes_share_one_lowlatency_deployment_set(gn8: Any) -> None:
@@ -240,8 +240,8 @@ def test_user_data_is_base64_small_and_holds_no_secret(gn8: Any) -> None:
         assert len(encoded) < 32 * 1024
         text = _text(encoded)
         assert "PRIVATE KEY" not in text and "password" not in text.lower()
-        assert "ERDMA_INSTALLER_SHA256=" in text and "sha256sum -c" in text
-        assert "MTU=8500" in text and "export NCCL_IB_HCA=erdma" in text
+        assert "ERDMA_INSTALLER_SHA256=" in text and "sha256sum -c" in text and "install.sh --batch" in text
+        assert "MTU=1400" in text and "export NCCL_IB_HCA=erdma" in text  # ebmgn8v: no jumbo frames
 
 
 def test_user_data_scripts_are_valid_bash(gn8: Any) -> None:
@@ -299,7 +299,10 @@ def test_network_script_gives_the_secondary_eri_its_address_below_eth0s_routes(g
         "00:16:3e:00:00:02/vswitch-cidr-block": "10.0.0.0/18",
     }
     cases = "\n".join(f'  */{k}) echo "{v}";;' for k, v in metadata.items())
-    (fakebin / "curl").write_text(f'#!/bin/bash\ncase "${{@: -1}}" in\n{cases}\n  *) exit 22;;\nesac\n')
+    (fakebin / "curl").write_text(
+        f'#!/bin/bash\ncase "$*" in *api/token*) echo token; exit 0;; esac\ncase "${{@: -1}}" in\n{cases}\n'
+        "  *) exit 22;;\nesac\n"
+    )
     for tool in ("ip", "curl"):
         (fakebin / tool).chmod(0o755)
     env = {
@@ -310,7 +313,7 @@ def test_network_script_gives_the_secondary_eri_its_address_below_eth0s_routes(g
     }
     subprocess.run(["bash", str(script)], env={**env, "PROVISION_NET_METADATA": "http://md/latest"}, check=True)
     calls = log.read_text().splitlines()
-    assert "ip link set dev eth0 mtu 8500" in calls and "ip link set dev eth1 mtu 8500" in calls
+    assert "ip link set dev eth0 mtu 1400" in calls and "ip link set dev eth1 mtu 1400" in calls
     assert "ip addr add 10.0.0.9/18 dev eth1 noprefixroute" in calls
     assert "ip route replace 10.0.0.0/18 dev eth1 metric 200" in calls
     assert not any(c.startswith(("ip addr add", "ip route")) and "eth0" in c for c in calls)
@@ -390,7 +393,7 @@ def test_gn7_types_come_from_the_same_code(instance_type: str, eri: bool, second
         assert ("networkInterfaceTrafficMode" in node.inputs) is eri
         assert ("networkInterfaces" in node.inputs) is secondary_eri  # ebmgn7ex: up to 2 eRDMA devices
         assert "networkCardIndex" not in node.inputs  # card indices unpublished for GN7: ECS chooses
-        assert ("enableJumboFrame" in node.inputs) is eri
+        assert "enableJumboFrame" not in node.inputs  # 7th generation: no jumbo frames
     assert result.plan.image.family == "ubuntu_22_04_x64"
 
 

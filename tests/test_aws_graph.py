@@ -39,6 +39,8 @@ def by_name(result: Any, type_token: str) -> dict[str, Any]:
 
 def accepts_tags(type_token: str) -> bool:
     """Whether the installed pulumi_aws resource for ``type_token`` takes a ``tags`` argument."""
+    if not type_token.startswith("aws:"):
+        return False  # e.g. time:index/sleep:Sleep, a local wait with nothing to tag
     module, cls = type_token.split(":")[1].split("/")[0], type_token.split(":")[2]
     args = getattr(importlib.import_module(f"pulumi_aws.{module}"), f"{cls}Args")
     return "tags" in inspect.signature(args.__init__).parameters

@@ -82,12 +82,8 @@ def test_nodes_log_in_with_ssh_keys_only(cluster: PreviewResult) -> None:
     ]
 
 
-def test_nodes_use_the_user_assigned_identity_and_encryption_at_host(cluster: PreviewResult) -> None:
-    vmss = cluster.one(VMSS).inputs
-    identity = cluster.one(IDENTITY)
-    assert vmss["identity"] == {"type": "UserAssigned", "userAssignedIdentities": [identity.id]}
-    profile = vmss["virtualMachineProfile"]
-    assert profile["securityProfile"] == {"encryptionAtHost": True}
+def test_nodes_boot_with_managed_boot_diagnostics(cluster: PreviewResult) -> None:
+    profile = cluster.one(VMSS).inputs["virtualMachineProfile"]
     assert profile["diagnosticsProfile"] == {"bootDiagnostics": {"enabled": True}}  # managed: no storage account
 
 
@@ -164,44 +160,50 @@ def test_fabric_setup_waits_while_the_customization_unit_is_still_starting(tmp_p
 # ------------------------------------------------------------------ network and tags
 
 
-def _ssh_rules(result: PreviewResult) -> list[tuple[int, str, list[str]]]:
-    """(priority, access, sources) of the NSG's inbound TCP 22 rules, by priority."""
-    rules = result.one(NSG).inputs.get("securityRules", [])
-    for rule in rules:
-        assert (rule["direction"], rule["protocol"], rule["destinationPortRange"]) == ("Inbound", "Tcp", "22")
+def _node_rules(result: PreviewResult) -> list[tuple[int, str, list[str], str]]:
+    """(priority, access, sources, ports) of the node NSG's inbound rules, by priority."""
+    nsg = next(r for r in result.of_type(NSG) if r.name.endswith("-nsg") and not r.name.endswith("-fs-nsg"))
+    rules = nsg.inputs.get("securityRules", [])
+    assert all(r["direction"] == "Inbound" for r in rules)
     return sorted(
-        (r["priority"], r["access"], r.get("sourceAddressPrefixes") or [r["sourceAddressPrefix"]]) for r in rules
+        (
+            r["priority"],
+            r["access"],
+            r.get("sourceAddressPrefixes") or [r["sourceAddressPrefix"]],
+            ",".join(r.get("destinationPortRanges") or [r["destinationPortRange"]]),
+        )
+        for r in rules
     )
 
 
-def test_nsg_admits_ssh_only_from_the_allowed_cidrs_and_the_node_subnet(cluster: PreviewResult) -> None:
+def test_nsg_admits_ssh_from_the_allowed_cidrs_and_only_the_clusters_own_subnets(cluster: PreviewResult) -> None:
     # Azure's default rule 65000 AllowVnetInBound admits every port from the VirtualNetwork service tag,
     # which grows to cover peered VNets and VPN-connected networks (the documented way to reach these
-    # private nodes): without the final deny, any peered network could SSH in regardless of allowed_cidrs.
-    assert _ssh_rules(cluster) == [
-        (100, "Allow", ["203.0.113.0/24"]),
-        (110, "Allow", [cluster.plan.extra["subnets"]["nodes"]]),
-        (4096, "Deny", ["*"]),
+    # private nodes): without the final deny, any peered network could reach every port regardless of allowed_cidrs.
+    subnets = cluster.plan.extra["subnets"]
+    assert _node_rules(cluster) == [
+        (100, "Allow", ["203.0.113.0/24"], "22"),
+        (110, "Allow", [subnets["nodes"]], "*"),
+        (120, "Allow", [subnets["filesystem"]], "*"),
+        (4096, "Deny", ["VirtualNetwork"], "*"),
     ]
-    deny = next(r for r in cluster.one(NSG).inputs["securityRules"] if r["access"] == "Deny")
-    assert deny["sourceAddressPrefix"] == "*" and "sourceAddressPrefixes" not in deny
 
 
-def test_nsg_admits_only_node_to_node_ssh_without_allowed_cidrs() -> None:
+def test_nsg_admits_only_the_clusters_subnets_without_allowed_cidrs() -> None:
     result = run(access={"allowed_cidrs": []})
-    assert _ssh_rules(result) == [(110, "Allow", [result.plan.extra["subnets"]["nodes"]]), (4096, "Deny", ["*"])]
+    assert [r[:2] for r in _node_rules(result)] == [(110, "Allow"), (120, "Allow"), (4096, "Deny")]
 
 
 def test_world_ssh_needs_the_explicit_opt_in() -> None:
     with pytest.raises(SpecError):
         load_spec(azure_spec(access={"allowed_cidrs": ["0.0.0.0/0"]}))
     result = run(access={"allowed_cidrs": ["0.0.0.0/0"], "allow_world_ssh": True})
-    assert _ssh_rules(result)[0] == (100, "Allow", ["0.0.0.0/0"])
+    assert _node_rules(result)[0] == (100, "Allow", ["0.0.0.0/0"], "22")
 
 
 def test_every_taggable_resource_carries_the_plan_tags(cluster: PreviewResult) -> None:
     custom = [r for r in cluster.resources if r.custom]
-    assert {r.type for r in custom} >= {RG, IDENTITY, NSG, PIP, NAT, VMSS, PPG, AMLFS}
+    assert {r.type for r in custom} >= {RG, NSG, PIP, NAT, VMSS, PPG, AMLFS}
     for r in custom:
         if r.type in UNTAGGABLE:
             assert "tags" not in r.inputs, r.name
@@ -271,7 +273,7 @@ def test_split_cluster_has_one_scale_set_per_island_and_outputs_agree() -> None:
     sets = result.of_type(VMSS)
     ppgs = result.of_type(PPG)
     assert [s.inputs["sku"]["capacity"] for s in sets] == [86, 85, 85] == list(result.plan.islands)
-    assert [s.inputs["proximityPlacementGroup"]["id"] for s in sets] == [p.id for p in ppgs]
+    assert len(ppgs) == 1 and [s.inputs["proximityPlacementGroup"]["id"] for s in sets] == [ppgs[0].id] * 3
     assert result.outputs["fabric"]["islands"] == [
         {"first_rank": 0, "nodes": 86},
         {"first_rank": 86, "nodes": 85},
@@ -279,20 +281,16 @@ def test_split_cluster_has_one_scale_set_per_island_and_outputs_agree() -> None:
     ]
     hosts = result.outputs["hosts"]
     assert len(hosts) == len(set(hosts)) == 256
-    nodes_net = ipaddress.ip_network(result.plan.extra["subnets"]["nodes"])
-    assert all(ipaddress.ip_address(h) in nodes_net for h in hosts)
+    prefixes = [i["computer_name_prefix"] for i in result.plan.extra["islands"]]
+    assert [hosts[0], hosts[86], hosts[171]] == [f"{p}000000" for p in prefixes]
 
 
-def test_hostfile_comes_from_one_nic_read_per_node_in_rank_order(cluster: PreviewResult) -> None:
-    reads = [args for token, args in cluster.calls if token == "azure-native:resources:getResource"]
-    assert len(reads) == 8
-    assert {a["apiVersion"] for a in reads} == {"2018-10-01"}
-    assert sorted(a["parentResourcePath"] for a in reads) == [
-        f"virtualMachineScaleSets/az-test-island0/virtualMachines/{i}" for i in range(8)
-    ]
+def test_hostfile_holds_the_scale_sets_hostnames_in_rank_order(cluster: PreviewResult) -> None:
+    assert [c for c in cluster.calls if c[0] == "azure-native:resources:getResource"] == []
     hosts = cluster.outputs["hosts"]
+    assert hosts == [f"az-test{i:06d}" for i in range(8)]
     assert cluster.outputs["hostfile"].splitlines() == [f"{h} slots=8" for h in hosts]
-    assert hosts[0] == "10.0.0.4" and cluster.outputs["head_node"] == hosts[0]
+    assert cluster.outputs["head_node"] == hosts[0]
     assert cluster.outputs["nccl_env"]["NCCL_TOPO_FILE"] == "/opt/microsoft/ndv5-topo.xml"
 
 

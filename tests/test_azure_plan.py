@@ -73,7 +73,8 @@ def test_plan_splits_256_nodes_into_three_even_islands_when_asked() -> None:
     assert any("one NCCL job cannot span them" in w and "NCCL_IB_DISABLE=1" in w for w in p.warnings)
     assert [i["nodes"] for i in islands] == [86, 85, 85]
     assert [i["first_rank"] for i in islands] == [0, 86, 171]
-    assert len({i["vmss"] for i in islands}) == 3 and len({i["ppg"] for i in islands}) == 3
+    # Three scale sets in ONE proximity placement group (one datacenter for the Ethernet path between islands).
+    assert len({i["vmss"] for i in islands}) == 3 and len({i["ppg"] for i in islands}) == 1
     assert p.island_of(85) == 0 and p.island_of(86) == 1 and p.island_of(255) == 2
     assert any("3 InfiniBand islands" in w for w in p.warnings)
 
@@ -245,10 +246,24 @@ def test_plan_bids_spot_at_the_cap_or_the_on_demand_price(max_price: float | Non
 
 
 @pytest.mark.parametrize(
-    ("cidr", "words"), [("8.8.0.0/16", "private"), ("10.0.0.0/25", "cannot hold"), ("10.0.0.1/16", "CIDR")]
+    ("cidr", "words"),
+    [
+        ("8.8.0.0/16", "private"),
+        ("10.0.0.0/25", "cannot hold"),
+        ("10.0.0.1/16", "CIDR"),
+        # Review 2026-12-01 Azure B2 and D3: ranges Azure reserves.
+        ("172.16.0.0/16", "RDMA"),
+        ("172.16.0.0/12", "RDMA"),
+        ("169.254.0.0/16", "link-local"),
+        ("127.0.0.0/16", "loopback"),
+    ],
 )
 def test_plan_rejects_a_vnet_that_is_public_too_small_or_malformed(cidr: str, words: str) -> None:
     assert words in problems(azure={"vnet_cidr": cidr})["azure.vnet_cidr"].rule
+
+
+def test_plan_accepts_the_shared_address_space_azure_allows() -> None:
+    assert plan(azure={"vnet_cidr": "100.64.0.0/16"}).extra["vnet_cidr"] == "100.64.0.0/16"
 
 
 def test_plan_rejects_a_zone_azure_does_not_have() -> None:

@@ -36,6 +36,7 @@ MOTO_GPU = {
     ("H200", 144384): "H200",
     ("A100", 40960): "A100-40GB",
     ("A100", 81920): "A100-80GB",
+    ("B200", 183359): "B200",
 }
 
 
@@ -63,7 +64,14 @@ def test_every_file_loads_and_counts(cat) -> None:
         assert all(o.cloud == cloud for o in f.instances)
         assert all(fs.cloud == cloud for fs in f.filesystems)
         per_cloud[cloud] = {o.instance_type for o in f.instances}
-    assert per_cloud["aws"] == {"p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge", "p4d.24xlarge", "p4de.24xlarge"}
+    assert per_cloud["aws"] == {
+        "p5.48xlarge",
+        "p5e.48xlarge",
+        "p5en.48xlarge",
+        "p4d.24xlarge",
+        "p4de.24xlarge",
+        "p6-b200.48xlarge",
+    }
     assert per_cloud["gcp"] == {"a3-highgpu-8g", "a3-megagpu-8g", "a3-ultragpu-8g", "a2-highgpu-8g", "a2-ultragpu-8g"}
     assert per_cloud["azure"] == {
         "Standard_ND96isr_H100_v5",
@@ -78,7 +86,7 @@ def test_every_file_loads_and_counts(cat) -> None:
         "ecs.ebmgn7ex.32xlarge",
         "ecs.gn7e-c16g1.32xlarge",
     }
-    assert len(cat.instances) == 19
+    assert len(cat.instances) == 20
     assert len(cat.network) == 4
     assert {n.cloud for n in cat.network} == set(CLOUDS)
 
@@ -155,6 +163,7 @@ def test_fabric_interfaces_match_fabric(cat) -> None:
         ("aws", "p5en.48xlarge"): ("efa", 16),
         ("aws", "p4d.24xlarge"): ("efa", 4),
         ("aws", "p4de.24xlarge"): ("efa", 4),
+        ("aws", "p6-b200.48xlarge"): ("efa", 8),
         ("gcp", "a3-highgpu-8g"): ("tcpx", 4),
         ("gcp", "a3-megagpu-8g"): ("tcpxo", 8),
         ("gcp", "a2-highgpu-8g"): ("none", 0),
@@ -243,7 +252,9 @@ def test_other_size_rules(cat) -> None:
     ml = _fs(cat, "gcp", "managed-lustre", "1000")
     assert ml.allows_size(9000) and ml.allows_size(18000) and not ml.allows_size(13500)
     ps = _fs(cat, "gcp", "parallelstore", "SCRATCH")
-    assert ps.allows_size(12 * 1024) and ps.allows_size(100 * 1024) and not ps.allows_size(14 * 1024)
+    # parallelstore v1 Instance.capacityGib: 12000-100000 in multiples of 4000 (GiB, not TiB x 1024).
+    assert ps.allows_size(12000) and ps.allows_size(100000) and not ps.allows_size(14000)
+    assert not ps.allows_size(12 * 1024) and not ps.allows_size(100 * 1024)
     amlfs = _fs(cat, "azure", "amlfs", "AMLFS-Durable-Premium-250")
     assert amlfs.nearest_sizes(10000) == [16384, 24576, 32768]
 

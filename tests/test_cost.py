@@ -141,7 +141,8 @@ def test_packaged_catalog_row_by_hand() -> None:
     )
     node_price = cat.instance("aws", "p5.48xlarge").price("us-east-1")
     (scratch,) = [f for f in cat.filesystems_for("aws", "fsx-lustre") if f.tier == "SCRATCH_2"]
-    nat = cat.network_prices("aws").nat_per_hour_usd
+    net = cat.network_prices("aws")
+    nat = net.nat_per_hour_usd + net.public_ip_per_hour_usd * net.nat_public_ips  # the gateway and its IP
     assert node_price and scratch.price_per_tib_month_usd and nat  # the rows this test reads are priced
 
     c = cost(s, cat)
@@ -155,13 +156,35 @@ def test_packaged_catalog_row_by_hand() -> None:
 
 def test_packaged_catalog_lists_unpriced_parts() -> None:
     cat = load_catalog()
-    s = load_spec(mutate(BASES["gcp"], {"storage.shared.size_gib": 9000}))
-    assert cat.network_prices("gcp").nat_per_hour_usd is None  # what this test relies on
+    s = load_spec(mutate(BASES["gcp"], {"storage.shared.size_gib": 9000, "storage.shared.kind": "managed-lustre"}))
+    assert cat.filesystems_for("gcp", "managed-lustre")[0].price_per_tib_month_usd is None  # what this relies on
 
     c = cost(s, cat)
 
-    assert "network" in c.unpriced
-    assert c.hourly_usd == pytest.approx(c.compute_hourly_usd + (c.storage_hourly_usd or 0.0), abs=1e-4)
+    assert c.unpriced == ("storage (managed-lustre 1000)",)
+    assert c.hourly_usd == pytest.approx(c.compute_hourly_usd + c.network_hourly_usd, abs=1e-4)
+
+
+def test_gcp_nat_is_billed_per_node_up_to_32_then_flat() -> None:
+    """Cloud NAT: $0.0014 per VM-hour up to 32 VMs, $0.044 above, plus $0.005 per NAT IP.
+
+    Source: cloud.google.com/nat/pricing.
+    """
+    net = load_catalog().network_prices("gcp")
+
+    assert net.nat_hourly("us-central1", 8) == pytest.approx(8 * 0.0014)
+    assert net.nat_hourly("us-central1", 32) == pytest.approx(32 * 0.0014)
+    assert net.nat_hourly("us-central1", 33) == pytest.approx(0.044)
+    assert net.nat_ip_hourly() == pytest.approx(0.005)
+
+
+def test_alibaba_nat_differs_by_region_and_its_eip_is_said_to_be_unpriced() -> None:
+    net = load_catalog().network_prices("alibaba")
+
+    assert net.nat_hourly("cn-hangzhou", 8) == 0.034
+    assert net.nat_hourly("us-east-1", 8) == 0.043
+    assert net.nat_hourly("cn-nowhere-9", 8) is None
+    assert net.nat_ip_hourly() is None
 
 
 # ------------------------------------------------------------------------------------- cost caps

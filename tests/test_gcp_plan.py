@@ -113,7 +113,7 @@ def test_plan_accepts_flex_start_of_exactly_seven_days() -> None:
             {"instance_type": "a2-highgpu-8g", "gcp": {"max_topology_distance": "BLOCK"}},
             "gcp.max_topology_distance",
         ),
-        ({"storage": {"shared": {"kind": "parallelstore", "size_gib": 12288}}}, "storage.shared.kind"),
+        ({"storage": {"shared": {"kind": "parallelstore", "size_gib": 12000}}}, "storage.shared.kind"),
     ],
 )
 def test_plan_rejects_gcp_only_problems(over: dict[str, Any], path: str) -> None:
@@ -134,7 +134,7 @@ def test_plan_reports_every_gcp_problem_at_once() -> None:
 
 def test_parallelstore_is_allowed_on_a_22_04_image() -> None:
     image = {**TCPX_IMAGE, "versions": {"os": "ubuntu-22.04"}}
-    storage = {"shared": {"kind": "parallelstore", "size_gib": 12288}}
+    storage = {"shared": {"kind": "parallelstore", "size_gib": 12000}}
     p = plan(instance_type="a3-highgpu-8g", image=image, storage=storage)
     assert p.extra["storage"]["kind"] == "parallelstore"
     assert p.image.versions["os"] == "ubuntu-22.04"
@@ -329,7 +329,7 @@ def test_lustre_plan_uses_psa_and_the_catalog_tier() -> None:
 
 
 def test_parallelstore_plan_opens_every_tcp_port_from_the_psa_range() -> None:
-    st_ = plan(instance_type="a3-highgpu-8g", storage={"shared": {"kind": "parallelstore", "size_gib": 12288}})
+    st_ = plan(instance_type="a3-highgpu-8g", storage={"shared": {"kind": "parallelstore", "size_gib": 12000}})
     # Google's Parallelstore VPC set-up: `firewall-rules create --allow=tcp --source-ranges=<PSA range>`
     assert (st_.extra["storage"]["firewall"], st_.extra["storage"]["firewall_ports"]) == (True, [])
 

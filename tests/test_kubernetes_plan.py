@@ -52,7 +52,8 @@ def test_gke_plan_shows_control_plane_gpu_pool_system_pool_and_addons_each_with_
     system = round(SYSTEM_NODE["gcp"][1] * 2, 4)
     assert k.control_plane.hourly_usd == CONTROL_PLANE_HOURLY_USD["gke"] and k.system_pool.hourly_usd == system
     assert p.cost.scheduler_hourly_usd == pytest.approx(CONTROL_PLANE_HOURLY_USD["gke"] + system)
-    assert p.cost.hourly_usd == pytest.approx(p.cost.compute_hourly_usd + p.cost.scheduler_hourly_usd, abs=1e-3)
+    parts = p.cost.compute_hourly_usd + p.cost.scheduler_hourly_usd + (p.cost.network_hourly_usd or 0.0)
+    assert p.cost.hourly_usd == pytest.approx(parts + (p.cost.storage_hourly_usd or 0.0), abs=1e-3)
     assert k.gpu_pool.hourly_usd == p.cost.compute_hourly_usd
     summary = p.summary()["scheduler"]
     assert summary["kind"] == "kubernetes" and summary["gpu_pool"]["nodes"] == 8 and summary["hourly_usd"]

@@ -118,7 +118,7 @@ def test_first_up_creates_every_resource_and_realistic_outputs(first_run: object
     assert len(run.changes) == len(run.state.resources) > 3
     outputs = run.state.outputs
     hosts = outputs["hosts"]
-    assert len(hosts) == 8 and all(h.count(".") == 3 for h in hosts)
+    assert len(hosts) == 8 and all(h.endswith(".c.my-ml-project.internal") for h in hosts)  # zonal internal DNS
     assert outputs["hostfile"].splitlines()[0] == f"{hosts[0]} slots=8"
     assert "Host " in outputs["ssh_config"] and outputs["nccl_env"]
     assert run.state.created_at == FIXED_NOW

@@ -147,8 +147,8 @@ def test_the_property_test_would_catch_an_injection(tmp_path: Path) -> None:
 
 def test_accepted_hostile_key_comment_lands_verbatim_in_authorized_keys(tmp_path: Path) -> None:
     marker = tmp_path / MARKER_NAME
-    plan = _hostile_plan("gcp-a3-ci", "access.ssh_public_keys", f"c$(touch {marker})`touch {marker}`")
-    result = run_bootstrap(tmp_path, _render("gcp-a3-ci", plan, None))
+    plan = _hostile_plan("alibaba-gn8-ci", "access.ssh_public_keys", f"c$(touch {marker})`touch {marker}`")
+    result = run_bootstrap(tmp_path, _render("alibaba-gn8-ci", plan, None))
     assert result["state"]["steps"]["login-user"]["status"] == "ok"
     keys = (result["root"] / "home/ubuntu/.ssh/authorized_keys").read_text()
     assert f"c$(touch {marker})`touch {marker}`" in keys

@@ -216,7 +216,8 @@ GPUS_AND_TYPES = [
     C("gpu-unknown-alibaba", "alibaba", {"gpu": "TPUv5"}, "gpu", "not a known accelerator", stage="catalog"),
     C("gpu-not-a-string", "aws", {"gpu": 100}, "gpu", "string"),
     C("gpu-and-type-missing", "aws", {"gpu": DELETE}, "gpu", "required when instance_type is absent", "give gpu"),
-    C("gpu-b200-nowhere", "aws", {"gpu": "B200"}, "gpu", "not offered on aws", "pick another GPU", "catalog"),
+    # AWS sells B200 (p6-b200.48xlarge); GCP's A4 is not in the catalog yet.
+    C("gpu-b200-not-on-gcp", "gcp", {"gpu": "B200"}, "gpu", "not offered on gcp", "use cloud aws", "catalog"),
     C("gpu-mi300x-not-on-aws", "aws", {"gpu": "MI300X"}, "gpu", "not offered on aws", "use cloud azure", "catalog"),
     C("gpu-h20-not-on-gcp", "gcp", {"gpu": "H20"}, "gpu", "not offered on gcp", "use cloud alibaba", "catalog"),
     C(
@@ -630,7 +631,7 @@ STORAGE = [
     C(
         "fs-below-min-aws",
         "aws",
-        {"storage.shared.size_gib": 1000},
+        {"storage.shared.kind": "fsx-lustre", "storage.shared.size_gib": 1000},
         "storage.shared.size_gib",
         "below the minimum 1200 GiB of fsx-lustre",
         "use 1200",
@@ -639,7 +640,7 @@ STORAGE = [
     C(
         "fs-off-step-aws",
         "aws",
-        {"storage.shared.size_gib": 3600},
+        {"storage.shared.kind": "fsx-lustre", "storage.shared.size_gib": 3600},
         "storage.shared.size_gib",
         "steps of 2400 GiB",
         "use 4800 or 7200",
@@ -648,7 +649,7 @@ STORAGE = [
     C(
         "fs-above-max-aws",
         "aws",
-        {"storage.shared.size_gib": "200TiB"},
+        {"storage.shared.kind": "fsx-lustre", "storage.shared.size_gib": "200TiB"},
         "storage.shared.size_gib",
         "above the maximum 100800 GiB",
         "use 100800",
@@ -657,7 +658,7 @@ STORAGE = [
     C(
         "fs-throughput-tier-aws",
         "aws",
-        {"storage.shared.throughput_mbps_per_tib": 300},
+        {"storage.shared.kind": "fsx-lustre", "storage.shared.throughput_mbps_per_tib": 300},
         "storage.shared.throughput_mbps_per_tib",
         "not a throughput tier of fsx-lustre",
         "125, 200, 250",
@@ -666,7 +667,11 @@ STORAGE = [
     C(
         "fs-throughput-not-in-tier-aws",
         "aws",
-        {"storage.shared.tier": "PERSISTENT_1", "storage.shared.throughput_mbps_per_tib": 500},
+        {
+            "storage.shared.kind": "fsx-lustre",
+            "storage.shared.tier": "PERSISTENT_1",
+            "storage.shared.throughput_mbps_per_tib": 500,
+        },
         "storage.shared.throughput_mbps_per_tib",
         "fsx-lustre PERSISTENT_1",
         "use one of: 50, 100, 200",
@@ -675,7 +680,7 @@ STORAGE = [
     C(
         "fs-unknown-tier-aws",
         "aws",
-        {"storage.shared.tier": "PERSISTENT_3"},
+        {"storage.shared.kind": "fsx-lustre", "storage.shared.tier": "PERSISTENT_3"},
         "storage.shared.tier",
         "not a tier of fsx-lustre",
         "PERSISTENT_2",
@@ -693,7 +698,7 @@ STORAGE = [
     C(
         "fs-below-min-gcp-lustre",
         "gcp",
-        {"storage.shared.size_gib": 1000},
+        {"storage.shared.kind": "managed-lustre", "storage.shared.size_gib": 1000},
         "storage.shared.size_gib",
         "below the minimum 9000 GiB of managed-lustre",
         stage="catalog",
@@ -701,7 +706,7 @@ STORAGE = [
     C(
         "fs-off-step-gcp-lustre",
         "gcp",
-        {"storage.shared.size_gib": 10000},
+        {"storage.shared.kind": "managed-lustre", "storage.shared.size_gib": 10000},
         "storage.shared.size_gib",
         "steps of 9000 GiB",
         "use 18000",
@@ -710,7 +715,7 @@ STORAGE = [
     C(
         "fs-throughput-gcp-lustre",
         "gcp",
-        {"storage.shared.throughput_mbps_per_tib": 300},
+        {"storage.shared.kind": "managed-lustre", "storage.shared.throughput_mbps_per_tib": 300},
         "storage.shared.throughput_mbps_per_tib",
         "not a throughput tier of managed-lustre",
         "125, 250, 500, 1000",
@@ -755,7 +760,7 @@ STORAGE = [
     C(
         "fs-below-min-azure",
         "azure",
-        {"storage.shared.size_gib": 1000},
+        {"storage.shared.kind": "amlfs", "storage.shared.size_gib": 1000},
         "storage.shared.size_gib",
         "below the minimum",
         stage="catalog",
@@ -763,7 +768,7 @@ STORAGE = [
     C(
         "fs-throughput-azure",
         "azure",
-        {"storage.shared.throughput_mbps_per_tib": 100},
+        {"storage.shared.kind": "amlfs", "storage.shared.throughput_mbps_per_tib": 100},
         "storage.shared.throughput_mbps_per_tib",
         "not a throughput tier of amlfs",
         "40, 125, 250, 500",
@@ -781,7 +786,7 @@ STORAGE = [
     C(
         "fs-below-min-alibaba",
         "alibaba",
-        {"storage.shared.size_gib": 1000},
+        {"storage.shared.kind": "cpfs", "storage.shared.size_gib": 1000},
         "storage.shared.size_gib",
         "below the minimum 3600 GiB of cpfs",
         "use 3600",
@@ -847,7 +852,7 @@ STORAGE = [
     C(
         "fs-size-one-byte-rounds-up-to-1gib",
         "aws",
-        {"storage.shared.size_gib": "1B"},
+        {"storage.shared.kind": "fsx-lustre", "storage.shared.size_gib": "1B"},
         "storage.shared.size_gib",
         "below the minimum 1200 GiB",
         "use 1200",
@@ -1078,8 +1083,8 @@ BUDGET = [
         "alibaba",
         {"lifetime.hourly_price_usd": 100.0, "lifetime.max_cost_usd": 700},
         "lifetime.max_cost_usd",
-        "($800.00/h)",
-        "at least 800",
+        "($800.03/h)",  # 8 nodes x 100 + the NAT gateway (0.034 USD/h in cn-hangzhou)
+        "at least 801",
         "budget",
     ),
 ]

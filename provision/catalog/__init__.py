@@ -7,7 +7,8 @@ immutable and cached). Lookups are case-insensitive and suggest close matches.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import date
 from functools import cache
 from importlib import resources
 
@@ -30,6 +31,7 @@ __all__ = [
     "InstanceOffer",
     "NetworkPrices",
     "load_catalog",
+    "read_cloud_files",
     "suggest",
 ]
 
@@ -50,6 +52,13 @@ class Catalog:
     instances: tuple[InstanceOffer, ...]
     filesystems: tuple[FilesystemOffer, ...]
     network: tuple[NetworkPrices, ...]
+    #: Per cloud, the date its file's figures were last reviewed (``version`` in ``data/<cloud>.yaml``).
+    reviewed: dict[str, date] = field(default_factory=dict)
+
+    def age_days(self, cloud: str, today: date) -> int | None:
+        """Days since ``cloud``'s prices were last reviewed; None when the catalog does not say."""
+        when = self.reviewed.get(cloud)
+        return None if when is None else (today - when).days
 
     def gpu(self, name: str) -> GpuModel | None:
         """The GPU model called ``name`` or one of its aliases, case-insensitively."""
@@ -107,6 +116,11 @@ def _read(name: str) -> object:
     return yaml.load(text, Loader=loader)  # noqa: S506  # a safe loader either way
 
 
+def read_cloud_files() -> dict[str, CloudFile]:
+    """Every ``data/<cloud>.yaml`` document as validated, uncached (``provision catalog refresh`` edits them)."""
+    return {cloud: CloudFile.model_validate(_read(f"{cloud}.yaml")) for cloud in CLOUDS}
+
+
 @cache
 def load_catalog() -> Catalog:
     """Read and validate every catalog file. Cached: the result is immutable.
@@ -123,6 +137,7 @@ def load_catalog() -> Catalog:
             raise ValueError(f"{f.cloud}.yaml holds rows of another cloud: {wrong}")
     return Catalog(
         version=max([gpus.version, *(f.version for f in files)]),
+        reviewed={f.cloud: date.fromisoformat(f.version) for f in files},
         gpus=gpus.gpus,
         instances=tuple(o for f in files for o in f.instances),
         filesystems=tuple(fs for f in files for fs in f.filesystems),

@@ -121,6 +121,10 @@ class FilesystemOffer(_Row):
     )
     baseline_mbps_per_tib: float | None = Field(default=None, ge=0, description="Throughput the tier gives.")
     price_per_tib_month_usd: float | None = Field(default=None, ge=0)
+    price_per_tib_month_by_throughput: dict[int, float] = Field(
+        default_factory=dict,
+        description="USD per TiB-month by throughput tier, where the tier sets the price (FSx PERSISTENT_2).",
+    )
     price_per_mbps_month_usd: float | None = Field(
         default=None, ge=0, description="Extra charge per provisioned MB/s per month, where billed so."
     )
@@ -152,6 +156,12 @@ class FilesystemOffer(_Row):
             k += 1
         return out[:count] or [self.max_gib]
 
+    def price_per_tib_month(self, throughput_mbps_per_tib: int | None) -> float | None:
+        """USD per TiB-month at a throughput tier; the tier's own price where the row lists one."""
+        if throughput_mbps_per_tib is not None and throughput_mbps_per_tib in self.price_per_tib_month_by_throughput:
+            return self.price_per_tib_month_by_throughput[throughput_mbps_per_tib]
+        return self.price_per_tib_month_usd
+
     def throughput_for(self, requested: int | None) -> int | None:
         if not self.throughput_mbps_per_tib:
             return int(self.baseline_mbps_per_tib) if self.baseline_mbps_per_tib else None
@@ -161,13 +171,42 @@ class FilesystemOffer(_Row):
 
 
 class NetworkPrices(_Row):
-    """What a cluster's network pieces bill per hour on one cloud (egress gateway and its fixed fees)."""
+    """What a private cluster's egress path bills per hour on one cloud: the NAT gateway and its public IP.
+
+    Clouds bill the gateway differently: per gateway-hour (AWS, Azure, Alibaba; some regions differ), or per
+    VM that uses it up to a cap and a flat rate above (GCP Cloud NAT). Per-GB processing fees are usage, not
+    held here.
+    """
 
     cloud: Cloud
-    nat_per_hour_usd: float | None = Field(default=None, ge=0)
+    nat_per_hour_usd: float | None = Field(
+        default=None, ge=0, description="Gateway-hour price (GCP: the flat rate above nat_node_cap VMs)."
+    )
+    nat_per_hour_usd_by_region: dict[str, float] = Field(
+        default_factory=dict, description="Gateway-hour price where a region differs from nat_per_hour_usd."
+    )
+    nat_per_node_hour_usd: float | None = Field(
+        default=None, ge=0, description="Price per VM-hour using the gateway, where billed so (GCP)."
+    )
+    nat_node_cap: int | None = Field(default=None, ge=1, description="VMs billed per VM before the flat rate.")
     public_ip_per_hour_usd: float | None = Field(default=None, ge=0)
+    nat_public_ips: int = Field(default=0, ge=0, description="Public IPs the cluster's NAT gateway holds.")
     sources: tuple[Source, ...] = Field(min_length=1)
     notes: str = ""
+
+    def nat_hourly(self, region: str, nodes: int) -> float | None:
+        """The NAT gateway's USD per hour for ``nodes`` VMs in ``region``; None when not recorded."""
+        if self.nat_per_node_hour_usd is not None:
+            if self.nat_node_cap is None or nodes <= self.nat_node_cap:
+                return self.nat_per_node_hour_usd * nodes
+            return self.nat_per_hour_usd
+        return self.nat_per_hour_usd_by_region.get(region, self.nat_per_hour_usd)
+
+    def nat_ip_hourly(self) -> float | None:
+        """The NAT gateway's public IPs per hour (0 when it holds none); None when not recorded."""
+        if not self.nat_public_ips:
+            return 0.0
+        return None if self.public_ip_per_hour_usd is None else self.public_ip_per_hour_usd * self.nat_public_ips
 
 
 class GpuModel(_Row):

@@ -17,10 +17,10 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from provision.cli import check, k8s, lifecycle, nodes, offers, plan, reap, size
+from provision.cli import catalog, check, k8s, lifecycle, nodes, offers, plan, reap, size
 
 #: The command groups, in the order ``provision --help`` lists them.
-COMMAND_MODULES = (offers, plan, lifecycle, nodes, size, reap, k8s, check)
+COMMAND_MODULES = (offers, plan, lifecycle, nodes, size, reap, catalog, k8s, check)
 
 
 class JsonAwareGroup(TyperGroup):

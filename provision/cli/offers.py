@@ -1,4 +1,9 @@
-"""``provision offers``: the catalog's GPU instance types with their fabric and prices."""
+"""``provision offers``: the catalog's GPU instance types, or whole clusters across clouds cheapest first.
+
+Without ``--gpus`` it lists instance types (one row each, the contract in DESIGN.md). With ``--gpus N`` it
+lists every way to buy an N-GPU cluster (cloud x type x region x capacity type) with the hourly total of
+compute + storage + network (:mod:`provision.planning.cluster_offers`). Filters are case-insensitive.
+"""
 
 from __future__ import annotations
 
@@ -8,72 +13,188 @@ import typer
 
 from provision.cli.common import JsonOpt, console, emit_json, run_command
 
+CLOUD_NAMES = ("aws", "gcp", "azure", "alibaba")
+CAPACITIES = ("on-demand", "spot", "reservation", "capacity-block", "flex-start")
+SORTS = ("price", "gpu-price", "cloud")
+
+
+def _check(cloud: str | None, gpu: str | None, capacity: str, sort: str, gpus: str | None) -> tuple[Any, ...]:
+    """Parse and check every filter at once; returns (cloud, gpu, capacities, sort, gpus)."""
+    from provision.catalog import load_catalog, suggest
+    from provision.spec.errors import Problem, SpecError
+
+    cat = load_catalog()
+    problems = []
+    c = cloud.strip().lower() if cloud else None
+    if c is not None and c not in CLOUD_NAMES:
+        problems.append(Problem("--cloud", cloud, "is not a cloud", f"use one of: {', '.join(CLOUD_NAMES)}"))
+    model = cat.gpu(gpu) if gpu else None
+    if gpu and model is None:
+        hints = suggest(gpu, [n for g in cat.gpus for n in (g.name, *g.aliases)]) or cat.gpu_names()
+        problems.append(Problem("--gpu", gpu, "is not a known GPU", f"use one of: {', '.join(hints)}"))
+    caps = tuple(dict.fromkeys(p.strip().lower() for p in capacity.split(",") if p.strip()))
+    if caps == ("any",):
+        caps = CAPACITIES
+    bad = [p for p in caps if p not in CAPACITIES]
+    if bad or not caps:
+        problems.append(
+            Problem(
+                "--capacity", capacity, "is not a capacity type", f"use one or more of: {', '.join(CAPACITIES)}, or any"
+            )
+        )
+    s = sort.strip().lower()
+    if s not in SORTS:
+        problems.append(Problem("--sort", sort, "is not a sort order", f"use one of: {', '.join(SORTS)}"))
+    count = None
+    if gpus is not None:
+        try:
+            count = int(gpus)
+        except ValueError:
+            count = 0
+        if count < 1:
+            problems.append(Problem("--gpus", gpus, "is not a whole number of GPUs >= 1", "use e.g. --gpus 64"))
+    if problems:
+        raise SpecError("bad filter", problems)
+    return c, (model.name if model else None), caps, s, count
+
 
 def offers(
-    cloud: str | None = typer.Option(None, help="aws, gcp, azure or alibaba."),
-    gpu: str | None = typer.Option(None, help="Accelerator model, e.g. H100."),
-    region: str | None = typer.Option(None, help="Only types sold in this region."),
+    cloud: str | None = typer.Option(None, help="aws, gcp, azure or alibaba (any case)."),
+    gpu: str | None = typer.Option(None, help="Accelerator model or alias, e.g. H100 or h100-sxm."),
+    region: str | None = typer.Option(None, help="Only this region; prices shown are that region's."),
+    gpus: str | None = typer.Option(None, "--gpus", metavar="N", help="List whole N-GPU clusters with hourly totals."),
+    capacity: str = typer.Option(
+        "on-demand", help="With --gpus: on-demand, spot, reservation, capacity-block, flex-start (comma list) or any."
+    ),
+    sort: str = typer.Option("price", help="With --gpus: price (cluster total), gpu-price (per node) or cloud."),
+    storage_gib: int = typer.Option(
+        0, "--storage-gib", min=0, help="With --gpus: add the cheapest shared filesystem holding this many GiB."
+    ),
+    limit: int = typer.Option(0, min=0, help="With --gpus: show at most this many rows (0: all)."),
+    per_cloud: bool = typer.Option(False, "--per-cloud", help="With --gpus: only each cloud's cheapest cluster."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """List the catalog's GPU instance types with their fabric and prices."""
-    from provision.catalog import load_catalog
+    """List GPU instance types with fabric and prices, or (--gpus N) whole clusters across clouds, cheapest first."""
 
-    def go() -> list[dict[str, Any]]:
-        from provision.spec.errors import Problem, SpecError
+    def go() -> Any:
+        from provision.catalog import load_catalog
 
+        c, g, caps, s, count = _check(cloud, gpu, capacity, sort, gpus)
         cat = load_catalog()
-        problems = []
-        if cloud is not None and cloud not in ("aws", "gcp", "azure", "alibaba"):
-            problems.append(Problem("--cloud", cloud, "is not a cloud", "use aws, gcp, azure or alibaba"))
-        if gpu is not None and cat.gpu(gpu) is None:
-            problems.append(Problem("--gpu", gpu, "is not a known GPU", f"use one of: {', '.join(cat.gpu_names())}"))
-        if problems:
-            raise SpecError("bad filter", problems)
-        rows = []
-        for o in cat.instances_for(cloud, gpu, region):
-            rows.append(
-                {
-                    "cloud": o.cloud,
-                    "instance_type": o.instance_type,
-                    "gpu": o.gpu,
-                    "gpus_per_node": o.gpus_per_node,
-                    "gpu_memory_gib": o.gpu_memory_gib,
-                    "vcpus": o.vcpus,
-                    "memory_gib": o.memory_gib,
-                    "local_nvme_gib": o.local_nvme_gib,
-                    "fabric": o.fabric,
-                    "fabric_gbps": o.fabric_gbps,
-                    "fabric_interfaces": o.fabric_interfaces,
-                    "consumption": list(o.consumption),
-                    "regions": sorted(o.regions),
-                    "price_per_hour_usd": {r: v.price_per_hour_usd for r, v in sorted(o.regions.items())},
-                }
+        if count is not None:
+            from provision.planning.cluster_offers import cluster_offers
+
+            rows = cluster_offers(
+                cat,
+                count,
+                gpu=g,
+                cloud=c,
+                region=region,
+                capacity=caps,
+                storage_gib=storage_gib,
+                per_cloud=per_cloud,
+                sort=s,  # type: ignore[arg-type]
             )
-        return rows
+            return [r.model_dump(mode="json") for r in (rows[:limit] if limit else rows)]
+        return [_type_row(o, region) for o in cat.instances_for(c, g) if _in_region(o, region)]
 
     rows = run_command(as_json, go)
     if as_json:
         emit_json(rows)
-        return
+    elif gpus is not None:
+        _print_clusters(rows)
+    else:
+        _print_types(rows, region)
+
+
+def _in_region(o: Any, region: str | None) -> bool:
+    return region is None or region.lower() in {r.lower() for r in o.regions}
+
+
+def _type_row(o: Any, region: str | None) -> dict[str, Any]:
+    regions = sorted(r for r in o.regions if region is None or r.lower() == region.lower())
+    return {
+        "cloud": o.cloud,
+        "instance_type": o.instance_type,
+        "gpu": o.gpu,
+        "gpus_per_node": o.gpus_per_node,
+        "gpu_memory_gib": o.gpu_memory_gib,
+        "vcpus": o.vcpus,
+        "memory_gib": o.memory_gib,
+        "local_nvme_gib": o.local_nvme_gib,
+        "fabric": o.fabric,
+        "fabric_gbps": o.fabric_gbps,
+        "fabric_interfaces": o.fabric_interfaces,
+        "consumption": list(o.consumption),
+        "regions": regions,
+        "price_per_hour_usd": {r: o.regions[r].price_per_hour_usd for r in regions},
+        "spot_price_per_hour_usd": {r: o.regions[r].spot_price_per_hour_usd for r in regions},
+    }
+
+
+def _cheapest(prices: dict[str, float | None]) -> str:
+    known = [(p, r) for r, p in prices.items() if p is not None]
+    if not known:
+        return "unpriced"
+    p, r = min(known)
+    return f"{p:,.2f} {r}" if len(prices) > 1 else f"{p:,.2f}"
+
+
+def _print_types(rows: list[dict[str, Any]], region: str | None) -> None:
     from rich.table import Table
 
-    table = Table(title=f"GPU offers ({len(rows)})")
-    for col in ("cloud", "instance type", "GPUs", "GPU GiB", "fabric", "Gbps", "NICs", "from $/h", "regions"):
-        table.add_column(col, overflow="fold")
+    title = f"GPU offers ({len(rows)})" + (f" in {region}" if region else "")
+    table = Table(title=title, title_justify="left")
+    for col in ("cloud", "type", "GPUs", "fabric", "$/h", "spot $/h", "regions"):
+        table.add_column(col, no_wrap=col in ("type", "$/h", "spot $/h"))
     for r in rows:
-        prices = [p for p in r["price_per_hour_usd"].values() if p is not None]
         table.add_row(
             r["cloud"],
             r["instance_type"],
-            f"{r['gpus_per_node']}x {r['gpu']}",
-            f"{r['gpu_memory_gib']:g}",
-            r["fabric"],
-            f"{r['fabric_gbps']:g}" if r["fabric_gbps"] else "?",
-            str(r["fabric_interfaces"]),
-            f"{min(prices):,.2f}" if prices else "unpriced",
+            f"{r['gpus_per_node']}x{r['gpu']}",
+            f"{r['fabric']} {r['fabric_gbps']:g}" if r["fabric_gbps"] else r["fabric"],
+            _cheapest(r["price_per_hour_usd"]),
+            _cheapest(r["spot_price_per_hour_usd"]),
             str(len(r["regions"])),
         )
     console().print(table)
+
+
+def _print_clusters(rows: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+
+    out = console()
+    if not rows:
+        out.print("no catalog offer matches these filters")
+        return
+    priced = [r for r in rows if r["hourly_usd"] is not None]
+    table = Table(title=f"{rows[0]['gpus']}-GPU clusters, cheapest first", title_justify="left")
+    for col in ("cloud", "region", "nodes x type", "capacity", "compute", "storage", "net", "$/h"):
+        table.add_column(col, no_wrap=True, justify="right" if col in ("compute", "storage", "net", "$/h") else "left")
+    for r in priced:
+        table.add_row(
+            r["cloud"],
+            r["region"],
+            f"{r['nodes']}x {r['instance_type']}",
+            r["capacity"],
+            _money(r["compute_hourly_usd"]),
+            _money(r["storage_hourly_usd"]) if r["storage"] else "-",
+            _money(r["network_hourly_usd"]),
+            _money(r["hourly_usd"]),
+        )
+    if priced:
+        out.print(table)
+    rest = len(rows) - len(priced)
+    if rest:
+        parts = sorted({p.split(" (")[0] for r in rows if r["hourly_usd"] is None for p in r["unpriced"]})
+        out.print(
+            f"{rest} more offer(s) have parts without a catalog price ({', '.join(parts)}); --json lists them",
+            markup=False,
+        )
+
+
+def _money(v: float | None) -> str:
+    return "?" if v is None else f"{v:,.2f}"
 
 
 def register(app: typer.Typer) -> None:

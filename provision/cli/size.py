@@ -23,8 +23,20 @@ def size(
     deadline_days: str | None = typer.Option(
         None, "--deadline-days", metavar="DAYS", help="Finish within this many days (default 30 without --gpus)."
     ),
-    mfu: str = typer.Option("0.4", "--mfu", metavar="FLOAT", help="Model-FLOPs utilisation, in (0, 1]."),
-    precision: str = typer.Option("bf16", "--precision", help="bf16 or fp8 (sets the peak TFLOPS)."),
+    mfu: str | None = typer.Option(
+        None, "--mfu", metavar="FLOAT", help="Measured MFU against the BF16 peak, in (0, 1]; default: calibrated."
+    ),
+    goodput: str | None = typer.Option(
+        None, "--goodput", metavar="FLOAT", help="Share of wall time spent training (default 0.9, Llama 3)."
+    ),
+    active_params: str | None = typer.Option(
+        None, "--active-params", help="MoE: parameters each token passes through, e.g. 37B.", show_default=False
+    ),
+    mode: str = typer.Option("pretrain", "--mode", help="pretrain, finetune, lora or qlora."),
+    trainable_params: str | None = typer.Option(
+        None, "--trainable-params", help="LoRA/QLoRA adapter parameters (default 1% of --params).", show_default=False
+    ),
+    precision: str = typer.Option("bf16", "--precision", help="bf16 or fp8 (FP8 runs at its own measured speed-up)."),
     optimizer: str = typer.Option("adamw", "--optimizer", help="adamw, adafactor or sgd."),
     seq_len: str = typer.Option("4096", "--seq-len", metavar="TOKENS", help="Training sequence length."),
     checkpoint_minutes: str = typer.Option(
@@ -37,6 +49,11 @@ def size(
     utilisation: str = typer.Option(
         "0.8", "--utilisation", metavar="FLOAT", help="Share of hours an owned server is busy."
     ),
+    cloud: str | None = typer.Option(None, "--cloud", help="With --write-spec: the cloud whose option to write."),
+    write_spec: str | None = typer.Option(
+        None, "--write-spec", metavar="FILE", help="Write a cluster spec for --cloud's option that `plan` accepts."
+    ),
+    plot: bool = typer.Option(False, "--plot", help="Draw GPUs vs days vs cost per cloud in the terminal."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout and nothing else."),
     build: bool = typer.Option(False, "--build", help="On-premises bill of materials, power, racks, own vs rent."),
     vendor: str | None = typer.Option(None, "--vendor", metavar="V", help="Server vendor: nvidia, dell, hpe, ..."),
@@ -61,6 +78,10 @@ def size(
                 gpus=gpus,
                 deadline_days=deadline_days,
                 mfu=mfu,
+                goodput=goodput,
+                active_params=active_params,
+                mode=mode,
+                trainable_params=trainable_params,
                 precision=precision,
                 optimizer=optimizer,
                 seq_len=seq_len,
@@ -73,10 +94,74 @@ def size(
     )
     if onprem.wanted(build, vendor, fabric, csv_path):
         onprem.emit_build(report, vendor=vendor, fabric=fabric, csv_path=csv_path, as_json=as_json)
-    elif as_json:
-        emit_json(report.as_dict())
-    else:
-        print_report(report.as_dict())
+        return
+    written = run_command(as_json, lambda: _write_spec(report, cloud, write_spec)) if write_spec else None
+    if as_json:
+        doc = report.as_dict()
+        if written:
+            doc["spec_written"] = written
+        emit_json(doc)
+        return
+    print_report(report.as_dict())
+    if written:
+        console().print(f"spec written to {written} (check it with: provision plan {written})", markup=False)
+    if plot:
+        _plot(report)
+
+
+def _write_spec(report: Any, cloud: str | None, path: str) -> str:
+    """Validate and write the spec for ``cloud``'s option; returns the path."""
+    from pathlib import Path
+
+    import yaml
+
+    from provision.planning.sizing.handoff import spec_for
+    from provision.spec import load_spec
+    from provision.spec.errors import Problem, SpecError
+
+    clouds = ("aws", "gcp", "azure", "alibaba")
+    c = (cloud or "").strip().lower()
+    if c not in clouds:
+        raise SpecError(
+            "--write-spec needs a cloud",
+            [Problem("--cloud", cloud, "is not a cloud", f"use one of: {', '.join(clouds)}")],
+        )
+    try:
+        spec, notes = spec_for(report, c)
+    except ValueError as e:
+        raise SpecError("no spec to write", [Problem("--cloud", c, str(e), "pick another --cloud")]) from None
+    load_spec(spec)  # the spec models accept it, or this raises with every problem
+    header = "".join(f"# {n}\n" for n in ["Written by provision size.", *notes])
+    target = Path(path)
+    target.write_text(header + yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    return str(target)
+
+
+def _plot(report: Any) -> None:
+    """GPUs (x) against days (y) per cloud, with the total cost at each point in the legend's last value."""
+    try:
+        import plotext as plt
+    except ImportError:
+        console(stderr=True).print("--plot needs plotext: pip install 'provision[plot]'", markup=False)
+        return
+    import sys
+
+    from provision.planning.sizing.handoff import curve
+
+    plt.clf()
+    plt.plotsize(78, 20)
+    if not sys.stdout.isatty():
+        plt.theme("clear")  # no colour codes in pipes and logs
+    for cloud, rows in curve(report).items():
+        gpus = [r[0] for r in rows]
+        days = [r[1] for r in rows]
+        cost = rows[0][2]
+        label = f"{cloud} (${cost / 1e6:,.2f}M)" if cost is not None else f"{cloud} (unpriced)"
+        plt.plot(gpus, days, label=label, marker="dot")
+    plt.xlabel("GPUs")
+    plt.ylabel("days")
+    plt.title("training time by cluster size (legend: total cost at the smallest size)")
+    print(plt.build())
 
 
 def register(app: typer.Typer) -> None:
@@ -122,13 +207,34 @@ def print_report(r: dict[str, Any]) -> None:
                 ("training FLOPs", f"{c['training_flops']:.3e} ({c['tokens_per_param']:.1f} tokens/param)"),
                 (
                     "per GPU",
-                    f"{c['peak_tflops_per_gpu']:g} dense {i['precision'].upper()} TFLOPS peak x MFU {i['mfu']:g} = "
-                    f"{c['achieved_tflops_per_gpu']:g} TFLOPS",
+                    f"{c['peak_tflops_per_gpu']:g} BF16 TFLOPS peak x MFU {c['mfu']:.2f} x goodput {c['goodput']:g} "
+                    f"= {c['achieved_tflops_per_gpu']:,.0f} TFLOPS",
                 ),
-                ("GPU-hours", f"{c['gpu_hours']:,.0f}"),
+                ("MFU basis", c["mfu_basis"]),
+                (
+                    "GPU-hours",
+                    f"{c['gpu_hours']:,.0f} (range {c['gpu_hours_range'][0]:,.0f} - {c['gpu_hours_range'][1]:,.0f})",
+                ),
             ],
         )
     )
+    lay = r.get("layout")
+    if lay:
+        ep = f" x EP {lay['expert_parallel']}" if lay["expert_parallel"] else ""
+        out.print(
+            _table(
+                "parallel layout",
+                [
+                    (
+                        "layout",
+                        f"TP {lay['tensor_parallel']} x PP {lay['pipeline_parallel']} x DP {lay['data_parallel']}{ep}",
+                    ),
+                    ("batch", f">= {lay['min_global_batch_tokens']:,} tokens per step (micro-batch 1)"),
+                    ("memory", f"{lay['memory_per_gpu_bytes'] / GIB:,.1f} GiB per GPU"),
+                    ("recompute", lay["recomputation"]),
+                ],
+            )
+        )
     per = " + ".join(f"{v:g} {n}" for n, v in m["bytes_per_param"].items())
     allowance = ", ".join(f"{n} {v / GIB:,.1f}" for n, v in m["allowance_per_gpu"].items())
     out.print(
@@ -156,21 +262,32 @@ def print_report(r: dict[str, Any]) -> None:
             ],
         )
     )
-    clouds = Table(title="recommended cluster per cloud (on-demand list prices)", title_justify="left")
-    for col in ("cloud", "instance", "GPUs", "fabric", "region", "$/h", "total", "days"):
-        clouds.add_column(col, no_wrap=True)
+    # Fits 80 columns: instance and region fold onto a second line; money and days never truncate.
+    clouds = Table(title="recommended cluster per cloud (on-demand list prices)", title_justify="left", padding=(0, 1))
+    for col, wrap in (
+        ("cloud", False),
+        ("instance / region", True),
+        ("GPUs", False),
+        ("$/h", False),
+        ("total", False),
+        ("days", False),
+    ):
+        clouds.add_column(
+            col, no_wrap=not wrap, overflow="fold", justify="right" if col in ("$/h", "total", "days") else "left"
+        )
     for o in r["clouds"]:
         clouds.add_row(
             o["cloud"],
-            o["instance_type"] or "-",
+            f"{o['instance_type'] or '-'} {o['region'] or ''}".strip(),
             f"{o['gpus']} x {o['gpu']}" if o["gpu"] else "-",
-            o["fabric_name"] or "-",
-            o["region"] or "-",
             _usd(o["hourly_usd"]),
             _usd(o["total_usd"]),
             f"{o['wall_hours'] / 24:,.1f}" if o["wall_hours"] else "-",
         )
     out.print(clouds)
+    fabrics = ", ".join(f"{o['cloud']} {o['fabric_name']}" for o in r["clouds"] if o.get("fabric_name"))
+    if fabrics:
+        out.print(f"  fabric: {fabrics}", markup=False)
     for o in r["clouds"]:
         for note in o["notes"]:
             out.print(f"  {o['cloud']}: {note}", markup=False)

@@ -109,7 +109,7 @@ class Adapter(ABC):
         catalog = catalog or load_catalog()
         now = (now or datetime.now(timezone.utc)).replace(microsecond=0)
         found = ProblemCollector()
-        res = resolve(spec, catalog, found)
+        res = resolve(spec, catalog, found, today=now.date())
         self.check(spec, res, found)
         k8s = self._kubernetes(spec, res, found)
         found.raise_if_any(SpecError)

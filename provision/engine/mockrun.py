@@ -74,9 +74,19 @@ def stack_config(root: Path, stack: str) -> tuple[dict[str, str], list[str]]:
 
 
 def _resolve(value: Any) -> Any:
+    """An Output of the program's outputs with every value resolved.
+
+    A dict's Output values are chained, not passed through ``Output.from_input``, whose deep copy wraps
+    every element of a long host list in an Output of its own (see ``planning.outputs.gather``).
+    """
     import pulumi
 
-    return pulumi.Output.from_input(value)
+    from provision.planning.outputs import gather
+
+    if not isinstance(value, dict):
+        return pulumi.Output.from_input(value)
+    keys = list(value)
+    return gather([value[k] for k in keys]).apply(lambda values: dict(zip(keys, values, strict=True)))
 
 
 def run_program(

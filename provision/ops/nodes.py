@@ -93,7 +93,18 @@ class NodeFault:
 
 
 def mock_user_data(plan: ClusterPlan) -> str:
-    """The node user data of ``plan`` as the mocked cloud's nodes would get it (``#cloud-config`` text)."""
+    """The node user data of ``plan`` as the mocked cloud's nodes would get it (``#cloud-config`` text).
+
+    Raises:
+        UnsupportedError: a ``scheduler: kubernetes`` cluster (its nodes run the managed node image).
+    """
+    if plan.spec.scheduler.kind != "none":
+        from provision.spec.errors import UnsupportedError
+
+        raise UnsupportedError(
+            f"{plan.name} runs under Kubernetes: its nodes boot the managed service's image, not provision's "
+            "bootstrap, so mocked node health does not apply. To fix: use kubectl on the cluster's nodes"
+        )
     module = importlib.import_module(f"provision.clouds.{plan.cloud}.userdata")
     return module.mock_user_data(plan)  # type: ignore[no-any-return]
 

@@ -3,14 +3,16 @@
 The hourly cost is compute (nodes x the catalog's on-demand price, or the spec's
 ``lifetime.hourly_price_usd``) + the shared filesystem (capacity x USD per TiB-month /
 730 h, plus provisioned throughput where billed so) + the network pieces that bill by
-the hour (one NAT gateway). Spot and reservation prices differ from list prices: the
-estimate is then an upper bound, and the plan says so.
+the hour (one NAT gateway and its public IP). Spot and reservation prices differ from list
+prices: the estimate is then an upper bound, and the plan says so. A part the catalog has no
+price for is named in ``unpriced`` (e.g. ``storage (amlfs AMLFS-Durable-Premium-250)``) and left
+out of the total; the plan warns about it.
 """
 
 from __future__ import annotations
 
 import math
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from provision.catalog import Catalog, FilesystemOffer, InstanceOffer
 from provision.planning.plan import CostEstimate
@@ -27,16 +29,39 @@ MIN_DISCOUNTED_SHARE = 0.10
 #: Environment variable: the hourly cost above which a plan with no cost cap gets a loud warning.
 WARN_HOURLY_ENV = "PROVISION_WARN_HOURLY_USD"
 DEFAULT_WARN_HOURLY_USD = 1000.0
+#: A plan warns when its cloud's catalog prices were last reviewed longer ago than this.
+STALE_AFTER_DAYS = 90
 
 
 def storage_hourly_usd(offer: FilesystemOffer, size_gib: int, throughput_mbps_per_tib: int | None) -> float | None:
     """USD per hour of a filesystem of ``size_gib``; ``None`` when the catalog has no price."""
-    if offer.price_per_tib_month_usd is None:
+    per_tib = offer.price_per_tib_month(throughput_mbps_per_tib)
+    if per_tib is None:
         return None
-    monthly = offer.price_per_tib_month_usd * size_gib / 1024
+    monthly = per_tib * size_gib / 1024
     if offer.price_per_mbps_month_usd is not None and throughput_mbps_per_tib is not None:
         monthly += offer.price_per_mbps_month_usd * throughput_mbps_per_tib * size_gib / 1024
     return monthly / HOURS_PER_MONTH
+
+
+def network_parts(catalog: Catalog, cloud: str, region: str, nodes: int) -> list[tuple[str, float | None]]:
+    """The hourly network parts of a private cluster: its NAT gateway and the gateway's public IP."""
+    prices = catalog.network_prices(cloud)
+    return [
+        ("network: NAT gateway", prices.nat_hourly(region, nodes)),
+        ("network: NAT public IP", prices.nat_ip_hourly()),
+    ]
+
+
+def stale_catalog_warning(catalog: Catalog, cloud: str, today: date) -> str | None:
+    """A warning when ``cloud``'s catalog prices were reviewed more than :data:`STALE_AFTER_DAYS` ago."""
+    age = catalog.age_days(cloud, today)
+    if age is None or age <= STALE_AFTER_DAYS:
+        return None
+    return (
+        f"the catalog's {cloud} prices were last reviewed {age} days ago ({catalog.reviewed[cloud].isoformat()}); "
+        "prices may have changed: run `provision catalog refresh` (network needed) or check the vendor's price page."
+    )
 
 
 def compute_hourly_usd(spec: ClusterSpec, offer: InstanceOffer, nodes: int) -> float | None:
@@ -131,10 +156,18 @@ def estimate(
     """
     compute = compute_hourly_usd(spec, offer, nodes)
     fs = storage_hourly_usd(*storage) if storage else 0.0
-    net = catalog.network_prices(spec.cloud).nat_per_hour_usd
+    parts = network_parts(catalog, spec.cloud, spec.region, nodes)
+    known = [v for _, v in parts if v is not None]
+    net = sum(known) if known else None
     sched = scheduler_hourly_usd if scheduler else 0.0
-    parts = (("compute", compute), ("storage", fs), ("network", net), ("kubernetes", sched))
-    unpriced = tuple(name for name, v in parts if v is None)
+    unpriced = tuple(
+        [
+            *(["compute"] if compute is None else []),
+            *([f"storage ({storage[0].kind} {storage[0].tier})"] if storage and fs is None else []),
+            *(name for name, v in parts if v is None),
+            *(["kubernetes"] if sched is None else []),
+        ]
+    )
     hourly = None if compute is None else compute + (fs or 0.0) + (net or 0.0) + (sched or 0.0)
     lifetime_hours = spec.lifetime.ttl.total_seconds() / 3600 if spec.lifetime.ttl else None
     cap = spec.lifetime.max_cost_usd

@@ -6,6 +6,7 @@ node IPs; the text renderers here are also used by the Python API on stored outp
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from provision.spec.units import format_time
@@ -111,17 +112,33 @@ def static_outputs(plan: ClusterPlan) -> dict[str, Any]:
     }
 
 
+def gather(outputs: Sequence[Any]) -> Any:
+    """``Output[list]`` of ``outputs`` (Outputs or plain values), like ``Output.all`` but without its deep copy.
+
+    ``Output.all`` passes every argument through ``Output.from_input``, which re-wraps each element of a
+    list value in an Output of its own: a 1,024-node host list costs 1,024 Outputs (and their asyncio
+    tasks) at every step. Chained ``apply`` calls hand the list on as it is.
+    """
+    import pulumi
+
+    acc: pulumi.Output[list[Any]] = pulumi.Output.from_input([])
+    for item in outputs:
+        out = item if isinstance(item, pulumi.Output) else pulumi.Output.from_input(item)
+        acc = acc.apply(lambda got, out=out: out.apply(lambda value, got=got: [*got, value]))  # type: ignore[misc]
+    return acc
+
+
 def stack_outputs(plan: ClusterPlan, ips: Any, head_public_ip: Any = None, shared_fs: Any = None) -> dict[str, Any]:
-    """All outputs; ``ips`` (a list of private IPs by rank) may be a Pulumi ``Output``.
+    """All outputs; ``ips`` (a list of node addresses by rank) may be a Pulumi ``Output``.
 
     ``head_public_ip`` and ``shared_fs`` may be plain values or ``Output`` s too.
     """
     import pulumi
 
-    ips_out = pulumi.Output.from_input(ips)
+    ips_out = ips if isinstance(ips, pulumi.Output) else pulumi.Output.from_input(ips)
     head_pub = pulumi.Output.from_input(head_public_ip)
     user = plan.access.ssh_user
-    both = pulumi.Output.all(ips_out, head_pub)
+    both = gather([ips_out, head_pub])
     return {
         **static_outputs(plan),
         "hosts": ips_out,

@@ -8,13 +8,30 @@ stopping at the first. Adapters then add their cloud's own rules.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
 
 from provision.catalog import Catalog, FilesystemOffer, InstanceOffer, suggest
+from provision.planning.cost import stale_catalog_warning
+from provision.planning.fschoice import fits, minimum
 from provision.spec import ClusterSpec
 from provision.spec.errors import ProblemCollector
 
-#: The shared filesystem ``kind: auto`` picks on each cloud: its managed parallel filesystem.
+#: Each cloud's managed parallel filesystem: what ``kind: auto`` prefers when prices cannot decide.
+#: ``kind: auto`` itself picks the cheapest service and tier that fits (:mod:`provision.planning.fschoice`);
+#: read the chosen kind from ``Resolution.storage.kind``, not from this table.
 DEFAULT_SHARED_KIND = {"aws": "fsx-lustre", "gcp": "managed-lustre", "azure": "amlfs", "alibaba": "cpfs"}
+
+
+def shared_kind(spec: ClusterSpec, res: Resolution | None = None) -> str | None:
+    """The shared filesystem kind the plan creates: for ``auto``, the service the resolution chose."""
+    shared = spec.storage.shared
+    if shared is None or shared.kind == "none":
+        return None
+    if shared.kind != "auto":
+        return shared.kind
+    if res is not None and res.storage is not None:
+        return res.storage.kind
+    return DEFAULT_SHARED_KIND[spec.cloud]
 
 
 @dataclass
@@ -194,11 +211,72 @@ def _check_capacity(spec: ClusterSpec, offer: InstanceOffer, found: ProblemColle
         )
 
 
+def _auto_storage(spec: ClusterSpec, catalog: Catalog, res: Resolution, found: ProblemCollector) -> None:
+    """``kind: auto``: the cheapest service and tier whose minimum, step and throughput fit the request."""
+    shared = spec.storage.shared
+    assert shared is not None  # noqa: S101  # the caller checked
+    rows = catalog.filesystems_for(spec.cloud)
+    if shared.tier is not None:
+        rows = [r for r in rows if r.tier.lower() == shared.tier.lower()]
+        if not rows:
+            tiers = sorted({f"{r.kind} {r.tier}" for r in catalog.filesystems_for(spec.cloud)})
+            found.add(
+                "storage.shared.tier",
+                shared.tier,
+                f"is not a {spec.cloud} filesystem tier",
+                f"use one of: {', '.join(tiers)}",
+            )
+            return
+    kinds: tuple[str, ...] = tuple(sorted({r.kind for r in rows}))
+    if shared.size_gib is None and shared.tier is None:
+        # No size to fit: the cloud's parallel filesystem at its smallest size (cheapest tier among them).
+        kinds = (DEFAULT_SHARED_KIND[spec.cloud],)
+        rows = [r for r in rows if r.kind in kinds]
+    want = shared.throughput_mbps_per_tib
+    size = shared.size_gib if shared.size_gib is not None else min(minimum(r) for r in rows)
+    options = [
+        f for f in fits(catalog, spec.cloud, spec.region, size, want, kinds) if shared.tier is None or f.offer in rows
+    ]
+    if not options:
+        smallest = sorted(rows, key=minimum)
+        listed = ", ".join(f"{r.kind} {r.tier} from {minimum(r)} GiB" for r in smallest[:4])
+        rule = f"fits no {spec.cloud} filesystem" + (f" at {want} MB/s per TiB" if want else "")
+        found.add(
+            "storage.shared.size_gib" if shared.size_gib is not None else "storage.shared.kind",
+            shared.size_gib if shared.size_gib is not None else shared.kind,
+            rule,
+            f"use a size one of them allows ({listed}), or lower storage.shared.throughput_mbps_per_tib",
+        )
+        return
+    best = options[0]
+    res.storage, res.storage_size_gib, res.storage_throughput = best.offer, best.size_gib, best.throughput_mbps_per_tib
+    if shared.size_gib is not None and best.size_gib != shared.size_gib:
+        res.warnings.append(
+            f"storage.shared.size_gib {shared.size_gib} is rounded up to {best.size_gib} GiB, the next size "
+            f"{best.offer.kind} {best.offer.tier} allows."
+        )
+    unpriced = [f for f in options if f.hourly_usd is None]
+    if best.hourly_usd is not None and unpriced:
+        names = ", ".join(f"{f.offer.kind} {f.offer.tier}" for f in unpriced[:4])
+        res.warnings.append(
+            f"storage.shared.kind auto chose {best.offer.kind} {best.offer.tier} (${best.hourly_usd:,.2f}/h), the "
+            f"cheapest priced fit; {names} also fit but have no catalog price and were not compared."
+        )
+    elif best.hourly_usd is None:
+        res.warnings.append(
+            f"storage.shared.kind auto chose {best.offer.kind} {best.offer.tier}: no fitting {spec.cloud} filesystem "
+            "has a catalog price, so the choice follows the smallest size, then the cloud's parallel filesystem."
+        )
+
+
 def _check_storage(spec: ClusterSpec, catalog: Catalog, res: Resolution, found: ProblemCollector) -> None:
     shared = spec.storage.shared
     if shared is None or shared.kind == "none":
         return
-    kind = DEFAULT_SHARED_KIND[spec.cloud] if shared.kind == "auto" else shared.kind
+    if shared.kind == "auto":
+        _auto_storage(spec, catalog, res, found)
+        return
+    kind = shared.kind
     rows = catalog.filesystems_for(spec.cloud, kind)
     if not rows:
         kinds = sorted({f.kind for f in catalog.filesystems_for(spec.cloud)})
@@ -263,13 +341,16 @@ def _check_storage(spec: ClusterSpec, catalog: Catalog, res: Resolution, found: 
     res.storage_throughput = offer.throughput_for(want)
 
 
-def resolve(spec: ClusterSpec, catalog: Catalog, found: ProblemCollector) -> Resolution:
+def resolve(spec: ClusterSpec, catalog: Catalog, found: ProblemCollector, today: date | None = None) -> Resolution:
     """Check ``spec`` against ``catalog``; add every problem to ``found``.
 
-    Pure: reads only its arguments. The caller raises ``found`` (with the adapter's own
-    problems) once all checks ran.
+    Pure but for ``today`` (UTC today when None), which dates the catalog-age warning. The caller
+    raises ``found`` (with the adapter's own problems) once all checks ran.
     """
     res = Resolution()
+    stale = stale_catalog_warning(catalog, spec.cloud, today or datetime.now(timezone.utc).date())
+    if stale:
+        res.warnings.append(stale)
     _check_gpu(spec, catalog, found)
     region_ok = _check_region(spec, catalog, found)
     _check_storage(spec, catalog, res, found)

@@ -14,5 +14,7 @@ if [ -n "${SHARED_CLIENT:-}" ] && ! dpkg-query -W "$SHARED_CLIENT" >/dev/null 2>
   pv_apt install "$SHARED_CLIENT" || exit 1
 fi
 mountpoint -q "$mnt" || pv_retry 10 15 mount -t "$SHARED_FSTYPE" -o "$SHARED_OPTIONS" "$SHARED_SOURCE" "$mnt" || exit 1
-# The login user owns the share's root (never world-writable); a root-squashed export refuses, which is fine.
-if [ -n "${SSH_USER:-}" ]; then chown "$SSH_USER" "$mnt" 2>/dev/null || true; fi
+# The login user owns the share's root, mode 0755: never world-writable (root owns it under GCP OS Login,
+# where no fixed login account exists). A root-squashed export refuses the chown, which is fine.
+if [ -n "${SHARED_OWNER:-}" ]; then chown "$SHARED_OWNER": "$mnt" 2>/dev/null || true; fi
+chmod 0755 "$mnt" 2>/dev/null || true

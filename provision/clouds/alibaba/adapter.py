@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import ipaddress
 import math
+import re
 from typing import Any, ClassVar
 
 from provision.catalog import InstanceOffer
 from provision.clouds.base import Adapter
 from provision.planning.images import LOOKUP_PREFIX, default_image
 from provision.planning.plan import ClusterPlan
-from provision.planning.resolve import DEFAULT_SHARED_KIND, Resolution
+from provision.planning.resolve import Resolution, shared_kind
 from provision.spec import ClusterSpec
 from provision.spec.errors import ProblemCollector, SpecError
 
@@ -59,6 +60,13 @@ JUMBO_MTU = 8500
 #: 8500 with jumbo frames and 1400 without; a wrong MTU causes data consistency problems.
 ERDMA_MTU = 1400
 DEFAULT_MTU = 1500
+#: Families Alibaba documents with jumbo frames among the GPU types here: the ECS instance-family page says of
+#: gn8v "These instances support jumbo frames". The "Jumbo frames" page lists only CPU families (g8i, c8i, r8i,
+#: c8ine, g8ine, 9th generation on), and RunInstances NetworkOptions.EnableJumboFrame says "supported only by
+#: specific eighth-generation and later instance types" (per type: DescribeInstanceTypes JumboFrameSupport).
+JUMBO_FRAME_FAMILIES = frozenset({"gn8v"})
+#: Jumbo frames need an 8th-generation or later type (RunInstances NetworkOptions.EnableJumboFrame).
+JUMBO_FRAME_MIN_GENERATION = 8
 #: Bandwidth of node 0's EIP with access.public_head_node (SSH only).
 HEAD_EIP_MBPS = 10
 #: The nodes' vSwitch is the first /18 of the VPC (or the VPC itself when smaller): room for 16k ENIs.
@@ -107,16 +115,24 @@ def key_pair_public_key(keys: tuple[str, ...]) -> str | None:
     return next((k for k in keys if k.split(" ", 1)[0] in KEY_PAIR_TYPES), None)
 
 
-def _shared_kind(spec: ClusterSpec) -> str | None:
-    shared = spec.storage.shared
-    if shared is None or shared.kind == "none":
-        return None
-    return DEFAULT_SHARED_KIND["alibaba"] if shared.kind == "auto" else shared.kind
+def _shared_kind(spec: ClusterSpec, res: Resolution) -> str | None:
+    return shared_kind(spec, res)
 
 
 def _vswitch_cidr(vpc_cidr: str) -> ipaddress.IPv4Network:
     vpc = ipaddress.IPv4Network(vpc_cidr)
     return next(vpc.subnets(new_prefix=VSWITCH_PREFIX)) if vpc.prefixlen < VSWITCH_PREFIX else vpc
+
+
+def generation(offer: InstanceOffer) -> int | None:
+    """The ECS generation of a GPU family (``gn8v`` -> 8, ``gn7ex`` -> 7), or ``None`` when it has no digit."""
+    match = re.search(r"gn(\d+)", offer.family or offer.instance_type)
+    return int(match.group(1)) if match else None
+
+
+def jumbo_frames(offer: InstanceOffer, wanted: bool | None) -> bool:
+    """Whether the nodes get jumbo frames: the spec's choice, else on only where Alibaba documents them."""
+    return (offer.family in JUMBO_FRAME_FAMILIES) if wanted is None else wanted
 
 
 def _eri_cards(offer: InstanceOffer, fabric: str) -> list[int | None]:
@@ -131,7 +147,7 @@ def _eri_cards(offer: InstanceOffer, fabric: str) -> list[int | None]:
 
 
 def _storage_extra(spec: ClusterSpec, res: Resolution, kms_key_id: str | None) -> dict[str, Any] | None:
-    kind = _shared_kind(spec)
+    kind = _shared_kind(spec, res)
     if kind is None or res.storage is None:
         return None
     tier = res.storage.tier
@@ -172,7 +188,7 @@ def decide(spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
         sets = math.ceil(nodes / DEPLOYMENT_SET_MAX)
         base, extra = divmod(nodes, sets)
         placement = [base + (1 if i < extra else 0) for i in range(sets)]
-    jumbo = bool(eris) and opts.jumbo_frames
+    jumbo = bool(eris) and jumbo_frames(res.offer, opts.jumbo_frames)
     prepaid = opts.subscription_months is not None
     storage = _storage_extra(spec, res, opts.kms_key_id)
     spot_limit = spec.capacity.max_price_per_hour_usd if spot else None
@@ -194,6 +210,7 @@ def decide(spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
         "kms_key_id": opts.kms_key_id,
         "resource_group_id": opts.resource_group_id,
         "nat_bandwidth_mbps": opts.nat_bandwidth_mbps,
+        "metadata_tokens": opts.metadata_tokens,
         "public_head": spec.access.public_head_node,
         "key_pair_public_key": key_pair_public_key(spec.access.ssh_public_keys),
         # SSH only: a small pay-by-traffic EIP for node 0 when access.public_head_node.
@@ -227,7 +244,7 @@ class AlibabaAdapter(Adapter):
     # ------------------------------------------------------------------ checks
     def check(self, spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
         opts = spec.cloud_options()
-        kind = _shared_kind(spec)
+        kind = _shared_kind(spec, res)
         if kind == "cpfs-lingjun":
             found.add(
                 "storage.shared.kind",
@@ -274,6 +291,15 @@ class AlibabaAdapter(Adapter):
                 f"use ttl {minimum}m or more",
             )
         self._check_tags(spec, found)
+        gen = generation(res.offer) if res.offer is not None else None
+        if opts.jumbo_frames and gen is not None and gen < JUMBO_FRAME_MIN_GENERATION and res.offer is not None:
+            found.add(
+                "alibaba.jumbo_frames",
+                True,
+                f"cannot be enabled on {res.offer.instance_type}: ECS supports jumbo frames only on 8th-generation "
+                "and later types (RunInstances NetworkOptions.EnableJumboFrame)",
+                "drop alibaba.jumbo_frames (the nodes use MTU 1400 for eRDMA)",
+            )
         if spec.access.public_head_node and not spec.access.allowed_cidrs:
             found.add(
                 "access.public_head_node",
@@ -334,6 +360,18 @@ class AlibabaAdapter(Adapter):
                 f"rejects ed25519): the nodes get no key pair and no root login; log in as {spec.access.ssh_user}, "
                 "whose authorized_keys the bootstrap writes."
             )
+        if res.fabric == "erdma" and not jumbo_frames(res.offer, opts.jumbo_frames):
+            documented = ", ".join(sorted(JUMBO_FRAME_FAMILIES))
+            out.append(
+                f"{res.offer.instance_type}: no jumbo frames (Alibaba documents them for {documented} only), so eRDMA "
+                f"runs at MTU {ERDMA_MTU}; if DescribeInstanceTypes reports JumboFrameSupport for it, set "
+                f"alibaba.jumbo_frames: true for MTU {JUMBO_MTU}."
+            )
+        elif res.fabric == "erdma" and opts.jumbo_frames and res.offer.family not in JUMBO_FRAME_FAMILIES:
+            out.append(
+                f"alibaba.jumbo_frames: Alibaba does not document jumbo frames for {res.offer.instance_type}; check "
+                "DescribeInstanceTypes JumboFrameSupport, or RunInstances may refuse the nodes."
+            )
         if res.fabric == "erdma" and res.offer.fabric_interfaces > MAX_INLINE_ERIS:
             out.append(
                 f"{res.offer.instance_type} takes {res.offer.fabric_interfaces} ERIs but ecs.Instance creates "
@@ -360,7 +398,7 @@ class AlibabaAdapter(Adapter):
                 "capacity.max_price_per_hour_usd becomes spot_price_limit in your account's currency "
                 "(USD on alibabacloud.com, CNY on aliyun.com)."
             )
-        kind = _shared_kind(spec)
+        kind = _shared_kind(spec, res)
         if kind == "cpfs":
             out.append(
                 "CPFS is mounted over NFS through its protocol service; pulumi-alicloud 4.0 does not return the "

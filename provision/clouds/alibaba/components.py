@@ -165,6 +165,10 @@ class AlibabaCluster(pulumi.ComponentResource):
             network_card_index=cards[0] if cards else None,
             network_interfaces=secondary,
             enable_jumbo_frame=True if extra["jumbo_frames"] else None,
+            # Metadata only in security-hardened mode (tokens), like IMDSv2 on AWS (ecs.Instance http_tokens;
+            # ECS "Instance metadata": X-aliyun-ecs-metadata-token, cloud-init >= 23.2.2 in the image); the node
+            # scripts fetch a token first.
+            http_tokens="required" if extra["metadata_tokens"] else None,
             system_disk_category="cloud_essd",
             system_disk_performance_level="PL1",
             system_disk_size=extra["system_disk_gib"],
@@ -178,6 +182,9 @@ class AlibabaCluster(pulumi.ComponentResource):
             volume_tags=tags,
             opts=pulumi.ResourceOptions(
                 parent=self,
+                # The provider waits 10 minutes for Running by default (resource_alicloud_instance.go); a
+                # bare-metal GPU node can take longer to boot, as AWS nodes here get 30 minutes.
+                custom_timeouts=pulumi.CustomTimeouts(create="30m", delete="30m"),
                 # Egress (the SNAT entry) must work before the bootstrap downloads drivers.
                 depends_on=[net.snat],
                 # A one-time image lookup must not replace every node when a newer image ships.

@@ -57,9 +57,10 @@ def build_storage(plan: ClusterPlan, net: Network, parent: pulumi.Resource) -> t
         opts=pulumi.ResourceOptions(
             parent=parent,
             retain_on_delete=plan.storage.retain,
-            # CPFS "takes about 20 to 40 minutes to reach the Running state" (NAS API reference); the provider
-            # waits 10 minutes by default (resource_alicloud_nas_file_system.go).
-            custom_timeouts=pulumi.CustomTimeouts(create="60m", delete="30m") if cpfs else None,
+            # The provider waits 10 minutes for Running by default (resource_alicloud_nas_file_system.go), but a
+            # CPFS file system "takes about 20 to 40 minutes to reach the Running state" (NAS API,
+            # CreateProtocolMountTarget); NAS is quicker, and the longer limit only matters when it is needed.
+            custom_timeouts=pulumi.CustomTimeouts(create="60m", delete="30m"),
         ),
     )
     options = extra["nfs_options"]
@@ -72,7 +73,8 @@ def build_storage(plan: ClusterPlan, net: Network, parent: pulumi.Resource) -> t
             vpc_id=net.vpc_net.id,
             vswitch_id=net.vswitch.id,
             description=f"provision-{name}-nfs",
-            opts=opts,
+            # Creating the protocol service takes 5-10 minutes (CreateProtocolService); room to spare.
+            opts=pulumi.ResourceOptions(parent=parent, custom_timeouts=pulumi.CustomTimeouts(create="30m")),
         )
         export = nas.ProtocolMountTarget(
             f"{name}-fs-export",

@@ -114,7 +114,7 @@ def fsx_efa_allowed(tier: str, size_gib: int, throughput: int | None) -> bool:
 class AwsAdapter(Adapter):
     cloud = "aws"
     extra = "aws"
-    sdk_modules = ("pulumi_aws",)
+    sdk_modules = ("pulumi_aws", "pulumiverse_time")
     lifetime_mechanism = (
         "a systemd timer on each node powers it off at the expiry; instance-initiated shutdown behaviour "
         "'terminate' deletes it"

@@ -43,10 +43,12 @@ class AwsCluster(pulumi.ComponentResource):
         identity = nodes.build_identity(plan, self)
         ami = nodes.image_id(plan, self)
         lt = nodes.launch_template(plan, net, sgs, identity, ami, fs, pg, self)
+        # The first node boots only once its profile reached EC2, its group's rules exist and egress works.
+        waits = [identity.ready, *sgs.node_rules, *net.egress]
         gang: aws.ec2.Fleet | aws.autoscaling.Group = (
-            nodes.fleet(plan, lt, self)
+            nodes.fleet(plan, lt, self, waits)
             if plan.extra["allocation"] == "fleet"
-            else nodes.autoscaling_group(plan, net, lt, self)
+            else nodes.autoscaling_group(plan, net, lt, self, waits)
         )
         ranked = nodes.node_addresses(plan, gang, self)
         head_ip = nodes.head_public_ip(plan, ranked, self)

@@ -33,6 +33,8 @@ class Network:
     subnet_id: pulumi.Input[str]
     private_route_table_id: pulumi.Output[str] | None
     igw_id: pulumi.Output[str] | None
+    #: What node egress needs before the first node boots (the private default route and its association).
+    egress: list[pulumi.Resource] = field(default_factory=list)
 
 
 def build_network(plan: ClusterPlan, parent: pulumi.Resource) -> Network:
@@ -89,7 +91,7 @@ def build_network(plan: ClusterPlan, parent: pulumi.Resource) -> Network:
     )
     aws.ec2.RouteTableAssociation(f"{n}-public-rta", subnet_id=public.id, route_table_id=public_rt.id, opts=opts())
     private_rt = aws.ec2.RouteTable(f"{n}-private-rt", vpc_id=vpc.id, tags=tags(plan, "private-rt"), opts=opts())
-    aws.ec2.Route(
+    private_default = aws.ec2.Route(
         f"{n}-private-default",
         route_table_id=private_rt.id,
         destination_cidr_block=WORLD,
@@ -106,7 +108,9 @@ def build_network(plan: ClusterPlan, parent: pulumi.Resource) -> Network:
             gateway_id=igw.id,
             opts=opts(),
         )
-    aws.ec2.RouteTableAssociation(f"{n}-private-rta", subnet_id=private.id, route_table_id=private_rt.id, opts=opts())
+    private_rta = aws.ec2.RouteTableAssociation(
+        f"{n}-private-rta", subnet_id=private.id, route_table_id=private_rt.id, opts=opts()
+    )
     aws.ec2.VpcEndpoint(
         f"{n}-s3",
         vpc_id=vpc.id,
@@ -116,14 +120,18 @@ def build_network(plan: ClusterPlan, parent: pulumi.Resource) -> Network:
         tags=tags(plan, "s3"),
         opts=opts(),
     )
-    return Network(vpc.id, private.id, private_rt.id, igw.id)
+    return Network(vpc.id, private.id, private_rt.id, igw.id, egress=[private_default, private_rta])
 
 
 @dataclass
 class SecurityGroups:
     cluster: aws.ec2.SecurityGroup
     fsx: aws.ec2.SecurityGroup | None
-    #: The rules of the FSx group: FSx checks them when it is created, so it must be created after them.
+    #: Every rule of the node group: the gang waits for them (EFA needs its self-referencing rules at boot).
+    node_rules: list[pulumi.Resource] = field(default_factory=list)
+    #: Every rule that lets the file system reach itself and its clients: FSx checks them at CreateFileSystem
+    #: ("Creating an FSx for Lustre file system fails": InvalidNetworkSettings when the group does not allow
+    #: Lustre/EFA traffic; aws/aws-parallelcluster#6181 hit the race, fixed by DependsOn in #6342).
     fsx_rules: list[pulumi.Resource] = field(default_factory=list)
 
 
@@ -178,73 +186,52 @@ def build_security_groups(
             custom_timeouts=pulumi.CustomTimeouts(delete="30m"),
         ),
     )
+    nodes_rules: list[pulumi.Resource] = []
+    fsx_rules: list[pulumi.Resource] = []
+
+    def node_rule(kind: str, name: str, **kw: Any) -> None:
+        nodes_rules.append(_rule(kind, name, plan, cluster, parent, **kw))
+
     # EFA needs rules that reference the group itself, in both directions (CIDR rules do not count).
-    _rule("in", "nodes-in-self", plan, cluster, parent, peer=cluster, description="EFA and host traffic in cluster")
-    _rule("out", "nodes-out-self", plan, cluster, parent, peer=cluster, description="EFA and host traffic in cluster")
-    _rule("out", "nodes-out-world", plan, cluster, parent, cidr=WORLD, description="egress through NAT and S3")
+    node_rule("in", "nodes-in-self", peer=cluster, description="EFA and host traffic in cluster")
+    node_rule("out", "nodes-out-self", peer=cluster, description="EFA and host traffic in cluster")
+    node_rule("out", "nodes-out-world", cidr=WORLD, description="egress through NAT and S3")
     for i, cidr in enumerate(c for c in plan.access.allowed_cidrs if ":" not in c):
-        _rule(
-            "in", f"nodes-ssh-{i}", plan, cluster, parent, protocol="tcp", ports=(22, 22), cidr=cidr, description="SSH"
-        )
+        node_rule("in", f"nodes-ssh-{i}", protocol="tcp", ports=(22, 22), cidr=cidr, description="SSH")
     if fsx_spec is None:
-        return SecurityGroups(cluster, None)
+        return SecurityGroups(cluster, None, nodes_rules)
     retain = bool(fsx_spec["retain"])
     fsx = aws.ec2.SecurityGroup(
         f"{n}-fsx-sg",
         vpc_id=net.vpc_id,
-        # EC2 group descriptions allow only a-z A-Z 0-9 spaces ._-:/()#,@[]+=&;{}!$* (no apostrophe): botocore
-        # ec2 CreateSecurityGroupRequest.Description.
+        # EC2 takes only a-zA-Z0-9, spaces and ._-:/()#,@[]+=&;{}!$* here (CreateSecurityGroup Description in
+        # botocore ec2 2016-11-15): no apostrophe.
         description=f"provision {n}: FSx for Lustre, reachable only from the cluster nodes",
         tags=tags(plan, "fsx-sg"),
         opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=retain),
     )
+
+    def fsx_rule(kind: str, name: str, group: aws.ec2.SecurityGroup, **kw: Any) -> None:
+        rule = _rule(kind, name, plan, group, parent, **kw)
+        fsx_rules.append(rule)
+        if group is cluster:
+            nodes_rules.append(rule)
+
     if fsx_spec["efa"]:
         # An EFA-enabled file system needs all traffic to and from itself and its clients' group.
-        rules = []
         for peer, who in ((fsx, "self"), (cluster, "nodes")):
-            rules.append(
-                _rule("in", f"fsx-in-{who}", plan, fsx, parent, peer=peer, description=f"Lustre over EFA ({who})")
-            )
-            rules.append(
-                _rule("out", f"fsx-out-{who}", plan, fsx, parent, peer=peer, description=f"Lustre over EFA ({who})")
-            )
-        _rule("in", "nodes-in-fsx", plan, cluster, parent, peer=fsx, description="Lustre over EFA (file servers)")
-        _rule("out", "nodes-out-fsx", plan, cluster, parent, peer=fsx, description="Lustre over EFA (file servers)")
-        return SecurityGroups(cluster, fsx, rules)
-    fsx_rules = []
+            fsx_rule("in", f"fsx-in-{who}", fsx, peer=peer, description=f"Lustre over EFA ({who})")
+            fsx_rule("out", f"fsx-out-{who}", fsx, peer=peer, description=f"Lustre over EFA ({who})")
+        fsx_rule("in", "nodes-in-fsx", cluster, peer=fsx, description="Lustre over EFA (file servers)")
+        fsx_rule("out", "nodes-out-fsx", cluster, peer=fsx, description="Lustre over EFA (file servers)")
+        return SecurityGroups(cluster, fsx, nodes_rules, fsx_rules)
     for lo, hi in LUSTRE_PORTS:
         port = f"{lo}" if lo == hi else f"{lo}-{hi}"
+        lustre: dict[str, Any] = {"protocol": "tcp", "ports": (lo, hi)}
         for peer, who in ((fsx, "self"), (cluster, "nodes")):
             desc = f"Lustre {port} ({who})"
-            fsx_rules.append(
-                _rule(
-                    "in",
-                    f"fsx-in-{who}-{lo}",
-                    plan,
-                    fsx,
-                    parent,
-                    protocol="tcp",
-                    ports=(lo, hi),
-                    peer=peer,
-                    description=desc,
-                )
-            )
-            fsx_rules.append(
-                _rule(
-                    "out",
-                    f"fsx-out-{who}-{lo}",
-                    plan,
-                    fsx,
-                    parent,
-                    protocol="tcp",
-                    ports=(lo, hi),
-                    peer=peer,
-                    description=desc,
-                )
-            )
+            fsx_rule("in", f"fsx-in-{who}-{lo}", fsx, peer=peer, description=desc, **lustre)
+            fsx_rule("out", f"fsx-out-{who}-{lo}", fsx, peer=peer, description=desc, **lustre)
         # Lustre servers call clients back on the same ports.
-        _rule(
-            "in", f"nodes-in-fsx-{lo}", plan, cluster, parent, protocol="tcp", ports=(lo, hi), peer=fsx,
-            description=f"Lustre {port} (file servers)",
-        )  # fmt: skip
-    return SecurityGroups(cluster, fsx, fsx_rules)
+        fsx_rule("in", f"nodes-in-fsx-{lo}", cluster, peer=fsx, description=f"Lustre {port} (file servers)", **lustre)
+    return SecurityGroups(cluster, fsx, nodes_rules, fsx_rules)

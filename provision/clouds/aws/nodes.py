@@ -18,6 +18,7 @@ import pulumi_aws as aws
 
 from provision.clouds.aws import userdata
 from provision.clouds.aws.network import Network, SecurityGroups, tags
+from provision.planning.outputs import gather
 
 if TYPE_CHECKING:
     from provision.planning.plan import ClusterPlan
@@ -27,6 +28,12 @@ LIVE_STATES = ["pending", "running"]
 #: number of filter values specified on a single call is 200"); the cluster tag and the two states take 3.
 MAX_FILTER_VALUES = 200
 IDS_PER_LOOKUP = MAX_FILTER_VALUES - 1 - len(LIVE_STATES)
+#: IAM is eventually consistent: EC2 may not see a brand-new instance profile for a while (IAM User Guide,
+#: troubleshooting "Changes that I make are not always immediately visible"; the launch error is
+#: "InvalidParameterValue: Invalid IAM Instance Profile", hashicorp/terraform#15341, aws/karpenter-provider-aws#7849).
+#: An instant fleet returns that error inside its response and launches nothing (aws-parallelcluster-node#528), so
+#: the gang starts only this long after the profile exists (Terraform users use time_sleep the same way).
+PROFILE_PROPAGATION = "30s"
 
 
 def _opts(parent: pulumi.Resource, **kw: Any) -> pulumi.ResourceOptions:
@@ -37,6 +44,8 @@ def _opts(parent: pulumi.Resource, **kw: Any) -> pulumi.ResourceOptions:
 class Identity:
     profile: aws.iam.InstanceProfile
     key_name: pulumi.Output[str] | None
+    #: Done once the profile had :data:`PROFILE_PROPAGATION` to reach EC2; the gang depends on it.
+    ready: pulumi.Resource
 
 
 def build_identity(plan: ClusterPlan, parent: pulumi.Resource) -> Identity:
@@ -62,13 +71,22 @@ def build_identity(plan: ClusterPlan, parent: pulumi.Resource) -> Identity:
         opts=_opts(parent),
     )
     profile = aws.iam.InstanceProfile(f"{n}-node", role=role.name, tags=tags(plan, "node"), opts=_opts(parent))
+    import pulumiverse_time  # the aws extra; imported here so `import provision` stays light
+
+    ready = pulumiverse_time.Sleep(
+        f"{n}-profile-propagation",
+        create_duration=PROFILE_PROPAGATION,
+        # A replaced profile is a new profile: the wait runs again.
+        triggers={"profile": profile.arn},
+        opts=_opts(parent, depends_on=[profile]),
+    )
     key_name = None
     if plan.extra["ssh"]["key_pair"]:
         key = aws.ec2.KeyPair(
             f"{n}-key", public_key=plan.access.ssh_public_keys[0], tags=tags(plan, "key"), opts=_opts(parent)
         )
         key_name = key.key_name
-    return Identity(profile, key_name)
+    return Identity(profile, key_name, ready)
 
 
 def image_id(plan: ClusterPlan, parent: pulumi.Resource) -> pulumi.Output[str]:
@@ -76,7 +94,9 @@ def image_id(plan: ClusterPlan, parent: pulumi.Resource) -> pulumi.Output[str]:
     lookup = plan.extra["image_lookup"]
     if lookup is None:
         return pulumi.Output.from_input(plan.image.ref)
-    return aws.ssm.get_parameter_output(name=lookup, opts=pulumi.InvokeOutputOptions(parent=parent)).value
+    # ``value`` "is always marked as sensitive" (ssm.get_parameter docstring), which would turn image_pin and the
+    # fabric manifest into [secret]; an AMI id is public, and ``insecure_value`` carries it unmarked.
+    return aws.ssm.get_parameter_output(name=lookup, opts=pulumi.InvokeOutputOptions(parent=parent)).insecure_value
 
 
 def placement_group(plan: ClusterPlan, parent: pulumi.Resource) -> aws.ec2.PlacementGroup | None:
@@ -212,8 +232,13 @@ def _lt_version(lt: aws.ec2.LaunchTemplate) -> pulumi.Output[str]:
     return lt.latest_version.apply(str)
 
 
-def fleet(plan: ClusterPlan, lt: aws.ec2.LaunchTemplate, parent: pulumi.Resource) -> aws.ec2.Fleet:
-    """One instant EC2 Fleet: a single CreateFleet call, all nodes in one AZ and type, all or nothing."""
+def fleet(
+    plan: ClusterPlan, lt: aws.ec2.LaunchTemplate, parent: pulumi.Resource, waits: Sequence[pulumi.Resource] = ()
+) -> aws.ec2.Fleet:
+    """One instant EC2 Fleet: a single CreateFleet call, all nodes in one AZ and type, all or nothing.
+
+    ``waits``: what must exist before the first node boots (profile propagation, node SG rules, egress route).
+    """
     market, nodes = plan.extra["market"], plan.nodes
     capacity_type = market["target_capacity_type"]
     gang: dict[str, Any] = {
@@ -260,6 +285,7 @@ def fleet(plan: ClusterPlan, lt: aws.ec2.LaunchTemplate, parent: pulumi.Resource
         # An instant fleet cannot be modified: any change launches a new gang after the old one is gone.
         opts=_opts(
             parent,
+            depends_on=list(waits),
             replace_on_changes=[
                 "launchTemplateConfigs",
                 "targetCapacitySpecification",
@@ -274,9 +300,14 @@ def fleet(plan: ClusterPlan, lt: aws.ec2.LaunchTemplate, parent: pulumi.Resource
 
 
 def autoscaling_group(
-    plan: ClusterPlan, net: Network, lt: aws.ec2.LaunchTemplate, parent: pulumi.Resource
+    plan: ClusterPlan,
+    net: Network,
+    lt: aws.ec2.LaunchTemplate,
+    parent: pulumi.Resource,
+    waits: Sequence[pulumi.Resource] = (),
 ) -> aws.autoscaling.Group:
-    """An ASG pinned at the node count that never replaces or rebalances nodes on its own."""
+    """An ASG pinned at the node count that never replaces or rebalances nodes on its own (``waits``: as
+    for :func:`fleet`)."""
     n, nodes = plan.name, plan.nodes
     group = aws.autoscaling.Group(
         f"{n}-asg",
@@ -294,7 +325,7 @@ def autoscaling_group(
             aws.autoscaling.GroupTagArgs(key=k, value=v, propagate_at_launch=False)
             for k, v in sorted(tags(plan, "asg").items())
         ],
-        opts=_opts(parent),
+        opts=_opts(parent, depends_on=list(waits)),
     )
     if plan.expires_at is not None and plan.extra["lifetime"]["asg_schedule"]:
         aws.autoscaling.Schedule(
@@ -354,7 +385,7 @@ def node_addresses(
                 )
                 for i in range(0, len(ids), IDS_PER_LOOKUP)
             ]
-            return pulumi.Output.all(*[pulumi.Output.all(p.ids, p.private_ips) for p in parts])
+            return gather([gather([p.ids, p.private_ips]) for p in parts])
 
         found = gang.fleet_instance_sets.apply(fleet_ids).apply(lookup)
     else:
@@ -363,7 +394,7 @@ def node_addresses(
             instance_state_names=LIVE_STATES,
             opts=invoke,
         )
-        found = pulumi.Output.all(pulumi.Output.all(group.ids, group.private_ips))
+        found = gather([gather([group.ids, group.private_ips])])
     return found.apply(lambda parts: _rank_order([i for p in parts for i in p[0]], [ip for p in parts for ip in p[1]]))
 
 

@@ -40,9 +40,9 @@ def build_fsx(
         tags=tags(plan, "fsx"),
         opts=pulumi.ResourceOptions(
             parent=parent,
-            # FSx validates its group's rules at create (InvalidNetworkSettings otherwise): FSx Lustre guide,
-            # aws/aws-parallelcluster#6181 / #6342.
-            depends_on=sgs.fsx_rules,
+            # FSx validates its security groups at CreateFileSystem: every rule must exist first (see
+            # SecurityGroups.fsx_rules).
+            depends_on=list(sgs.fsx_rules),
             retain_on_delete=bool(spec["retain"]),
             custom_timeouts=pulumi.CustomTimeouts(create="60m", update="60m", delete="60m"),
         ),

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 from provision.catalog import InstanceOffer
 from provision.clouds.azure import rules
 from provision.clouds.base import Adapter
-from provision.planning.resolve import DEFAULT_SHARED_KIND, Resolution
+from provision.planning.resolve import Resolution, shared_kind
 from provision.spec import ClusterSpec
 from provision.spec.errors import REDACTED, ProblemCollector
 from provision.spec.options.azure import AzureOptions
@@ -35,14 +35,6 @@ TOPOLOGY_FILES = {
     "Standard_ND96asr_v4": "/opt/microsoft/ndv4-topo.xml",
     "Standard_ND96amsr_A100_v4": "/opt/microsoft/ndv4-topo.xml",
 }
-#: Microsoft's documented api-version of the VMSS-VM network interface GET (operation
-#: NetworkInterfaces_GetVirtualMachineScaleSetNetworkInterface, default 2018-10-01). It is passed to the
-#: getResource invoke as intent only: azure-native 3.29 drops an invoke's api_version on GET and sends the
-#: resources module's own 2024-03-01 (provider.go Invoke: ``azureClient.Get(ctx, id, res.APIVersion, nil)``).
-#: ARM then needs 2024-03-01 on this Microsoft.Compute child type's list; that list has followed the Compute
-#: API versions (it ended at the then-newest 2023-07-01 in Azure/azure-sdk-for-python#32029) and 2024-03-01
-#: is a Compute version, but its presence is not verified.
-VMSS_NIC_API_VERSION = "2018-10-01"
 #: The ubuntu-hpc images name the accelerated-networking Ethernet NIC eth0.
 HOST_NIC = "eth0"
 
@@ -121,6 +113,16 @@ class AzureAdapter(Adapter):
                 "is empty, but Azure Linux nodes here accept SSH keys only (password login is disabled)",
                 "add an ssh-ed25519 or ssh-rsa (2048 bits or more) public key",
             )
+        for i, cidr in enumerate(access.allowed_cidrs):
+            if ":" in cidr:
+                # The VNet is IPv4-only, and one NSG rule cannot mix address families
+                # (ResourceCannotContainAddressPrefixesFromDifferentAddressFamilies).
+                found.add(
+                    f"access.allowed_cidrs[{i}]",
+                    cidr,
+                    "is IPv6, but the cluster's VNet and NSG rules are IPv4-only",
+                    "list the IPv4 networks you connect from",
+                )
         for i, key in enumerate(access.ssh_public_keys):
             why = rules.ssh_key_problem(key)
             if why:
@@ -243,9 +245,18 @@ class AzureAdapter(Adapter):
                 f"set zone: '{opts.filesystem_zone}' to keep them together."
             )
         if opts.encryption_at_host:
+            # disks-enable-host-based-encryption-cli: "You must enable the feature for your subscription before
+            # you use the EncryptionAtHost property for your VM/VMSS".
             out.append(
-                "encryption at host needs the EncryptionAtHost feature on the subscription "
-                "(az feature register --namespace Microsoft.Compute --name EncryptionAtHost)."
+                "azure.encryption_at_host needs the EncryptionAtHost feature registered on the subscription (az "
+                "feature register --namespace Microsoft.Compute --name EncryptionAtHost), or the scale set create "
+                "fails; the Azure preflight (provision.engine.preflight.azure_preflight) checks it."
+            )
+        else:
+            out.append(
+                "azure.encryption_at_host is off: temp disks and disk caches are not encrypted on the host (v5 sizes "
+                "such as ND H100 v5 encrypt temp disks at rest anyway); set it to true after registering the "
+                "Microsoft.Compute/EncryptionAtHost feature on the subscription."
             )
         return out
 
@@ -285,7 +296,7 @@ class AzureAdapter(Adapter):
 
     def _subnet_prefixes(self, spec: ClusterSpec, res: Resolution) -> dict[str, int]:
         prefixes = {"nodes": rules.nodes_subnet_prefix(res.nodes or 1)}
-        kind = self._storage_kind(spec)
+        kind = self._storage_kind(spec, res)
         if kind == "amlfs":
             prefixes["filesystem"] = rules.amlfs_subnet_prefix(max(1.0, self._filesystem_capacity_tib(res)))
         elif kind == "netapp":
@@ -293,11 +304,8 @@ class AzureAdapter(Adapter):
         return prefixes
 
     @staticmethod
-    def _storage_kind(spec: ClusterSpec) -> str | None:
-        shared = spec.storage.shared
-        if shared is None or shared.kind == "none":
-            return None
-        return DEFAULT_SHARED_KIND["azure"] if shared.kind == "auto" else shared.kind
+    def _storage_kind(spec: ClusterSpec, res: Resolution) -> str | None:
+        return shared_kind(spec, res)
 
     def extra_plan(self, spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
         opts: AzureOptions = spec.cloud_options()
@@ -317,7 +325,10 @@ class AzureAdapter(Adapter):
                 {
                     "index": i,
                     "vmss": f"{name}-island{i}",
-                    "ppg": f"{name}-island{i}-ppg" if infiniband else None,
+                    # ONE proximity placement group for all islands (named after island 0, so a single-island cluster
+                    # keeps its group): islands land in one datacenter, so jobs spanning them over Ethernet stay
+                    # close, and the graph does not grow by a group per island (review 2026-12-01 Azure D2).
+                    "ppg": f"{name}-island0-ppg" if infiniband else None,
                     "computer_name_prefix": prefix,
                     "first_rank": first,
                     "nodes": size,
@@ -350,7 +361,7 @@ class AzureAdapter(Adapter):
             "nic": f"{name}-nic",
             "filesystem": self._filesystem_plan(spec, res, opts, layout.subnets),
             "lifetime": "node-timer" if has_lifetime and opts.delete_at_expiry else "tags+reaper",
-            "hostfile": {"invoke": "azure-native:resources:getResource", "api_version": VMSS_NIC_API_VERSION},
+            "hostfile": "vmss-hostnames",
         }
 
     def _filesystem_plan(

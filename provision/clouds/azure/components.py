@@ -1,17 +1,18 @@
 """Azure adapter, build half: the plan as Pulumi resources (no decisions; they are all in ``plan.extra``).
 
 Resources grow with InfiniBand islands, not nodes: per island one proximity placement group and
-one Uniform scale set (``singlePlacementGroup``, no overprovisioning, one fault domain, manual
-upgrades). Everything else is per cluster: resource group(s), user-assigned identity, VNet with a
-node and a filesystem subnet, NSG, NAT gateway, and the shared filesystem.
+one Uniform scale set (``singlePlacementGroup``, no overprovisioning, ``platformFaultDomainCount`` 1,
+i.e. max spreading, manual upgrades). Everything else is per cluster: resource group(s), VNet with a
+node and a filesystem subnet, one NSG for each, NAT gateway, and the shared filesystem.
 
-The hostfile comes from one ``azure-native:resources:getResource`` invoke per node: azure-native
-3.29 has no invoke for the VMSS network-interface list, so each VMSS VM's primary NIC is read at
-``Microsoft.Compute/virtualMachineScaleSets/<vmss>/virtualMachines/<i>/networkInterfaces/<nic>``
-(see ``VMSS_NIC_API_VERSION`` for which api-version actually goes on the wire). Instance ids are
-0..n-1 for a scale set created with ``overprovision: false`` and never scaled; once an instance is
-deleted (a Spot eviction with policy Delete, a manual delete) its read fails and so does the next
-``pulumi up``, until the scale set is replaced (``pulumi up --target-replace`` on it).
+The hostfile holds the nodes' hostnames, which Azure-provided DNS resolves inside the VNet: a Uniform
+scale set names instance ``i`` ``<computer name prefix><i in six base-36 digits>`` (see
+:func:`provision.clouds.azure.rules.vmss_hostnames`), so no read per node is needed (azure-native 3.29 has
+no invoke that lists a scale set's VMs or NICs; the per-NIC ``resources:getResource`` read it replaces cost
+one call per node on every preview and went out with an api-version the program could not choose).
+Instances are numbered 0..n-1 when a scale set with ``overprovision: false`` is created and never scaled
+(Microsoft does not promise this order, "Understand names and instance IDs"); a node deleted later (Spot
+eviction with policy Delete, a manual delete) leaves a name that no longer resolves.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from typing import Any
 import pulumi
 from pulumi_azure_native import authorization, compute, managedidentity, resources
 
-from provision.clouds.azure.adapter import VMSS_NIC_API_VERSION
 from provision.clouds.azure.expiry import ROLE_ACTIONS, role_guid, role_name
 from provision.clouds.azure.network import Network, build_network
+from provision.clouds.azure.rules import vmss_hostnames
 from provision.clouds.azure.storage import SharedFs, build_filesystem
 from provision.clouds.azure.userdata import custom_data
 from provision.clouds.base import TAG_EXPIRES, TAG_RETAIN
@@ -38,17 +39,8 @@ def retained_tags(plan: ClusterPlan) -> dict[str, str]:
     return {**plan.tags, TAG_EXPIRES: "never", TAG_RETAIN: "true"}
 
 
-def _vm_path(index: int) -> Any:
-    """``virtualMachineScaleSets/<name>/virtualMachines/<index>`` from the scale set's name."""
-    return lambda name: f"virtualMachineScaleSets/{name}/virtualMachines/{index}"
-
-
-def _private_ip(properties: Any) -> str:
-    return str(properties["ipConfigurations"][0]["properties"]["privateIPAddress"])
-
-
 class AzureCluster(pulumi.ComponentResource):
-    """One cluster: networking, identity, shared filesystem and one scale set per InfiniBand island."""
+    """One cluster: networking, shared filesystem and one scale set per InfiniBand island."""
 
     def __init__(self, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(TYPE_TOKEN, plan.name, None, opts)
@@ -78,16 +70,20 @@ class AzureCluster(pulumi.ComponentResource):
                 opts=net_opts,
             )
             net_rg = self.data_resource_group.name
-        self.identity = managedidentity.UserAssignedIdentity(
-            f"{plan.name}-identity",
-            resource_name_=f"{plan.name}-identity",
-            resource_group_name=self.resource_group.name,
-            location=plan.region,
-            tags=plan.tags,
-            opts=child,
-        )
+        # The nodes carry an identity only for a stated purpose: the expiry timer's delete-only role (expiry.py).
+        # Without one an identity with no role served nothing, and any process on any node could use it through
+        # IMDS once someone granted it a role (review 2026-12-01 Azure C2).
+        self.identity: managedidentity.UserAssignedIdentity | None = None
         if extra.get("lifetime") == "node-timer":
-            self._expiry_role(child)
+            self.identity = managedidentity.UserAssignedIdentity(
+                f"{plan.name}-identity",
+                resource_name_=f"{plan.name}-identity",
+                resource_group_name=self.resource_group.name,
+                location=plan.region,
+                tags=plan.tags,
+                opts=child,
+            )
+            self._expiry_role(self.identity, child)
         self.network: Network = build_network(plan, net_rg, net_tags, net_opts)
         self.shared_fs: SharedFs | None = None
         if extra["filesystem"] is not None and self.network.filesystem is not None:
@@ -98,10 +94,11 @@ class AzureCluster(pulumi.ComponentResource):
             else pulumi.Output.from_input(custom_data(plan))
         )
         self.scale_sets: list[compute.VirtualMachineScaleSet] = []
+        groups: dict[str, compute.ProximityPlacementGroup] = {}
         for island in extra["islands"]:
-            ppg = None
-            if island["ppg"]:
-                ppg = compute.ProximityPlacementGroup(
+            ppg = groups.get(island["ppg"]) if island["ppg"] else None
+            if island["ppg"] and ppg is None:
+                ppg = groups[island["ppg"]] = compute.ProximityPlacementGroup(
                     island["ppg"],
                     proximity_placement_group_name=island["ppg"],
                     resource_group_name=self.resource_group.name,
@@ -116,13 +113,13 @@ class AzureCluster(pulumi.ComponentResource):
                     opts=child,
                 )
             self.scale_sets.append(self._scale_set(island, ppg, boot, child))
-        ips = pulumi.Output.all(
-            *[ip for vmss, isl in zip(self.scale_sets, extra["islands"], strict=True) for ip in self._ips(vmss, isl)]
-        )
-        self.outputs = stack_outputs(plan, ips, None, self.shared_fs.summary if self.shared_fs else None)
+        # Known from the plan; the Output only waits for every scale set to exist.
+        names = [h for isl in extra["islands"] for h in vmss_hostnames(isl["computer_name_prefix"], isl["nodes"])]
+        hosts = pulumi.Output.all(*[vmss.id for vmss in self.scale_sets]).apply(lambda _: names)
+        self.outputs = stack_outputs(plan, hosts, None, self.shared_fs.summary if self.shared_fs else None)
         self.register_outputs({"hostfile": self.outputs["hostfile"]})
 
-    def _expiry_role(self, opts: pulumi.ResourceOptions) -> None:
+    def _expiry_role(self, identity: managedidentity.UserAssignedIdentity, opts: pulumi.ResourceOptions) -> None:
         """The custom role (only ``*/delete``, scoped to the cluster's resource group) the expiry timer uses.
 
         See ``expiry.py``. The role definition lives at the subscription (Azure keeps custom roles
@@ -147,7 +144,7 @@ class AzureCluster(pulumi.ComponentResource):
         authorization.RoleAssignment(
             f"{plan.name}-expiry-assignment",
             role_assignment_name=role_guid(plan.name, "assignment"),
-            principal_id=self.identity.principal_id,
+            principal_id=identity.principal_id,
             principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
             role_definition_id=definition.id,
             scope=rg_id,
@@ -239,30 +236,13 @@ class AzureCluster(pulumi.ComponentResource):
             zones=[plan.zone] if plan.zone else None,
             identity=compute.VirtualMachineScaleSetIdentityArgs(
                 type=compute.ResourceIdentityType.USER_ASSIGNED, user_assigned_identities=[self.identity.id]
-            ),
+            )
+            if self.identity is not None
+            else None,
             virtual_machine_profile=profile,
             tags=plan.tags,
             opts=opts,
         )
-
-    def _ips(self, vmss: compute.VirtualMachineScaleSet, island: dict[str, Any]) -> list[pulumi.Output[str]]:
-        """Private IPs of the island's instances 0..n-1, in rank order."""
-        nic = self.plan.extra["nic"]
-        invoke_opts = pulumi.InvokeOutputOptions(parent=self)
-        out = []
-        for index in range(island["nodes"]):
-            parent_path = vmss.name.apply(_vm_path(index))
-            nic_result = resources.get_resource_output(
-                api_version=VMSS_NIC_API_VERSION,
-                resource_group_name=self.resource_group.name,
-                resource_provider_namespace="Microsoft.Compute",
-                parent_resource_path=parent_path,
-                resource_type="networkInterfaces",
-                resource_name=nic,
-                opts=invoke_opts,
-            )
-            out.append(nic_result.properties.apply(_private_ip))
-        return out
 
 
 def build(plan: ClusterPlan) -> dict[str, Any]:

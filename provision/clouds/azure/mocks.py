@@ -188,7 +188,7 @@ def _get_resource(args: Any, ctx: MockContext) -> dict[str, Any]:
     ):
         raise LookupError(f"the mocked Azure answers getResource only for VMSS VM network interfaces, not {a}")
     # No check of a["apiVersion"]: azure-native sends its own resources API version on an invoke's GET
-    # whatever the program passes (see adapter.VMSS_NIC_API_VERSION), so a mock that judged it would test
+    # whatever the program passes (review 2026-12-01 Azure A4), so a mock that judged it would test
     # something the real provider never does.
     ip = _scale_set_ip(ctx, m["vmss"], int(m["index"]))
     nic_id = f"{_rg_id(ctx, a['resourceGroupName'])}/providers/Microsoft.Compute/{a['parentResourcePath']}"

@@ -1,8 +1,9 @@
 """The cluster's network: VNet, node and filesystem subnets, NSG, NAT gateway (Pulumi only, no decisions).
 
-Nodes get no public IP; egress goes through one NAT gateway; the NSG admits SSH only from
-``access.allowed_cidrs`` and the node subnet, and otherwise keeps Azure's default rules (VNet-internal
-traffic allowed, Internet inbound denied). Subnets are private (``defaultOutboundAccess: false``).
+Nodes get no public IP; egress goes through one NAT gateway. The node NSG admits SSH from
+``access.allowed_cidrs`` and any port from the cluster's own subnets, and denies everything else from the VNet,
+peered networks and VPNs; the file-system subnet has its own NSG (Microsoft's AMLFS rules). Subnets are
+private (``defaultOutboundAccess: false``).
 """
 
 from __future__ import annotations
@@ -28,41 +29,104 @@ class Network:
     filesystem: network.Subnet | None
 
 
-def _ssh_rule(
-    name: str, description: str, priority: int, access: str, source: list[str] | str
+def _rule(
+    name: str,
+    description: str,
+    priority: int,
+    access: str,
+    source: list[str] | str,
+    *,
+    protocol: str = "*",
+    ports: list[str] | None = None,
+    destination: str = "*",
 ) -> network.SecurityRuleArgs:
-    """An inbound TCP 22 rule. ``source`` is a list of CIDRs, or one tag such as ``*``: ARM refuses ``*`` and
-    service tags inside ``sourceAddressPrefixes`` (SecurityRuleParameterContainsUnsupportedValue)."""
+    """An inbound rule. ``source`` is a list of CIDRs, or one tag such as ``*``: ARM refuses ``*`` and service
+    tags inside ``sourceAddressPrefixes`` (SecurityRuleParameterContainsUnsupportedValue)."""
     prefixes = {"source_address_prefixes": source} if isinstance(source, list) else {"source_address_prefix": source}
+    port_args = {"destination_port_ranges": ports} if ports else {"destination_port_range": "*"}
     return network.SecurityRuleArgs(
         name=name,
         description=description,
         priority=priority,
         direction="Inbound",
         access=access,
-        protocol="Tcp",
+        protocol=protocol,
         source_port_range="*",
-        destination_address_prefix="VirtualNetwork",
-        destination_port_range="22",
+        destination_address_prefix=destination,
         **prefixes,
+        **port_args,
     )
 
 
-def ssh_rules(plan: ClusterPlan) -> list[network.SecurityRuleArgs]:
-    """Inbound TCP 22: allow ``access.allowed_cidrs`` and the node subnet (MPI launches), deny everything else.
+#: The last rule of both NSGs: Azure's default rule 65000 AllowVnetInBound admits every port from the
+#: VirtualNetwork service tag, and that tag covers peered VNets and networks connected through a VPN gateway
+#: (learn.microsoft.com/azure/virtual-network/service-tags-overview). Above this rule only the cluster's own
+#: subnets (and SSH from access.allowed_cidrs) are let in; Internet inbound stays denied by rule 65500.
+DENY_PRIORITY = 4096
 
-    The final deny is what makes ``allowed_cidrs`` binding: Azure's default rule 65000 AllowVnetInBound admits
-    every port from the VirtualNetwork service tag, and that tag covers peered VNets and networks connected
-    through a VPN gateway (learn.microsoft.com/azure/virtual-network/service-tags-overview), which are exactly
-    how these private nodes are reached.
-    """
+
+def node_rules(plan: ClusterPlan) -> list[network.SecurityRuleArgs]:
+    """Inbound to the node subnet: SSH from ``access.allowed_cidrs``, anything from the cluster's own subnets
+    (NCCL, MPI and the launchers use arbitrary ports; Lustre servers call clients back on 988 and 1019-1023),
+    nothing else from the VNet, peered networks or VPNs."""
+    subnets = plan.extra["subnets"]
     rules = []
     cidrs = list(plan.access.allowed_cidrs)
     if cidrs:
-        rules.append(_ssh_rule("allow-ssh-from-allowed-cidrs", "SSH from access.allowed_cidrs", 100, "Allow", cidrs))
-    nodes = plan.extra["subnets"]["nodes"]
-    rules.append(_ssh_rule("allow-ssh-between-nodes", "SSH between the cluster's nodes", 110, "Allow", [nodes]))
-    rules.append(_ssh_rule("deny-other-ssh", "No SSH from anywhere else, peered networks included", 4096, "Deny", "*"))
+        rules.append(
+            _rule(
+                "allow-ssh-from-allowed-cidrs",
+                "SSH from access.allowed_cidrs",
+                100,
+                "Allow",
+                cidrs,
+                protocol="Tcp",
+                ports=["22"],
+                destination="VirtualNetwork",
+            )
+        )
+    rules.append(_rule("allow-nodes-inbound", "Any port between the cluster's nodes", 110, "Allow", [subnets["nodes"]]))
+    if "filesystem" in subnets:
+        rules.append(
+            _rule("allow-filesystem-inbound", "The shared file system's servers", 120, "Allow", [subnets["filesystem"]])
+        )
+    rules.append(
+        _rule(
+            "deny-other-inbound",
+            "Nothing else from the VNet, peered networks or VPNs",
+            DENY_PRIORITY,
+            "Deny",
+            "VirtualNetwork",
+        )
+    )
+    return rules
+
+
+def filesystem_rules(plan: ClusterPlan) -> list[network.SecurityRuleArgs]:
+    """Inbound to the file-system subnet, after Microsoft's table for Azure Managed Lustre
+    ("Configure a network security group for Azure Managed Lustre file systems", inbound rules 110-120):
+    any traffic between the file system's own hosts (they need SSH among themselves while the file system
+    deploys), the clients (here: any port from the node subnet, a superset of Lustre's 988 and 1019-1023 and of
+    NFS), AzureMonitor for AMLFS health checks, and a final deny."""
+    subnets = plan.extra["subnets"]
+    fs = subnets["filesystem"]
+    rules = [
+        _rule("allow-filesystem-internal", "Between the file system's own hosts (SSH included)", 110, "Allow", [fs]),
+        _rule("allow-clients", "The cluster's nodes", 111, "Allow", [subnets["nodes"]]),
+    ]
+    if plan.extra["filesystem"]["kind"] == "amlfs":
+        rules.append(
+            _rule(
+                "allow-azure-monitor",
+                "AzureMonitor health checks of the Managed Lustre hosts",
+                112,
+                "Allow",
+                "AzureMonitor",
+                protocol="Tcp",
+                destination="VirtualNetwork",
+            )
+        )
+    rules.append(_rule("deny-other-inbound", "Nothing else", DENY_PRIORITY, "Deny", "*"))
     return rules
 
 
@@ -79,7 +143,7 @@ def build_network(
         network_security_group_name=f"{name}-nsg",
         resource_group_name=rg_name,
         location=location,
-        security_rules=ssh_rules(plan),
+        security_rules=node_rules(plan),
         tags=tags,
         opts=opts,
     )
@@ -130,6 +194,16 @@ def build_network(
     fs_subnet = None
     fs = extra.get("filesystem")
     if fs is not None:
+        # Its own NSG: the node NSG's rules would cut Managed Lustre's host-to-host SSH (review A1).
+        fs_nsg = network.NetworkSecurityGroup(
+            f"{name}-fs-nsg",
+            network_security_group_name=f"{name}-fs-nsg",
+            resource_group_name=rg_name,
+            location=location,
+            security_rules=filesystem_rules(plan),
+            tags=tags,
+            opts=opts,
+        )
         kwargs: dict[str, Any] = {}
         if fs["kind"] == "netapp":
             kwargs["delegations"] = [network.DelegationArgs(name="netapp", service_name=NETAPP_DELEGATION)]
@@ -141,7 +215,7 @@ def build_network(
             resource_group_name=rg_name,
             virtual_network_name=vnet.name,
             address_prefix=extra["subnets"]["filesystem"],
-            network_security_group=network.NetworkSecurityGroupArgs(id=nsg.id),
+            network_security_group=network.NetworkSecurityGroupArgs(id=fs_nsg.id),
             default_outbound_access=False,
             # Azure refuses concurrent writes to one VNet (AnotherOperationInProgress): subnets go in turn.
             opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[nodes])),

@@ -45,6 +45,15 @@ AMLFS_SDK_MIN_PREFIX = 24
 #: Prefix of the subnet delegated to Microsoft.NetApp/volumes (a /24 holds every ANF volume layout).
 NETAPP_SUBNET_PREFIX = 24
 
+#: Ranges a VNet must not use. VNet FAQ ("What address ranges can I use in my VNets?"): 224.0.0.0/4, 255.255.255.255/32,
+#: 127.0.0.0/8, 169.254.0.0/16 and 168.63.129.16/32 cannot be added; setup-infiniband.md: "The RDMA network in Azure
+#: reserves the address space 172.16.0.0/16", which the VNet must not overlap.
+AZURE_RESERVED_RANGES = (
+    ("172.16.0.0/16", "which Azure's RDMA (InfiniBand) network reserves"),
+    ("127.0.0.0/8", "the loopback range Azure refuses in a VNet"),
+    ("169.254.0.0/16", "the link-local range Azure refuses in a VNet"),
+    ("168.63.129.16/32", "Azure's platform address"),
+)
 _CAPACITY_RESERVATION_GROUP = re.compile(
     r"^/subscriptions/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/resourceGroups/[-\w.()]{1,90}"
     r"/providers/Microsoft\.Compute/capacityReservationGroups/[-\w.]{1,80}$",
@@ -89,6 +98,31 @@ def computer_name_prefixes(name: str, islands: int) -> tuple[str, ...]:
         suffix = f"i{i}"
         out.append(name[: COMPUTER_NAME_PREFIX_MAX - len(suffix)].rstrip("-") + suffix)
     return tuple(out)
+
+
+_BASE36 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def vmss_hostnames(prefix: str, count: int) -> list[str]:
+    """Hostnames of instances 0..count-1 of a Uniform scale set with computer name ``prefix``.
+
+    "Understand names and instance IDs for Azure Virtual Machine Scale Set VMs": the computer name is
+    ``{computer-name-prefix}{base-36-instance-id}``, the id always six base-36 digits (instance 85 of prefix
+    "nsgvmss" is "nsgvmss00002D"), and it is the VM's hostname in the Azure-provided DNS of its VNet.
+
+    >>> vmss_hostnames("llm", 2)
+    ['llm000000', 'llm000001']
+    """
+    out = []
+    for index in range(count):
+        digits, n = "", index
+        while True:
+            n, r = divmod(n, 36)
+            digits = _BASE36[r] + digits
+            if n == 0:
+                break
+        out.append(f"{prefix}{digits.rjust(6, '0')}")
+    return out
 
 
 def amlfs_subnet_prefix(capacity_tib: float) -> int:
@@ -151,8 +185,12 @@ def vnet_problem(vnet_cidr: str) -> str | None:
         return f"is not an IPv4 network in CIDR form ({e})"
     if net.version != 4:
         return "is not IPv4 (Azure Managed Lustre accepts only IPv4)"
-    if not net.is_private:
-        return "is not a private (RFC 1918) range"
+    for reserved, why in AZURE_RESERVED_RANGES:
+        if net.overlaps(ipaddress.ip_network(reserved)):
+            return f"overlaps {reserved}, {why}"
+    # VNet FAQ: RFC 1918 ranges and the RFC 6598 shared space 100.64.0.0/10 (which Python's is_private excludes).
+    if not (net.is_private or net.subnet_of(ipaddress.IPv4Network("100.64.0.0/10"))):
+        return "is not a private range (RFC 1918 or 100.64.0.0/10)"
     return None
 
 

@@ -33,7 +33,7 @@ def _outputs(plan: ClusterPlan, source: pulumi.Output[str], fs_type: str, option
     mount = plan.storage.mount if plan.storage else "/shared"
     return SharedFs(
         summary=source.apply(lambda s: shared_fs_summary(plan, s, fs_type, options)),
-        mount=source.apply(lambda s: mount_lines(fs_type, s, mount, options)),
+        mount=source.apply(lambda s: mount_lines(fs_type, s, mount, options)),  # the owner: SHARED_OWNER
     )
 
 
@@ -121,7 +121,9 @@ def _netapp(
         protocol_types=["NFSv3"],
         network_features="Standard",
         security_style="unix",
-        unix_permissions="1777",
+        # Owner-writable only (ANF "Configure Unix permissions and change ownership mode": the setting applies to
+        # the mount path); each node's bootstrap hands the share root to the login user.
+        unix_permissions="0755",
         snapshot_directory_visible=False,
         export_policy=netapp.VolumePropertiesExportPolicyArgs(
             rules=[
@@ -133,6 +135,10 @@ def _netapp(
                     cifs=False,
                     unix_read_only=False,
                     unix_read_write=True,
+                    # Root access stays on: ANF has no setting for the share root's owner or the anonymous uid, and
+                    # VMSS nodes have no fixed address to list as a trusted admin client, so with root squash no
+                    # node could hand the share to the login user. Root on a node is that user's passwordless sudo
+                    # anyway; only the node subnet is a client (allowed_clients).
                     has_root_access=True,
                 )
             ]

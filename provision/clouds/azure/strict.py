@@ -167,7 +167,11 @@ NAMES: dict[str, tuple[str, NameRule]] = {
 }
 
 #: Every azure-native type gets the REST-spec enum rules; these also have name or network rules.
-KNOWN = frozenset(NAMES)
+KNOWN = frozenset(NAMES) | {
+    # Microsoft.Authorization (the expiry role): no tags, GUID names; ARM validates the actions at create.
+    "azure-native:authorization:RoleDefinition",
+    "azure-native:authorization:RoleAssignment",
+}
 
 #: Limits the REST specs state in prose, quoted as pulumi-azure-native 3.x carries them.
 COMPUTER_NAME_PREFIX_QUOTE = "Computer name prefixes must be 1 to 15 characters long."

@@ -23,7 +23,7 @@ from provision.clouds.gcp import kubeplan, layout
 from provision.planning.images import default_image
 from provision.planning.kubernetes import KubernetesPlan
 from provision.planning.plan import ImagePlan
-from provision.planning.resolve import DEFAULT_SHARED_KIND, Resolution
+from provision.planning.resolve import Resolution, shared_kind
 from provision.spec import LABEL_KEY_PATTERN, LABEL_VALUE_PATTERN, ClusterSpec
 from provision.spec.errors import Problem, ProblemCollector, SpecError
 
@@ -201,6 +201,13 @@ class GcpAdapter(Adapter):
                     "is IPv6, but the cluster's host VPC is IPv4-only",
                     "list the IPv4 networks you connect from",
                 )
+        if not spec.cloud_options().os_login and not spec.access.ssh_public_keys:
+            found.add(
+                "access.ssh_public_keys",
+                "()",
+                "is empty but gcp.os_login is false, so nobody could log in to the nodes",
+                "add your OpenSSH public key, or drop gcp.os_login: false to log in through OS Login",
+            )
         self._check_lifetime(spec, found)
         self._check_options(spec, res, found)
         self._check_networks(spec, res, found)
@@ -304,7 +311,7 @@ class GcpAdapter(Adapter):
         shared = spec.storage.shared
         if shared is None or shared.kind == "none" or res.offer is None or res.fabric is None:
             return
-        kind = DEFAULT_SHARED_KIND["gcp"] if shared.kind == "auto" else shared.kind
+        kind = shared_kind(spec, res)
         if kind == "managed-lustre" and not layout.lustre_filesystem_name(spec.name):
             found.add("name", spec.name, "yields no Managed Lustre filesystem name", "use letters or digits")
         if kind == "parallelstore" and not spec.image.id:
@@ -345,6 +352,18 @@ class GcpAdapter(Adapter):
         if spec.lifetime.ttl is None and spec.lifetime.max_cost_usd is None:
             out.append("no lifetime set: nodes run until the stack is destroyed.")
         shared = spec.storage.shared
+        if spec.cloud_options().os_login:
+            out.append(
+                "GCP nodes use OS Login: IAM decides who logs in (roles/compute.osLogin) and who gets sudo "
+                "(roles/compute.osAdminLogin); access.ssh_public_keys are not installed. Add your key to your OS Login "
+                "profile (gcloud compute os-login ssh-keys add --key-file KEY.pub) or use gcloud compute ssh "
+                "--tunnel-through-iap; set gcp.os_login: false to put the keys in the instance metadata instead."
+            )
+            if shared is not None and res.storage is not None:
+                out.append(
+                    f"{shared.mount} is root-owned (0755) under OS Login, not world-writable: an OS Login admin "
+                    f"creates each user's directory (sudo install -d -o $USER {shared.mount}/$USER)."
+                )
         if shared is not None and shared.retain and res.storage is not None:
             out.append(
                 "storage.shared.retain keeps the filesystem on destroy, and with it the host VPC and the private "

@@ -17,6 +17,7 @@ from pulumi_gcp import compute, projects, serviceaccount
 
 from provision.clouds.gcp import userdata
 from provision.clouds.gcp.adapter import assert_labels
+from provision.clouds.gcp.layout import physical_name
 from provision.clouds.gcp.network import Networks, build_networks
 from provision.clouds.gcp.storage import build_storage
 from provision.planning.outputs import stack_outputs
@@ -30,6 +31,41 @@ def termination_time(plan: ClusterPlan) -> str | None:
     if plan.extra["scheduling"]["lifetime"] != "termination-time" or plan.expires_at is None:
         return None
     return plan.expires_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def login_metadata(plan: ClusterPlan) -> dict[str, str]:
+    """Instance metadata for the way in.
+
+    * OS Login (default): ``enable-oslogin=TRUE``; IAM grants login (roles/compute.osLogin) and sudo
+      (roles/compute.osAdminLogin), and metadata keys are ignored ("About OS Login").
+    * ``gcp.os_login: false``: OS Login off and ``ssh-keys`` in the instance metadata in the documented
+      ``USERNAME:KEY`` lines ("Add SSH keys to VMs"); the guest environment creates the user.
+    Project-wide keys are blocked either way, so only this cluster's keys ever work.
+    """
+    if plan.extra["os_login"]:
+        return {"enable-oslogin": "TRUE", "block-project-ssh-keys": "TRUE"}
+    user = plan.access.ssh_user
+    keys = "\n".join(f"{user}:{key}" for key in plan.access.ssh_public_keys)
+    return {"enable-oslogin": "FALSE", "block-project-ssh-keys": "TRUE", "ssh-keys": keys}
+
+
+def internal_dns_names(instance_links: list[str] | None) -> list[str]:
+    """The zonal internal DNS name of each instance, by rank (sorted by name, as the MIG names them).
+
+    ``https://.../projects/P/zones/Z/instances/N`` -> ``N.Z.c.P.internal`` (Compute Engine "Internal DNS":
+    zonal names are ``VM_NAME.ZONE.c.PROJECT_ID.internal`` and resolve to nic0's primary internal IPv4 address
+    from VMs in the same VPC network). A domain-scoped project ``example.com:proj`` is written
+    ``proj.example.com`` in DNS names.
+    """
+    names = []
+    for link in instance_links or []:
+        parts = link.rstrip("/").split("/")
+        project, zone, name = parts[parts.index("projects") + 1], parts[parts.index("zones") + 1], parts[-1]
+        if ":" in project:
+            domain, _, pid = project.partition(":")
+            project = f"{pid}.{domain}"
+        names.append(f"{name}.{zone}.c.{project}.internal")
+    return sorted(names)
 
 
 class GcpCluster(pulumi.ComponentResource):
@@ -79,6 +115,7 @@ class GcpCluster(pulumi.ComponentResource):
         if place["kind"] == "workload-policy":
             return compute.ResourcePolicy(
                 f"{plan.name}-workload",
+                name=physical_name(f"{plan.name}-workload"),
                 description=f"dense placement of cluster {plan.name}",
                 workload_policy=compute.ResourcePolicyWorkloadPolicyArgs(
                     type=place["type"], max_topology_distance=place["max_topology_distance"]
@@ -88,6 +125,7 @@ class GcpCluster(pulumi.ComponentResource):
         if place["kind"] == "compact-placement":
             return compute.ResourcePolicy(
                 f"{plan.name}-compact",
+                name=physical_name(f"{plan.name}-compact"),
                 description=f"compact placement of cluster {plan.name}",
                 group_placement_policy=compute.ResourcePolicyGroupPlacementPolicyArgs(collocation=place["collocation"]),
                 **common,
@@ -119,6 +157,7 @@ class GcpCluster(pulumi.ComponentResource):
         shielded = extra["shielded"]
         return compute.RegionInstanceTemplate(
             f"{plan.name}-template",
+            name=physical_name(f"{plan.name}-template"),
             region=plan.region,
             machine_type=plan.instance_type,
             description=f"nodes of cluster {plan.name}",
@@ -165,9 +204,12 @@ class GcpCluster(pulumi.ComponentResource):
                 enable_integrity_monitoring=shielded["integrity_monitoring"],
             ),
             metadata={
-                "enable-oslogin": "TRUE",
-                "block-project-ssh-keys": "TRUE",
+                **login_metadata(plan),
                 "serial-port-enable": "FALSE",
+                # The hostfile names nodes by their zonal internal DNS names; ZonalOnly makes that the name the
+                # VM registers whatever the project's default ("Use Zonal DNS for your internal DNS type": the
+                # VmDnsSetting metadata key moves a VM to zonal DNS).
+                "VmDnsSetting": "ZonalOnly",
                 "user-data": user_data,
             },
             labels=dict(plan.tags),
@@ -182,6 +224,7 @@ class GcpCluster(pulumi.ComponentResource):
         resize = alloc["mode"] == "resize-request"
         group = compute.InstanceGroupManager(
             f"{plan.name}-nodes",
+            name=physical_name(f"{plan.name}-nodes"),
             base_instance_name=plan.name,
             zone=extra["zone"],
             description=f"nodes of cluster {plan.name}",
@@ -219,6 +262,7 @@ class GcpCluster(pulumi.ComponentResource):
             waits.append(
                 compute.ResizeRequest(
                     f"{plan.name}-resize",
+                    name=physical_name(f"{plan.name}-resize"),
                     instance_group_manager=group.name,
                     zone=extra["zone"],
                     resize_by=alloc["resize_by"],
@@ -233,23 +277,16 @@ class GcpCluster(pulumi.ComponentResource):
         return group, waits
 
     def _node_ips(self, plan: ClusterPlan, waits: list[pulumi.Resource]) -> pulumi.Output[list[str]]:
+        """The nodes' zonal internal DNS names by rank, from ONE getInstanceGroup read.
+
+        No per-node getInstance: 1,024 reads on every preview and up would eat the project's read quota
+        (issue 11); the DNS name is derived from the instance's self link.
+        """
         invoke = pulumi.InvokeOutputOptions(parent=self, depends_on=waits)
         group = compute.get_instance_group_output(
             self_link=self.group.instance_group, zone=plan.extra["zone"], opts=invoke
         )
-
-        def primary_ips(instances: list[str] | None) -> Any:
-            links = sorted(instances or [])
-            return pulumi.Output.all(
-                *[
-                    compute.get_instance_output(self_link=link, opts=invoke).network_interfaces.apply(
-                        lambda nics: nics[0].network_ip
-                    )
-                    for link in links
-                ]
-            )
-
-        return group.instances.apply(primary_ips)
+        return group.instances.apply(lambda links: internal_dns_names(list(links or [])))
 
 
 def build(plan: ClusterPlan) -> dict[str, Any]:

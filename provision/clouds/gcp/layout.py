@@ -20,12 +20,13 @@ Networks per machine type (Google's published A3 topologies):
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import re
 from typing import Any
 
 from provision.catalog import InstanceOffer
-from provision.planning.resolve import DEFAULT_SHARED_KIND, Resolution
+from provision.planning.resolve import Resolution
 from provision.spec import ClusterSpec
 
 #: MTUs. TCPX/TCPXO VPCs: 8244 (see module docstring). RoCE and other VPCs: 8896, the largest GCP MTU
@@ -236,7 +237,7 @@ def storage(spec: ClusterSpec, res: Resolution) -> dict[str, Any] | None:
     shared = spec.storage.shared
     if shared is None or res.storage is None or res.storage_size_gib is None:
         return None
-    kind = DEFAULT_SHARED_KIND["gcp"] if shared.kind == "auto" else shared.kind
+    kind = res.storage.kind
     out: dict[str, Any] = {"kind": kind, "retain": shared.retain, "mount": shared.mount}
     if kind == "managed-lustre":
         out.update(
@@ -279,9 +280,43 @@ def storage(spec: ClusterSpec, res: Resolution) -> dict[str, Any] | None:
     return out
 
 
+#: IAM service-account ids: 6-30 characters, ``^[a-z](?:[-a-z0-9]{4,28}[a-z0-9])$`` (serviceaccount.Account
+#: ``account_id`` docstring in pulumi-gcp 10.2).
+SERVICE_ACCOUNT_ID_MAX = 30
+#: Compute Engine resource names: RFC 1035, 1-63 characters (compute v1 discovery document, e.g. Firewall.name).
+COMPUTE_NAME_MAX = 63
+#: Pulumi autonaming appends "-" and 7 random hex characters to the logical name.
+AUTONAME_SUFFIX = 8
+
+
+def _digest(text: str, length: int) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
 def service_account_id(name: str) -> str:
-    """A service account id (6-30 chars, ``^[a-z][-a-z0-9]{4,28}[a-z0-9]$``) derived from the cluster name."""
-    return f"{name[:23].rstrip('-')}-nodes"
+    """The node service account's id, unique per cluster name (issue 12.5).
+
+    Names whose ``<name>-nodes`` fits IAM's 30 characters keep exactly that id (a changed id replaces the
+    account). Longer names are cut, and a hash of the whole name keeps two clusters that share a long
+    prefix apart: ``<first 17 chars>-<6 hex>-nodes``.
+    """
+    plain = f"{name}-nodes"
+    if len(plain) <= SERVICE_ACCOUNT_ID_MAX:
+        return plain
+    return f"{name[:17].rstrip('-')}-{_digest(name, 6)}-nodes"
+
+
+def physical_name(logical: str) -> str | None:
+    """An explicit GCE name for ``logical`` when Pulumi's autonamed one would exceed 63 characters, else ``None``.
+
+    ``None`` keeps autonaming, so every resource of a cluster whose names fit (all shipped stacks) keeps its
+    physical name. A longer name becomes ``<prefix>-<7 hex of the logical name>``: deterministic, unique per
+    logical name, RFC 1035.
+    """
+    if len(logical) + AUTONAME_SUFFIX <= COMPUTE_NAME_MAX:
+        return None
+    head = logical[: COMPUTE_NAME_MAX - AUTONAME_SUFFIX].rstrip("-")
+    return f"{head}-{_digest(logical, 7)}"
 
 
 def decide(spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
@@ -313,5 +348,6 @@ def decide(spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
             "scopes": list(NODE_SCOPES),
         },
         "psa_prefix_length": opts.psa_prefix_length,
+        "os_login": opts.os_login,
         "storage": shared,
     }

@@ -13,6 +13,7 @@ from typing import Any
 import pulumi
 from pulumi_gcp import compute
 
+from provision.clouds.gcp.layout import physical_name
 from provision.planning.plan import ClusterPlan
 
 
@@ -46,9 +47,11 @@ def build_networks(plan: ClusterPlan, parent: pulumi.Resource) -> Networks:
             vpc_args["network_profile"] = pulumi.Output.concat(
                 "projects/", out.project, "/global/networkProfiles/", profile
             )
+        vpc_name = f"{plan.name}-{net['key']}"
         vpc = compute.Network(
-            f"{plan.name}-{net['key']}",
+            vpc_name,
             project=project,
+            name=physical_name(vpc_name),
             opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(retain_on_delete=net["retain"])),
             **vpc_args,
         )
@@ -58,8 +61,10 @@ def build_networks(plan: ClusterPlan, parent: pulumi.Resource) -> Networks:
             out.project = project if project else vpc.project
         cidrs = []
         for sub in net["subnets"]:
+            subnet_name = f"{plan.name}-{sub['key']}"
             subnet = compute.Subnetwork(
-                f"{plan.name}-{sub['key']}",
+                subnet_name,
+                name=physical_name(subnet_name),
                 network=vpc.id,
                 region=plan.region,
                 ip_cidr_range=sub["cidr"],
@@ -75,8 +80,10 @@ def build_networks(plan: ClusterPlan, parent: pulumi.Resource) -> Networks:
             if out.host_subnet is None:
                 out.host_subnet = subnet
         if net["internal_firewall"]:
+            internal = f"{plan.name}-{net['key']}-internal"
             compute.Firewall(
-                f"{plan.name}-{net['key']}-internal",
+                internal,
+                name=physical_name(internal),
                 network=vpc.self_link,
                 direction="INGRESS",
                 priority=1000,
@@ -87,8 +94,10 @@ def build_networks(plan: ClusterPlan, parent: pulumi.Resource) -> Networks:
                 opts=opts,
             )
         if net["ssh"] and extra["ssh_source_ranges"]:
+            ssh = f"{plan.name}-{net['key']}-ssh"
             compute.Firewall(
-                f"{plan.name}-{net['key']}-ssh",
+                ssh,
+                name=physical_name(ssh),
                 network=vpc.self_link,
                 direction="INGRESS",
                 priority=1000,
@@ -99,15 +108,19 @@ def build_networks(plan: ClusterPlan, parent: pulumi.Resource) -> Networks:
                 opts=opts,
             )
         if net["nat"]:
+            router_name = f"{plan.name}-{net['key']}-router"
             router = compute.Router(
-                f"{plan.name}-{net['key']}-router",
+                router_name,
+                name=physical_name(router_name),
                 network=vpc.id,
                 region=plan.region,
                 project=project,
                 opts=opts,
             )
+            nat_name = f"{plan.name}-{net['key']}-nat"
             compute.RouterNat(
-                f"{plan.name}-{net['key']}-nat",
+                nat_name,
+                name=physical_name(nat_name),
                 router=router.name,
                 region=plan.region,
                 nat_ip_allocate_option="AUTO_ONLY",

@@ -17,6 +17,7 @@ from typing import Any
 import pulumi
 from pulumi_gcp import compute, filestore, lustre, parallelstore, servicenetworking
 
+from provision.clouds.gcp.layout import physical_name
 from provision.clouds.gcp.network import Networks
 from provision.planning.images import images_dir
 from provision.planning.outputs import shared_fs_summary
@@ -55,6 +56,7 @@ def build_storage(plan: ClusterPlan, nets: Networks, parent: pulumi.Resource) ->
     if st["psa"]:
         address = compute.GlobalAddress(
             f"{plan.name}-psa-range",
+            name=physical_name(f"{plan.name}-psa-range"),
             purpose="VPC_PEERING",
             address_type="INTERNAL",
             prefix_length=plan.extra["psa_prefix_length"],
@@ -69,8 +71,10 @@ def build_storage(plan: ClusterPlan, nets: Networks, parent: pulumi.Resource) ->
             network=nets.host.id,
             service="servicenetworking.googleapis.com",
             reserved_peering_ranges=[address.name],
-            # With the default (DELETE) the delete fails while producers still use the connection, and the
-            # peering then blocks deleting the network (pulumi-gcp servicenetworking.Connection deletion_policy).
+            # A plain DELETE can fail with "Producer services are still using this connection" and leave the
+            # peering, which then blocks deleting the host VPC (terraform-provider-google #16275, #19908;
+            # pulumi-gcp #3354). REMOVE_PEERING removes the peering in that case (Connection.deletion_policy
+            # docstring, pulumi-gcp 10.2; GoogleCloudPlatform/magic-modules#18476).
             deletion_policy="REMOVE_PEERING",
             opts=resource_options(plan, parent),
         )
@@ -83,6 +87,7 @@ def build_storage(plan: ClusterPlan, nets: Networks, parent: pulumi.Resource) ->
             created.append(
                 compute.Firewall(
                     f"{plan.name}-net-0-storage",
+                    name=physical_name(f"{plan.name}-net-0-storage"),
                     network=nets.host.self_link,
                     direction="INGRESS",
                     priority=1000,
@@ -117,6 +122,7 @@ def build_storage(plan: ClusterPlan, nets: Networks, parent: pulumi.Resource) ->
     elif kind == "filestore":
         nfs = filestore.Instance(
             f"{plan.name}-filestore",
+            name=physical_name(f"{plan.name}-filestore"),
             tier=st["tier"],
             location=st["location"],
             file_shares=filestore.InstanceFileSharesArgs(name=st["share"], capacity_gb=st["capacity_gib"]),
@@ -167,9 +173,21 @@ def _fstab_mount(plan: ClusterPlan, source: str, fs_type: str, client: str | Non
             f"mkdir -p {mount}",
             f"grep -qF {shlex.quote(line)} /etc/fstab || echo {shlex.quote(line)} >> /etc/fstab",
             f"mountpoint -q {mount} || mount {mount}",
-            f"chmod 1777 {mount} || true",
+            share_owner(plan, mount),
         ]
     )
+
+
+def share_owner(plan: ClusterPlan, mount: str) -> str:
+    """The shell line that sets who may write the share's root: never everyone (no 1777).
+
+    With metadata keys the login user owns it (mode 0755). With OS Login, users are IAM identities with no
+    fixed account on the image, so the root stays root-owned (0755) and OS Login admins create directories
+    with sudo (see the plan warning).
+    """
+    if plan.extra["os_login"]:
+        return f"chown root: {mount} && chmod 0755 {mount} || true"
+    return f"chown {shlex.quote(plan.access.ssh_user)}: {mount} && chmod 0755 {mount} || true"
 
 
 def _dfuse_command(mount: str) -> str:
@@ -206,7 +224,7 @@ UNIT"""
         [
             f"DAOS_ACCESS_POINTS={shlex.quote(json.dumps(access_points))}",
             _snippet("daos-client.sh"),
-            f"mkdir -p {mount} && chmod 777 {mount}",
+            f"mkdir -p {mount} && chmod 0755 {mount}",
             unit,
             "systemctl daemon-reload && systemctl enable --now provision-dfuse.service",
         ]

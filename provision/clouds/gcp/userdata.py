@@ -85,9 +85,10 @@ def render(plan: ClusterPlan, mount_script: str = "") -> str:
     health = health_expectations(plan, shared_fstype=shared_fstype, gpu_nics=nics)
     if nics:
         health["fabric_devices"] = len(nics)
-    # OS Login (when the spec turns it on) governs logins; otherwise the spec's keys go to a local user.
-    keys = () if getattr(plan.options, "os_login", False) else tuple(plan.access.ssh_public_keys)
-    text = render_bootstrap(plan, values=values, steps=steps, files=files, login_keys=keys, health=health)
+    # No local login user on GCP: with OS Login (the default) IAM decides who logs in and who gets sudo; with
+    # gcp.os_login false the guest agent makes the user from the instance metadata keys (components.py). A local
+    # user with a static key and sudo would bypass OS Login (review 2026-12-01 GCP C2).
+    text = render_bootstrap(plan, values=values, steps=steps, files=files, health=health)
     if len(text.encode()) > MAX_USER_DATA_BYTES:
         raise ValueError(f"user data is {len(text.encode())} bytes, over the metadata limit of {MAX_USER_DATA_BYTES}")
     return text

@@ -2,10 +2,14 @@
 
 ``size_training(params, tokens, ...)`` is pure (catalog in, report out) and deterministic. The formulas:
 
-* training FLOPs = 6 * N * D (forward 2ND + backward 4ND; attention FLOPs ignored).
-* GPU-hours = FLOPs / (MFU * peak dense TFLOPS of the GPU in the chosen precision) / 3600.
+* training FLOPs = 6 * N_active * D (forward 2ND + backward 4ND; attention FLOPs ignored); LoRA/QLoRA 4 * N * D.
+  N_active is ``--active-params`` for MoE models, else N.
+* GPU-hours = FLOPs / (MFU x goodput x dense BF16 peak) / 3600, with MFU x goodput calibrated on published runs
+  (:mod:`.calibration`: low / expected / high) unless ``--mfu`` is given; FP8 at its measured speed-up.
 * model states under full sharding (ZeRO-3 / FSDP FULL_SHARD) = N * bytes per parameter / GPUs, where AdamW in
-  mixed precision keeps 2 (bf16 weights) + 2 (bf16 gradients) + 4 (fp32 master) + 8 (fp32 m, v) = 16 bytes.
+  mixed precision keeps 2 (bf16 weights) + 2 (bf16 gradients) + 4 (fp32 master) + 8 (fp32 m, v) = 16 bytes;
+  LoRA/QLoRA keep optimizer states for the adapters only (:func:`.estimates.state_bytes`).
+* a TP x PP x DP layout that fits memory and a published global batch (:mod:`.layout`).
 * an allowance per GPU for activations (activation checkpointing, one sequence per GPU), FSDP's gathered layers
   and the runtime; the model shape behind it is guessed from N (hidden = 128 * layers, N = 12 * layers * hidden^2).
 * checkpoint = everything but the gradients; write throughput = checkpoint bytes / checkpoint interval.
@@ -23,6 +27,14 @@ from typing import Any
 from provision.catalog import Catalog, GpuModel, load_catalog, suggest
 from provision.catalog.models import CLOUDS
 from provision.planning.cost import HOURS_PER_MONTH
+from provision.planning.sizing.calibration import (
+    FP8_SOURCE,
+    FP8_SPEEDUP,
+    GOODPUT,
+    GOODPUT_SOURCE,
+    LARGEST_FITTED_GPUS,
+    RUNS,
+)
 from provision.planning.sizing.estimates import (
     _NUMBERS_REQUIRED,
     _choose_gpus,
@@ -31,7 +43,12 @@ from provision.planning.sizing.estimates import (
     _memory,
     _number,
     _peak_tflops,
+    calibration,
+    effective_mfu,
+    gpu_hours,
+    training_flops,
 )
+from provision.planning.sizing.layout import parallel_layout
 from provision.planning.sizing.models import (
     AMORTISATION_YEARS,
     ASPECT,
@@ -42,6 +59,7 @@ from provision.planning.sizing.models import (
     LAYER_ACTIVATION_BYTES_PER_TOKEN_HIDDEN,
     MAX_GPUS,
     MFU_WARN_ABOVE,
+    MODES,
     OPTIMIZERS,
     PRECISIONS,
     RAW_TEXT_BYTES_PER_TOKEN,
@@ -52,6 +70,7 @@ from provision.planning.sizing.models import (
     CloudOption,
     ClusterChoice,
     ComputeEstimate,
+    LayoutEstimate,
     MemoryEstimate,
     SizingInputs,
     SizingReport,
@@ -61,7 +80,6 @@ from provision.planning.sizing.models import (
 from provision.planning.sizing.offers import (
     _buy_vs_rent,
     _cloud_option,
-    _gpu_hours,
     _storage,
 )
 from provision.spec.errors import ProblemCollector, SpecError
@@ -74,7 +92,11 @@ def size_training(
     gpu: str = "H100",
     gpus: Any = None,
     deadline_days: Any = None,
-    mfu: Any = 0.4,
+    mfu: Any = None,
+    goodput: Any = None,
+    active_params: Any = None,
+    mode: str = "pretrain",
+    trainable_params: Any = None,
     precision: str = "bf16",
     optimizer: str = "adamw",
     seq_len: Any = 4096,
@@ -97,8 +119,31 @@ def size_training(
     found = ProblemCollector()
     n = _count(found, "--params", params, "give the number of parameters, e.g. 70B")
     d = _count(found, "--tokens", tokens, "give the number of training tokens, e.g. 2T")
-    model = cat.gpu(gpu) if isinstance(gpu, str) else None
-    if model is None:
+    a = _count(found, "--active-params", active_params, "") if active_params is not None else None
+    t = _count(found, "--trainable-params", trainable_params, "") if trainable_params is not None else None
+    if n is not None and a is not None and a > n:
+        found.add(
+            "--active-params",
+            active_params,
+            f"is more than --params ({format_count(n)})",
+            "give the parameters each token passes through (MoE), e.g. --params 671B --active-params 37B",
+        )
+    if mode not in MODES:
+        found.add("--mode", mode, "is not a training mode", f"use one of: {', '.join(MODES)}")
+    elif t is not None and mode not in ("lora", "qlora"):
+        found.add(
+            "--trainable-params",
+            trainable_params,
+            f"applies to lora and qlora, not {mode}",
+            "drop it or use --mode lora",
+        )
+    ambiguous = {"a100": ("A100-40GB", "A100-80GB")}
+    model = cat.gpu(gpu) if isinstance(gpu, str) and gpu.strip().lower() not in ambiguous else None
+    if isinstance(gpu, str) and gpu.strip().lower() in ambiguous:
+        found.add(
+            "--gpu", gpu, "names two GPUs with different memory", f"use {' or '.join(ambiguous[gpu.strip().lower()])}"
+        )
+    elif model is None:
         close = suggest(str(gpu), cat.gpu_names()) or cat.gpu_names()
         found.add("--gpu", gpu, "is not a GPU in the catalog", f"use one of: {', '.join(close)}")
     if precision not in PRECISIONS:
@@ -111,6 +156,7 @@ def size_training(
         "--gpus": gpus,
         "--deadline-days": deadline_days,
         "--mfu": mfu,
+        "--goodput": goodput if goodput is not None else GOODPUT,
         "--seq-len": seq_len,
         "--checkpoint-minutes": checkpoint_minutes,
         "--electricity-usd-per-kwh": electricity_usd_per_kwh,
@@ -138,35 +184,68 @@ def size_training(
             "optimizer": optimizer,
             "gpus": count,
             "seq_len": int(num.pop("--seq-len")),
+            "active_params": a,
+            "mode": mode,
+            "trainable_params": t,
             **{f.removeprefix("--").replace("-", "_"): v for f, v in num.items() if f != "--gpus"},
         }
     )
-    hours = _gpu_hours(req, model)
-    probe = _memory(n, req.optimizer, req.seq_len, model, per_node, per_node)
+    hours = gpu_hours(cat, req, model)[1]
+    probe = _memory(req, model, per_node, per_node)
     _check_feasible(found, req, hours, probe, per_node)
     found.raise_if_any(SpecError, "the sizing inputs cannot be met")
     chosen, basis = _choose_gpus(hours, probe.min_gpus, per_node, count, req.deadline_days)
-    memory = _memory(n, req.optimizer, req.seq_len, model, chosen, per_node)
+    low_h, hours, high_h = gpu_hours(cat, req, model, chosen)  # MFU falls on very large clusters
+    if count is None:
+        chosen, basis = _choose_gpus(hours, probe.min_gpus, per_node, count, req.deadline_days)
+    memory = _memory(req, model, chosen, per_node)
     clouds = tuple(_cloud_option(cat, c, req, model) for c in CLOUDS)
     cluster = _cluster(req, hours, memory, chosen, per_node, basis, clouds)
-    peak = _peak_tflops(model, req.precision) or model.bf16_dense_tflops
+    peak = model.bf16_dense_tflops
+    e_low, eff, e_high = effective_mfu(cat, req, model, chosen)
+    layout = parallel_layout(
+        memory.model_states_bytes,
+        chosen,
+        per_node,
+        model.memory_gib,
+        req.seq_len,
+        memory.assumed_hidden_size,
+        memory.assumed_layers,
+        moe=req.active_params is not None,
+    )
+    basis_text = (
+        f"given: --mfu {req.mfu:g} x goodput {req.goodput:g}"
+        if req.mfu is not None
+        else "calibrated on published runs (provision/planning/sizing/calibration.py)"
+    )
     return SizingReport(
         inputs=req,
         compute=ComputeEstimate(
-            formula="training FLOPs = 6 * N * D; GPU-hours = FLOPs / (MFU * peak dense FLOP/s) / 3600",
-            training_flops=6 * n * d,
+            formula=(
+                f"training FLOPs = {'4' if req.mode in ('lora', 'qlora') else '6'} * N_active * D; GPU-hours = "
+                "FLOPs / (MFU x goodput x dense BF16 peak FLOP/s) / 3600"
+            ),
+            training_flops=training_flops(req),
             tokens_per_param=d / n,
             peak_tflops_per_gpu=peak,
-            achieved_tflops_per_gpu=peak * req.mfu,
+            achieved_tflops_per_gpu=peak * eff,
             gpu_hours=hours,
+            mfu_basis=basis_text,
+            mfu=eff / req.goodput,
+            goodput=req.goodput,
+            effective_mfu=eff,
+            effective_mfu_range=(e_low, e_high),
+            gpu_hours_range=(low_h, high_h),
+            fit_error=calibration(cat).sigma,
         ),
         memory=memory,
         cluster=cluster,
         clouds=clouds,
         storage=_storage(cat, req),
+        layout=layout,
         buy_vs_rent=_buy_vs_rent(cat, req, model, cluster),
         assumptions=_assumptions(req, model, memory, per_node),
-        warnings=_warnings(req, memory, cluster),
+        warnings=_warnings(req, memory, cluster, layout, chosen),
     )
 
 
@@ -249,12 +328,28 @@ def _cluster(
 
 def _assumptions(req: SizingInputs, gpu: GpuModel, memory: MemoryEstimate, per_node: int) -> tuple[str, ...]:
     states = " + ".join(f"{v:g} {k}" for k, v in memory.bytes_per_param.items())
-    peak = _peak_tflops(gpu, req.precision)
+    fitted = ", ".join(r.name for r in RUNS if r.fit)
+    held_out = ", ".join(r.name for r in RUNS if not r.fit)
+    mfu_text = (
+        f"MFU {req.mfu:g} as given, times goodput {req.goodput:g}; no range"
+        if req.mfu is not None
+        else (
+            f"MFU from a fit of ln(MFU x goodput) = a + b ln(N_active/10B) per GPU generation on {fitted} (reported "
+            f"GPU-hours; sources in calibration.py); held-out runs checked within 0.67x-1.5x: {held_out}; low/high "
+            "are exp(-/+ the fit's residual standard deviation); Blackwell/AMD use the Hopper line with a 1.5x wider "
+            "range; above 8,192 GPUs MFU falls 7% per doubling (Llama 3 Table 4: 430 -> 400 TFLOPS, 8K -> 16K H100)"
+        )
+    )
     return (
-        "training FLOPs = 6 * N * D (2ND forward + 4ND backward); attention FLOPs and activation recomputation "
-        "are not counted, so MFU is the model-FLOPs utilisation",
-        f"peak = {gpu.name} dense (no sparsity) {req.precision.upper()} {peak:g} TFLOPS from the catalog's gpus.yaml; "
-        f"MFU {req.mfu:g} is held constant at every scale (it falls at very large scale)",
+        "training FLOPs = 6 * N_active * D (2ND forward + 4ND backward; LoRA/QLoRA 4ND: no weight gradients for "
+        "frozen weights); MoE uses the active parameters for compute and the total for memory and checkpoints; "
+        "attention FLOPs and recomputation are not counted, so MFU is the model-FLOPs utilisation",
+        f"peak = {gpu.name} dense (no sparsity) BF16 {gpu.bf16_dense_tflops:g} TFLOPS from the catalog's gpus.yaml; "
+        f"MFU is quoted against it in every precision; FP8 training runs {FP8_SPEEDUP:g}x the BF16 throughput "
+        f"({FP8_SOURCE}), not 2x",
+        mfu_text,
+        f"goodput {req.goodput:g} = share of wall time spent training (failures, restarts, checkpoint stalls); "
+        f"default {GOODPUT:g} from the {GOODPUT_SOURCE}",
         f"model states under full sharding (ZeRO-3 / FSDP): {states} = {memory.bytes_per_param_total:g} bytes/param, "
         "divided evenly over every GPU; fp8 training keeps the same bf16/fp32 copies (FP8 casts are transient)",
         "adafactor: no first moment (beta1=None) and a factored second moment of O(rows + cols) per matrix, taken "
@@ -269,7 +364,7 @@ def _assumptions(req: SizingInputs, gpu: GpuModel, memory: MemoryEstimate, per_n
         f"{RUNTIME_RESERVE_GIB:g} GiB per GPU (CUDA context, NCCL buffers, fragmentation, logits)",
         f"GPU count: --gpus as given, else whole {per_node}-GPU nodes meeting --deadline-days (default "
         f"{DEFAULT_DEADLINE_DAYS:g} days) and holding the model states, whichever is more",
-        "wall time = GPU-hours / GPUs: no allowance for failures, restarts, evaluation or checkpoint stalls",
+        "wall time = GPU-hours / GPUs; GPU-hours already include the goodput allowance for failures and restarts",
         "cloud clusters: on-demand list prices from the catalog, cheapest region; a single node takes the cheapest "
         "offer, a multi-node cluster the offer with the fastest GPU fabric (cheapest among equals); a cloud without "
         "the GPU gets the closest GPU it sells (|log peak TFLOPS ratio| + |log memory ratio| + 1 across vendors), "
@@ -291,10 +386,34 @@ def _assumptions(req: SizingInputs, gpu: GpuModel, memory: MemoryEstimate, per_n
     )
 
 
-def _warnings(req: SizingInputs, memory: MemoryEstimate, cluster: ClusterChoice) -> tuple[str, ...]:
+def _warnings(
+    req: SizingInputs, memory: MemoryEstimate, cluster: ClusterChoice, layout: LayoutEstimate, gpus: int
+) -> tuple[str, ...]:
     out = []
-    if req.mfu > MFU_WARN_ABOVE:
+    if req.mfu is not None and req.mfu > MFU_WARN_ABOVE:
         out.append(f"MFU {req.mfu:g} is above what large runs report (about 0.35-0.55); the time is optimistic")
+    if gpus > LARGEST_FITTED_GPUS:
+        out.append(
+            f"{gpus:,} GPUs is beyond the largest published run in the calibration ({LARGEST_FITTED_GPUS:,} H100 for "
+            "Llama 3 405B): MFU, failure rates and the global batch there are extrapolated"
+        )
+    if "pure FSDP" in layout.note:
+        out.append(
+            layout.note.split("; ", 1)[1] + f": use the layout TP {layout.tensor_parallel} x PP "
+            f"{layout.pipeline_parallel} x DP {layout.data_parallel}"
+        )
+    if not layout.fits:
+        out.append(
+            f"no layout fits: at least {layout.min_global_batch_tokens / 1e6:,.0f}M tokens per step or "
+            f"{layout.memory_per_gpu_bytes / GIB:,.0f} GiB per GPU; use fewer GPUs or a longer deadline"
+        )
+    if req.mfu is None and gpus <= 64:
+        out.append(
+            "the calibration comes from published runs on hundreds to thousands of GPUs; a job this small usually "
+            "runs faster: pass --mfu with a measured value for a tighter estimate"
+        )
+    if req.mode in ("lora", "qlora") and req.trainable_params is None:
+        out.append(f"--trainable-params not given: LoRA adapters taken as 1% of N ({format_count(req.params / 100)})")
     if memory.min_gpus is None:
         out.append(
             "pure FSDP cannot hold this model: the per-GPU allowance alone "

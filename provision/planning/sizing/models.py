@@ -9,6 +9,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, WithJsonSchema
 
 Precision = Literal["bf16", "fp8"]
+Mode = Literal["pretrain", "finetune", "lora", "qlora"]
+MODES: tuple[str, ...] = ("pretrain", "finetune", "lora", "qlora")
 Optimizer = Literal["adamw", "adafactor", "sgd"]
 PRECISIONS: tuple[str, ...] = ("bf16", "fp8")
 OPTIMIZERS: tuple[str, ...] = ("adamw", "adafactor", "sgd")
@@ -37,6 +39,17 @@ RETAINED_CHECKPOINTS = 3
 TYPICAL_DRAW_FRACTION = 7.0 / 10.2
 AMORTISATION_YEARS = (3, 4)
 MFU_WARN_ABOVE = 0.6
+#: A bare number below this is taken as a missing unit ("--params 70"), not as a count.
+UNITLESS_BELOW = 1e6
+#: LoRA/QLoRA trainable parameters when --trainable-params is not given: 1% of N. Rank-16 adapters on every
+#: linear layer of a Llama-2-7B hold ~40M parameters (0.6%); rank 64 ~160M (2.3%).
+DEFAULT_TRAINABLE_FRACTION = 0.01
+#: QLoRA (Dettmers et al. 2023, arXiv 2305.14314, s3): NF4 weights with double quantization cost
+#: 4 + 0.127 bits per parameter.
+QLORA_BYTES_PER_PARAM = 4.127 / 8
+#: Largest global batch a published dense run used: Llama 3 405B grew to 16M tokens per step
+#: (arXiv 2407.21783, s3.4.1). Beyond it the planner asks for model parallelism.
+MAX_GLOBAL_BATCH_TOKENS = 16 * 1024**2
 #: Switching vendor (CUDA to ROCm) weighs like a factor e in speed or memory when a cloud lacks the GPU.
 VENDOR_PENALTY = 1.0
 
@@ -77,6 +90,10 @@ def parse_count(value: Any) -> float:
         n = float(value)
     elif isinstance(value, str) and (m := _COUNT.match(value.replace("_", "").replace(",", ""))):
         n = float(m.group(1)) * _COUNT_SCALE[m.group(2).lower()]
+        if not m.group(2) and "e" not in m.group(1).lower() and 0 < n < UNITLESS_BELOW:
+            raise ValueError(
+                f"has no unit (B for billions, M for millions, T for trillions); did you mean {m.group(1)}B?"
+            )
     else:
         raise ValueError("is not a count such as 70B, 7e9, 500M or 1.5T")
     if not math.isfinite(n) or n <= 0:
@@ -106,7 +123,11 @@ class SizingInputs(_Model):
     gpu: str
     precision: Precision
     optimizer: Optimizer
-    mfu: float
+    mfu: float | None = None
+    goodput: float
+    active_params: Count | None = None
+    mode: Mode = "pretrain"
+    trainable_params: Count | None = None
     seq_len: int
     gpus: int | None = None
     deadline_days: float | None = None
@@ -117,12 +138,36 @@ class SizingInputs(_Model):
 
 
 class ComputeEstimate(_Model):
+    """Training compute; MFU is quoted against the dense BF16 peak, effective = MFU x goodput."""
+
     formula: str
     training_flops: float
     tokens_per_param: float
     peak_tflops_per_gpu: float
     achieved_tflops_per_gpu: float
     gpu_hours: float
+    mfu_basis: str
+    mfu: float
+    goodput: float
+    effective_mfu: float
+    effective_mfu_range: tuple[float, float]
+    gpu_hours_range: tuple[float, float]
+    fit_error: float
+
+
+class LayoutEstimate(_Model):
+    """A TP x PP x DP layout for the chosen cluster (TP inside a node) and its global batch."""
+
+    tensor_parallel: int
+    pipeline_parallel: int
+    data_parallel: int
+    expert_parallel: int | None
+    micro_batch_sequences: int
+    min_global_batch_tokens: int
+    recomputation: str
+    memory_per_gpu_bytes: float
+    fits: bool
+    note: str
 
 
 class MemoryEstimate(_Model):
@@ -239,6 +284,7 @@ class SizingReport(_Model):
     cluster: ClusterChoice
     clouds: tuple[CloudOption, ...]
     storage: StorageEstimate
+    layout: LayoutEstimate | None = None
     buy_vs_rent: BuyVsRent
     assumptions: tuple[str, ...]
     warnings: tuple[str, ...]

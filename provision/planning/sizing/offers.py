@@ -12,6 +12,8 @@ from provision.planning.sizing.estimates import (
     _choose_gpus,
     _memory,
     _peak_tflops,
+    gpu_hours,
+    state_bytes,
 )
 from provision.planning.sizing.models import (
     AMORTISATION_YEARS,
@@ -20,7 +22,6 @@ from provision.planning.sizing.models import (
     HOURS_PER_YEAR,
     RAW_TEXT_BYTES_PER_TOKEN,
     RETAINED_CHECKPOINTS,
-    STATE_BYTES,
     TOKENIZED_BYTES_PER_TOKEN,
     TYPICAL_DRAW_FRACTION,
     VENDOR_PENALTY,
@@ -84,9 +85,10 @@ def _cloud_option(cat: Catalog, cloud: str, req: SizingInputs, gpu: GpuModel) ->
             "so GPUs and time are re-sized for it"
         )
     per_node = offers[0].gpus_per_node
-    hours = _gpu_hours(req, chosen)
-    mem = _memory(req.params, req.optimizer, req.seq_len, chosen, per_node, per_node)
+    hours = _gpu_hours(cat, req, chosen)
+    mem = _memory(req, chosen, per_node, per_node)
     count, _ = _choose_gpus(hours, mem.min_gpus, per_node, req.gpus, req.deadline_days)
+    hours = _gpu_hours(cat, req, chosen, count)
     if mem.min_gpus is not None and count < mem.min_gpus:
         count = math.ceil(mem.min_gpus / per_node) * per_node
         notes.append(f"{req.gpus} {chosen.name} cannot hold the model states; raised to {count}")
@@ -129,9 +131,9 @@ def _cloud_option(cat: Catalog, cloud: str, req: SizingInputs, gpu: GpuModel) ->
     )
 
 
-def _gpu_hours(req: SizingInputs, gpu: GpuModel) -> float:
-    peak = _peak_tflops(gpu, req.precision) or gpu.bf16_dense_tflops
-    return 6 * req.params * req.tokens / (req.mfu * peak * 1e12) / 3600
+def _gpu_hours(cat: Catalog, req: SizingInputs, gpu: GpuModel, gpus: int | None = None) -> float:
+    """Expected GPU-hours on ``gpu`` (calibrated MFU x goodput, see :mod:`.calibration`)."""
+    return gpu_hours(cat, req, gpu, gpus)[1]
 
 
 def _filesystem(cat: Catalog, cloud: str, capacity_gib: int, write_mbps: float) -> FilesystemChoice:
@@ -169,7 +171,7 @@ def _filesystem(cat: Catalog, cloud: str, capacity_gib: int, write_mbps: float) 
 
 
 def _storage(cat: Catalog, req: SizingInputs) -> StorageEstimate:
-    per_param = {k: v for k, v in STATE_BYTES[req.optimizer].items() if not k.startswith("gradients")}
+    per_param = {k: v for k, v in state_bytes(req).items() if "gradients" not in k and "frozen" not in k}
     checkpoint = req.params * sum(per_param.values())
     tokenized = req.tokens * TOKENIZED_BYTES_PER_TOKEN
     capacity = tokenized + RETAINED_CHECKPOINTS * checkpoint

@@ -11,6 +11,9 @@ from provision.spec.options.base import CloudOptions
 
 #: Alibaba VPC CIDRs come from the private ranges (VPC docs, "Plan networks"); masks /8 to /24 leave room
 #: for the node vSwitch, which must be /16 to /29.
+#: Subscription periods in months: terraform-provider-alicloud resource_alicloud_instance.go validates ``period``
+#: with ``Any(IntBetween(1, 9), IntInSlice([12, 24, 36, 48, 60]))`` (the pulumi docstring says the same).
+SUBSCRIPTION_MONTHS = frozenset((*range(1, 10), 12, 24, 36, 48, 60))
 _PRIVATE = tuple(ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
 
 
@@ -38,22 +41,38 @@ class AlibabaOptions(CloudOptions):
         description="'low-latency' puts the nodes in LowLatency deployment sets (at most 20 nodes each); "
         "'none' skips deployment sets (use when the family is not supported by LowLatency in your region).",
     )
-    jumbo_frames: bool = Field(
-        default=True,
-        description="Enable jumbo frames (MTU 8500) on eRDMA instance types; without them eRDMA nodes use MTU 1400, "
-        "as Alibaba requires for NCCL. Turn off where the instance type has no jumbo-frame support "
-        "(DescribeInstanceTypes JumboFrameSupport). Ignored without eRDMA.",
+    jumbo_frames: bool | None = Field(
+        default=None,
+        description="Jumbo frames (MTU 8500) on eRDMA instance types; without them eRDMA nodes use MTU 1400, as "
+        "Alibaba requires for NCCL. Unset: on only for the families Alibaba documents with jumbo frames (gn8v); "
+        "true on another 8th-generation type is your call (check DescribeInstanceTypes JumboFrameSupport); "
+        "7th-generation types have none. Ignored without eRDMA.",
     )
     subscription_months: int | None = Field(
         default=None,
-        ge=1,
-        le=60,
-        description="Buy the nodes as subscription (PrePaid) for this many months instead of pay-as-you-go. "
+        description="Buy the nodes as subscription (PrePaid) for this many months (1-9, 12, 24, 36, 48 or 60) "
+        "instead of pay-as-you-go. "
         "A subscription cannot carry auto_release_time, so it cannot be combined with lifetime.ttl or max_cost_usd.",
+    )
+    metadata_tokens: bool = Field(
+        default=True,
+        description="Instance metadata in security-hardened mode only (tokens required, like IMDSv2). Needs "
+        "cloud-init 23.2.2 or later in the image (ECS 'Instance metadata'); the current public Ubuntu images have "
+        "it. Set false only for an older pinned image.",
     )
     nat_bandwidth_mbps: int = Field(
         default=100, ge=1, le=200, description="Peak bandwidth of the egress EIP (pay-by-traffic: 1-200 Mbit/s)."
     )
+
+    @field_validator("subscription_months")
+    @classmethod
+    def _subscription_months(cls, v: int | None) -> int | None:
+        if v is not None and v not in SUBSCRIPTION_MONTHS:
+            raise ValueError(
+                f"{v} months is not a subscription period ECS sells: 1-9, 12, 24, 36, 48 or 60 "
+                "(alicloud_instance period); use one of those"
+            )
+        return v
 
     @field_validator("vpc_cidr")
     @classmethod

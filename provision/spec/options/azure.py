@@ -27,9 +27,10 @@ class AzureOptions(CloudOptions):
         default=256, ge=64, le=4095, description="Size of each node's Premium SSD OS disk (the image needs ~64 GiB)."
     )
     encryption_at_host: bool = Field(
-        default=True,
-        description="Encrypt temp disks and disk caches on the host (needs the Microsoft.Compute/EncryptionAtHost "
-        "feature registered on the subscription).",
+        default=False,
+        description="Encrypt temp disks and disk caches on the host. Off by default: the VMSS create fails unless "
+        "the subscription registered the Microsoft.Compute/EncryptionAtHost feature (the Azure preflight checks "
+        "it); v5 sizes encrypt their temp disks at rest anyway.",
     )
     delete_at_expiry: bool = Field(
         default=True,

@@ -34,6 +34,13 @@ class GcpOptions(CloudOptions):
         default=False,
         description="Also allow SSH from Identity-Aware Proxy (35.235.240.0/20) on the host VPC (opt-in).",
     )
+    os_login: bool = Field(
+        default=True,
+        description="Log in through OS Login (IAM decides who may log in and who gets sudo: roles/compute.osLogin, "
+        "roles/compute.osAdminLogin); access.ssh_public_keys are then not installed on the nodes. false: OS Login "
+        "off and access.ssh_public_keys go to the instance metadata for access.ssh_user (the guest agent creates "
+        "the user with sudo), so access no longer follows IAM.",
+    )
     reservation_bound: bool | None = Field(
         default=None,
         description="Consume the reservation with the RESERVATION_BOUND provisioning model (all-or-nothing bulk "

@@ -1,0 +1,104 @@
+"""From a sizing report to a cluster: the spec ``size --write-spec`` writes, and the curve ``size --plot`` draws.
+
+Pure: report in, data out. The command line validates the spec with the spec models before writing it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from provision.planning.sizing.models import DEFAULT_DEADLINE_DAYS, SizingReport, format_count
+
+#: The spec's TTL is the run's wall time plus this margin (restarts the goodput did not cover, evaluation).
+TTL_MARGIN = 1.10
+#: The longest lifetime a spec may ask for (the spec's MAX_TTL, 90 days).
+MAX_TTL_HOURS = 90 * 24
+#: A project id to replace: GCP specs need one (gcp.project).
+GCP_PROJECT_PLACEHOLDER = "my-gcp-project"
+#: The shipped stacks' EXAMPLE public key (not a real one): a placeholder so the spec plans; replace it.
+EXAMPLE_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHByb3Zpc2lvbi1leGFtcGxlLWtleS1kby1ub3QtdXNl provision-example"
+
+
+def spec_for(report: SizingReport, cloud: str) -> tuple[dict[str, Any], list[str]]:
+    """The cluster spec (as a dict) for ``cloud``'s recommended option, and notes for the file header.
+
+    Raises:
+        ValueError: the report has no instance type on ``cloud`` (the catalog sells nothing usable there).
+    """
+    option = next((o for o in report.clouds if o.cloud == cloud), None)
+    if option is None or option.instance_type is None or option.region is None or option.gpus is None:
+        raise ValueError(f"the sizing found no {cloud} offer to write a spec for")
+    if cloud == "alibaba":
+        # The Alibaba adapter needs a zone and the catalog records none for these types (contact sales).
+        raise ValueError("alibaba specs need a zone the catalog does not record; write the spec by hand")
+    i = report.inputs
+    name = re.sub(r"[^a-z0-9-]", "-", f"train-{format_count(i.params)}-{format_count(i.tokens)}".lower())[:40].strip(
+        "-"
+    )
+    spec: dict[str, Any] = {
+        "name": name,
+        "cloud": cloud,
+        "region": option.region,
+        "gpu": option.gpu,
+        "gpus": option.gpus,
+        "instance_type": option.instance_type,
+    }
+    notes = [
+        f"{option.gpus} x {option.gpu} on {option.nodes} x {option.instance_type} in {option.region}, "
+        f"{option.wall_hours / 24 if option.wall_hours else 0:,.1f} days expected",
+    ]
+    fs = next((f for f in report.storage.filesystems if f.cloud == cloud and f.kind is not None), None)
+    if fs is not None:
+        shared: dict[str, Any] = {"kind": fs.kind, "tier": fs.tier, "size_gib": fs.size_gib, "mount": "/shared"}
+        if fs.throughput_mbps_per_tib and fs.kind in ("fsx-lustre", "managed-lustre"):
+            shared["throughput_mbps_per_tib"] = int(fs.throughput_mbps_per_tib)
+        spec["storage"] = {"shared": shared}
+    if option.wall_hours:
+        hours = math.ceil(option.wall_hours * TTL_MARGIN)
+        if hours <= MAX_TTL_HOURS:
+            spec["lifetime"] = {"ttl": f"{hours}h"}
+        else:
+            notes.append(
+                f"no ttl: the run needs {hours:,} h, more than the 90-day maximum lifetime; run it in stages "
+                "or set lifetime yourself"
+            )
+    if cloud == "gcp":
+        spec["gcp"] = {"project": GCP_PROJECT_PLACEHOLDER}
+        notes.append(f"replace gcp.project ({GCP_PROJECT_PLACEHOLDER}) with your project id")
+    if report.clouds and option.substitute:
+        notes.append(f"{option.gpu} stands in for {i.gpu}, which {cloud} does not sell in the catalog")
+    spec["access"] = {"ssh_public_keys": [EXAMPLE_KEY]}
+    notes.append("access.ssh_public_keys holds an EXAMPLE key: replace it with yours (and add allowed_cidrs)")
+    return spec, notes
+
+
+def curve(report: SizingReport, points: int = 8) -> dict[str, list[tuple[int, float, float | None]]]:
+    """Per cloud: (GPUs, days, total USD) from a quarter of the chosen cluster (at least the memory minimum) to 4x it.
+
+    Days = GPU-hours / GPUs / 24 at the report's expected GPU-hours (MFU's slow fall above 8,192 GPUs is
+    ignored here); cost = node price x nodes x hours, None where the catalog has no price.
+    """
+    out: dict[str, list[tuple[int, float, float | None]]] = {}
+    for option in report.clouds:
+        if not option.gpus or not option.nodes or not option.wall_hours:
+            continue
+        per_node = option.gpus // option.nodes
+        gpu_hours = option.wall_hours * option.gpus
+        smallest = max(per_node, report.memory.min_gpus or per_node, option.gpus // 4)
+        low = math.ceil(smallest / per_node)
+        high = max(low + 1, option.nodes * 4)
+        step = max(1, (high - low) // max(points - 1, 1))
+        rows = []
+        for nodes in range(low, high + 1, step):
+            gpus = nodes * per_node
+            wall = gpu_hours / gpus
+            cost = None if option.node_hourly_usd is None else option.node_hourly_usd * nodes * wall
+            rows.append((gpus, wall / 24, cost))
+        out[option.cloud] = rows
+    return out
+
+
+def deadline(report: SizingReport) -> float:
+    return report.cluster.deadline_days or DEFAULT_DEADLINE_DAYS

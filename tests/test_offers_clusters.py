@@ -1,0 +1,156 @@
+"""``provision offers``: whole clusters across clouds cheapest first, spot prices, the --region price fix."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from provision.catalog import load_catalog
+from provision.cli.app import app
+from provision.planning.cluster_offers import cluster_offers
+
+
+def invoke(*args: str) -> Any:
+    return CliRunner().invoke(app, list(args))
+
+
+def offers_json(*args: str) -> list[dict[str, Any]]:
+    result = invoke("offers", *args, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def expected_total(row: dict[str, Any]) -> float:
+    """The row's hourly total recomputed from the catalog rows by hand: nodes x price + NAT + its IP + storage."""
+    cat = load_catalog()
+    offer = cat.instance(row["cloud"], row["instance_type"])
+    region = offer.regions[row["region"]]
+    per_node = region.price_per_hour_usd if row["capacity"] == "on-demand" else region.spot_price_per_hour_usd
+    net = cat.network_prices(row["cloud"])
+    nat = net.nat_hourly(row["region"], row["nodes"])
+    ip = net.public_ip_per_hour_usd * net.nat_public_ips
+    storage = 0.0
+    if row["storage"]:
+        (fs,) = [
+            f for f in cat.filesystems_for(row["cloud"], row["storage"]["kind"]) if f.tier == row["storage"]["tier"]
+        ]
+        storage = (
+            fs.price_per_tib_month(row["storage"]["throughput_mbps_per_tib"]) * row["storage"]["size_gib"] / 1024 / 730
+        )
+    return math.ceil(64 / offer.gpus_per_node) * per_node + nat + ip + storage
+
+
+def test_cheapest_64_h100_on_demand_across_clouds_is_one_command_and_adds_up() -> None:
+    rows = offers_json("--gpus", "64", "--gpu", "H100")
+
+    priced = [r for r in rows if r["hourly_usd"] is not None]
+    assert {r["cloud"] for r in priced} == {"aws", "gcp", "azure"}  # Alibaba sells no H100 in the catalog
+    assert [r["hourly_usd"] for r in priced] == sorted(r["hourly_usd"] for r in priced)
+    assert rows[: len(priced)] == priced  # unpriced rows come last
+    cheapest = rows[0]
+    assert (cheapest["cloud"], cheapest["instance_type"], cheapest["nodes"]) == ("aws", "p5.48xlarge", 8)
+    for row in priced:
+        assert row["hourly_usd"] == pytest.approx(expected_total(row), abs=1e-3)
+        assert row["hourly_usd"] == pytest.approx(
+            row["compute_hourly_usd"] + row["storage_hourly_usd"] + row["network_hourly_usd"], abs=1e-3
+        )
+
+
+def test_per_cloud_keeps_each_clouds_cheapest() -> None:
+    rows = offers_json("--gpus", "64", "--gpu", "h100", "--per-cloud")
+
+    assert [r["cloud"] for r in rows] == ["aws", "gcp", "azure"]
+    everything = offers_json("--gpus", "64", "--gpu", "h100")
+    for row in rows:
+        same_cloud = [r["hourly_usd"] for r in everything if r["cloud"] == row["cloud"] and r["hourly_usd"] is not None]
+        assert row["hourly_usd"] == min(same_cloud)
+
+
+def test_spot_prices_are_shown_and_used() -> None:
+    rows = offers_json("--gpus", "16", "--cloud", "AWS", "--gpu", "h100", "--capacity", "SPOT", "--region", "US-EAST-1")
+
+    (p5,) = [r for r in rows if r["instance_type"] == "p5.48xlarge"]
+    spot = load_catalog().instance("aws", "p5.48xlarge").regions["us-east-1"].spot_price_per_hour_usd
+    assert p5["capacity"] == "spot" and p5["node_hourly_usd"] == spot
+    assert p5["compute_hourly_usd"] == pytest.approx(2 * spot)
+    assert any("spot prices move" in n for n in p5["notes"])
+
+
+def test_storage_is_part_of_the_total_and_fits_the_request() -> None:
+    rows = offers_json("--gpus", "64", "--gpu", "H100", "--storage-gib", "4096", "--per-cloud")
+
+    by_cloud = {r["cloud"]: r for r in rows}
+    # 4 TiB: AWS rounds up to the next FSx size; GCP's Filestore zonal takes 4096; Azure NetApp Premium holds it.
+    assert by_cloud["aws"]["storage"]["kind"] == "fsx-lustre" and by_cloud["aws"]["storage"]["size_gib"] == 4800
+    assert by_cloud["gcp"]["storage"]["kind"] == "filestore" and by_cloud["gcp"]["storage"]["size_gib"] == 4096
+    assert by_cloud["azure"]["storage"] == {
+        "kind": "netapp",
+        "tier": "Premium",
+        "size_gib": 4096,
+        "throughput_mbps_per_tib": 64,
+        "hourly_usd": pytest.approx(301.25 * 4 / 730, abs=1e-4),
+    }
+    for row in rows:
+        assert row["hourly_usd"] == pytest.approx(expected_total(row), abs=1e-3)
+
+
+def test_rows_a_gpu_count_not_a_multiple_of_the_node_round_up_and_say_so() -> None:
+    rows = cluster_offers(load_catalog(), 12, gpu="H100", cloud="aws")
+
+    assert rows and all(r.nodes == 2 and r.gpus == 16 for r in rows)
+    assert "12 GPUs rounded up to 2 whole nodes (16 GPUs)" in rows[0].notes
+
+
+def test_capacity_priced_by_contract_is_listed_unpriced() -> None:
+    rows = cluster_offers(load_catalog(), 64, gpu="H200", cloud="gcp", capacity=("reservation",))
+
+    assert rows and all(r.hourly_usd is None and "compute" in r.unpriced for r in rows)
+    assert "priced by contract" in rows[0].notes[0]
+
+
+def test_region_filter_shows_that_regions_price_not_us_east_1() -> None:
+    (row,) = offers_json("--cloud", "aws", "--gpu", "H100", "--region", "ap-northeast-1")
+
+    assert row["price_per_hour_usd"] == {"ap-northeast-1": 68.8}
+    assert row["regions"] == ["ap-northeast-1"]
+    text = invoke("offers", "--cloud", "aws", "--gpu", "H100", "--region", "ap-northeast-1").stdout
+    assert "68.80" in text and "55.04" not in text
+
+
+def test_region_filter_without_a_price_says_unpriced() -> None:
+    text = invoke("offers", "--cloud", "aws", "--gpu", "H100", "--region", "sa-east-1").stdout
+
+    assert "unpriced" in text and "55.04" not in text
+
+
+def test_filters_are_case_insensitive() -> None:
+    lower = offers_json("--cloud", "aws", "--gpu", "h100")
+    upper = offers_json("--cloud", "AWS", "--gpu", "H100-SXM")
+
+    assert lower == upper and lower
+
+
+def test_type_rows_carry_spot_prices() -> None:
+    (row,) = offers_json("--cloud", "aws", "--gpu", "H100", "--region", "us-east-1")
+
+    assert row["spot_price_per_hour_usd"] == {"us-east-1": 17.6289}
+
+
+def test_bad_filters_are_reported_together() -> None:
+    result = invoke("offers", "--gpus", "0", "--capacity", "cheap", "--sort", "fast", "--cloud", "oracle", "--json")
+
+    assert result.exit_code == 2
+    paths = [p["path"] for p in json.loads(result.stdout)["problems"]]
+    assert paths == ["--cloud", "--capacity", "--sort", "--gpus"]
+
+
+def test_human_cluster_table_names_unpriced_offers() -> None:
+    result = invoke("offers", "--gpus", "64", "--gpu", "H100")
+
+    assert result.exit_code == 0
+    assert "p5.48xlarge" in result.stdout and "440.37" in result.stdout
+    assert "parts without a catalog price (compute)" in result.stdout

@@ -1,0 +1,182 @@
+"""Azure preflight against a fake subscription: what a real account would refuse, found before anything bills."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from test_azure_plan import azure_spec
+
+from provision.clouds.azure.adapter import AzureAdapter
+from provision.engine.preflight import azure_preflight
+from provision.spec import load_spec
+
+ND_FAMILY = "standardNDSH100v5Family"
+
+
+@dataclass
+class FakeSubscription:
+    """An AzureAccount with a healthy subscription unless a test changes a field."""
+
+    providers: dict[str, str] = field(
+        default_factory=lambda: {
+            "Microsoft.Compute": "Registered",
+            "Microsoft.Network": "Registered",
+            "Microsoft.StorageCache": "Registered",
+            "Microsoft.NetApp": "Registered",
+        }
+    )
+    features: dict[str, str] = field(default_factory=lambda: {"Microsoft.Compute/EncryptionAtHost": "Registered"})
+    skus: dict[str, dict[str, Any]] = field(
+        default_factory=lambda: {
+            "Standard_ND96isr_H100_v5": {
+                "family": ND_FAMILY,
+                "restrictions": [],
+                "capabilities": {"EncryptionAtHostSupported": "True"},
+            }
+        }
+    )
+    quota: dict[str, tuple[float, float]] = field(
+        default_factory=lambda: {ND_FAMILY: (0, 2000), "cores": (10, 5000), "lowPriorityCores": (0, 1000)}
+    )
+    asked: list[str] = field(default_factory=list)
+
+    def provider_state(self, namespace: str) -> str:
+        self.asked.append(namespace)
+        return self.providers.get(namespace, "NotRegistered")
+
+    def feature_state(self, namespace: str, feature: str) -> str:
+        return self.features.get(f"{namespace}/{feature}", "NotRegistered")
+
+    def sku(self, region: str, size: str) -> dict[str, Any] | None:
+        return self.skus.get(size)
+
+    def usages(self, region: str) -> dict[str, tuple[float, float]]:
+        return self.quota
+
+
+def plan(**over: Any) -> Any:
+    return AzureAdapter().plan(load_spec(azure_spec(**over)))
+
+
+def paths(problems: list[Any]) -> list[str]:
+    return [p.path for p in problems]
+
+
+def test_a_ready_subscription_passes() -> None:
+    account = FakeSubscription()
+    assert azure_preflight(plan(), account) == []
+    assert account.asked == ["Microsoft.Compute", "Microsoft.Network", "Microsoft.StorageCache"]
+
+
+def test_unregistered_resource_providers_are_named_with_the_command_that_registers_them() -> None:
+    account = FakeSubscription()
+    account.providers["Microsoft.StorageCache"] = "NotRegistered"
+    (problem,) = azure_preflight(plan(), account)
+    assert problem.value == "Microsoft.StorageCache" and "MissingSubscriptionRegistration" in problem.rule
+    assert problem.fix == "az provider register --namespace Microsoft.StorageCache --wait"
+
+
+def test_netapp_needs_its_own_provider() -> None:
+    account = FakeSubscription()
+    account.providers["Microsoft.NetApp"] = "Registering"
+    problems = azure_preflight(plan(storage={"shared": {"kind": "netapp", "size_gib": 4096}}), account)
+    assert [p.value for p in problems] == ["Microsoft.NetApp"]
+
+
+def test_a_zero_nd_quota_is_reported_before_the_gpus_bill() -> None:
+    account = FakeSubscription()
+    account.quota[ND_FAMILY] = (0, 0)
+    (problem,) = azure_preflight(plan(nodes=8), account)
+    assert problem.path == "nodes" and "768" in problem.rule and ND_FAMILY in problem.fix
+
+
+def test_the_regional_total_counts_too() -> None:
+    account = FakeSubscription()
+    account.quota["cores"] = (4500, 5000)
+    (problem,) = azure_preflight(plan(nodes=8), account)
+    assert "regional vCPUs" in problem.rule
+
+
+def test_spot_uses_the_low_priority_quota_only() -> None:
+    account = FakeSubscription()
+    account.quota[ND_FAMILY] = (0, 0)
+    account.quota["lowPriorityCores"] = (0, 96)
+    problems = azure_preflight(plan(nodes=2, capacity={"type": "spot"}), account)
+    assert len(problems) == 1 and "Spot vCPUs" in problems[0].rule
+
+
+def test_restricted_sizes_and_zones_are_refused() -> None:
+    account = FakeSubscription()
+    account.skus["Standard_ND96isr_H100_v5"]["restrictions"] = [
+        {"type": "Location", "reason": "NotAvailableForSubscription", "zones": []},
+        {"type": "Zone", "reason": "NotAvailableForSubscription", "zones": ["1"]},
+    ]
+    problems = azure_preflight(plan(zone="1"), account)
+    assert paths(problems) == ["instance_type", "zone"]
+
+
+def test_a_size_missing_from_the_region_stops_further_checks() -> None:
+    account = FakeSubscription(skus={})
+    problems = azure_preflight(plan(), account)
+    assert paths(problems) == ["instance_type"] and "not offered" in problems[0].rule
+
+
+def test_encryption_at_host_needs_the_feature_only_when_chosen() -> None:
+    account = FakeSubscription(features={})
+    assert azure_preflight(plan(), account) == []  # off by default: not asked
+    problems = azure_preflight(plan(azure={"encryption_at_host": True}), account)
+    assert paths(problems) == ["azure.encryption_at_host"] and "NotRegistered" in problems[0].rule
+    account.features["Microsoft.Compute/EncryptionAtHost"] = "Registered"
+    account.skus["Standard_ND96isr_H100_v5"]["capabilities"]["EncryptionAtHostSupported"] = "False"
+    problems = azure_preflight(plan(azure={"encryption_at_host": True}), account)
+    assert paths(problems) == ["azure.encryption_at_host"] and "does not support" in problems[0].rule
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    account = FakeSubscription(features={})
+    account.providers["Microsoft.Network"] = "NotRegistered"
+    account.quota[ND_FAMILY] = (0, 0)
+    problems = azure_preflight(plan(azure={"encryption_at_host": True}), account)
+    assert paths(problems) == ["cloud", "nodes", "azure.encryption_at_host"]
+
+
+def test_the_live_account_reads_the_sdk_models_it_gets(monkeypatch: Any) -> None:
+    # The real adapter, fed the azure-mgmt-compute models an ARM answer deserialises to (no network).
+    models = __import__("azure.mgmt.compute.models", fromlist=["ResourceSku", "Usage"])
+    from provision.engine.preflight import ArmAccount
+
+    class Credential:
+        def get_token(self, *scopes: str, **kw: Any) -> Any:  # never called: no request is made
+            raise AssertionError("no network in tests")
+
+    account = ArmAccount("00000000-0000-0000-0000-000000000000", credential=Credential())
+    sku = models.ResourceSku(
+        {
+            "resourceType": "virtualMachines",
+            "name": "Standard_ND96isr_H100_v5",
+            "family": ND_FAMILY,
+            "restrictions": [
+                {"type": "Zone", "values": ["eastus"], "reasonCode": "NotAvailableForSubscription",
+                 "restrictionInfo": {"locations": ["eastus"], "zones": ["2"]}},
+            ],
+            "capabilities": [{"name": "EncryptionAtHostSupported", "value": "False"}],
+        }
+    )  # fmt: skip
+    usage = models.Usage({"name": {"value": ND_FAMILY}, "currentValue": 96, "limit": 100, "unit": "Count"})
+    monkeypatch.setattr(account._compute.resource_skus, "list", lambda filter: [sku])
+    monkeypatch.setattr(account._compute.usage, "list", lambda location: [usage])
+    assert account.sku("eastus", "Standard_ND96isr_H100_v5") == {
+        "family": ND_FAMILY,
+        "restrictions": [{"type": "Zone", "reason": "NotAvailableForSubscription", "zones": ["2"]}],
+        "capabilities": {"EncryptionAtHostSupported": "False"},
+    }
+    assert account.sku("eastus", "Standard_ND96asr_v4") is None
+    assert account.usages("eastus") == {ND_FAMILY: (96.0, 100.0)}
+
+
+def test_the_dispatcher_has_no_live_check_for_clouds_without_one() -> None:
+    from provision.engine.preflight import preflight
+
+    gcp = type("P", (), {"cloud": "gcp"})()
+    assert preflight(gcp) == []  # type: ignore[arg-type]

@@ -1,0 +1,102 @@
+"""From sizing to a cluster: `size --write-spec` writes a spec `plan` accepts, `--plot`, the 80-column table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from rich.console import Console
+from typer.testing import CliRunner
+
+from provision.cli.app import app
+from provision.planning.sizing import size_training
+from provision.planning.sizing.handoff import curve, spec_for
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+@pytest.mark.parametrize("cloud", ["aws", "gcp", "azure"])
+def test_written_spec_is_accepted_by_plan(cloud: str, tmp_path: Path) -> None:
+    path = tmp_path / f"{cloud}.yaml"
+
+    sized = invoke(
+        "size", "--params", "7B", "--tokens", "200B", "--cloud", cloud.upper(), "--write-spec", str(path), "--json"
+    )
+
+    assert sized.exit_code == 0, sized.output
+    doc = json.loads(sized.stdout)
+    assert doc["spec_written"] == str(path)
+    spec = yaml.safe_load(path.read_text())
+    option = next(o for o in doc["clouds"] if o["cloud"] == cloud)
+    assert (spec["cloud"], spec["instance_type"], spec["gpus"]) == (cloud, option["instance_type"], option["gpus"])
+    planned = invoke("plan", str(path), "--json")
+    assert planned.exit_code == 0, planned.output
+    plan = json.loads(planned.stdout)
+    assert plan["gpus"] == option["gpus"] and plan["instance_type"] == option["instance_type"]
+
+
+def test_spec_ttl_covers_the_run_with_a_margin() -> None:
+    report = size_training("7B", "200B", mfu=0.4, goodput=1.0)
+    spec, notes = spec_for(report, "aws")
+    option = next(o for o in report.clouds if o.cloud == "aws")
+
+    hours = int(spec["lifetime"]["ttl"].removesuffix("h"))
+    assert option.wall_hours * 1.1 <= hours < option.wall_hours * 1.1 + 1
+    assert any("EXAMPLE key" in n for n in notes)
+
+
+def test_write_spec_needs_a_cloud_and_refuses_alibaba_without_zones(tmp_path: Path) -> None:
+    missing = invoke("size", "--params", "7B", "--tokens", "200B", "--write-spec", str(tmp_path / "x.yaml"), "--json")
+    alibaba = invoke(
+        "size",
+        "--params",
+        "7B",
+        "--tokens",
+        "200B",
+        "--cloud",
+        "alibaba",
+        "--write-spec",
+        str(tmp_path / "y.yaml"),
+        "--json",
+    )
+
+    assert missing.exit_code == 2 and json.loads(missing.stdout)["problems"][0]["path"] == "--cloud"
+    assert alibaba.exit_code == 2 and "zone" in json.loads(alibaba.stdout)["problems"][0]["rule"]
+    assert not (tmp_path / "x.yaml").exists() and not (tmp_path / "y.yaml").exists()
+
+
+def test_curve_trades_gpus_for_days_at_a_constant_gpu_hour_count() -> None:
+    report = size_training("70B", "2T", mfu=0.4, goodput=1.0)
+    rows = curve(report)["aws"]
+
+    gpus = [g for g, _, _ in rows]
+    assert gpus == sorted(gpus) and len(gpus) >= 4
+    assert all(g % 8 == 0 for g in gpus)
+    products = {round(g * d) for g, d, _ in rows}
+    assert max(products) - min(products) <= 1  # GPUs x days stays the GPU-hour budget
+    assert rows[0][2] == pytest.approx(rows[-1][2])  # the same run costs the same at any size
+
+
+def test_plot_draws_in_the_terminal() -> None:
+    result = invoke("size", "--params", "70B", "--tokens", "2T", "--plot")
+
+    assert result.exit_code == 0, result.output
+    assert "GPUs" in result.stdout and "days" in result.stdout and "aws ($" in result.stdout
+
+
+def test_report_fits_80_columns_without_cutting_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    import provision.cli.size as size_cli
+
+    screen = Console(width=80, record=True)
+    monkeypatch.setattr(size_cli, "console", lambda stderr=False: screen)
+
+    size_cli.print_report(size_training("70B", "2T").as_dict())
+
+    text = screen.export_text()
+    assert all(len(line) <= 80 for line in text.splitlines())
+    table = text[text.index("recommended cluster per cloud") : text.index("fabric:")]
+    assert "$5,870,933" in table and "…" not in table

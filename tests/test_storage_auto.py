@@ -1,0 +1,99 @@
+"""``storage.shared.kind: auto`` picks the cheapest filesystem service and tier that fits the request."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+import pytest
+from test_spec_errors import BASES, mutate
+
+from provision.catalog import load_catalog
+from provision.planning.fschoice import fits, smallest_allowed
+from provision.planning.resolve import resolve, shared_kind
+from provision.spec import load_spec
+from provision.spec.errors import ProblemCollector
+
+TODAY = date(2026, 11, 29)
+
+
+def resolved(cloud: str, **shared: Any) -> tuple[Any, ProblemCollector]:
+    data = mutate(BASES[cloud], {f"storage.shared.{k}": v for k, v in shared.items()})
+    spec = load_spec(data)
+    found = ProblemCollector()
+    return spec, resolve(spec, load_catalog(), found, today=TODAY), found
+
+
+def test_azure_4_tib_no_longer_picks_a_48_tib_tier() -> None:
+    spec, res, found = resolved("azure", kind="auto", size_gib="4TiB")
+
+    assert not found
+    assert res.storage_size_gib == 4096
+    # ANF Premium is the only fitting Azure tier with a catalog price; AMLFS tiers that fit are unpriced and named.
+    assert (res.storage.kind, res.storage.tier) == ("netapp", "Premium")
+    assert shared_kind(spec, res) == "netapp"
+    assert any("AMLFS-Durable-Premium-500" in w and "no catalog price" in w for w in res.warnings)
+
+
+def test_azure_auto_with_a_throughput_needs_a_tier_that_delivers_it() -> None:
+    _, res, found = resolved("azure", kind="auto", size_gib="4TiB", throughput_mbps_per_tib=250)
+
+    assert not found
+    # Only AMLFS-500 (minimum 4 TiB) delivers >= 250 MB/s/TiB at 4 TiB; Premium-250's minimum is 8 TiB.
+    assert (res.storage.kind, res.storage.tier, res.storage_throughput) == ("amlfs", "AMLFS-Durable-Premium-500", 500)
+
+
+def test_gcp_4_tib_picks_filestore_zonal_not_a_9000_gib_lustre() -> None:
+    _, res, found = resolved("gcp", kind="auto", size_gib="4TiB")
+
+    assert not found
+    assert (res.storage.kind, res.storage.tier, res.storage_size_gib) == ("filestore", "ZONAL", 4096)
+
+
+def test_aws_rounds_up_to_the_next_allowed_size_and_says_so() -> None:
+    _, res, found = resolved("aws", kind="auto", size_gib=3600)
+
+    assert not found
+    assert (res.storage.kind, res.storage_size_gib) == ("fsx-lustre", 4800)
+    assert any("rounded up to 4800 GiB" in w for w in res.warnings)
+
+
+def test_cheapest_priced_tier_wins() -> None:
+    _, res, _ = resolved("aws", kind="auto", size_gib=2400)
+
+    # SCRATCH_2 (143.36 USD/TiB-month) is cheaper than PERSISTENT_2 at 125 (148.48); PERSISTENT_1 is unpriced.
+    assert res.storage.tier == "SCRATCH_2"
+
+
+def test_nothing_fits_is_one_clear_problem() -> None:
+    _, res, found = resolved("aws", kind="auto", size_gib=1000)
+
+    assert res.storage is None
+    (p,) = found.problems
+    assert p.path == "storage.shared.size_gib" and p.value == 1000
+    assert "fits no aws filesystem" in p.rule and "1200 GiB" in p.fix
+
+
+def test_auto_without_a_size_keeps_the_clouds_parallel_filesystem() -> None:
+    for cloud, kind in {"aws": "fsx-lustre", "gcp": "managed-lustre", "azure": "amlfs"}.items():
+        _, res, found = resolved(cloud, kind="auto")
+        assert not found and res.storage.kind == kind
+
+
+@pytest.mark.parametrize("cloud", ["aws", "gcp", "azure", "alibaba"])
+@pytest.mark.parametrize("size", [100, 1024, 4096, 5000, 36000, 100_000])
+def test_every_fit_allows_its_size_and_is_not_below_the_request(cloud: str, size: int) -> None:
+    for fit in fits(load_catalog(), cloud, None, size):
+        assert fit.offer.allows_size(fit.size_gib)
+        assert size <= fit.size_gib == smallest_allowed(fit.offer, size)
+        assert fit.size_gib - size < max(fit.offer.step_gib, 1) or fit.size_gib in fit.offer.fixed_sizes_gib
+
+
+def test_plan_of_an_auto_spec_builds_the_chosen_kind() -> None:
+    from provision.clouds.validate import load_and_plan
+
+    data = mutate(BASES["gcp"], {"storage.shared.size_gib": "4TiB"})
+    plan = load_and_plan(data)
+
+    assert plan.storage.kind == "filestore" and plan.storage.size_gib == 4096
+    assert plan.cost.storage_hourly_usd == pytest.approx(256.0 * 4 / 730, abs=1e-4)
