@@ -107,7 +107,7 @@ class GcpCluster(pulumi.ComponentResource):
         workload = policy.self_link if policy is not None and extra["placement"]["kind"] == "workload-policy" else None
         self.group, waits = self._group(plan, workload, child)
         self.ips = self._node_ips(plan, waits)
-        self.outputs = stack_outputs(plan, self.ips, None, self.shared.summary)
+        self.outputs = stack_outputs(plan, self.ips, None, self.shared.summary, node_ids=self._node_names(plan, waits))
         self.register_outputs({"hosts": self.ips, "instance_group": self.group.instance_group})
 
     # ------------------------------------------------------------------ parts
@@ -289,6 +289,14 @@ class GcpCluster(pulumi.ComponentResource):
             )
 
         return group.instances.apply(primary_ips)
+
+    def _node_names(self, plan: ClusterPlan, waits: list[pulumi.Resource]) -> pulumi.Output[list[str]]:
+        """Instance names by rank (the same order as the IPs): what IAP TCP forwarding connects to."""
+        invoke = pulumi.InvokeOutputOptions(parent=self, depends_on=waits)
+        group = compute.get_instance_group_output(
+            self_link=self.group.instance_group, zone=plan.extra["zone"], opts=invoke
+        )
+        return group.instances.apply(lambda links: [link.rsplit("/", 1)[-1] for link in sorted(links or [])])
 
 
 def build(plan: ClusterPlan) -> dict[str, Any]:

@@ -1,0 +1,118 @@
+"""The new user's journey under --mock: up, then everything by cluster name alone with the spec file gone.
+
+Bar (issue 14): ``up`` -> ``list`` -> ``ssh --print`` -> ``exec -- hostname`` -> ``launch --torchrun --print``
+-> ``down``, by cluster name, after the spec file was deleted; ``run ... --max-usd 1`` exits 3 before
+anything exists; a job's exit code passes through and nothing is left afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import socket
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import isolated_home
+from typer.testing import CliRunner
+
+from provision.cli.app import app
+
+runner = CliRunner()
+
+SPEC = {
+    "name": "my-train",
+    "cloud": "aws",
+    "region": "us-east-1",
+    "gpu": "H100",
+    "gpus": 16,
+    "access": {
+        "ssh_public_keys": ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHByb3Zpc2lvbi1leGFtcGxlLWtleS1kby1ub3QtdXNl me"]
+    },
+    "lifetime": {"ttl": "2h", "max_cost_usd": 500},
+}
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)  # no stacks/ here: names can only come from the state
+    return isolated_home(tmp_path, monkeypatch)
+
+
+def _spec_file(tmp_path: Path, **changes: object) -> Path:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump({**SPEC, **changes}), encoding="utf-8")
+    return path
+
+
+def test_journey_by_cluster_name_after_the_spec_file_is_deleted(home: Path, tmp_path: Path) -> None:
+    spec = _spec_file(tmp_path)
+    up = runner.invoke(app, ["up", str(spec), "--mock", "--yes"])
+    assert up.exit_code == 0, up.output
+    spec.unlink()
+
+    listed = runner.invoke(app, ["list", "--mock", "--json"])
+    assert listed.exit_code == 0, listed.output
+    rows = json.loads(listed.stdout)["clusters"]
+    assert [(r["stack"], r["name"], r["cloud"], r["nodes"], r["gpus"]) for r in rows] == [
+        ("my-train", "my-train", "aws", 2, 16)
+    ]
+    assert rows[0]["hourly_usd"] > 0 and rows[0]["expires_at"]
+    table = runner.invoke(app, ["list", "--mock"])
+    assert table.exit_code == 0 and "my-train" in table.stdout
+    assert max(len(line) for line in table.stdout.splitlines()) <= 80
+
+    ssh = runner.invoke(app, ["ssh", "my-train", "--print", "--mock"])
+    assert ssh.exit_code == 0, ssh.output
+    argv = shlex.split(ssh.stdout.strip())
+    assert argv[0] == "ssh" and argv[1] == "-F" and argv[-1] == "my-train-0"
+    config = Path(argv[2]).read_text(encoding="utf-8")
+    assert "Host my-train-1" in config
+    assert "ProxyCommand aws ssm start-session --target i-" in config  # AWS: SSM Session Manager, private
+
+    hostname = runner.invoke(app, ["exec", "my-train", "--mock", "--", "hostname"])
+    assert hostname.exit_code == 0, hostname.output
+    lines = hostname.stdout.splitlines()
+    assert sorted(lines) == [f"[my-train-0] {socket.gethostname()}", f"[my-train-1] {socket.gethostname()}"]
+
+    ranks = runner.invoke(app, ["exec", "my-train", "--mock", "--", "sh", "-c", "echo $NODE_RANK/$NNODES $MASTER_ADDR"])
+    assert ranks.exit_code == 0, ranks.output
+    head = json.loads(runner.invoke(app, ["outputs", "my-train", "--mock", "--json"]).stdout)["head_node"]
+    assert sorted(ranks.stdout.splitlines()) == [f"[my-train-0] 0/2 {head}", f"[my-train-1] 1/2 {head}"]
+
+    launch = runner.invoke(
+        app, ["launch", "my-train", "--torchrun", "--print", "--mock", "--", "train.py", "--lr", "3e-4"]
+    )
+    assert launch.exit_code == 0, launch.output
+    assert "torchrun --nnodes=$NNODES --nproc-per-node=$NPROC_PER_NODE --node-rank=$NODE_RANK" in launch.stdout
+    assert launch.stdout.rstrip().endswith("train.py --lr 3e-4")
+
+    down = runner.invoke(app, ["down", "my-train", "--mock", "--yes"])
+    assert down.exit_code == 0, down.output
+    assert json.loads(runner.invoke(app, ["list", "--mock", "--json"]).stdout) == {"clusters": []}
+    assert not (home / "ssh" / "my-train").exists()
+    gone = runner.invoke(app, ["status", "my-train", "--mock"])
+    assert gone.exit_code == 2  # neither a file nor a cluster any more
+
+
+def test_run_over_the_cap_exits_3_before_anything_exists(home: Path, tmp_path: Path) -> None:
+    spec = _spec_file(tmp_path)
+    result = runner.invoke(app, ["run", str(spec), "--mock", "--max-usd", "1", "--", "true"])
+    assert result.exit_code == 3, result.output
+    assert "max_cost_usd" in result.output
+    assert not (home / "mock").exists() or not list((home / "mock").glob("*.json"))
+    assert not list((home / "ephemeral").glob("*.json")) if (home / "ephemeral").exists() else True
+
+
+@pytest.mark.parametrize("code", [0, 7])
+def test_run_passes_the_exit_code_through_and_leaves_nothing(home: Path, tmp_path: Path, code: int) -> None:
+    spec = _spec_file(tmp_path)
+    marker = tmp_path / "seen.txt"
+    cmd = f'echo "$PROVISION_CLUSTER $(cat "$PROVISION_HOSTFILE" | wc -l)" > {marker}; exit {code}'
+    result = runner.invoke(app, ["run", str(spec), "--mock", "--", "sh", "-c", cmd])
+    assert result.exit_code == code, result.output
+    name, nodes = marker.read_text().split()
+    assert name.startswith("my-train-") and nodes == "2"
+    assert json.loads(runner.invoke(app, ["list", "--mock", "--json"]).stdout) == {"clusters": []}
+    assert not list((home / "ephemeral").glob("*.json"))
