@@ -116,3 +116,45 @@ def test_run_passes_the_exit_code_through_and_leaves_nothing(home: Path, tmp_pat
     assert name.startswith("my-train-") and nodes == "2"
     assert json.loads(runner.invoke(app, ["list", "--mock", "--json"]).stdout) == {"clusters": []}
     assert not list((home / "ephemeral").glob("*.json"))
+
+
+def test_a_real_up_without_the_pulumi_cli_says_how_to_get_it_and_leaves_nothing(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")  # no `pulumi`, and ~/.pulumi/versions is empty too
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    spec = _spec_file(tmp_path)
+    for args in (["up", str(spec), "--yes"], ["status", str(spec)], ["list"], ["down", str(spec), "--yes"]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 1, (args, result.output)
+        assert "provision install-pulumi" in result.output and "--mock" in result.output
+        assert "Traceback" not in result.output
+    assert not home.exists()  # no passphrase, no state folder, no mock folder
+
+
+def test_install_pulumi_uses_the_sdk_installer_and_is_found_afterwards(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pulumi import automation as auto
+
+    from provision.engine import automation
+
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    monkeypatch.setenv("PATH", "/nonexistent")
+    calls: list[object] = []
+
+    def fake_install(root: object = None, version: object = None, skip_version_check: bool = False) -> object:
+        calls.append(version)
+        target = tmp_path / "user" / ".pulumi" / "versions" / "3.200.0" / "bin"
+        target.mkdir(parents=True)
+        (target / "pulumi").write_text("#!/bin/sh\necho v3.200.0\n")
+        (target / "pulumi").chmod(0o755)
+        return type("Cmd", (), {"version": "3.200.0", "command": str(target / "pulumi")})()
+
+    monkeypatch.setattr(auto.PulumiCommand, "install", staticmethod(fake_install))
+    result = runner.invoke(app, ["install-pulumi", "--version", "3.200.0", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["version"] == "3.200.0" and len(calls) == 1
+    assert automation.installed_cli_root() == tmp_path / "user" / ".pulumi" / "versions" / "3.200.0"
+    bad = runner.invoke(app, ["install-pulumi", "--version", "latest"])
+    assert bad.exit_code == 2 and "--version" in bad.output

@@ -52,7 +52,10 @@ def run_command(as_json: bool, fn: Callable[[], T]) -> T:
             from rich.markup import escape
 
             # User values and patterns contain '[...]': escape them so rich prints them literally.
-            console(stderr=True).print(f"[bold red]error:[/] {escape(e.render())}", markup=True, highlight=False)
+            # soft_wrap: the terminal wraps; a log keeps each line whole (fix commands stay copyable).
+            console(stderr=True).print(
+                f"[bold red]error:[/] {escape(e.render())}", markup=True, highlight=False, soft_wrap=True
+            )
         raise typer.Exit(e.exit_code) from None
     except KeyboardInterrupt:
         console(stderr=True).print("interrupted")
