@@ -8,13 +8,18 @@ anything exists; a job's exit code passes through and nothing is left afterwards
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import signal
 import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import isolated_home
+from conftest import ROOT, isolated_home
 from typer.testing import CliRunner
 
 from provision.cli.app import app
@@ -158,3 +163,23 @@ def test_install_pulumi_uses_the_sdk_installer_and_is_found_afterwards(
     assert automation.installed_cli_root() == tmp_path / "user" / ".pulumi" / "versions" / "3.200.0"
     bad = runner.invoke(app, ["install-pulumi", "--version", "latest"])
     assert bad.exit_code == 2 and "--version" in bad.output
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_run_tears_down_on_sigterm_and_ctrl_c(home: Path, tmp_path: Path, signum: int) -> None:
+    spec = _spec_file(tmp_path)
+    started = tmp_path / "started"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PROVISION_HOME": str(home)}
+    cmd = [sys.executable, "-m", "provision.cli", "run", str(spec), "--mock", "--"]
+    cmd += ["sh", "-c", f"touch {started}; sleep 60"]
+    proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not started.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert started.exists(), proc.communicate()
+    states = list((home / "mock").glob("*.json"))
+    assert len(states) == 1  # the cluster is up while the job runs
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert not list((home / "mock").glob("*.json")) and not list((home / "ephemeral").glob("*.json"))
