@@ -114,3 +114,40 @@ def test_access_path_is_pure_and_per_cloud() -> None:
     assert access_path(plan_spec(stack_spec("gcp-a3-64")))["via"] == "iap"
     text = render_ssh_config("c", ["10.0.0.1"], {"via": "direct", "user": "u"}, identity_file="/k", known_hosts="/kh")
     assert "HostKeyAlias c-0" in text and "UserKnownHostsFile /kh" in text and "IdentityFile /k" in text
+
+
+def test_every_command_help_ends_with_an_example() -> None:
+    import typer.main
+
+    from provision.cli.app import app as the_app
+
+    group = typer.main.get_command(the_app)
+    missing = []
+    for name, command in group.commands.items():  # type: ignore[attr-defined]
+        text = runner.invoke(the_app, [name, "--help"]).stdout
+        if "Example: provision " not in text:
+            missing.append(name)
+    assert missing == []
+
+
+def test_version_and_completion_options() -> None:
+    from provision import __version__
+
+    assert runner.invoke(app, ["--version"]).stdout.strip() == f"provision {__version__}"
+    assert "--install-completion" in runner.invoke(app, ["--help"]).stdout
+
+
+def test_status_shows_the_nodes_and_fits_80_columns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    isolated_home(tmp_path, monkeypatch)
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert runner.invoke(app, ["up", "gcp-a3-64", "--mock", "--yes"]).exit_code == 0
+    doc = runner.invoke(app, ["status", "gcp-a3-64", "--mock", "--json"])
+    nodes = __import__("json").loads(doc.stdout)["nodes"]
+    assert [n["name"] for n in nodes] == [f"llm-train-{r}" for r in range(8)]
+    assert all(n["state"] == "running" and n["address"] for n in nodes)
+    text = runner.invoke(app, ["status", "llm-train", "--mock"]).stdout  # the cluster name works too
+    assert "llm-train-7" in text and "(cluster llm-train)" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+    down = runner.invoke(app, ["down", "llm-train", "--mock", "--yes"])
+    deleted = [line for line in down.output.splitlines() if line.strip().startswith("delete")]
+    assert len(deleted) == len({line.strip() for line in deleted}) > 0  # each deletion printed once

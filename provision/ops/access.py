@@ -14,6 +14,7 @@ Per cluster, under ``$PROVISION_HOME/ssh/<stack>/`` (0700, files 0600):
 
 The login key (``IdentityFile``) is, in order: ``$PROVISION_SSH_IDENTITY``; the private key next to
 the first ``~/.ssh/*.pub`` that matches one of ``access.ssh_public_keys``; none (ssh's defaults).
+The login user is ``access.ssh_user``, or ``$PROVISION_SSH_USER`` (GCP OS Login users).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from provision.ops.cluster import Cluster
 
 IDENTITY_ENV = "PROVISION_SSH_IDENTITY"
+#: Overrides the login user of the spec (GCP OS Login gives each person their own POSIX user).
+USER_ENV = "PROVISION_SSH_USER"
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -105,6 +108,8 @@ def ssh_config_text(cluster: Cluster, *, ports: list[int] | None = None) -> str:
     """The cluster's ``ssh_config`` for this machine (identity and pinned known_hosts included)."""
     outputs = cluster.outputs
     path = dict(outputs.get("access") or {"via": "direct", "user": cluster.spec.access.ssh_user})
+    if os.environ.get(USER_ENV):  # e.g. the OS Login user on GCP (user_example_com)
+        path["user"] = os.environ[USER_ENV]
     text = render_ssh_config(
         cluster.spec.name,
         cluster_hosts(cluster),
