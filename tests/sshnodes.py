@@ -1,8 +1,9 @@
 """Real SSH servers on 127.0.0.1 standing in for a cluster's nodes (asyncssh), for exec / launch tests.
 
 Each node is an asyncssh server with its own host key that accepts one client key and runs every
-command with ``bash -c`` in a node folder, with ``PROVISION_TEST_NODE=<rank>``, ``HOME`` set to that folder and
-``PROVISION_ROOT`` to its ``root/`` (where the node's ``/etc/ssh`` host key is), and stdin, stdout, stderr and the exit status passed through.
+command with ``bash -c`` in a node folder, with ``PROVISION_TEST_NODE=<rank>``, ``HOME`` set to that
+folder and ``PROVISION_ROOT`` to its ``root/`` (where the node's ``/etc/ssh`` host key is); stdin,
+stdout, stderr and the exit status pass through.
 """
 
 from __future__ import annotations

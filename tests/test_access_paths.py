@@ -1,4 +1,4 @@
-"""The way into each cloud's private nodes, as the generated ssh_config carries it (mocked runs of the shipped stacks)."""
+"""The way into each cloud's private nodes, as the generated ssh_config carries it (shipped stacks, mocked)."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def test_gcp_nodes_are_reached_through_iap_with_the_firewall_for_googles_range()
     hosts = _hosts(run.outputs["ssh_config"])
     proxy = shlex.split(hosts["llm-train-3"]["ProxyCommand"])
     assert proxy[:6] == ["gcloud", "compute", "start-iap-tunnel", names[3], "%p", "--listen-on-stdin"]
-    assert ["--zone", "us-central1-a"] == proxy[6:8] and "--project" in proxy
+    assert proxy[6:8] == ["--zone", "us-central1-a"] and "--project" in proxy
     rules = [
         r for r in run.of_type("gcp:compute/firewall:Firewall") if "35.235.240.0/20" in r.inputs.get("sourceRanges", [])
     ]
@@ -123,7 +123,7 @@ def test_every_command_help_ends_with_an_example() -> None:
 
     group = typer.main.get_command(the_app)
     missing = []
-    for name, command in group.commands.items():  # type: ignore[attr-defined]
+    for name, _command in group.commands.items():  # type: ignore[attr-defined]
         text = runner.invoke(the_app, [name, "--help"]).stdout
         if "Example: provision " not in text:
             missing.append(name)

@@ -158,7 +158,7 @@ def down(target: str = _TARGET, mock: bool = _MOCK, yes: bool = _YES, as_json: b
 
 
 def status(target: str = _TARGET, mock: bool = _MOCK, as_json: bool = _JSON) -> None:
-    """Show what exists for a cluster: its resources, cost so far and expiry."""
+    """Show what exists for a cluster: its nodes, resources, cost so far and expiry."""
     doc = run_command(as_json, lambda: _cluster(target, mock, as_json).status())
     if as_json:
         emit_json(doc)
@@ -172,21 +172,27 @@ def status(target: str = _TARGET, mock: bool = _MOCK, as_json: bool = _JSON) -> 
         out.print(f"{escape(doc['stack'])}{mode}: nothing exists")
         return
     named = f" (cluster {doc['cluster']})" if doc.get("cluster") and doc["cluster"] != doc["stack"] else ""
-    nodes = Table(title=f"{doc['stack']}{named}{mode}: {len(doc.get('nodes') or [])} nodes", box=None)
+    nodes = doc.get("nodes") or []
+    header = f"{doc['stack']}{named}{mode}: {len(nodes)} nodes, {len(doc['resources'])} resources"
+    out.print(escape(header), soft_wrap=True)
+    table = Table(box=None)
     for col in ("node", "address", "state", "health"):
-        nodes.add_column(col, overflow="fold")
-    for n in doc.get("nodes") or []:
-        nodes.add_row(escape(n["name"]), escape(str(n["address"])), n["state"], escape(str(n["health"] or "unknown")))
-    out.print(nodes)
-    table = Table(title=f"{len(doc['resources'])} resources", box=None)
-    for col in ("type", "name"):
+        table.add_column(col, overflow="fold")
+    for n in nodes:
+        table.add_row(escape(n["name"]), escape(str(n["address"])), n["state"], escape(str(n["health"] or "unknown")))
+    out.print(table)
+    table = Table(box=None)
+    for col in ("resource type", "name"):
         table.add_column(col, overflow="fold")
     for r in doc["resources"]:
         table.add_row(escape(r["type"]), escape(r["name"]))
     out.print(table)
     spent = f"${doc['spent_usd']:,.2f}" if doc["spent_usd"] is not None else "unpriced"
     hourly = f"${doc['hourly_usd']:,.2f}/h" if doc["hourly_usd"] is not None else "unpriced"
-    out.print(f"created {doc['created_at']}, expires {doc['expires_at'] or 'never'}; {hourly}, {spent} so far")
+    out.print(
+        f"created {doc['created_at']}, expires {doc['expires_at'] or 'never'}; {hourly}, {spent} so far",
+        soft_wrap=True,
+    )
 
 
 def outputs(

@@ -57,9 +57,9 @@ def offers(
         return
     from rich.table import Table
 
-    table = Table(title=f"GPU offers ({len(rows)})")
+    table = Table(title=f"GPU offers ({len(rows)})", box=None)  # fits 80 columns; names never split
     for col in ("cloud", "instance type", "GPUs", "GPU GiB", "fabric", "Gbps", "NICs", "from $/h", "regions"):
-        table.add_column(col, overflow="fold")
+        table.add_column(col, overflow="fold", no_wrap=col == "instance type")
     for r in rows:
         prices = [p for p in r["price_per_hour_usd"].values() if p is not None]
         table.add_row(

@@ -329,7 +329,11 @@ class NodeAccess:
     spec: Any
     stack: str
     mock: bool
-    outputs: dict[str, Any]
+
+    @property
+    def outputs(self) -> dict[str, Any]:
+        """The stack outputs (provided by ``Cluster``)."""
+        raise NotImplementedError
 
     def nodes(self) -> list[dict[str, Any]]:
         """``[{"name", "rank", "address", "state", "health"}]`` from the state (no node is contacted).

@@ -12,11 +12,13 @@ can take a stack or cluster name after the file is gone.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from provision.spec import CONFIG_KEY
 from provision.spec.errors import CloudError, Problem, SpecError
 from provision.spec.units import format_time
 
@@ -100,8 +102,9 @@ def _real_records(root: Path | None) -> list[ClusterRecord]:
             continue
         stack = auto.Stack.select(summary.name, workspace)
         outs = {k: v.value for k, v in automation.run_operation("outputs", summary.name, stack.outputs).items()}
-        spec = outs.get("spec") if isinstance(outs.get("spec"), dict) else {}
-        created = created_at_from(automation.stack_config(stack).get(automation.CREATED_AT_KEY))
+        config = automation.stack_config(stack)
+        spec = _recorded_spec(outs.get("spec"), config.get(CONFIG_KEY))
+        created = created_at_from(config.get(automation.CREATED_AT_KEY))
         found.append(
             ClusterRecord(
                 stack=summary.name,
@@ -114,6 +117,17 @@ def _real_records(root: Path | None) -> list[ClusterRecord]:
             )
         )
     return found
+
+
+def _recorded_spec(output: Any, config: str | None) -> dict[str, Any]:
+    """The spec the state recorded: the ``spec`` output, else the stack's ``provision:cluster`` config (older stacks)."""
+    if isinstance(output, dict):
+        return output
+    try:
+        found = json.loads(config) if config else {}
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 def list_clusters(mock: bool, root: Path | None = None) -> list[ClusterRecord]:

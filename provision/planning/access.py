@@ -74,7 +74,7 @@ def access_path(plan: ClusterPlan) -> dict[str, Any]:
 
 
 def node_names(hosts: Sequence[str], path: Mapping[str, Any]) -> list[str]:
-    """Per rank, the instance name IAP needs, from hosts that are GCP internal DNS names (``NAME.ZONE.c.PROJECT.internal``).
+    """Per rank, the instance name IAP needs, from GCP internal DNS names (``NAME.ZONE.c.PROJECT.internal``).
 
     Other paths name nodes otherwise (AWS: instance ids from the component), so this is ``[]`` for them.
     """

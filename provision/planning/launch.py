@@ -88,7 +88,7 @@ class ClusterFacts:
 
     @classmethod
     def from_outputs(cls, outputs: Mapping[str, Any]) -> ClusterFacts:
-        """Facts from a cluster's stack outputs (``cluster``, ``hosts``, ``gpus``, ``nodes``, ``fabric``, ``nccl_env``)."""
+        """Facts from stack outputs (``cluster``, ``hosts``, ``gpus``, ``nodes``, ``fabric``, ``nccl_env``)."""
         nodes = int(outputs.get("nodes") or len(outputs.get("hosts") or []) or 1)
         fabric = outputs.get("fabric") or {}
         return cls(
