@@ -87,7 +87,7 @@ def _duration(hours: float) -> str:
     return f"{hours:.1f} h"
 
 
-def _resolve(target: Any, root: Path | None, mock: bool) -> tuple[ClusterSpec, str]:
+def _resolve(target: Any, root: Path | None, mock: bool, command: Any = None) -> tuple[ClusterSpec, str]:
     """(spec, default stack name): the stack file's stack, else the spec's name.
 
     A name that is no file and no stack in ``stacks/`` is looked up in the state: a stack or
@@ -103,7 +103,7 @@ def _resolve(target: Any, root: Path | None, mock: bool) -> tuple[ClusterSpec, s
         from provision.spec import load_spec
 
         try:
-            record = find_cluster(text, mock, root)
+            record = find_cluster(text, mock, root, command)
         except CloudError:  # real mode without a usable backend: the file error says more
             record = None
         if record is None:
@@ -159,7 +159,7 @@ class Cluster(NodeAccess):
         if faults and not mock:
             raise UnsupportedError("faults can only be injected into the mocked cloud; to fix: pass mock=True")
         self.root = Path(root) if root else project_root()
-        self.spec, default_stack = _resolve(target, self.root, mock)
+        self.spec, default_stack = _resolve(target, self.root, mock, pulumi_command)
         self.stack = _check_stack_name(stack or default_stack)
         self.mock = mock
         self.display = display

@@ -87,13 +87,13 @@ def _mock_records() -> list[ClusterRecord]:
     return found
 
 
-def _real_records(root: Path | None) -> list[ClusterRecord]:
+def _real_records(root: Path | None, command: Any = None) -> list[ClusterRecord]:
     from pulumi import automation as auto
 
     from provision.engine import automation
     from provision.engine.program import created_at_from
 
-    settings = automation.workspace_settings(root)
+    settings = automation.workspace_settings(root, command)
     workspace = auto.LocalWorkspace(**settings)
     found = []
     summaries = automation.run_operation("stack ls", "*", workspace.list_stacks)
@@ -120,7 +120,7 @@ def _real_records(root: Path | None) -> list[ClusterRecord]:
 
 
 def _recorded_spec(output: Any, config: str | None) -> dict[str, Any]:
-    """The spec the state recorded: the ``spec`` output, else the stack's ``provision:cluster`` config (older stacks)."""
+    """The recorded spec: the ``spec`` output, else the stack's ``provision:cluster`` config (older stacks)."""
     if isinstance(output, dict):
         return output
     try:
@@ -130,23 +130,25 @@ def _recorded_spec(output: Any, config: str | None) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
-def list_clusters(mock: bool, root: Path | None = None) -> list[ClusterRecord]:
+def list_clusters(mock: bool, root: Path | None = None, command: Any = None) -> list[ClusterRecord]:
     """Every cluster with resources in the mocked cloud (``mock``) or in the Pulumi backend, by stack name.
+
+    ``command`` is the ``PulumiCommand`` to use in real mode (default: the installed CLI).
 
     Raises:
         CloudError: real mode without the Pulumi CLI, or the backend refused.
     """
-    records = _mock_records() if mock else _real_records(root)
+    records = _mock_records() if mock else _real_records(root, command)
     return sorted(records, key=lambda r: r.stack)
 
 
-def find_cluster(target: str, mock: bool, root: Path | None = None) -> ClusterRecord | None:
+def find_cluster(target: str, mock: bool, root: Path | None = None, command: Any = None) -> ClusterRecord | None:
     """The cluster whose stack or cluster name is ``target``; ``None`` when there is none.
 
     Raises:
         SpecError: several stacks hold a cluster of that name (names them; use the stack).
     """
-    records = list_clusters(mock, root)
+    records = list_clusters(mock, root, command)
     by_stack = [r for r in records if r.stack == target]
     if by_stack:
         return by_stack[0]
