@@ -278,8 +278,24 @@ def _launch_k8s(target: str, words: list[str], print_only: bool, mock: bool, as_
         print(doc if isinstance(doc, str) else doc)
 
 
+def azure_bastion(
+    name: str = typer.Option(..., "--name", help="The Bastion's name."),
+    resource_group: str = typer.Option(..., "--resource-group", help="Its resource group."),
+    host: str = typer.Option(..., "--host", help="The node: private IP or computer name (ssh's %h)."),
+    port: int = typer.Option(22, "--port", help="The node's SSH port (ssh's %p)."),
+    scale_set: list[str] = typer.Option([], "--scale-set", help="Scale sets to look a computer name up in."),
+) -> None:
+    """ssh ProxyCommand through Azure Bastion (written into a cluster's ssh_config by azure.bastion)."""
+    from provision.ops.proxy import azure_bastion as relay
+
+    raise typer.Exit(run_command(False, lambda: relay(name, resource_group, host, port, scale_set)))
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``ssh``, ``exec`` and ``launch``."""
+    """Add ``ssh``, ``exec``, ``launch`` and the hidden ``proxy`` group (ssh ProxyCommands)."""
     app.command("ssh")(ssh)
     app.command("exec")(exec_)
     app.command("launch")(launch)
+    proxy = typer.Typer(help="ssh ProxyCommands used by generated ssh_config files.")
+    proxy.command("azure-bastion")(azure_bastion)
+    app.add_typer(proxy, name="proxy", hidden=True)

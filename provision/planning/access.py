@@ -13,8 +13,8 @@ GCP       IAP TCP forwarding: ``ProxyCommand gcloud compute                 ``gc
           start-iap-tunnel NAME %p --listen-on-stdin`` (firewall allows     ``roles/iap.tunnelResourceAccessor``
           35.235.240.0/20 on tcp:22: ``gcp.allow_iap_ssh``, on by default)
 Azure     Bastion (Standard, native client tunnel, IP connect), opt-in      ``az`` with the ``bastion``
-          ``azure.bastion: true``: ``ProxyCommand provision proxy           extension
-          azure-bastion ...`` (relays ``az network bastion tunnel``)
+          ``azure.bastion: true``: ``ProxyCommand provision proxy           extension (and ``provision``
+          azure-bastion ...`` (relays ``az network bastion tunnel``)        on PATH)
 Alibaba   an opted-in public head node (EIP), ``access.public_head_node``   ``ssh``
 any       ``access.public_head_node``: node 0 by its public IP, the others  ``ssh``
           with ``ProxyJump`` through it
@@ -64,9 +64,13 @@ def access_path(plan: ClusterPlan) -> dict[str, Any]:
         path["via"] = "iap"
         path["project"] = plan.extra.get("project")
         path["zone"] = plan.extra.get("zone") or plan.zone
-    elif plan.cloud == "azure" and getattr(opts, "bastion", False):
+    elif plan.cloud == "azure" and plan.extra.get("bastion"):
         path["via"] = "bastion"
-        path["bastion"] = {"name": plan.extra.get("bastion"), "resource_group": plan.extra.get("resource_group")}
+        path["bastion"] = {
+            "name": plan.extra["bastion"]["name"],
+            "resource_group": plan.extra.get("network_resource_group") or plan.extra.get("resource_group"),
+            "scale_sets": [island["vmss"] for island in plan.extra.get("islands", [])],
+        }
     else:
         path["via"] = "direct"
     path["needs"] = NEEDS[path["via"]]
@@ -99,7 +103,10 @@ def _proxy_command(path: Mapping[str, Any], node_id: str | None) -> str | None:
     if via == "bastion":
         bastion = path.get("bastion") or {}
         words = ["provision", "proxy", "azure-bastion", "--name", str(bastion.get("name"))]
-        words += ["--resource-group", str(bastion.get("resource_group")), "--host", "%h", "--port", "%p"]
+        words += ["--resource-group", str(bastion.get("resource_group"))]
+        for vmss in bastion.get("scale_sets") or []:
+            words += ["--scale-set", str(vmss)]
+        words += ["--host", "%h", "--port", "%p"]
         return " ".join(shlex.quote(w) if "%" not in w else w for w in words)
     return None
 

@@ -268,6 +268,8 @@ class AzureAdapter(Adapter):
             prefixes["filesystem"] = rules.amlfs_subnet_prefix(max(1.0, self._filesystem_capacity_tib(res)))
         elif kind == "netapp":
             prefixes["filesystem"] = rules.NETAPP_SUBNET_PREFIX
+        if spec.cloud_options().bastion:
+            prefixes["bastion"] = rules.BASTION_SUBNET_PREFIX
         return prefixes
 
     @staticmethod
@@ -328,6 +330,7 @@ class AzureAdapter(Adapter):
             "filesystem": self._filesystem_plan(spec, res, opts, layout.subnets),
             "lifetime": "tags+reaper",
             "hostfile": {"invoke": "azure-native:resources:getResource", "api_version": VMSS_NIC_API_VERSION},
+            "bastion": {"name": f"{name}-bastion", "subnet": layout.subnets["bastion"]} if opts.bastion else None,
         }
 
     def _filesystem_plan(

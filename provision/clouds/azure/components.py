@@ -22,7 +22,7 @@ import pulumi
 from pulumi_azure_native import compute, managedidentity, resources
 
 from provision.clouds.azure.adapter import VMSS_NIC_API_VERSION
-from provision.clouds.azure.network import Network, build_network
+from provision.clouds.azure.network import Network, build_bastion, build_network
 from provision.clouds.azure.storage import SharedFs, build_filesystem
 from provision.clouds.azure.userdata import custom_data
 from provision.clouds.base import TAG_EXPIRES, TAG_RETAIN
@@ -86,6 +86,8 @@ class AzureCluster(pulumi.ComponentResource):
             opts=child,
         )
         self.network: Network = build_network(plan, net_rg, net_tags, net_opts)
+        if extra.get("bastion"):
+            build_bastion(plan, net_rg, self.network, net_tags, net_opts)
         self.shared_fs: SharedFs | None = None
         if extra["filesystem"] is not None and self.network.filesystem is not None:
             self.shared_fs = build_filesystem(plan, net_rg, self.network.filesystem, net_tags, net_opts)
