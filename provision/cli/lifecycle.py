@@ -189,10 +189,8 @@ def status(target: str = _TARGET, mock: bool = _MOCK, as_json: bool = _JSON) -> 
     out.print(table)
     spent = f"${doc['spent_usd']:,.2f}" if doc["spent_usd"] is not None else "unpriced"
     hourly = f"${doc['hourly_usd']:,.2f}/h" if doc["hourly_usd"] is not None else "unpriced"
-    out.print(
-        f"created {doc['created_at']}, expires {doc['expires_at'] or 'never'}; {hourly}, {spent} so far",
-        soft_wrap=True,
-    )
+    out.print(f"created {doc['created_at']}, expires {doc['expires_at'] or 'never'}", soft_wrap=True)
+    out.print(f"cost: {hourly}, {spent} so far", soft_wrap=True)
 
 
 def outputs(

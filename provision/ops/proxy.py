@@ -58,7 +58,7 @@ def _target(host: str, resource_group: str, scale_sets: Sequence[str]) -> list[s
 def _pump(src: BinaryIO | socket.socket, dst: BinaryIO | socket.socket) -> None:
     try:
         while True:
-            data = src.recv(65536) if isinstance(src, socket.socket) else src.read1(65536)  # type: ignore[union-attr]
+            data = src.recv(65536) if isinstance(src, socket.socket) else src.read1(65536)  # type: ignore[union-attr,attr-defined]
             if not data:
                 break
             if isinstance(dst, socket.socket):
