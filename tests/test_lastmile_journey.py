@@ -183,3 +183,69 @@ def test_run_tears_down_on_sigterm_and_ctrl_c(home: Path, tmp_path: Path, signum
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert not list((home / "mock").glob("*.json")) and not list((home / "ephemeral").glob("*.json"))
+
+
+def test_mock_launch_runs_the_real_line_per_node_with_that_nodes_env(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "torchrun"  # records what each node's torchrun was given
+    fake.write_text('#!/bin/sh\necho "$@ | FI_PROVIDER=$FI_PROVIDER WORLD_SIZE=$WORLD_SIZE"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    assert runner.invoke(app, ["up", str(_spec_file(tmp_path)), "--mock", "--yes"]).exit_code == 0
+    result = runner.invoke(app, ["launch", "my-train", "--torchrun", "--mock", "--json", "--", "train.py", "--lr", "1"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["runs_on"] == "all" and doc["exit_code"] == 0
+    lines = {n["node"]: n["stdout"].strip() for n in doc["nodes"]}
+    head = json.loads(runner.invoke(app, ["outputs", "my-train", "head_node", "--mock", "--json"]).stdout)
+    for rank in (0, 1):
+        assert lines[f"my-train-{rank}"] == (
+            f"--nnodes=2 --nproc-per-node=8 --node-rank={rank} --master-addr={head} --master-port=29500 "
+            "train.py --lr 1 | FI_PROVIDER=efa WORLD_SIZE=16"
+        )
+    failing = runner.invoke(app, ["launch", "my-train", "--mpirun", "--mock", "--", "x"])
+    assert failing.exit_code == 127  # no mpirun here: the head node's exit code passes through
+
+
+def test_python_api_gives_launch_lines_nodes_and_runs_commands(home: Path, tmp_path: Path) -> None:
+    from provision import Cluster
+
+    cluster = Cluster(str(_spec_file(tmp_path)), mock=True, display="none")
+    cluster.up()
+    same = Cluster("my-train", mock=True)
+    line = same.launch_command("deepspeed", "train.py", "--zero", "3")
+    assert "deepspeed --hostfile=$PROVISION_HOSTFILE" in line and line.endswith("train.py --zero 3")
+    assert [n["name"] for n in same.nodes()] == ["my-train-0", "my-train-1"]
+    results = same.run_on_nodes("echo $NODE_RANK", nodes="head")
+    assert [(r.node, r.stdout) for r in results] == [("my-train-0", "0\n")]
+    same.down()
+    assert Cluster(SPEC, mock=True).status()["nodes"] == []
+
+
+def test_exec_and_ssh_errors_are_exit_2_with_the_fix(home: Path, tmp_path: Path) -> None:
+    assert runner.invoke(app, ["up", str(_spec_file(tmp_path)), "--mock", "--yes"]).exit_code == 0
+    no_cmd = runner.invoke(app, ["exec", "my-train", "--mock"])
+    assert no_cmd.exit_code == 2 and "after --" in no_cmd.output
+    bad_nodes = runner.invoke(app, ["exec", "my-train", "--mock", "--nodes", "5", "--", "true"])
+    assert bad_nodes.exit_code == 2 and "--nodes" in bad_nodes.output
+    two = runner.invoke(app, ["launch", "my-train", "--torchrun", "--mpirun", "--mock", "--", "x"])
+    assert two.exit_code == 2 and "exactly one" in two.output
+    on_node = runner.invoke(app, ["ssh", "my-train", "1", "--mock", "--", "sh", "-c", "echo $NODE_RANK"])
+    assert on_node.exit_code == 0 and on_node.stdout == "1\n"
+    js = json.loads(runner.invoke(app, ["exec", "my-train", "--mock", "--json", "--", "true"]).stdout)
+    assert js["exit_code"] == 0 and [n["node"] for n in js["nodes"]] == ["my-train-0", "my-train-1"]
+
+
+def test_a_private_path_without_its_local_tool_says_which_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from provision.cli.access import _check_tools
+    from provision.spec.errors import CloudError
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(CloudError) as e:
+        _check_tools("ssm")
+    assert (
+        "aws" in str(e.value) and "session-manager-plugin" in str(e.value) and "Session Manager plugin" in str(e.value)
+    )
