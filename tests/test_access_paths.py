@@ -153,3 +153,8 @@ def test_status_shows_the_nodes_and_fits_80_columns(tmp_path: Path, monkeypatch:
     down = runner.invoke(app, ["down", "llm-train", "--mock", "--yes"])
     deleted = [line for line in down.output.splitlines() if line.strip().startswith("delete")]
     assert len(deleted) == len({line.strip() for line in deleted}) > 0  # each deletion printed once
+
+
+def test_enum_options_are_case_insensitive() -> None:
+    upper = runner.invoke(app, ["offers", "--cloud", "GCP", "--json"])
+    assert upper.exit_code == 0 and {r["cloud"] for r in __import__("json").loads(upper.stdout)} == {"gcp"}

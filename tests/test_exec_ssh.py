@@ -13,8 +13,9 @@ import pytest
 from conftest import isolated_home
 from sshnodes import FakeNodes, fake_nodes
 
-from provision.ops.access import cluster_key, known_hosts_path, prepare_nodes, ssh_config_text
+from provision.ops.access import cluster_key, known_hosts_path, ssh_config_text
 from provision.ops.exec import TIMED_OUT, UNREACHABLE, run_on_nodes, select_nodes, worst_exit
+from provision.ops.prepare import prepare_nodes
 from provision.spec.errors import SpecError
 
 NCCL = {"FI_PROVIDER": "efa", "NCCL_SOCKET_IFNAME": "^docker,lo"}

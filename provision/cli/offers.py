@@ -18,6 +18,8 @@ def offers(
     """List the catalog's GPU instance types with their fabric and prices."""
     from provision.catalog import load_catalog
 
+    cloud = cloud.lower() if cloud else cloud  # enum values are case-insensitive: --cloud GCP
+
     def go() -> list[dict[str, Any]]:
         from provision.spec.errors import Problem, SpecError
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from provision.engine.progress import OperationResult, Progress
-from provision.ops.access import NodeAccess
+from provision.ops.node_access import NodeAccess
 from provision.planning.outputs import render_hostfile
 from provision.spec import ClusterSpec
 from provision.spec.errors import CapacityError, CloudError, Problem, SpecError, UnsupportedError

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from provision.spec.errors import CloudError, Problem, SpecError
 
 if TYPE_CHECKING:
-    from provision.ops.cluster import Cluster
+    from provision.ops.access import Cluster
 
 #: Exit codes for nodes without one of their own (OpenSSH's and coreutils timeout's conventions).
 UNREACHABLE = 255
@@ -176,6 +176,8 @@ def run_on_nodes(
                 result.seconds = time.monotonic() - started
 
         await asyncio.gather(*(one(r) for r in results))
+        # Let finished subprocess transports run their close callbacks before asyncio.run closes the loop.
+        await asyncio.sleep(0.01)
 
     run_async(main())
     return results

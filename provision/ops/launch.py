@@ -7,7 +7,7 @@
 The lines come from :mod:`provision.planning.launch`; ``torchrun`` and ``accelerate`` run on every
 node, ``deepspeed`` and ``mpirun`` on the head node, which starts the other ranks over the
 cluster's node-to-node SSH. Before the first launch the nodes are prepared once
-(:func:`provision.ops.access.prepare_nodes`: ``/etc/provision/env``, hostfile, node-to-node key);
+(:func:`provision.ops.prepare.prepare_nodes`: ``/etc/provision/env``, hostfile, node-to-node key);
 a marker in the cluster's SSH folder remembers it for these hosts.
 """
 
@@ -21,7 +21,7 @@ from provision.planning.launch import LAUNCHERS, RUNS_ON, launch_line
 from provision.spec.errors import Problem, SpecError
 
 if TYPE_CHECKING:
-    from provision.ops.cluster import Cluster
+    from provision.ops.access import Cluster
     from provision.ops.exec import LineCallback, NodeResult
 
 
@@ -62,7 +62,7 @@ def _marker(cluster: Cluster) -> Any:
 
 def ensure_prepared(cluster: Cluster) -> None:
     """Prepare the nodes once per set of hosts (a mocked cluster: its local env files, every time)."""
-    from provision.ops.access import prepare_nodes
+    from provision.ops.prepare import prepare_nodes
 
     if cluster.mock:
         prepare_nodes(cluster)
