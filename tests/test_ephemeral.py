@@ -222,13 +222,14 @@ def test_stack_and_cluster_names_are_unique_per_run(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("GITHUB_RUN_ATTEMPT", "2")
     first, second = unique_names("aws-p5-ci"), unique_names("aws-p5-ci")
     assert first != second
-    assert re.fullmatch(r"aws-p5-ci-ci-9876543210-2-[0-9a-f]{6}", first[0])
+    assert re.fullmatch(r"aws-p5-ci-9876543210-2-[0-9a-f]{6}", first[0])  # no doubled "-ci-ci-"
     assert first[1] == "aws-p5-ci-" + first[0][-6:]
     monkeypatch.delenv("GITHUB_RUN_ID")
     monkeypatch.setenv("CI_JOB_ID", "job 7/x")  # GitLab; odd characters are made stack-safe
-    assert unique_names("gcp-ci", nonce="abc123") == ("gcp-ci-ci-job-7-x-abc123", "gcp-ci-abc123")
+    assert unique_names("gcp-ci", nonce="abc123") == ("gcp-ci-job-7-x-abc123", "gcp-ci-abc123")
     monkeypatch.delenv("CI_JOB_ID")
-    assert unique_names("gcp-ci", nonce="abc123") == ("gcp-ci-ci-abc123", "gcp-ci-abc123")
+    assert unique_names("gcp-ci", nonce="abc123") == ("gcp-ci-abc123", "gcp-ci-abc123")
+    assert unique_names("llm-train", nonce="abc123") == ("llm-train-ci-abc123", "llm-train-abc123")
     longest = "a" + "b-" * 19 + "c"  # 40 characters, the most a spec name may have
     stack, name = unique_names(longest)
     assert len(name) <= 40 and re.fullmatch(NAME_PATTERN, name) and "--" not in name
@@ -243,7 +244,7 @@ def test_without_a_stack_the_run_gets_its_own_stack_and_cluster_name(
         ephemeral_cluster(STACK, mock=True, display="none") as a,
         ephemeral_cluster(STACK, mock=True, display="none") as b,
     ):
-        assert a.stack.startswith("aws-p5-ci-ci-555-") and b.stack.startswith("aws-p5-ci-ci-555-")
+        assert a.stack.startswith("aws-p5-ci-555-") and b.stack.startswith("aws-p5-ci-555-")
         assert a.stack != b.stack and a.spec.name != b.spec.name
         assert a.plan().tags["provision-cluster"] == a.spec.name  # resources are told apart in the cloud too
         assert len(MockStore().stacks()) == 2

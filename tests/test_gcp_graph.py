@@ -130,16 +130,17 @@ def test_every_ordinary_vpc_allows_traffic_inside_the_cluster(mega: Any) -> None
 def test_ssh_only_from_allowed_cidrs_and_never_the_world(mega: Any) -> None:
     ssh = [f for f in mega.of_type(FIREWALL) if f.name.endswith("-ssh")]
     assert len(ssh) == 1
-    assert ssh[0].inputs["sourceRanges"] == ["203.0.113.0/24"]
+    # allowed_cidrs, plus IAP's TCP forwarding range (gcp.allow_iap_ssh, on by default: the private way in)
+    assert ssh[0].inputs["sourceRanges"] == ["203.0.113.0/24", "35.235.240.0/20"]
     assert ssh[0].inputs["allows"] == [{"protocol": "tcp", "ports": ["22"]}]
     for f in mega.of_type(FIREWALL):
         assert not {"0.0.0.0/0", "::/0"} & set(f.inputs["sourceRanges"])
 
 
-def test_no_allowed_cidrs_means_no_ssh_rule_and_iap_is_opt_in() -> None:
-    closed = run(access={"allowed_cidrs": []}, instance_type="a2-highgpu-8g")
+def test_without_allowed_cidrs_ssh_comes_only_through_iap_unless_turned_off() -> None:
+    closed = run(access={"allowed_cidrs": []}, instance_type="a2-highgpu-8g", gcp={"allow_iap_ssh": False})
     assert not [f for f in closed.of_type(FIREWALL) if f.name.endswith("-ssh")]
-    iap = run(access={"allowed_cidrs": []}, instance_type="a2-highgpu-8g", gcp={"allow_iap_ssh": True})
+    iap = run(access={"allowed_cidrs": []}, instance_type="a2-highgpu-8g")
     (rule,) = [f for f in iap.of_type(FIREWALL) if f.name.endswith("-ssh")]
     assert rule.inputs["sourceRanges"] == ["35.235.240.0/20"]
 

@@ -194,10 +194,10 @@ def test_only_the_host_vpc_gets_ssh_and_nat() -> None:
     assert [n["key"] for n in nets if n["nat"]] == ["net-0"]
 
 
-def test_iap_range_is_opt_in() -> None:
-    assert plan().extra["ssh_source_ranges"] == ["203.0.113.0/24"]
-    assert plan(gcp={"allow_iap_ssh": True}).extra["ssh_source_ranges"] == ["203.0.113.0/24", "35.235.240.0/20"]
-    assert plan(access={"allowed_cidrs": []}).extra["ssh_source_ranges"] == []
+def test_iap_range_is_on_by_default_and_can_be_turned_off() -> None:
+    assert plan().extra["ssh_source_ranges"] == ["203.0.113.0/24", "35.235.240.0/20"]
+    assert plan(gcp={"allow_iap_ssh": False}).extra["ssh_source_ranges"] == ["203.0.113.0/24"]
+    assert plan(access={"allowed_cidrs": []}, gcp={"allow_iap_ssh": False}).extra["ssh_source_ranges"] == []
 
 
 # ---------------------------------------------------------------------------- placement, allocation, scheduling

@@ -216,3 +216,33 @@ def test_provision_home_drops_an_inherited_backend_and_passphrase(
         """
     )
     project.runpytest(*_plugin_args()).assert_outcomes(passed=1)
+
+
+def test_ephemeral_cluster_fixture_is_also_a_context_manager(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        """
+        def test_with(ephemeral_cluster):
+            with ephemeral_cluster("team-ci") as c:
+                assert c.status()["state"] == "up"
+            assert c.status()["state"] == "none"  # torn down at the end of the block, not only after the test
+        """
+    )
+    project.runpytest(*_plugin_args()).assert_outcomes(passed=1)
+
+
+def test_provider_deprecation_warnings_stay_out_of_the_users_run(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        """
+        import warnings
+
+        def test_provider_warns():
+            warnings.warn_explicit("old resource", DeprecationWarning, "x.py", 1, module="pulumi_aws.ec2")
+
+        def test_own_code_still_warns():
+            warnings.warn("mine", DeprecationWarning)
+        """
+    )
+    result = project.runpytest(*_plugin_args())
+    result.assert_outcomes(passed=2)
+    text = result.stdout.str()
+    assert "old resource" not in text and "mine" in text

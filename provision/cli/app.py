@@ -17,10 +17,73 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from provision.cli import catalog, check, k8s, lifecycle, nodes, offers, plan, reap, size
+from provision.cli import (
+    access,
+    catalog,
+    check,
+    inventory,
+    k8s,
+    lifecycle,
+    nodes,
+    offers,
+    plan,
+    reap,
+    run,
+    setup,
+    size,
+)
 
 #: The command groups, in the order ``provision --help`` lists them.
-COMMAND_MODULES = (offers, plan, lifecycle, nodes, size, reap, catalog, k8s, check)
+COMMAND_MODULES = (offers, plan, lifecycle, inventory, access, run, nodes, size, reap, catalog, k8s, setup, check)
+
+#: One example per command, shown at the end of its ``--help`` (commands that bring their own keep theirs).
+EXAMPLES = {
+    "offers": "provision offers --gpu H100 --cloud gcp",
+    "plan": "provision plan gcp-a3-64",
+    "preview": "provision preview aws-p5-16 --json",
+    "schema": "provision schema > cluster.schema.json",
+    "up": "provision up my-cluster.yaml --mock --yes",
+    "down": "provision down llm-train --yes",
+    "status": "provision status llm-train",
+    "outputs": "provision outputs llm-train hostfile",
+    "list": "provision list --mock",
+    "ssh": "provision ssh llm-train 1 -- nvidia-smi",
+    "exec": "provision exec llm-train --nodes all -- hostname",
+    "launch": "provision launch llm-train --torchrun -- train.py --lr 3e-4",
+    "run": "provision run aws-p5-ci --max-usd 300 --ttl 2h -- pytest tests/multinode",
+    "size": "provision size --params 70B --tokens 2T",
+    "reap": "provision reap --yes",
+    "install-pulumi": "provision install-pulumi",
+    "health": "provision health llm-train --json",
+    "nccl-test": "provision nccl-test llm-train",
+    "kubeconfig": "provision kubeconfig gcp-a3-64-gke --write ~/.kube/gke-a3",
+    "k8s-launch": "provision k8s-launch gcp-a3-64-gke -- train.py --epochs 1",
+    "check": "provision check aws-p5-ci --json",
+}
+
+
+def _version(value: bool) -> None:
+    if value:
+        from provision import __version__
+
+        typer.echo(f"provision {__version__}")
+        raise typer.Exit()
+
+
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Bring up and tear down GPU training clusters on AWS, GCP, Azure and Alibaba Cloud from one spec."""
+
+
+def add_examples(app: typer.Typer, examples: dict[str, Any] = EXAMPLES) -> None:
+    """Give each registered command without an epilog its example from :data:`EXAMPLES`."""
+    for info in app.registered_commands:
+        name = info.name or (info.callback.__name__.replace("_", "-") if info.callback else "")
+        if not info.epilog and name in examples:
+            info.epilog = f"Example: {examples[name]}"
 
 
 class JsonAwareGroup(TyperGroup):
@@ -59,11 +122,13 @@ def build_app() -> typer.Typer:
         name="provision",
         help="Bring up and tear down GPU training clusters on AWS, GCP, Azure and Alibaba Cloud from one spec.",
         no_args_is_help=True,
-        add_completion=False,
+        add_completion=True,
         pretty_exceptions_enable=False,
+        callback=_root,
     )
     for module in COMMAND_MODULES:
         module.register(app)
+    add_examples(app)
     return app
 
 

@@ -8,7 +8,11 @@ import typer
 
 from provision.cli.common import JsonOpt, console, emit_json, run_command
 
-catalog_app = typer.Typer(help="The offer catalog: instance types, filesystems and prices.", no_args_is_help=True)
+catalog_app = typer.Typer(
+    help="The offer catalog: instance types, filesystems and prices.",
+    no_args_is_help=True,
+    epilog="Example: provision catalog refresh --cloud azure",
+)
 
 
 @catalog_app.command("refresh")
@@ -58,9 +62,15 @@ def _print(doc: dict[str, Any], write: bool) -> None:
         checked = ", ".join(f"{c} {n}" for c, n in doc["checked"].items()) or "nothing"
         out.print(f"no price changed (rows checked: {checked})")
         return
-    table = Table(title=f"price changes ({len(doc['changes'])}), retrieved {doc['retrieved']}", title_justify="left")
+    from rich import box
+
+    table = Table(
+        title=f"price changes ({len(doc['changes'])}), retrieved {doc['retrieved']}",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+    )
     for col in ("cloud", "item", "region", "field", "catalog", "vendor API"):
-        table.add_column(col)
+        table.add_column(col, no_wrap=col in ("item", "catalog", "vendor API"), overflow="fold")
     for c in doc["changes"]:
         table.add_row(
             c["cloud"],

@@ -6,6 +6,7 @@ Command modules import this module, never :mod:`provision.cli.app` (which import
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -24,8 +25,9 @@ def console(stderr: bool = False) -> Any:
     from rich.console import Console
 
     stream = sys.stderr if stderr else sys.stdout
-    # A pipe or CI log has no width; 140 columns keeps tables readable there.
-    width = None if stream.isatty() else 140
+    # A pipe or CI log has no width: $COLUMNS when set, else 80, so tables fit a standard terminal.
+    columns = os.environ.get("COLUMNS", "")
+    width = None if stream.isatty() else int(columns) if columns.isdigit() else 80
     return Console(stderr=stderr, highlight=False, soft_wrap=False, width=width)
 
 
@@ -76,7 +78,10 @@ def run_command(as_json: bool, fn: Callable[[], T]) -> T:
             from rich.markup import escape
 
             # User values and patterns contain '[...]': escape them so rich prints them literally.
-            console(stderr=True).print(f"[bold red]error:[/] {escape(e.render())}", markup=True, highlight=False)
+            # soft_wrap: the terminal wraps; a log keeps each line whole (fix commands stay copyable).
+            console(stderr=True).print(
+                f"[bold red]error:[/] {escape(e.render())}", markup=True, highlight=False, soft_wrap=True
+            )
         raise typer.Exit(e.exit_code) from None
     except Exception as e:  # noqa: BLE001  # the CLI boundary: a bug still ends in one message and exit 1
         _internal_error(as_json, e)

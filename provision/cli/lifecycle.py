@@ -11,13 +11,19 @@ Registered by :mod:`provision.cli.app` through :func:`register`; nothing heavy l
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import typer
 
 from provision.cli.common import console, emit_json, print_plan, run_command
+from provision.planning.launch import export_lines
 
-_TARGET = typer.Argument(..., help="A stack name (stacks/Pulumi.<name>.yaml) or a path to a spec or stack YAML file.")
+_TARGET = typer.Argument(
+    ...,
+    help="A stack name (stacks/Pulumi.<name>.yaml), a path to a spec or stack YAML file, or (after up) "
+    "a cluster or stack name known to the state.",
+)
 _JSON = typer.Option(False, "--json", help="Print one JSON document on stdout and nothing else.")
 _MOCK = typer.Option(
     False, "--mock", help="Use the mocked cloud with local state (~/.provision/mock): no Pulumi CLI, no credentials."
@@ -82,16 +88,16 @@ def _print_outputs(outputs: dict[str, Any]) -> None:
         if value is None:
             continue
         if key == "nccl_env" and isinstance(value, dict):
-            value = "\n".join(f"{k}={v}" for k, v in sorted(value.items()))
+            value = export_lines(value)
         elif key == "shared_fs" and isinstance(value, dict):
             value = value.get("mount_command", value)
         text = str(value).rstrip("\n")
         if "\n" in text:
             out.print(f"[bold]{key}:[/]")
             for line in text.splitlines():
-                out.print(f"  {escape(line)}")
+                out.print(f"  {escape(line)}", soft_wrap=True)  # copy-paste ready: never wrapped
         else:
-            out.print(f"[bold]{key}:[/] {escape(text)}")
+            out.print(f"[bold]{key}:[/] {escape(text)}", soft_wrap=True)
 
 
 def _interruptible(operation: Any, undo: str, mock: bool) -> Any:
@@ -139,6 +145,7 @@ def up(
             emit_json(result.as_dict())
             return
         _print_outputs(result.outputs)
+        _print_next(cluster, result.outputs, mock)
         return
     from provision.ops.acceptance import accept as run_acceptance
 
@@ -165,6 +172,17 @@ def up(
             )
     if not verdict.ok:
         raise typer.Exit(1)
+
+
+def _print_next(cluster: Any, outputs: dict[str, Any], mock: bool) -> None:
+    way = (outputs.get("access") or {}).get("via")
+    if way:
+        flag = " --mock" if mock else ""
+        console().print(
+            f"next: provision ssh {cluster.spec.name}{flag} | provision exec {cluster.spec.name}{flag} -- hostname "
+            f"(way in: {way})",
+            markup=False,
+        )
 
 
 def _acceptance_options(accept: bool, on_failure: str, inject: list[str] | None, mock: bool) -> list[Any]:
@@ -195,6 +213,8 @@ def down(target: str = _TARGET, mock: bool = _MOCK, yes: bool = _YES, as_json: b
             console().print(f"{cluster.stack}: nothing exists; nothing to delete")
             return
         _ask(f"Delete all {len(status['resources'])} resources of {cluster.stack}{' (mock)' if mock else ''}?")
+    if not as_json and not sys.stderr.isatty():
+        cluster.display = "none"  # a log display lists every deletion; they are printed once, below
     result = run_command(as_json, lambda: cluster.down(yes=True))
     if as_json:
         emit_json(result.as_dict())
@@ -203,7 +223,7 @@ def down(target: str = _TARGET, mock: bool = _MOCK, yes: bool = _YES, as_json: b
 
 
 def status(target: str = _TARGET, mock: bool = _MOCK, as_json: bool = _JSON) -> None:
-    """Show what exists for a cluster: its resources, cost so far and expiry."""
+    """Show what exists for a cluster: its nodes, resources, cost so far and expiry."""
     doc = run_command(as_json, lambda: _cluster(target, mock, as_json).status())
     if as_json:
         emit_json(doc)
@@ -216,19 +236,35 @@ def status(target: str = _TARGET, mock: bool = _MOCK, as_json: bool = _JSON) -> 
     if doc["state"] == "none":
         out.print(f"{escape(doc['stack'])}{mode}: nothing exists")
         return
-    table = Table(title=f"{doc['stack']}{mode}: {len(doc['resources'])} resources")
-    for col in ("type", "name", "id"):
+    named = f" (cluster {doc['cluster']})" if doc.get("cluster") and doc["cluster"] != doc["stack"] else ""
+    nodes = doc.get("nodes") or []
+    header = f"{doc['stack']}{named}{mode}: {len(nodes)} nodes, {len(doc['resources'])} resources"
+    out.print(escape(header), soft_wrap=True)
+    table = Table(box=None)
+    for col in ("node", "address", "state", "health"):
+        table.add_column(col, overflow="fold")
+    for n in nodes:
+        table.add_row(escape(n["name"]), escape(str(n["address"])), n["state"], escape(str(n["health"] or "unknown")))
+    out.print(table)
+    table = Table(box=None)
+    for col in ("resource type", "name"):
         table.add_column(col, overflow="fold")
     for r in doc["resources"]:
-        table.add_row(escape(r["type"]), escape(r["name"]), escape(str(r["id"] or "")))
+        table.add_row(escape(r["type"]), escape(r["name"]))
     out.print(table)
     spent = f"${doc['spent_usd']:,.2f}" if doc["spent_usd"] is not None else "unpriced"
     hourly = f"${doc['hourly_usd']:,.2f}/h" if doc["hourly_usd"] is not None else "unpriced"
-    out.print(f"created {doc['created_at']}, expires {doc['expires_at'] or 'never'}; {hourly}, {spent} so far")
+    out.print(f"created {doc['created_at']}, expires {doc['expires_at'] or 'never'}", soft_wrap=True)
+    out.print(f"cost: {hourly}, {spent} so far", soft_wrap=True)
 
 
-def outputs(target: str = _TARGET, mock: bool = _MOCK, as_json: bool = _JSON) -> None:
-    """Print a cluster's outputs (hostfile, ssh_config, nccl_env, ...)."""
+def outputs(
+    target: str = _TARGET,
+    field: str | None = typer.Argument(None, help="Print only this output, raw (e.g. hostfile, nccl_env)."),
+    mock: bool = _MOCK,
+    as_json: bool = _JSON,
+) -> None:
+    """Print a cluster's outputs (hostfile, ssh_config, nccl_env, ...), or one of them raw."""
 
     def go() -> dict[str, Any]:
         from provision.spec.errors import CloudError
@@ -243,10 +279,40 @@ def outputs(target: str = _TARGET, mock: bool = _MOCK, as_json: bool = _JSON) ->
         return dict(found)
 
     found = run_command(as_json, go)
+    if field is not None:
+        value = run_command(as_json, lambda: _field(found, field))
+        if as_json:
+            emit_json(value)
+        else:
+            sys.stdout.write(_raw(field, value))
+        return
     if as_json:
         emit_json(found)
     else:
         _print_outputs(found)
+
+
+def _field(found: dict[str, Any], field: str) -> Any:
+    if field not in found:
+        from provision.spec.errors import Problem, SpecError
+
+        raise SpecError(
+            problems=[
+                Problem("FIELD", field, "is not an output of this cluster", f"use one of: {', '.join(sorted(found))}")
+            ]
+        )
+    return found[field]
+
+
+def _raw(field: str, value: Any) -> str:
+    """One output as a script wants it: text as is, ``nccl_env`` as export lines, the rest as JSON."""
+    import json
+
+    if field == "nccl_env" and isinstance(value, dict):
+        return export_lines(value)
+    if isinstance(value, str):
+        return value if value.endswith("\n") else value + "\n"
+    return json.dumps(value, indent=2, default=str) + "\n"
 
 
 def register(app: typer.Typer) -> None:

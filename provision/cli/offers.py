@@ -168,22 +168,25 @@ def _print_clusters(rows: list[dict[str, Any]]) -> None:
         out.print("no catalog offer matches these filters")
         return
     priced = [r for r in rows if r["hourly_usd"] is not None]
-    table = Table(title=f"{rows[0]['gpus']}-GPU clusters, cheapest first", title_justify="left")
-    for col in ("cloud", "region", "nodes x type", "capacity", "compute", "storage", "net", "$/h"):
-        table.add_column(col, no_wrap=True, justify="right" if col in ("compute", "storage", "net", "$/h") else "left")
+    from rich import box
+
+    # Fits 80 columns; the parts of the cheapest total follow the table, and --json has every row's.
+    table = Table(title=f"{rows[0]['gpus']}-GPU clusters, cheapest first", title_justify="left", box=box.SIMPLE_HEAD)
+    for col in ("cloud", "region", "nodes x type", "capacity", "$/h"):
+        table.add_column(col, no_wrap=True, justify="right" if col == "$/h" else "left")
     for r in priced:
         table.add_row(
-            r["cloud"],
-            r["region"],
-            f"{r['nodes']}x {r['instance_type']}",
-            r["capacity"],
-            _money(r["compute_hourly_usd"]),
-            _money(r["storage_hourly_usd"]) if r["storage"] else "-",
-            _money(r["network_hourly_usd"]),
-            _money(r["hourly_usd"]),
+            r["cloud"], r["region"], f"{r['nodes']}x {r['instance_type']}", r["capacity"], _money(r["hourly_usd"])
         )
     if priced:
         out.print(table)
+        best = priced[0]
+        storage = _money(best["storage_hourly_usd"]) if best["storage"] else "0"
+        out.print(
+            f"cheapest: {_money(best['hourly_usd'])} $/h = {_money(best['compute_hourly_usd'])} compute + {storage} "
+            f"storage + {_money(best['network_hourly_usd'])} network (--json has every row's parts)",
+            markup=False,
+        )
     rest = len(rows) - len(priced)
     if rest:
         parts = sorted({p.split(" (")[0] for r in rows if r["hourly_usd"] is None for p in r["unpriced"]})

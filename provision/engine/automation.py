@@ -129,24 +129,66 @@ def secrets_provider(url: str) -> str | None:
 def cli_missing_error(detail: str = "") -> CloudError:
     return CloudError(
         "the Pulumi CLI (`pulumi`) is needed to create real cloud resources"
-        + (f" ({detail})" if detail else " and was not found on PATH")
-        + f". To fix: install it ({INSTALL_URL}), or run against the mocked cloud with --mock "
-        "(Cluster(..., mock=True)), which needs neither the CLI nor cloud credentials."
+        + (f" ({detail})" if detail else " and was not found on PATH or in ~/.pulumi/versions")
+        + ". To fix: run `provision install-pulumi` (downloads it; needs network), or install it yourself "
+        f"({INSTALL_URL}), or run against the mocked cloud with --mock (Cluster(..., mock=True)), which needs "
+        "neither the CLI nor cloud credentials."
     )
 
 
+def installed_cli_root(version: str | None = None) -> Path | None:
+    """The newest ``~/.pulumi/versions/<v>`` holding ``bin/pulumi`` (where ``install-pulumi`` puts it), or ``None``."""
+    base = Path.home() / ".pulumi" / "versions"
+    roots = [base / version] if version else sorted(base.glob("*"), key=lambda p: _version_key(p.name), reverse=True)
+    return next((r for r in roots if (r / "bin" / "pulumi").is_file()), None)
+
+
+def _version_key(text: str) -> tuple[int, ...]:
+    return tuple(int(p) if p.isdigit() else -1 for p in text.split("."))
+
+
 def pulumi_command() -> auto.PulumiCommand:
-    """The installed Pulumi CLI, checked.
+    """The installed Pulumi CLI (PATH first, then ``~/.pulumi/versions``), checked.
 
     Raises:
-        CloudError: ``pulumi`` is not on PATH or does not run (says how to install it).
+        CloudError: no ``pulumi`` found or it does not run (says how to install it).
     """
+    root = None
     if shutil.which("pulumi") is None:
-        raise cli_missing_error()
+        found = installed_cli_root()
+        if found is None:
+            raise cli_missing_error()
+        root = str(found)
     try:
-        return PulumiCli()
+        return PulumiCli(root=root)
     except (OSError, subprocess.CalledProcessError, auto.InvalidVersionError) as e:
         raise cli_missing_error(f"`pulumi version` failed: {e}") from None
+
+
+def install_pulumi(version: str | None = None) -> dict[str, str]:
+    """Download the Pulumi CLI with the SDK's installer into ``~/.pulumi/versions/<version>``.
+
+    Returns:
+        ``{"version", "command"}``.
+
+    Raises:
+        SpecError: ``version`` is not a version number. CloudError: the download or install failed.
+    """
+    from semver import VersionInfo
+
+    from provision.spec.errors import Problem, SpecError
+
+    try:
+        wanted = VersionInfo.parse(version) if version else None
+    except ValueError:
+        raise SpecError(problems=[Problem("--version", version, "is not a version", "use e.g. 3.200.0")]) from None
+    try:
+        command = auto.PulumiCommand.install(version=wanted)
+    except (OSError, subprocess.CalledProcessError, auto.InvalidVersionError) as e:
+        raise CloudError(
+            f"installing the Pulumi CLI failed ({e}). To fix: check the network, or install it from {INSTALL_URL}"
+        ) from None
+    return {"version": str(command.version or wanted or ""), "command": command.command}
 
 
 class PulumiCli(auto.PulumiCommand):
@@ -279,12 +321,13 @@ def workspace_settings(root: Path | None, command: auto.PulumiCommand | None = N
     Raises:
         CloudError: the CLI is missing (and no ``command`` was given).
     """
+    command = command or pulumi_command()  # first: without a CLI nothing (passphrase, state folder) is written
     env = workspace_env()
     return {
         "work_dir": str(root or private_dir(provision_home() / "project")),
         "env_vars": env,
         "secrets_provider": secrets_provider(env["PULUMI_BACKEND_URL"]),
-        "pulumi_command": command or pulumi_command(),
+        "pulumi_command": command,
     }
 
 

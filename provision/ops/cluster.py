@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from provision.engine.progress import OperationResult, Progress
+from provision.ops.node_access import NodeAccess
 from provision.planning.outputs import render_hostfile
 from provision.spec import ClusterSpec
 from provision.spec.errors import CapacityError, CloudError, Problem, QuotaError, SpecError, UnsupportedError
@@ -86,9 +87,28 @@ def _duration(hours: float) -> str:
     return f"{hours:.1f} h"
 
 
-def _resolve(target: Any, root: Path | None) -> tuple[ClusterSpec, str]:
-    """(spec, default stack name): the stack file's stack, else the spec's name."""
-    spec, source = resolve_target(target, root)
+def _resolve(target: Any, root: Path | None, mock: bool, command: Any = None) -> tuple[ClusterSpec, str]:
+    """(spec, default stack name): the stack file's stack, else the spec's name.
+
+    A name that is no file and no stack in ``stacks/`` is looked up in the state: a stack or
+    cluster name known there resolves to its recorded spec and stack (the spec file may be gone).
+    """
+    try:
+        spec, source = resolve_target(target, root)
+    except SpecError:
+        text = str(target) if isinstance(target, (str, Path)) else ""
+        if not text or "/" in text or text.endswith((".yaml", ".yml")):
+            raise
+        from provision.ops.inventory import find_cluster
+        from provision.spec import load_spec
+
+        try:
+            record = find_cluster(text, mock, root, command)
+        except CloudError:  # real mode without a usable backend: the file error says more
+            record = None
+        if record is None:
+            raise
+        return load_spec(record.spec), record.stack
     return spec, (stack_of_file(source) if source else None) or spec.name
 
 
@@ -102,7 +122,7 @@ def _check_stack_name(stack: str) -> str:
     return stack
 
 
-class Cluster:
+class Cluster(NodeAccess):
     """One GPU cluster: plan it, bring it up, read its outputs, tear it down.
 
     Args:
@@ -139,7 +159,7 @@ class Cluster:
         if faults and not mock:
             raise UnsupportedError("faults can only be injected into the mocked cloud; to fix: pass mock=True")
         self.root = Path(root) if root else project_root()
-        self.spec, default_stack = _resolve(target, self.root)
+        self.spec, default_stack = _resolve(target, self.root, mock, pulumi_command)
         self.stack = _check_stack_name(stack or default_stack)
         self.mock = mock
         self.display = display
@@ -377,6 +397,7 @@ class Cluster:
             p.finish(result)
         automation.forget_created_at(stack, failover=bool(self.spec.failover))
         self._state, self._outputs, self._created_at = "none", {}, None
+        self.forget_access()
         return result
 
     def refresh(self, clear_pending_creates: bool = False) -> OperationResult:
@@ -448,6 +469,7 @@ class Cluster:
             "hourly_usd": cost["hourly_usd"],
             "spent_usd": cost["spent_usd"],
             "head_node": outputs.get("head_node"),
+            "nodes": self.nodes(),
         }
 
     @contextmanager
@@ -657,6 +679,7 @@ class Cluster:
 
         result = self._mock_operation("destroy", lambda: (destroy_steps(self._store().delete(self.stack)), {}))
         self._outputs, self._state = {}, "none"
+        self.forget_access()
         return result
 
     def _confirm(self, action: str, plan: ClusterPlan | None) -> bool:

@@ -82,10 +82,12 @@ def ci_run_id(env: Mapping[str, str] | None = None) -> str | None:
 
 
 def unique_names(name: str, env: Mapping[str, str] | None = None, nonce: str | None = None) -> tuple[str, str]:
-    """``(stack, cluster name)`` for one run of spec ``name``: ``<name>-ci-<run id>-<nonce>`` and ``<name>-<nonce>``."""
+    """``(stack, cluster name)`` for one run of spec ``name``: ``<name>-ci-<run id>-<nonce>`` (one ``-ci`` when
+    ``name`` already ends with it) and ``<name>-<nonce>``."""
     nonce = nonce or secrets.token_hex(3)
     run = ci_run_id(env)
-    stack = f"{name}-ci-{run}-{nonce}" if run else f"{name}-ci-{nonce}"
+    base = name if name.endswith("-ci") else f"{name}-ci"  # `aws-p5-ci` -> aws-p5-ci-<nonce>, not aws-p5-ci-ci-...
+    stack = f"{base}-{run}-{nonce}" if run else f"{base}-{nonce}"
     cluster = f"{name[: NAME_MAX - len(nonce) - 1].rstrip('-')}-{nonce}"
     return stack, cluster
 
@@ -281,6 +283,15 @@ class EphemeralCluster(Cluster):
     expires_at: datetime | None = None
     up_started = False
     torn_down = False
+
+    def __enter__(self) -> EphemeralCluster:
+        """The cluster (already up): ``with ephemeral_cluster(...) as c:`` works on the pytest fixture too."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Tear down now (a later teardown by the fixture or the block finds nothing to do)."""
+        if self.up_started and not self.torn_down:
+            self.down(yes=True)
 
     def up(self, yes: bool = True) -> OperationResult | None:
         self.up_started = True

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from provision.planning import access
+from provision.planning.launch import ClusterFacts, launch_lines
 from provision.spec.units import format_time
 
 if TYPE_CHECKING:
@@ -33,29 +35,15 @@ OUTPUT_NAMES = (
     "expires_at",
     "hourly_usd",
     "fabric_manifest",
+    "access",
+    "launch",
+    "spec",
 )
 
 
 def render_hostfile(ips: list[str], slots: int) -> str:
     """One line a node, in rank order: ``10.0.0.5 slots=8`` (MPI/DeepSpeed hostfile)."""
     return "".join(f"{ip} slots={slots}\n" for ip in ips)
-
-
-def render_ssh_config(name: str, user: str, ips: list[str], head_public_ip: str | None) -> str:
-    """An ``~/.ssh/config`` fragment: ``<name>-0`` .. ``<name>-N``; through the head node when it is public."""
-    lines: list[str] = []
-    for rank, ip in enumerate(ips):
-        public = rank == 0 and head_public_ip
-        lines += [
-            f"Host {name}-{rank}",
-            f"  HostName {head_public_ip if public else ip}",
-            f"  User {user}",
-            "  StrictHostKeyChecking accept-new",
-        ]
-        if head_public_ip and rank > 0:
-            lines.append(f"  ProxyJump {name}-0")
-        lines.append("")
-    return "\n".join(lines)
 
 
 def fabric_summary(plan: ClusterPlan) -> dict[str, Any]:
@@ -109,6 +97,10 @@ def static_outputs(plan: ClusterPlan) -> dict[str, Any]:
             "nccl_env": dict(plan.nccl_env),
             "measured": None,
         },
+        # The launch lines (they read /etc/provision/env on each node; see provision.planning.launch).
+        "launch": launch_lines(ClusterFacts(plan.name, (), plan.gpus_per_node, plan.fabric, plan.nccl_env)),
+        # The resolved spec: the state alone can name, plan and tear down the cluster (no spec file needed).
+        "spec": plan.spec.model_dump(mode="json", exclude_none=True),
     }
 
 
@@ -128,22 +120,37 @@ def gather(outputs: Sequence[Any]) -> Any:
     return acc
 
 
-def stack_outputs(plan: ClusterPlan, ips: Any, head_public_ip: Any = None, shared_fs: Any = None) -> dict[str, Any]:
+def stack_outputs(
+    plan: ClusterPlan, ips: Any, head_public_ip: Any = None, shared_fs: Any = None, node_ids: Any = None
+) -> dict[str, Any]:
     """All outputs; ``ips`` (a list of node addresses by rank) may be a Pulumi ``Output``.
 
-    ``head_public_ip`` and ``shared_fs`` may be plain values or ``Output`` s too.
+    ``head_public_ip``, ``shared_fs`` and ``node_ids`` (per rank, the id the cloud's private way in
+    needs: AWS instance ids) may be plain values or ``Output`` s too.
     """
     import pulumi
 
     ips_out = ips if isinstance(ips, pulumi.Output) else pulumi.Output.from_input(ips)
     head_pub = pulumi.Output.from_input(head_public_ip)
-    user = plan.access.ssh_user
-    both = gather([ips_out, head_pub])
+    ids_out = pulumi.Output.from_input(node_ids)
+    path = access.access_path(plan)
+    both = gather([ips_out, head_pub, ids_out])
+
+    def way_in(a: list[Any]) -> dict[str, Any]:
+        ids = list(a[2] or []) or access.node_names(list(a[0] or []), path)
+        return {**path, "node_ids": ids, "head_public_ip": a[1]}
+
+    access_out = both.apply(way_in)
     return {
         **static_outputs(plan),
         "hosts": ips_out,
         "hostfile": ips_out.apply(lambda v: render_hostfile(list(v or []), plan.gpus_per_node)),
         "head_node": both.apply(lambda a: a[1] or (a[0][0] if a[0] else None)),
-        "ssh_config": both.apply(lambda a: render_ssh_config(plan.name, user, list(a[0] or []), a[1])),
+        "access": access_out,
+        "ssh_config": gather([ips_out, access_out]).apply(
+            lambda a: access.render_ssh_config(
+                plan.name, list(a[0] or []), a[1], node_ids=a[1]["node_ids"], head_public_ip=a[1]["head_public_ip"]
+            )
+        ),
         "shared_fs": shared_fs,
     }

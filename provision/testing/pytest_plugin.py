@@ -12,7 +12,8 @@ Installed with provision (entry point ``pytest11: provision``), so any suite can
   installs never reach the test's thread, and nothing of the test's is reset.
 * ``ephemeral_cluster``: ``cluster = ephemeral_cluster(target, max_cost_usd=..., ttl=...)``
   brings up a bounded cluster (:func:`provision.ops.ephemeral.ephemeral_cluster`) and destroys it
-  when the test ends, failed or not. It runs on the mocked cloud, in an isolated home, unless
+  when the test ends, failed or not (``with ephemeral_cluster(target) as cluster:``, the README's
+  form, tears it down at the end of the block instead). It runs on the mocked cloud, in an isolated home, unless
   pytest runs with ``--provision-real``; ``mock=False`` without that option fails the test.
 
 Options: ``--provision-real`` (let ``ephemeral_cluster`` create real, billable clusters: tests
@@ -65,6 +66,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DURATION",
         help="lifetime (e.g. 2h) for ephemeral clusters whose test passes none (replaces the spec's)",
     )
+
+
+#: Provider SDKs warn about their own deprecated resources on import and on every Args class; that is
+#: noise in a user's run, not something the user's code did.
+PROVIDER_WARNINGS = tuple(
+    f"ignore::DeprecationWarning:{module}.*"
+    for module in ("pulumi_aws", "pulumi_gcp", "pulumi_azure_native", "pulumi_alicloud")
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep the provider SDKs' DeprecationWarnings out of the user's test report (their own filters still apply)."""
+    for line in PROVIDER_WARNINGS:
+        config.addinivalue_line("filterwarnings", line)
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

@@ -57,7 +57,9 @@ class AwsCluster(pulumi.ComponentResource):
             shared = pulumi.Output.all(fs.dns_name, fs.mount_name).apply(
                 lambda a: shared_fs_summary(plan, f"{a[0]}@tcp:/{a[1]}", "lustre", "relatime,flock")
             )
-        outputs = stack_outputs(plan, ranked.apply(lambda r: r[1]), head_ip, shared)
+        outputs = stack_outputs(
+            plan, ranked.apply(lambda r: r[1]), head_ip, shared, node_ids=ranked.apply(lambda r: r[0])
+        )
         manifest = dict(outputs["fabric_manifest"])
         self.outputs = {
             **outputs,

@@ -301,6 +301,8 @@ class AzureAdapter(Adapter):
             prefixes["filesystem"] = rules.amlfs_subnet_prefix(max(1.0, self._filesystem_capacity_tib(res)))
         elif kind == "netapp":
             prefixes["filesystem"] = rules.NETAPP_SUBNET_PREFIX
+        if spec.cloud_options().bastion:
+            prefixes["bastion"] = rules.BASTION_SUBNET_PREFIX
         return prefixes
 
     @staticmethod
@@ -362,6 +364,7 @@ class AzureAdapter(Adapter):
             "filesystem": self._filesystem_plan(spec, res, opts, layout.subnets),
             "lifetime": "node-timer" if has_lifetime and opts.delete_at_expiry else "tags+reaper",
             "hostfile": "vmss-hostnames",
+            "bastion": {"name": f"{name}-bastion", "subnet": layout.subnets["bastion"]} if opts.bastion else None,
         }
 
     def _filesystem_plan(

@@ -23,7 +23,7 @@ import pulumi
 from pulumi_azure_native import authorization, compute, managedidentity, resources
 
 from provision.clouds.azure.expiry import ROLE_ACTIONS, role_guid, role_name
-from provision.clouds.azure.network import Network, build_network
+from provision.clouds.azure.network import Network, build_bastion, build_network
 from provision.clouds.azure.rules import vmss_hostnames
 from provision.clouds.azure.storage import SharedFs, build_filesystem
 from provision.clouds.azure.userdata import custom_data
@@ -85,6 +85,8 @@ class AzureCluster(pulumi.ComponentResource):
             )
             self._expiry_role(self.identity, child)
         self.network: Network = build_network(plan, net_rg, net_tags, net_opts)
+        if extra.get("bastion"):
+            build_bastion(plan, net_rg, self.network, net_tags, net_opts)
         self.shared_fs: SharedFs | None = None
         if extra["filesystem"] is not None and self.network.filesystem is not None:
             self.shared_fs = build_filesystem(plan, net_rg, self.network.filesystem, net_tags, net_opts)

@@ -90,6 +90,20 @@ def node_rules(plan: ClusterPlan) -> list[network.SecurityRuleArgs]:
         rules.append(
             _rule("allow-filesystem-inbound", "The shared file system's servers", 120, "Allow", [subnets["filesystem"]])
         )
+    if plan.extra.get("bastion"):  # Bastion reaches the VMs from its own subnet (azure.bastion)
+        bastion = [plan.extra["bastion"]["subnet"]]
+        rules.append(
+            _rule(
+                "allow-ssh-from-bastion",
+                "SSH from Azure Bastion",
+                130,
+                "Allow",
+                bastion,
+                protocol="Tcp",
+                ports=["22"],
+                destination="VirtualNetwork",
+            )
+        )
     rules.append(
         _rule(
             "deny-other-inbound",
@@ -222,3 +236,57 @@ def build_network(
             **kwargs,
         )
     return Network(vnet=vnet, nsg=nsg, nat=nat, nodes=nodes, filesystem=fs_subnet)
+
+
+def build_bastion(
+    plan: ClusterPlan, rg_name: pulumi.Input[str], net: Network, tags: dict[str, str], opts: pulumi.ResourceOptions
+) -> network.BastionHost:
+    """Azure Bastion, Standard SKU with native-client tunneling and IP connect (``azure.bastion``).
+
+    ``az network bastion tunnel`` needs the Standard SKU and ``enableTunneling``; reaching VMSS nodes by
+    private IP needs ``enableIpConnect`` (Microsoft Learn, "Connect to a VM using Bastion and the Linux
+    native client"; "Connect to a VM via specified private IP address"). The subnet must be named
+    AzureBastionSubnet, /26 or larger, and the Bastion's public IP Standard and static.
+    """
+    name = plan.name
+    bastion = plan.extra["bastion"]
+    subnet = network.Subnet(
+        f"{name}-bastion",
+        subnet_name="AzureBastionSubnet",
+        resource_group_name=rg_name,
+        virtual_network_name=net.vnet.name,
+        address_prefix=bastion["subnet"],
+        # One VNet write at a time (AnotherOperationInProgress): after the other subnets.
+        opts=pulumi.ResourceOptions.merge(
+            opts, pulumi.ResourceOptions(depends_on=[s for s in (net.nodes, net.filesystem) if s is not None])
+        ),
+    )
+    ip = network.PublicIPAddress(
+        f"{name}-bastion-ip",
+        public_ip_address_name=f"{name}-bastion-ip",
+        resource_group_name=rg_name,
+        location=plan.region,
+        sku=network.PublicIPAddressSkuArgs(name="Standard", tier="Regional"),
+        public_ip_allocation_method="Static",
+        public_ip_address_version="IPv4",
+        tags=tags,
+        opts=opts,
+    )
+    return network.BastionHost(
+        bastion["name"],
+        bastion_host_name=bastion["name"],
+        resource_group_name=rg_name,
+        location=plan.region,
+        sku=network.SkuArgs(name="Standard"),
+        enable_tunneling=True,
+        enable_ip_connect=True,
+        ip_configurations=[
+            network.BastionHostIPConfigurationArgs(
+                name="bastion",
+                subnet=network.SubResourceArgs(id=subnet.id),
+                public_ip_address=network.SubResourceArgs(id=ip.id),
+            )
+        ],
+        tags=tags,
+        opts=opts,
+    )

@@ -155,6 +155,11 @@ class AddressPlan:
     subnets: dict[str, str]
 
 
+#: Azure Bastion's subnet must be named AzureBastionSubnet and be /26 or larger (Microsoft Learn,
+#: "Azure Bastion configuration settings": Subnet).
+BASTION_SUBNET_PREFIX = 26
+
+
 def address_plan(vnet_cidr: str, prefixes: dict[str, int]) -> AddressPlan | None:
     """Place one subnet per role in ``vnet_cidr`` (largest first, each aligned); ``None`` when they do not fit.
 

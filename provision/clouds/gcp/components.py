@@ -104,7 +104,10 @@ class GcpCluster(pulumi.ComponentResource):
         workload = policy.self_link if policy is not None and extra["placement"]["kind"] == "workload-policy" else None
         self.group, waits = self._group(plan, workload, child)
         self.ips = self._node_ips(plan, waits)
-        self.outputs = stack_outputs(plan, self.ips, None, self.shared.summary)
+        # Instance names by rank (what IAP TCP forwarding connects to): the first label of each DNS name, so the
+        # same single getInstanceGroup read serves both.
+        names = self.ips.apply(lambda hosts: [h.split(".", 1)[0] for h in hosts])
+        self.outputs = stack_outputs(plan, self.ips, None, self.shared.summary, node_ids=names)
         self.register_outputs({"hosts": self.ips, "instance_group": self.group.instance_group})
 
     # ------------------------------------------------------------------ parts

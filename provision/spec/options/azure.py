@@ -45,6 +45,12 @@ class AzureOptions(CloudOptions):
         description="Availability zone of the Azure Managed Lustre file system when the spec names no zone; "
         "null in regions without availability zones.",
     )
+    bastion: bool = Field(
+        default=False,
+        description="Create an Azure Bastion (Standard SKU: native-client tunnel, IP connect) in the cluster's VNet, "
+        "the private way in for `provision ssh` (an AzureBastionSubnet /26 and a Standard public IP on the "
+        "Bastion; ~0.29 USD/h). Needs the Azure CLI's bastion extension locally.",
+    )
     maintenance_day: DayOfWeek = Field(
         default="Sunday", description="Day of the Managed Lustre file system's weekly 30-minute maintenance window."
     )

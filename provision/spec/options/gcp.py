@@ -31,8 +31,10 @@ class GcpOptions(CloudOptions):
         default=20, ge=16, le=26, description="Prefix length of each GPU NIC subnet carved from gpu_subnet_cidr_base."
     )
     allow_iap_ssh: bool = Field(
-        default=False,
-        description="Also allow SSH from Identity-Aware Proxy (35.235.240.0/20) on the host VPC (opt-in).",
+        default=True,
+        description="Allow SSH from Identity-Aware Proxy's TCP forwarding range (35.235.240.0/20) on the host VPC: "
+        "the private way in (`provision ssh`, `gcloud compute start-iap-tunnel`); who may tunnel is decided by "
+        "IAM (roles/iap.tunnelResourceAccessor). Set false to reach the nodes only over a VPN or peering.",
     )
     os_login: bool = Field(
         default=True,

@@ -1,0 +1,122 @@
+"""``provision run``: an ephemeral cluster around one command, as one step of a CI job.
+
+    $ provision run aws-p5-ci --max-usd 300 --ttl 2h -- pytest tests/multinode
+    $ provision run aws-p5-ci --on-cluster -- nvidia-smi -L
+
+1. **Price and refuse** before anything exists: the plan's projected cost over ``--max-usd`` (or
+   a cluster without a lifetime or a cap) is a ``BudgetError``, exit 3.
+2. **Up** on a stack of its own (:func:`provision.ops.ephemeral.ephemeral_cluster`).
+3. **Run** the command locally with the cluster's outputs in its environment
+   (:func:`outputs_env`), or with ``--on-cluster`` on the nodes over SSH (streamed, prefixed).
+4. **Pass the exit code through** (on the cluster: the worst node's).
+5. **Always down**: on success, failure, Ctrl-C and SIGTERM (the child gets the signal too and
+   is waited for; the teardown then runs). An interrupted run exits 130.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from provision.planning.launch import export_lines
+
+if TYPE_CHECKING:
+    from provision.ops.cluster import Cluster
+    from provision.ops.exec import LineCallback
+
+
+def outputs_env(cluster: Cluster, folder: Path) -> dict[str, str]:
+    """What a local command gets: the stack, head node, hosts, and files for the hostfile, ssh config and outputs.
+
+    ``PROVISION_STACK``, ``PROVISION_CLUSTER``, ``PROVISION_HEAD_NODE``, ``PROVISION_NODE_IPS``
+    (comma-separated, by rank), ``PROVISION_HOSTFILE``, ``PROVISION_SSH_CONFIG`` (``ssh -F``),
+    ``PROVISION_OUTPUTS`` (all outputs as JSON), ``PROVISION_NCCL_ENV`` (``export`` lines to source).
+    """
+    from provision.ops.access import write_ssh_config
+
+    outputs = cluster.outputs
+    folder.mkdir(parents=True, exist_ok=True)
+    hostfile = folder / "hostfile"
+    hostfile.write_text(str(outputs.get("hostfile") or ""), encoding="utf-8")
+    doc = folder / "outputs.json"
+    doc.write_text(json.dumps(outputs, indent=1, default=str), encoding="utf-8")
+    nccl = folder / "nccl.env"
+    nccl.write_text(export_lines(dict(outputs.get("nccl_env") or {})), encoding="utf-8")
+    return {
+        "PROVISION_STACK": cluster.stack,
+        "PROVISION_CLUSTER": cluster.spec.name,
+        "PROVISION_MOCK": "1" if cluster.mock else "0",
+        "PROVISION_HEAD_NODE": str(outputs.get("head_node") or ""),
+        "PROVISION_NODE_IPS": ",".join(outputs.get("hosts") or []),
+        "PROVISION_HOSTFILE": str(hostfile),
+        "PROVISION_SSH_CONFIG": str(write_ssh_config(cluster)),
+        "PROVISION_OUTPUTS": str(doc),
+        "PROVISION_NCCL_ENV": str(nccl),
+    }
+
+
+def run_local(command: Sequence[str], env: dict[str, str]) -> int:
+    """Run ``command`` with ``env`` added; its exit code (128+N when a signal ended it).
+
+    On Ctrl-C or SIGTERM (turned into ``KeyboardInterrupt`` by the ephemeral block) the child is
+    sent SIGTERM, waited for (10 s, then killed), and the interrupt re-raised for the teardown.
+    """
+    proc = subprocess.Popen(list(command), env={**os.environ, **env})
+    try:
+        code = proc.wait()
+    except KeyboardInterrupt:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        raise
+    return 128 - code if code < 0 else code
+
+
+def run(
+    target: Any,
+    command: Sequence[str],
+    *,
+    max_usd: float | None = None,
+    ttl: str | None = None,
+    mock: bool = False,
+    on_cluster: bool = False,
+    nodes: str = "all",
+    root: Path | None = None,
+    display: str = "auto",
+    on_line: LineCallback | None = None,
+    announce: Callable[[str], None] | None = None,
+) -> int:
+    """Bring up a bounded cluster, run ``command``, tear the cluster down; returns the command's exit code.
+
+    Raises:
+        SpecError, BudgetError: before anything is created (exit 2 / 3).
+        CloudError: ``up`` or the teardown failed (what ``up`` created is torn down first).
+        KeyboardInterrupt: Ctrl-C or SIGTERM, after the teardown.
+    """
+    import tempfile
+
+    from provision.ops.ephemeral import ephemeral_cluster
+    from provision.ops.exec import run_on_nodes, worst_exit
+
+    with ephemeral_cluster(target, max_cost_usd=max_usd, ttl=ttl, mock=mock, root=root, display=display) as cluster:
+        if announce:
+            announce(f"cluster {cluster.spec.name} (stack {cluster.stack}) is up; running {' '.join(command)}")
+        if on_cluster:
+            import shlex
+
+            results = run_on_nodes(cluster, shlex.join(command), nodes=nodes, on_line=on_line)
+            return worst_exit(results)
+        with tempfile.TemporaryDirectory(prefix="provision-run-") as tmp:
+            env = outputs_env(cluster, Path(tmp))
+            sys.stdout.flush()
+            return run_local(command, env)

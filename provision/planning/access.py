@@ -1,0 +1,163 @@
+"""The way into a cluster's private nodes, and the ``ssh_config`` that uses it (pure, no Pulumi).
+
+Nodes have no public address unless the spec opts in. Each cloud has one private path, chosen
+by :func:`access_path` from the plan and rendered by :func:`render_ssh_config`:
+
+========  ================================================================  =============================
+cloud     path                                                              local tools it needs
+========  ================================================================  =============================
+AWS       SSM Session Manager: ``ProxyCommand aws ssm start-session``       ``aws`` CLI v2 + the Session
+          with the ``AWS-StartSSHSession`` document to the instance id      Manager plugin
+          (nodes carry the AmazonSSMManagedInstanceCore role)
+GCP       IAP TCP forwarding: ``ProxyCommand gcloud compute                 ``gcloud``, and IAM
+          start-iap-tunnel NAME %p --listen-on-stdin`` (firewall allows     ``roles/iap.tunnelResourceAccessor``
+          35.235.240.0/20 on tcp:22: ``gcp.allow_iap_ssh``, on by default)
+Azure     Bastion (Standard, native client tunnel, IP connect), opt-in      ``az`` with the ``bastion``
+          ``azure.bastion: true``: ``ProxyCommand provision proxy           extension (and ``provision``
+          azure-bastion ...`` (relays ``az network bastion tunnel``)        on PATH)
+Alibaba   an opted-in public head node (EIP), ``access.public_head_node``   ``ssh``
+any       ``access.public_head_node``: node 0 by its public IP, the others  ``ssh``
+          with ``ProxyJump`` through it
+========  ================================================================  =============================
+
+Without any of them (``direct``) the config names private IPs, reachable over a VPN or peering.
+
+Sources: AWS Systems Manager user guide, "Allow and control permissions for SSH connections through
+Session Manager"; Google Cloud, "Using IAP for TCP forwarding" and ``gcloud compute start-iap-tunnel``;
+Microsoft Learn, "Connect to a VM using Bastion and the Linux native client" (Standard SKU, tunneling,
+IP-based connection).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from provision.planning.plan import ClusterPlan
+
+#: The local command-line tools each path needs (docs and `provision ssh` errors).
+NEEDS = {
+    "ssm": "the AWS CLI v2 and the Session Manager plugin (docs.aws.amazon.com/systems-manager/latest/userguide/"
+    "session-manager-working-with-install-plugin.html)",
+    "iap": "the gcloud CLI (cloud.google.com/sdk/docs/install) and the IAM role roles/iap.tunnelResourceAccessor",
+    "bastion": "the Azure CLI with the bastion extension (az extension add --name bastion)",
+    "head": "only ssh",
+    "direct": "a network path to the private IPs (VPN, peering or a host in the network)",
+}
+
+
+def access_path(plan: ClusterPlan) -> dict[str, Any]:
+    """The plan's way in: ``{"via", "user", "region", "zone", "project"?, "bastion"?}`` (pure).
+
+    ``via`` is ``head`` when the spec opts into a public head node, else the cloud's private path
+    (``ssm``, ``iap``, ``bastion``), else ``direct``.
+    """
+    opts = plan.options
+    path: dict[str, Any] = {"user": plan.access.ssh_user, "region": plan.region, "zone": plan.zone}
+    if plan.access.public_head_node:
+        path["via"] = "head"
+    elif plan.cloud == "aws":
+        path["via"] = "ssm"
+    elif plan.cloud == "gcp" and getattr(opts, "allow_iap_ssh", False):
+        path["via"] = "iap"
+        path["project"] = plan.extra.get("project")
+        path["zone"] = plan.extra.get("zone") or plan.zone
+    elif plan.cloud == "azure" and plan.extra.get("bastion"):
+        path["via"] = "bastion"
+        path["bastion"] = {
+            "name": plan.extra["bastion"]["name"],
+            "resource_group": plan.extra.get("network_resource_group") or plan.extra.get("resource_group"),
+            "scale_sets": [island["vmss"] for island in plan.extra.get("islands", [])],
+        }
+    else:
+        path["via"] = "direct"
+    path["needs"] = NEEDS[path["via"]]
+    return path
+
+
+def node_names(hosts: Sequence[str], path: Mapping[str, Any]) -> list[str]:
+    """Per rank, the instance name IAP needs, from GCP internal DNS names (``NAME.ZONE.c.PROJECT.internal``).
+
+    Other paths name nodes otherwise (AWS: instance ids from the component), so this is ``[]`` for them.
+    """
+    if path.get("via") != "iap":
+        return []
+    return [h.split(".", 1)[0] if not h[:1].isdigit() else h for h in hosts]
+
+
+def _proxy_command(path: Mapping[str, Any], node_id: str | None) -> str | None:
+    via = path.get("via")
+    if via == "ssm" and node_id:
+        words = ["aws", "ssm", "start-session", "--target", node_id, "--document-name", "AWS-StartSSHSession"]
+        words += ["--parameters", "portNumber=%p", "--region", str(path["region"])]
+        return " ".join(shlex.quote(w) if "%" not in w else w for w in words)
+    if via == "iap" and node_id:
+        words = ["gcloud", "compute", "start-iap-tunnel", node_id, "%p", "--listen-on-stdin"]
+        words += ["--zone", str(path["zone"])]
+        if path.get("project"):
+            words += ["--project", str(path["project"])]
+        words += ["--verbosity=warning"]
+        return " ".join(shlex.quote(w) if "%" not in w else w for w in words)
+    if via == "bastion":
+        bastion = path.get("bastion") or {}
+        words = ["provision", "proxy", "azure-bastion", "--name", str(bastion.get("name"))]
+        words += ["--resource-group", str(bastion.get("resource_group"))]
+        for vmss in bastion.get("scale_sets") or []:
+            words += ["--scale-set", str(vmss)]
+        words += ["--host", "%h", "--port", "%p"]
+        return " ".join(shlex.quote(w) if "%" not in w else w for w in words)
+    return None
+
+
+def render_ssh_config(
+    name: str,
+    hosts: Sequence[str],
+    path: Mapping[str, Any],
+    *,
+    node_ids: Sequence[str] = (),
+    head_public_ip: str | None = None,
+    identity_file: str | None = None,
+    known_hosts: str | None = None,
+    ports: Sequence[int] = (),
+    hostnames: Sequence[str] = (),
+) -> str:
+    """An ``~/.ssh/config`` fragment: ``Host <name>-<rank>`` per node, by rank.
+
+    Args:
+        hosts: private IPs by rank.
+        path: :func:`access_path` (``via``, ``user``, ...).
+        node_ids: per rank, the id the proxy needs (AWS instance id, GCP instance name).
+        head_public_ip: node 0's public IP (``via == "head"``).
+        identity_file: the private key to log in with (``IdentityFile``).
+        known_hosts: this cluster's own known_hosts file (``UserKnownHostsFile``). Host keys are
+            recorded under the node's alias (``HostKeyAlias``) at the first connection
+            (``accept-new``) and must match afterwards, so a recycled private IP never clashes.
+        ports: per rank, the SSH port when not 22 (tests point nodes at local servers).
+        hostnames: per rank, the address to connect to when it is not the private IP.
+    """
+    lines: list[str] = []
+    user = str(path.get("user") or "ubuntu")
+    for rank, ip in enumerate(hosts):
+        public = path.get("via") == "head" and head_public_ip
+        lines.append(f"Host {name}-{rank}")
+        address = hostnames[rank] if rank < len(hostnames) else ip
+        lines.append(f"  HostName {head_public_ip if public and rank == 0 else address}")
+        lines.append(f"  User {user}")
+        if rank < len(ports) and ports[rank] != 22:
+            lines.append(f"  Port {ports[rank]}")
+        if identity_file:
+            lines.append(f"  IdentityFile {identity_file}")
+            lines.append("  IdentitiesOnly yes")
+        lines.append(f"  HostKeyAlias {name}-{rank}")
+        if known_hosts:
+            lines.append(f"  UserKnownHostsFile {known_hosts}")
+        lines.append("  StrictHostKeyChecking accept-new")
+        if public and rank > 0:
+            lines.append(f"  ProxyJump {name}-0")
+        proxy = _proxy_command(path, node_ids[rank] if rank < len(node_ids) else None)
+        if proxy and not public:
+            lines.append(f"  ProxyCommand {proxy}")
+        lines.append("")
+    return "\n".join(lines)
