@@ -616,6 +616,11 @@ class Cluster(NodeAccess):
         """This stack's exclusive lock for ``operation``; a second command gets ``StackBusyError`` (exit 1)."""
         from provision.engine.locks import stack_lock
 
+        if not self.mock and self._command is None:
+            from provision.engine import automation
+
+            # A missing Pulumi CLI is reported before the lock folder (or anything else) is created.
+            self._command = automation.pulumi_command()
         return stack_lock(self.stack, operation, self.mock)
 
     def _progress(self, operation: str) -> Progress:
