@@ -120,6 +120,19 @@ def gather(outputs: Sequence[Any]) -> Any:
     return acc
 
 
+def _shallow(value: Any) -> Any:
+    """``value`` as an Output without wrapping each element of a plain list in an Output of its own.
+
+    ``Output.from_input`` on a 1,024-name list makes 1,024 Outputs (and their tasks); an ``apply`` hands
+    the list on as it is, so a plain list costs one Output whatever the node count.
+    """
+    import pulumi
+
+    if isinstance(value, pulumi.Output):
+        return value
+    return pulumi.Output.from_input(0).apply(lambda _: value)
+
+
 def stack_outputs(
     plan: ClusterPlan, ips: Any, head_public_ip: Any = None, shared_fs: Any = None, node_ids: Any = None
 ) -> dict[str, Any]:
@@ -130,9 +143,9 @@ def stack_outputs(
     """
     import pulumi
 
-    ips_out = ips if isinstance(ips, pulumi.Output) else pulumi.Output.from_input(ips)
+    ips_out = _shallow(ips)
     head_pub = pulumi.Output.from_input(head_public_ip)
-    ids_out = pulumi.Output.from_input(node_ids)
+    ids_out = _shallow(node_ids)
     path = access.access_path(plan)
     both = gather([ips_out, head_pub, ids_out])
 
