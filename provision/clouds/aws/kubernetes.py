@@ -72,30 +72,11 @@ def _role(plan: ClusterPlan, key: str, service: str, policies: tuple[str, ...], 
 
 def kubeconfig(name: str, region: str, endpoint: str, ca_data: str) -> str:
     """A kubeconfig that authenticates through ``aws eks get-token`` (no credential is stored)."""
-    return "\n".join(
-        [
-            "apiVersion: v1",
-            "kind: Config",
-            f"current-context: {name}",
-            "clusters:",
-            f"- name: {name}",
-            "  cluster:",
-            f"    server: {endpoint}",
-            f"    certificate-authority-data: {ca_data}",
-            "contexts:",
-            f"- name: {name}",
-            "  context:",
-            f"    cluster: {name}",
-            f"    user: {name}",
-            "users:",
-            f"- name: {name}",
-            "  user:",
-            "    exec:",
-            "      apiVersion: client.authentication.k8s.io/v1beta1",
-            "      command: aws",
-            f"      args: [eks, get-token, --cluster-name, {name}, --region, {region}]",
-            "",
-        ]
+    return objects.kubeconfig_text(
+        name,
+        endpoint,
+        ["      command: aws", f"      args: [eks, get-token, --cluster-name, {name}, --region, {region}]"],
+        ca_data=ca_data,
     )
 
 

@@ -38,30 +38,14 @@ GPU_TAINT = container.NodePoolNodeConfigTaintArgs(key="nvidia.com/gpu", value="p
 
 def kubeconfig(name: str, dns_endpoint: str) -> str:
     """A kubeconfig for the cluster's DNS endpoint (a public CA; IAM-authorized through gcloud's plugin)."""
-    return "\n".join(
+    return objects.kubeconfig_text(
+        name,
+        f"https://{dns_endpoint}",
         [
-            "apiVersion: v1",
-            "kind: Config",
-            f"current-context: {name}",
-            "clusters:",
-            f"- name: {name}",
-            "  cluster:",
-            f"    server: https://{dns_endpoint}",
-            "contexts:",
-            f"- name: {name}",
-            "  context:",
-            f"    cluster: {name}",
-            f"    user: {name}",
-            "users:",
-            f"- name: {name}",
-            "  user:",
-            "    exec:",
-            "      apiVersion: client.authentication.k8s.io/v1beta1",
             "      command: gke-gcloud-auth-plugin",
             "      provideClusterInfo: true",
             "      installHint: 'gcloud components install gke-gcloud-auth-plugin'",
-            "",
-        ]
+        ],
     )
 
 

@@ -25,6 +25,39 @@ import pulumi_kubernetes as k8s
 from provision.clouds.k8s import addons, jobs
 from provision.planning.kubernetes import POOL_LABEL
 
+
+def kubeconfig_text(name: str, server: str, exec_lines: list[str], ca_data: str | None = None) -> str:
+    """A one-cluster kubeconfig whose user authenticates through an exec plugin (no credential is stored).
+
+    ``exec_lines`` are the plugin's lines under ``exec:`` after its ``apiVersion`` (command, args, ...),
+    indented six spaces; ``ca_data`` is the cluster's CA (omit it for an endpoint with a public CA).
+    """
+    cluster = [f"    server: {server}", *([f"    certificate-authority-data: {ca_data}"] if ca_data else [])]
+    return "\n".join(
+        [
+            "apiVersion: v1",
+            "kind: Config",
+            f"current-context: {name}",
+            "clusters:",
+            f"- name: {name}",
+            "  cluster:",
+            *cluster,
+            "contexts:",
+            f"- name: {name}",
+            "  context:",
+            f"    cluster: {name}",
+            f"    user: {name}",
+            "users:",
+            f"- name: {name}",
+            "  user:",
+            "    exec:",
+            "      apiVersion: client.authentication.k8s.io/v1beta1",
+            *exec_lines,
+            "",
+        ]
+    )
+
+
 if TYPE_CHECKING:
     from provision.planning.plan import ClusterPlan
 
