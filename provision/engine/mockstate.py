@@ -238,7 +238,7 @@ class MockStore:
         removed = []
         for tmp in self.root.glob(".*.json.*.tmp"):
             pid = tmp.name.rsplit(".", 2)[-2]
-            if pid.isdigit() and (int(pid) == os.getpid() or _alive(int(pid))):
+            if pid.isdigit() and (int(pid) == os.getpid() or process_alive(int(pid))):
                 continue
             try:
                 tmp.unlink()
@@ -251,7 +251,7 @@ class MockStore:
         return sorted(p.stem for p in self.root.glob("*.json"))
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     """Whether a process with ``pid`` exists (signal 0 checks without sending anything)."""
     try:
         os.kill(pid, 0)

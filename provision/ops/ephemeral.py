@@ -445,13 +445,9 @@ def _owner_alive(entry: Mapping[str, Any]) -> bool:
         return False  # released: the block ended without a teardown
     if entry.get("host") != socket.gethostname():
         return True  # cannot tell: leave it to its own machine, or to --force
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    from provision.engine.mockstate import process_alive
+
+    return process_alive(pid)
 
 
 def _destroy(entry: Mapping[str, Any], display: str, command: auto.PulumiCommand | None) -> None:
