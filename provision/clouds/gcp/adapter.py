@@ -167,6 +167,10 @@ class GcpAdapter(Adapter):
     lifetime_mechanism = (
         "scheduling.termination_time with instance_termination_action DELETE (max_run_duration for flex-start)"
     )
+    kubernetes_lifetime_mechanism = (
+        "node_config.max_run_duration on every GKE node pool deletes each node after the cluster's lifetime "
+        "(a node GKE re-creates gets a fresh duration; the GKE control plane stays until `down` or `reap`)"
+    )
     limits: ClassVar[dict[str, str]] = {
         "public_head_node": "nodes are managed instance group members (one template): none gets an external IP; "
         "reach them through IAP (gcp.allow_iap_ssh) or a VPN",
