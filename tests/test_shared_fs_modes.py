@@ -32,7 +32,7 @@ def _grants_world_write(mode: str) -> bool:
 
 
 def _chmods(result: Any, mount: str) -> tuple[str, list[tuple[str, str]]]:
-    """(all node script text, every chmod of the shared mount): ``$mnt`` in the shared-mount step, the path elsewhere."""
+    """(node script text, chmods of the shared mount): ``$mnt`` in the shared-mount step, the path elsewhere."""
     texts, found = [], []
     for path, content in node_files(result).items():
         texts.append(content)
