@@ -199,6 +199,9 @@ CLI_CASES: list[tuple[str, list[str], dict[str, str], int]] = [
     ("ssh-dev-zero", ["ssh", "/dev/zero", "--mock", "--print", "--json"], {}, 2),
     ("exec-timeout-nan", ["exec", "aws-p5-ci", "--mock", "--timeout", "nan", "--json", "--", "true"], {}, 2),
     ("exec-timeout-fullwidth", ["exec", "aws-p5-ci", "--mock", "--timeout", "\uff15", "--json", "--", "true"], {}, 2),
+    ("exec-nul-in-command", ["exec", "aws-p5-ci", "--mock", "--json", "--", "echo", "a\x00b"], {}, 2),
+    ("kubeconfig-nul-in-path", ["kubeconfig", "aws-p5-64-eks", "--mock", "--write", "a\x00b", "--json"], {}, 2),
+    ("plan-nul-in-target-text", ["plan", "aws-p5-ci\x00"], {}, 2),
     ("exec-fanout-huge", ["exec", "aws-p5-ci", "--mock", "--fanout", BIG, "--json", "--", "true"], {}, 0),  # capped by the node count
     ("health-inject-huge-rank", ["health", "aws-p5-ci", "--mock", "--inject", BIG + ":gpu", "--json"], {}, 2),
     ("health-inject-fullwidth-rank", ["health", "aws-p5-ci", "--mock", "--inject", "\uff10:gpu", "--json"], {}, 2),
