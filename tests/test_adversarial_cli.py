@@ -257,6 +257,9 @@ SPEC_CASES: list[tuple[str, str, Any]] = [
     ("nodes-huge", "nodes", 10**20),
     ("gpus-negative-zero", "gpus", -0.0),
     ("root-volume-nan", "aws.root_volume_gib", float("nan")),
+    # A GCP range this machine type does not use is still checked (was accepted whatever it held).
+    ("gcp-unused-cidr-bidi", "gcp.secondary_host_subnet_cidr", "10.0.16.0/20\u202e"),
+    ("gcp-unused-cidr-fullwidth", "gcp.secondary_host_subnet_cidr", "\uff11\uff10.0.16.0/20"),
 ]
 
 
@@ -264,7 +267,8 @@ SPEC_CASES: list[tuple[str, str, Any]] = [
 def test_hostile_spec_values_are_refused_naming_the_field(
     tmp_path: Path, home: Path, case: str, field: str, value: Any
 ) -> None:
-    spec = _set(BASE, field, value) if "\u200b" not in field else {**BASE, "tags": {field.split(".", 1)[1]: value}}
+    base = CLOUD_BASES["gcp"] if field.startswith("gcp.") else BASE
+    spec = _set(base, field, value) if "\u200b" not in field else {**BASE, "tags": {field.split(".", 1)[1]: value}}
     path = _spec_file(tmp_path, spec)
     for argv in (["plan", path, "--json"], ["up", path, "--mock", "--yes", "--json"]):
         code, out = cli(argv)

@@ -269,16 +269,14 @@ class GcpAdapter(Adapter):
         offer, nodes = res.offer, res.nodes or 0
         host = _cidr("gcp.host_subnet_cidr", opts.host_subnet_cidr, found)
         ranges = [("gcp.host_subnet_cidr", host)]
+        # Every range is checked even when this machine type does not use it: a malformed value is an
+        # error wherever it is written, not only once an offer needs it.
+        secondary = _cidr("gcp.secondary_host_subnet_cidr", opts.secondary_host_subnet_cidr, found)
+        base = _cidr("gcp.gpu_subnet_cidr_base", opts.gpu_subnet_cidr_base, found)
         if offer is not None and offer.host_nics >= 2:
-            ranges.append(
-                (
-                    "gcp.secondary_host_subnet_cidr",
-                    _cidr("gcp.secondary_host_subnet_cidr", opts.secondary_host_subnet_cidr, found),
-                )
-            )
+            ranges.append(("gcp.secondary_host_subnet_cidr", secondary))
         gpu_needed = offer is not None and res.fabric in ("tcpx", "tcpxo", "rdma")
         if gpu_needed:
-            base = _cidr("gcp.gpu_subnet_cidr_base", opts.gpu_subnet_cidr_base, found)
             ranges.append(("gcp.gpu_subnet_cidr_base", base))
             count = offer.fabric_interfaces if offer else 0
             if base is not None and not layout.gpu_subnet_cidrs(str(base), opts.gpu_subnet_prefix, count):
