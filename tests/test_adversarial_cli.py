@@ -276,3 +276,18 @@ def test_hostile_spec_values_are_refused_naming_the_field(
         paths = [p["path"] for p in json.loads(out)["problems"]]
         assert any(p.split(".")[0] == field.split(".")[0] for p in paths), paths
     assert not (home / "mock" / "t1.json").exists()  # nothing was created
+
+
+@pytest.mark.parametrize("stack", ["x" * 101, "a b", "$(id)", "\u202eevil", ".."])
+def test_a_stack_file_with_a_hostile_name_is_refused_before_anything_is_written(
+    tmp_path: Path, home: Path, stack: str
+) -> None:
+    from conftest import ROOT
+
+    path = tmp_path / f"Pulumi.{stack}.yaml"
+    path.write_text((ROOT / "stacks" / "Pulumi.aws-p5-ci.yaml").read_text(), encoding="utf-8")
+    for argv in (["up", str(path), "--mock", "--yes", "--json"], ["down", str(path), "--mock", "--yes", "--json"]):
+        code, out = cli(argv)
+        assert code == 2, out  # a 101-character name failed with exit 1 "File name too long" on the lock file
+        assert [p["path"] for p in json.loads(out)["problems"]] == ["stack"]
+    assert not (home / "mock").exists() or list((home / "mock").iterdir()) == []
