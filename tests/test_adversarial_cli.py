@@ -291,3 +291,20 @@ def test_a_stack_file_with_a_hostile_name_is_refused_before_anything_is_written(
         assert code == 2, out  # a 101-character name failed with exit 1 "File name too long" on the lock file
         assert [p["path"] for p in json.loads(out)["problems"]] == ["stack"]
     assert not (home / "mock").exists() or list((home / "mock").iterdir()) == []
+
+
+@pytest.mark.parametrize("as_json", [True, False])
+def test_an_interrupt_outside_every_command_step_still_reports_itself(
+    home: Path, monkeypatch: pytest.MonkeyPatch, as_json: bool
+) -> None:
+    """Ctrl-C between run_command calls (imports, option checks): exit 130 and, under --json, one document."""
+    import provision.cli.lifecycle as lifecycle
+
+    def interrupted(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(lifecycle, "_require_yes", interrupted)
+    code, out = cli(["up", "aws-p5-ci", "--mock", "--yes", *(["--json"] if as_json else [])])
+    assert code == 130 and "interrupted" in out
+    if as_json:
+        assert json.loads(out[: out.rindex("}") + 1])["error"] == "Interrupted"  # typer alone printed nothing
