@@ -308,3 +308,14 @@ def test_an_interrupt_outside_every_command_step_still_reports_itself(
     assert code == 130 and "interrupted" in out
     if as_json:
         assert json.loads(out[: out.rindex("}") + 1])["error"] == "Interrupted"  # typer alone printed nothing
+
+
+def test_a_capacity_type_eks_does_not_have_is_refused_not_a_crash(tmp_path: Path, home: Path) -> None:
+    """Found by tests/test_fuzz.py: EKS with capacity flex-start raised KeyError (exit 1, internal error)."""
+    from conftest import ROOT
+
+    spec = yaml.safe_load((ROOT / "stacks" / "Pulumi.aws-p5-64-eks.yaml").read_text())["config"]["provision:cluster"]
+    spec["capacity"] = {"type": "flex-start"}
+    code, out = cli(["plan", _spec_file(tmp_path, spec), "--json"])
+    assert code == 2, out
+    assert "capacity.type" in [p["path"] for p in json.loads(out)["problems"]]
