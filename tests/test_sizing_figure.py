@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from provision.planning.sizing import size_training
-from provision.planning.sizing.handoff import curve
+from provision.planning.sizing.curve import curve
 
 pytest.importorskip("matplotlib", reason="pip install 'provision[notebook]'")
 

@@ -148,7 +148,7 @@ def _plot(report: Any) -> None:
         return
     import sys
 
-    from provision.planning.sizing.handoff import curve
+    from provision.planning.sizing.curve import curve
 
     plt.clf()
     plt.plotsize(78, 20)

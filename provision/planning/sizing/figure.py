@@ -6,21 +6,21 @@ matplotlib is optional (``pip install 'provision[notebook]'``) and imported only
 renders the same in a notebook, a script or a headless test. It shows itself in Jupyter through ``_repr_png_``
 whether or not ``%matplotlib inline`` is active, and ``fig.savefig(...)`` writes it to a file.
 
-The terminal twin is ``provision size --plot`` (plotext); both draw :func:`provision.planning.sizing.handoff.curve`.
+The terminal twin is ``provision size --plot`` (plotext); both draw :func:`provision.planning.sizing.curve.curve`.
+The report is duck-typed (a ``SizingReport``): this module must not import the models, which import it.
 """
 
 from __future__ import annotations
 
 import io
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from provision.planning.sizing.models import SizingReport
+from provision.planning.sizing.curve import curve
 
 INSTALL_HINT = "pip install 'provision[notebook]'"
 
 
-def figure(report: SizingReport) -> Any:
+def figure(report: Any) -> Any:
     """A matplotlib ``Figure``: days (left) and total USD (right) against GPUs, per cloud; stars mark the choice.
 
     Raises:
@@ -32,8 +32,6 @@ def figure(report: SizingReport) -> Any:
         from matplotlib.ticker import FuncFormatter
     except ImportError:
         raise ImportError(f"SizingReport.figure() needs matplotlib: {INSTALL_HINT}") from None
-    from provision.planning.sizing.handoff import curve
-    from provision.planning.sizing.models import format_count
 
     class SizingFigure(Figure):
         """A Figure that shows itself in notebooks (IPython calls ``_repr_png_``)."""
@@ -61,7 +59,7 @@ def figure(report: SizingReport) -> Any:
         else:
             unpriced.append(cloud)
     i = report.inputs
-    fig.suptitle(f"{format_count(i.params)} parameters x {format_count(i.tokens)} tokens on {i.gpu}")
+    fig.suptitle(f"{i.params:.3g} parameters x {i.tokens:.3g} tokens on {i.gpu}")
     for ax in (days_ax, cost_ax):
         ax.set_xscale("log", base=2)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1e3:.0f}k" if v >= 1e4 else f"{v:,.0f}"))
