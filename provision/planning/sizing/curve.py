@@ -1,4 +1,5 @@
-"""The sizing curve ``size --plot`` and ``SizingReport.figure()`` draw: days and cost against cluster size.
+"""The sizing curve ``size --plot`` and ``SizingReport.figure()`` draw (days and cost against cluster size), and
+the count shorthand (``70B``) both label it with.
 
 Pure, and free of the report models' module on purpose (``SizingReport.figure()`` imports it lazily, so importing
 the models here would close an import circle): the report is duck-typed.
@@ -34,3 +35,11 @@ def curve(report: Any, points: int = 8) -> dict[str, list[tuple[int, float, floa
             rows.append((gpus, wall / 24, cost))
         out[option.cloud] = rows
     return out
+
+
+def format_count(n: float) -> str:
+    """The shorthand of a count: ``7e10`` -> ``"70B"``."""
+    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if n >= scale:
+            return f"{n / scale:g}{suffix}"
+    return f"{n:g}"

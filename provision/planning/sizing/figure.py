@@ -15,7 +15,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from provision.planning.sizing.curve import curve
+from provision.planning.sizing.curve import curve, format_count
 
 INSTALL_HINT = "pip install 'provision[notebook]'"
 
@@ -59,7 +59,7 @@ def figure(report: Any) -> Any:
         else:
             unpriced.append(cloud)
     i = report.inputs
-    fig.suptitle(f"{i.params:.3g} parameters x {i.tokens:.3g} tokens on {i.gpu}")
+    fig.suptitle(f"{format_count(i.params)} parameters x {format_count(i.tokens)} tokens on {i.gpu}")
     for ax in (days_ax, cost_ax):
         ax.set_xscale("log", base=2)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1e3:.0f}k" if v >= 1e4 else f"{v:,.0f}"))

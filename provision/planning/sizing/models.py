@@ -8,6 +8,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, WithJsonSchema
 
+# Defined beside the curve (which the figure draws, and which must not import this module); re-exported here.
+from provision.planning.sizing.curve import format_count as format_count
+
 Precision = Literal["bf16", "fp8"]
 Mode = Literal["pretrain", "finetune", "lora", "qlora"]
 MODES: tuple[str, ...] = ("pretrain", "finetune", "lora", "qlora")
@@ -303,11 +306,3 @@ class SizingReport(_Model):
 
 
 # --------------------------------------------------------------------------------------------- inputs
-
-
-def format_count(n: float) -> str:
-    """The shorthand of a count: ``7e10`` -> ``"70B"``."""
-    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
-        if n >= scale:
-            return f"{n / scale:g}{suffix}"
-    return f"{n:g}"
