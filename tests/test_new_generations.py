@@ -150,4 +150,20 @@ def test_grace_rows_stay_listed_for_offers_and_size() -> None:
 
     report = size_training("70B", "2T", gpu="GB200", gpus=512)
     assert report.compute.gpu_hours > 0
-    assert any(c.instance_type == "Standard_ND128isr_NDR_GB200_v6" for c in report.clouds if c.cloud == "azure")
+    [azure] = [c for c in report.clouds if c.cloud == "azure"]
+    assert azure.instance_type == "Standard_ND128isr_NDR_GB200_v6" and azure.nodes * 4 == azure.gpus
+    assert any("does not support it yet" in n for n in azure.notes)
+
+
+def test_write_spec_refuses_a_grace_option_instead_of_writing_a_spec_plan_rejects(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from provision.cli.app import app
+
+    target = tmp_path / "spec.yaml"
+    args = ["size", "--params", "70B", "--tokens", "2T", "--gpu", "GB200", "--cloud", "azure"]
+    result = CliRunner().invoke(app, [*args, "--write-spec", str(target)])
+
+    assert result.exit_code == 2, result.output
+    assert "arm64" in result.output and "Standard_ND128isr_NDR_GB200_v6" in result.output
+    assert not target.exists()

@@ -154,3 +154,18 @@ def test_human_cluster_table_names_unpriced_offers() -> None:
     assert result.exit_code == 0
     assert "p5.48xlarge" in result.stdout and "440.37" in result.stdout
     assert "parts without a catalog price (compute)" in result.stdout
+
+
+def test_on_demand_64_h100_with_storage_sums_each_rows_catalog_parts() -> None:
+    """Issue 15.5 bar, with every part present: the total is compute + storage + network, each from the catalog."""
+    rows = offers_json("--gpus", "64", "--gpu", "H100", "--capacity", "on-demand", "--storage-gib", "10240")
+
+    priced = [r for r in rows if r["hourly_usd"] is not None]
+    assert {r["capacity"] for r in rows} == {"on-demand"}
+    assert len({r["cloud"] for r in priced}) >= 3
+    assert [r["hourly_usd"] for r in priced] == sorted(r["hourly_usd"] for r in priced)
+    assert rows[: len(priced)] == priced
+    for row in priced:
+        assert row["storage"] and row["storage"]["size_gib"] >= 10240 and row["storage_hourly_usd"] > 0
+        assert row["network_hourly_usd"] > 0 and row["compute_hourly_usd"] > 0
+        assert row["hourly_usd"] == pytest.approx(expected_total(row), abs=1e-3)

@@ -9,6 +9,7 @@ import math
 import re
 from typing import Any
 
+from provision.catalog import load_catalog
 from provision.planning.sizing.curve import curve
 from provision.planning.sizing.models import DEFAULT_DEADLINE_DAYS, SizingReport, format_count
 
@@ -33,6 +34,12 @@ def spec_for(report: SizingReport, cloud: str) -> tuple[dict[str, Any], list[str
     option = next((o for o in report.clouds if o.cloud == cloud), None)
     if option is None or option.instance_type is None or option.region is None or option.gpus is None:
         raise ValueError(f"the sizing found no {cloud} offer to write a spec for")
+    offer = load_catalog().instance(cloud, option.instance_type)
+    if offer is not None and offer.cpu_arch != "x86_64":
+        raise ValueError(
+            f"{option.instance_type} has {offer.cpu_arch} (NVIDIA Grace) hosts, which `provision plan` does not "
+            "support yet; size with another --gpu (e.g. B200 or H200) for a spec that plans"
+        )
     if cloud == "alibaba":
         # The Alibaba adapter needs a zone and the catalog records none for these types (contact sales).
         raise ValueError("alibaba specs need a zone the catalog does not record; write the spec by hand")
