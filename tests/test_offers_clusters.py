@@ -169,3 +169,17 @@ def test_on_demand_64_h100_with_storage_sums_each_rows_catalog_parts() -> None:
         assert row["storage"] and row["storage"]["size_gib"] >= 10240 and row["storage_hourly_usd"] > 0
         assert row["network_hourly_usd"] > 0 and row["compute_hourly_usd"] > 0
         assert row["hourly_usd"] == pytest.approx(expected_total(row), abs=1e-3)
+
+
+def test_type_table_fits_80_columns_without_cutting_a_type_or_a_price(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The longest type name (Standard_ND128isr_NDR_GB200_v6) folds; nothing is cut off with an ellipsis."""
+    monkeypatch.setenv("COLUMNS", "80")
+    result = invoke("offers")
+
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    assert "…" not in result.stdout
+    for o in load_catalog().instances:  # every type, whole or folded at the column's 18 characters
+        name = o.instance_type
+        assert all(name[i : i + 18] in result.stdout for i in range(0, len(name), 18)), name
