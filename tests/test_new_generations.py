@@ -167,3 +167,16 @@ def test_write_spec_refuses_a_grace_option_instead_of_writing_a_spec_plan_reject
     assert result.exit_code == 2, result.output
     assert "arm64" in result.output and "Standard_ND128isr_NDR_GB200_v6" in result.output
     assert not target.exists()
+
+
+def test_gke_a4_pool_uses_the_b200_accelerator_and_a3_ultras_rdma_networks() -> None:
+    spec = gcp_spec(scheduler={"kind": "kubernetes"})
+    r = preview(spec)
+    gpu = [x.inputs for x in r.of_type("gcp:container/nodePool:NodePool") if x.inputs["name"] == "gpu"][0]
+    [acc] = gpu["nodeConfig"]["guestAccelerators"]
+    assert acc["type"] == "nvidia-b200" and acc["count"] == 8
+    assert gpu["nodeConfig"]["machineType"] == "a4-highgpu-8g"
+    assert len(gpu["networkConfig"]["additionalNodeNetworkConfigs"]) == 9  # 2nd gVNIC + 8 RDMA NICs
+    params = [x.inputs["spec"] for x in r.of_type("kubernetes:networking.gke.io/v1:GKENetworkParamSet")]
+    assert len(params) == 8 and {p["deviceMode"] for p in params} == {"RDMA"}
+    assert r.plan.kubernetes.job.env["NCCL_NET"] == "gIB"
