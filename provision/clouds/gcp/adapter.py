@@ -33,6 +33,8 @@ from provision.spec.errors import Problem, ProblemCollector, SpecError
 A3_CTRL_DEV = "enp0s12"
 TCPX_IFNAMES = "enp6s0,enp12s0,enp134s0,enp140s0"
 TCPXO_IFNAMES = "enp6s0,enp7s0,enp13s0,enp14s0,enp134s0,enp135s0,enp141s0,enp142s0"
+#: A4 shares A3 Ultra's NIC arrangement; Cluster Toolkit's a4high-vm.yaml names its first gVNIC enp0s19 too (Open MPI
+#: btl_tcp_if_include). The second name is A3 Ultra's and unverified on A4: NCCL uses whichever listed interface exists.
 A3U_HOST_IFNAMES = "enp0s19,enp192s20"
 
 
