@@ -193,3 +193,16 @@ def test_gb200_sizes_as_blackwell_with_the_widened_unfitted_range() -> None:
     assert gb200.gpu_hours < b200.gpu_hours  # 2,500 vs 2,250 dense BF16 TFLOPS
     ratio = lambda c: c.gpu_hours_range[1] / c.gpu_hours_range[0]  # noqa: E731
     assert ratio(gb200) == pytest.approx(ratio(b200))
+
+
+def test_offers_json_says_which_types_have_arm64_hosts() -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from provision.cli.app import app
+
+    result = CliRunner().invoke(app, ["offers", "--gpu", "GB200", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert {(r["cloud"], r["cpu_arch"]) for r in rows} == {("gcp", "arm64"), ("azure", "arm64")}

@@ -119,6 +119,7 @@ def _type_row(o: Any, region: str | None) -> dict[str, Any]:
         "gpu": o.gpu,
         "gpus_per_node": o.gpus_per_node,
         "gpu_memory_gib": o.gpu_memory_gib,
+        "cpu_arch": o.cpu_arch,
         "vcpus": o.vcpus,
         "memory_gib": o.memory_gib,
         "local_nvme_gib": o.local_nvme_gib,
