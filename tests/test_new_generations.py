@@ -206,3 +206,18 @@ def test_offers_json_says_which_types_have_arm64_hosts() -> None:
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
     assert {(r["cloud"], r["cpu_arch"]) for r in rows} == {("gcp", "arm64"), ("azure", "arm64")}
+
+
+def test_size_table_fits_80_columns_with_the_longest_new_type(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rich.console import Console
+
+    import provision.cli.size as size_cli
+
+    screen = Console(width=80, record=True)
+    monkeypatch.setattr(size_cli, "console", lambda stderr=False: screen)
+    size_cli.print_report(size_training("70B", "2T", gpu="GB200").as_dict())
+
+    text = screen.export_text()
+    assert all(len(line) <= 80 for line in text.splitlines())
+    table = text[text.index("recommended cluster per cloud") : text.index("fabric:")]
+    assert "…" not in table and "Standard_ND128is" in table and "r_NDR_GB200_v6" in table
