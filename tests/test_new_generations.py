@@ -84,18 +84,24 @@ def test_a4_is_refused_on_demand_because_gcp_does_not_sell_it_so() -> None:
     assert "a4-highgpu-8g" in p.rule or "a4-highgpu-8g" in p.fix
 
 
-def test_a4_preview_under_the_strict_mocked_cloud() -> None:
-    r = preview(
-        gcp_spec(storage={"shared": {"kind": "managed-lustre", "size_gib": 36000, "throughput_mbps_per_tib": 250}})
-    )
+@pytest.mark.parametrize(
+    ("capacity", "model", "target", "policies"),
+    [
+        ({"type": "reservation", "reservation": "a4-reservation"}, "RESERVATION_BOUND", 2, 1),
+        ({"type": "spot"}, "SPOT", 2, 1),
+        ({"type": "flex-start"}, "FLEX_START", 0, 0),  # a resize request creates the nodes; no workload policy
+    ],
+)
+def test_a4_preview_under_the_strict_mocked_cloud(capacity: dict, model: str, target: int, policies: int) -> None:
+    lustre = {"kind": "managed-lustre", "size_gib": 36000, "throughput_mbps_per_tib": 250}
+    r = preview(gcp_spec(capacity=capacity, storage={"shared": lustre}))
     tmpl = r.one(TEMPLATE).inputs
     assert tmpl["machineType"] == "a4-highgpu-8g"
     assert [n["nicType"] for n in tmpl["networkInterfaces"]] == ["GVNIC"] * 2 + ["MRDMA"] * 8
     assert len(r.of_type(NETWORK)) == 3
-    assert tmpl["scheduling"]["provisioningModel"] == "RESERVATION_BOUND"
-    mig = r.one(MIG).inputs
-    assert mig["targetSize"] == 2
-    assert len(r.of_type(POLICY)) == 1  # the workload policy
+    assert tmpl["scheduling"]["provisioningModel"] == model
+    assert r.one(MIG).inputs["targetSize"] == target
+    assert len(r.of_type(POLICY)) == policies
 
 
 def test_a4_types_are_in_every_a3_ultra_rule_list() -> None:
