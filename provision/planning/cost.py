@@ -108,7 +108,7 @@ def compute_hourly_usd(spec: ClusterSpec, offer: InstanceOffer, nodes: int) -> f
 
 def _check_override(spec: ClusterSpec, offer: InstanceOffer, per_node: float) -> None:
     """Refuse ``lifetime.hourly_price_usd`` below the catalog's price (on-demand) or its deepest discount."""
-    listed, _ = offer.capacity_price(spec.region, spec.capacity.type)
+    listed, what = offer.capacity_price(spec.region, spec.capacity.type)
     if listed is None:
         return  # the override is the only price there is
     on_demand = spec.capacity.type == "on-demand"
@@ -118,7 +118,8 @@ def _check_override(spec: ClusterSpec, offer: InstanceOffer, per_node: float) ->
     basis = (
         "the catalog's on-demand price"
         if on_demand
-        else f"{MIN_DISCOUNTED_SHARE:.0%} of the on-demand price (the deepest documented {spec.capacity.type} discount)"
+        else f"{MIN_DISCOUNTED_SHARE:.0%} of the catalog's {what} "
+        f"(the deepest documented {spec.capacity.type} discount)"
     )
     raise BudgetError(
         "the price override is below the catalog's price",
