@@ -4,9 +4,11 @@ The hourly cost is compute (nodes x the catalog's on-demand price, or the spec's
 ``lifetime.hourly_price_usd``) + the shared filesystem (capacity x USD per TiB-month /
 730 h, plus provisioned throughput where billed so) + the network pieces that bill by
 the hour (one NAT gateway and its public IP). Spot and reservation prices differ from list
-prices: the estimate is then an upper bound, and the plan says so. A part the catalog has no
-price for is named in ``unpriced`` (e.g. ``storage (amlfs AMLFS-Durable-Premium-250)``) and left
-out of the total; the plan warns about it.
+prices: the estimate is then an upper bound, and the plan says so; a type not sold on-demand is
+priced at its own capacity type's rate (a reservation's list rate, a spot price). Prices hold in
+the regions they were read for: a filesystem priced only elsewhere is unpriced here. A part the
+catalog has no price for is named in ``unpriced`` (e.g. ``storage (amlfs AMLFS-Durable-Premium-250)``)
+and left out of the total; the plan warns about it. A cost cap counts every priced part.
 """
 
 from __future__ import annotations
