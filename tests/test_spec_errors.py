@@ -1083,7 +1083,7 @@ BUDGET = [
         "alibaba",
         {"lifetime.hourly_price_usd": 100.0, "lifetime.max_cost_usd": 700},
         "lifetime.max_cost_usd",
-        "($800.03/h)",  # 8 nodes x 100 + the NAT gateway (0.034 USD/h in cn-hangzhou)
+        "($800.04/h)",  # 8 nodes x 100 + the NAT gateway (0.034 USD/h in cn-hangzhou) + its EIP (0.003 USD/h)
         "at least 801",
         "budget",
     ),
