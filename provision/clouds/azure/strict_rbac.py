@@ -61,6 +61,14 @@ def _within(scope: str, parent: str) -> bool:
     return s == p or s.startswith(p + "/")
 
 
+def _pattern_rule(res: Resource, key: str, pattern: str | re.Pattern[str], rule: str, source: str) -> list[Violation]:
+    """A violation when input ``key`` is a string that does not match ``pattern`` (whole value)."""
+    value = res.inputs.get(key)
+    if not isinstance(value, str) or _is(pattern, value):
+        return []
+    return [res.violation(key, value, rule, source)]
+
+
 def _scope_rule(res: Resource, path: str, value: Any, source: str) -> list[Violation]:
     if not isinstance(value, str) or _is(SCOPE, value):
         return []
@@ -74,16 +82,13 @@ def _scope_rule(res: Resource, path: str, value: Any, source: str) -> list[Viola
 def role_definition_rules(res: Resource) -> list[Violation]:
     inputs = res.inputs
     out: list[Violation] = []
-    rid = inputs.get("roleDefinitionId")
-    if rid is not None and not _is(GUID, rid):
-        out.append(
-            res.violation(
-                "roleDefinitionId",
-                rid,
-                "a GUID (the custom role's unique id)",
-                f'{CUSTOM_ROLES_REST}: "Replace {{roleDefinitionId}} with the GUID identifier of the custom role"',
-            )
-        )
+    out += _pattern_rule(
+        res,
+        "roleDefinitionId",
+        GUID,
+        "a GUID (the custom role's unique id)",
+        f'{CUSTOM_ROLES_REST}: "Replace {{roleDefinitionId}} with the GUID identifier of the custom role"',
+    )
     name = inputs.get("roleName")
     if not isinstance(name, str) or not 1 <= len(name) <= ROLE_NAME_MAX:
         out.append(
@@ -194,39 +199,30 @@ def _permission_rules(res: Resource) -> list[Violation]:
 def role_assignment_rules(res: Resource, ctx: MockContext) -> list[Violation]:
     inputs = res.inputs
     out: list[Violation] = []
-    name = inputs.get("roleAssignmentName")
-    if name is not None and not _is(GUID, name):
-        out.append(
-            res.violation(
-                "roleAssignmentName",
-                name,
-                "a GUID",
-                f'{SPEC} RoleAssignment.name: "The name of the role assignment. It can be any valid GUID."',
-            )
-        )
-    principal = inputs.get("principalId")
-    if isinstance(principal, str) and not _is(GUID, principal):
-        out.append(
-            res.violation(
-                "principalId",
-                principal,
-                "a GUID: the object id of the user, group or service principal (not its name or client id)",
-                f'{_DOCS}role-assignments-template.md "Get object IDs": "The ID has the format: '
-                '`11111111-1111-1111-1111-111111111111`"',
-            )
-        )
+    out += _pattern_rule(
+        res,
+        "roleAssignmentName",
+        GUID,
+        "a GUID",
+        f'{SPEC} RoleAssignment.name: "The name of the role assignment. It can be any valid GUID."',
+    )
+    out += _pattern_rule(
+        res,
+        "principalId",
+        GUID,
+        "a GUID: the object id of the user, group or service principal (not its name or client id)",
+        f'{_DOCS}role-assignments-template.md "Get object IDs": "The ID has the format: '
+        '`11111111-1111-1111-1111-111111111111`"',
+    )
+    out += _pattern_rule(
+        res,
+        "roleDefinitionId",
+        ROLE_DEFINITION_ID,
+        "{scope}/providers/Microsoft.Authorization/roleDefinitions/{guid} (the definition's resource id, not its name)",
+        f"{_DOCS}role-assignments-template.md (roleDefinitionId: /subscriptions/{{id}}/providers/"
+        "Microsoft.Authorization/roleDefinitions/{guid})",
+    )
     definition = inputs.get("roleDefinitionId")
-    if isinstance(definition, str) and not _is(ROLE_DEFINITION_ID, definition):
-        out.append(
-            res.violation(
-                "roleDefinitionId",
-                definition,
-                "{scope}/providers/Microsoft.Authorization/roleDefinitions/{guid} (the definition's resource id, "
-                "not its name)",
-                f"{_DOCS}role-assignments-template.md (roleDefinitionId: /subscriptions/{{id}}/providers/"
-                "Microsoft.Authorization/roleDefinitions/{{guid}})",
-            )
-        )
     version = inputs.get("conditionVersion")
     if version is not None and version != "2.0":
         out.append(
