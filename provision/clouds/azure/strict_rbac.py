@@ -35,7 +35,7 @@ GUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]
 #: group or a resource below it (role-definitions.md "AssignableScopes"; resource group names:
 #: 1-90 of letters, digits, _ ( ) - . per the naming rules).
 _MANAGEMENT_GROUP = r"/providers/Microsoft\.Management/managementGroups/[^/]+"
-_SUBSCRIPTION = rf"/subscriptions/{GUID}(?:/resourceGroups/[-\w.()]{{1,90}}(?:/providers/[^/]+(?:/[^/]+)+)?)?"
+_SUBSCRIPTION = rf"/subscriptions/{GUID}(?:/resourceGroups/[-\w.()]{{1,90}})?(?:/providers/[^/]+(?:/[^/]+)+)?"
 SCOPE = re.compile(rf"(?:{_MANAGEMENT_GROUP}|{_SUBSCRIPTION})", re.IGNORECASE)
 #: A role definition id as a role assignment takes it: ``{scope}/providers/Microsoft.Authorization/
 #: roleDefinitions/{guid}``, the scope empty for tenant-wide built-in roles.
