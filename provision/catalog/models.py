@@ -60,6 +60,12 @@ class RegionOffer(_Row):
     spot_price_per_hour_usd: float | None = Field(
         default=None, ge=0, description="A recent spot price per node-hour in USD; null when unknown."
     )
+    reservation_price_per_hour_usd: float | None = Field(
+        default=None,
+        ge=0,
+        description="Rate per node-hour a reservation bills before commitment discounts; set where the type is "
+        "not sold on-demand (GCP bills reserved VMs at the machine type's list SKU rate).",
+    )
     sales_only: bool = Field(default=False, description="Sold only through the vendor's sales team here.")
 
 
@@ -102,6 +108,24 @@ class InstanceOffer(_Row):
         offer = self.regions.get(region)
         return offer.price_per_hour_usd if offer else None
 
+    def capacity_price(self, region: str, capacity: str) -> tuple[float | None, str]:
+        """USD per node-hour for ``capacity`` in ``region`` and what the figure is.
+
+        The on-demand list price when the catalog has one (an upper bound for discounted capacity types);
+        for a type with no on-demand price, the rate its own capacity type bills: a reservation's list rate
+        or a recent spot price. ``(None, reason)`` when the catalog holds neither.
+        """
+        offer = self.regions.get(region)
+        if offer is None:
+            return None, f"{self.instance_type} is not offered in {region}"
+        if offer.price_per_hour_usd is not None:
+            return offer.price_per_hour_usd, "on-demand list price"
+        if capacity == "reservation" and offer.reservation_price_per_hour_usd is not None:
+            return offer.reservation_price_per_hour_usd, "reservation list rate (before commitment discounts)"
+        if capacity == "spot" and offer.spot_price_per_hour_usd is not None:
+            return offer.spot_price_per_hour_usd, "recent spot price"
+        return None, f"no {capacity} price for {self.instance_type} in {region} in the catalog"
+
     @property
     def gpu_memory_total_gib(self) -> float:
         return self.gpu_memory_gib * self.gpus_per_node
@@ -134,6 +158,11 @@ class FilesystemOffer(_Row):
         default=None, ge=0, description="Extra charge per provisioned MB/s per month, where billed so."
     )
     regions: tuple[str, ...] = Field(default=(), description="Regions where sold; empty means 'not restricted'.")
+    priced_regions: tuple[str, ...] = Field(
+        default=(),
+        description="Regions the prices were read for; a plan elsewhere is unpriced. Empty: the source named no "
+        "region and the price stands for every region (the row's notes say so).",
+    )
     sources: tuple[Source, ...] = Field(min_length=1)
     notes: str = ""
 
@@ -161,8 +190,17 @@ class FilesystemOffer(_Row):
             k += 1
         return out[:count] or [self.max_gib]
 
-    def price_per_tib_month(self, throughput_mbps_per_tib: int | None) -> float | None:
-        """USD per TiB-month at a throughput tier; the tier's own price where the row lists one."""
+    def priced_in(self, region: str | None) -> bool:
+        """Whether the row's prices hold in ``region`` (``None``: no region to check against)."""
+        return region is None or not self.priced_regions or region in self.priced_regions
+
+    def price_per_tib_month(self, throughput_mbps_per_tib: int | None, region: str | None = None) -> float | None:
+        """USD per TiB-month at a throughput tier in ``region``; the tier's own price where the row lists one.
+
+        ``None`` when the catalog has no price, or has one only for other regions (``priced_regions``).
+        """
+        if not self.priced_in(region):
+            return None
         if throughput_mbps_per_tib is not None and throughput_mbps_per_tib in self.price_per_tib_month_by_throughput:
             return self.price_per_tib_month_by_throughput[throughput_mbps_per_tib]
         return self.price_per_tib_month_usd
@@ -195,6 +233,9 @@ class NetworkPrices(_Row):
     )
     nat_node_cap: int | None = Field(default=None, ge=1, description="VMs billed per VM before the flat rate.")
     public_ip_per_hour_usd: float | None = Field(default=None, ge=0)
+    public_ip_per_hour_usd_by_region: dict[str, float] = Field(
+        default_factory=dict, description="Public IP price per hour where a region differs from public_ip_per_hour_usd."
+    )
     nat_public_ips: int = Field(default=0, ge=0, description="Public IPs the cluster's NAT gateway holds.")
     sources: tuple[Source, ...] = Field(min_length=1)
     notes: str = ""
@@ -207,11 +248,12 @@ class NetworkPrices(_Row):
             return self.nat_per_hour_usd
         return self.nat_per_hour_usd_by_region.get(region, self.nat_per_hour_usd)
 
-    def nat_ip_hourly(self) -> float | None:
-        """The NAT gateway's public IPs per hour (0 when it holds none); None when not recorded."""
+    def nat_ip_hourly(self, region: str | None = None) -> float | None:
+        """The NAT gateway's public IPs per hour in ``region`` (0 when it holds none); None when not recorded."""
         if not self.nat_public_ips:
             return 0.0
-        return None if self.public_ip_per_hour_usd is None else self.public_ip_per_hour_usd * self.nat_public_ips
+        price = self.public_ip_per_hour_usd_by_region.get(region or "", self.public_ip_per_hour_usd)
+        return None if price is None else price * self.nat_public_ips
 
 
 class GpuModel(_Row):

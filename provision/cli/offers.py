@@ -103,6 +103,7 @@ def offers(
         emit_json(rows)
     elif gpus is not None:
         _print_clusters(rows)
+        _print_missing_clouds(rows, cloud, gpu)
     else:
         _print_types(rows, region)
 
@@ -197,6 +198,26 @@ def _print_clusters(rows: list[dict[str, Any]]) -> None:
             f"{rest} more offer(s) have parts without a catalog price ({', '.join(parts)}); --json lists them",
             markup=False,
         )
+
+
+def _print_missing_clouds(rows: list[dict[str, Any]], cloud: str | None, gpu: str | None) -> None:
+    """Name each cloud the cheapest-cluster table leaves out, and why: no offer at all, or none priced."""
+    clouds = [cloud.strip().lower()] if cloud else list(CLOUD_NAMES)
+    what = f"{gpu} " if gpu else ""
+    out = console()
+    for c in clouds:
+        mine = [r for r in rows if r["cloud"] == c]
+        if not mine:
+            out.print(
+                f"{c}: no {what}instance type in the catalog, so no publicly priced {what}cluster",
+                markup=False,
+            )
+        elif all(r["hourly_usd"] is None for r in mine):
+            parts = sorted({p.split(" (")[0] for r in mine for p in r["unpriced"]})
+            out.print(
+                f"{c}: {len(mine)} {what}offer(s), none publicly priced ({', '.join(parts)} without a catalog price)",
+                markup=False,
+            )
 
 
 def _money(v: float | None) -> str:

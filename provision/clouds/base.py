@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from typing import Any, ClassVar
 
 from provision.catalog import Catalog, InstanceOffer, load_catalog
-from provision.planning.cost import estimate, expiry, spend_warnings
+from provision.planning.cost import estimate, expiry, price_basis_warnings, spend_warnings
 from provision.planning.images import check_image, default_image
 from provision.planning.kubernetes import KubernetesPlan, system_price_note
 from provision.planning.plan import ClusterPlan, ImagePlan, StoragePlan
@@ -145,8 +145,7 @@ class Adapter(ABC):
                 )
             )
         warnings.extend(spend_warnings(spec, cost.hourly_usd))
-        if spec.capacity.type != "on-demand" and cost.hourly_usd is not None:
-            warnings.append(f"prices are on-demand list prices; {spec.capacity.type} capacity usually costs less.")
+        warnings.extend(price_basis_warnings(spec, offer, res.storage))
         tags = {
             **spec.tags,
             TAG_CLUSTER: spec.name,
@@ -167,7 +166,9 @@ class Adapter(ABC):
                 throughput_mbps_per_tib=res.storage_throughput,
                 retain=spec.storage.shared.retain,
                 mount=spec.storage.shared.mount,
-                hourly_usd=storage_hourly_usd(res.storage, res.storage_size_gib or 0, res.storage_throughput),
+                hourly_usd=storage_hourly_usd(
+                    res.storage, res.storage_size_gib or 0, res.storage_throughput, spec.region
+                ),
                 offer=res.storage,
             )
         if k8s is not None:

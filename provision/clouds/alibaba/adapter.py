@@ -412,7 +412,10 @@ class AlibabaAdapter(Adapter):
                     "the VPC and vSwitch are retained with it."
                 )
         if kind == "nas" and spec.storage.shared is not None and spec.storage.shared.size_gib is not None:
-            out.append("general-purpose NAS grows with use and takes no size; storage.shared.size_gib is ignored.")
+            out.append(
+                "general-purpose NAS grows with use and takes no size: storage.shared.size_gib only sets the usage "
+                "the cost estimate bills (Alibaba charges the capacity used each hour)."
+            )
         try:
             image = default_image(spec, res.offer, res.fabric)
         except SpecError:
