@@ -177,3 +177,32 @@ def test_a_type_sold_only_by_reservation_is_offered_at_its_reservation_rate() ->
     assert central["compute_hourly_usd"] == pytest.approx(8 * rate)
     assert any("commitment discounts" in n for n in central["notes"])
     assert all(r["hourly_usd"] is None for r in ultra if r["region"] not in ("us-central1", "us-east4", "us-west1"))
+
+
+def test_on_demand_64_h100_with_storage_sums_each_rows_catalog_parts() -> None:
+    """Issue 15.5 bar, with every part present: the total is compute + storage + network, each from the catalog."""
+    rows = offers_json("--gpus", "64", "--gpu", "H100", "--capacity", "on-demand", "--storage-gib", "10240")
+
+    priced = [r for r in rows if r["hourly_usd"] is not None]
+    assert {r["capacity"] for r in rows} == {"on-demand"}
+    assert len({r["cloud"] for r in priced}) >= 3
+    assert [r["hourly_usd"] for r in priced] == sorted(r["hourly_usd"] for r in priced)
+    assert rows[: len(priced)] == priced
+    for row in priced:
+        assert row["storage"] and row["storage"]["size_gib"] >= 10240 and row["storage_hourly_usd"] > 0
+        assert row["network_hourly_usd"] > 0 and row["compute_hourly_usd"] > 0
+        assert row["hourly_usd"] == pytest.approx(expected_total(row), abs=1e-3)
+
+
+def test_type_table_fits_80_columns_without_cutting_a_type_or_a_price(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The longest type name (Standard_ND128isr_NDR_GB200_v6) folds; nothing is cut off with an ellipsis."""
+    monkeypatch.setenv("COLUMNS", "80")
+    result = invoke("offers")
+
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    assert "…" not in result.stdout
+    for o in load_catalog().instances:  # every type, whole or folded at the column's 18 characters
+        name = o.instance_type
+        assert all(name[i : i + 18] in result.stdout for i in range(0, len(name), 18)), name

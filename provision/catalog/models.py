@@ -18,6 +18,8 @@ CLOUDS: tuple[str, ...] = get_args(Cloud)
 FabricKind = Literal["efa", "tcpx", "tcpxo", "rdma", "infiniband", "erdma", "none"]
 FABRICS: tuple[str, ...] = get_args(FabricKind)
 
+CpuArch = Literal["x86_64", "arm64"]
+
 Consumption = Literal["on-demand", "spot", "reservation", "capacity-block", "flex-start"]
 CONSUMPTIONS: tuple[str, ...] = get_args(Consumption)
 
@@ -75,6 +77,9 @@ class InstanceOffer(_Row):
     family: str = Field(description="Short family name used in stack names, e.g. p5, a3, ndh100, gn8.")
     gpu: str = Field(description="Canonical accelerator model, e.g. H100, H200, A100-80GB, MI300X.")
     gpu_vendor: Literal["nvidia", "amd"] = "nvidia"
+    cpu_arch: CpuArch = Field(
+        default="x86_64", description="Host CPU architecture: arm64 on NVIDIA Grace (GB200) sizes."
+    )
     gpus_per_node: int = Field(gt=0)
     gpu_memory_gib: float = Field(gt=0, description="Memory per GPU in GiB.")
     vcpus: int = Field(gt=0)

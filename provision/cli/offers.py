@@ -120,6 +120,7 @@ def _type_row(o: Any, region: str | None) -> dict[str, Any]:
         "gpu": o.gpu,
         "gpus_per_node": o.gpus_per_node,
         "gpu_memory_gib": o.gpu_memory_gib,
+        "cpu_arch": o.cpu_arch,
         "vcpus": o.vcpus,
         "memory_gib": o.memory_gib,
         "local_nvme_gib": o.local_nvme_gib,
@@ -142,21 +143,23 @@ def _cheapest(prices: dict[str, float | None]) -> str:
 
 
 def _print_types(rows: list[dict[str, Any]], region: str | None) -> None:
+    from rich import box
     from rich.table import Table
 
     title = f"GPU offers ({len(rows)})" + (f" in {region}" if region else "")
-    table = Table(title=title, title_justify="left")
-    for col in ("cloud", "type", "GPUs", "fabric", "$/h", "spot $/h", "regions"):
-        table.add_column(col, no_wrap=col in ("type", "$/h", "spot $/h"))
+    # Five columns of two-line cells fit 80 columns without cutting a word: the region count under the type, the
+    # fabric under the GPUs, the cheapest region under its price; a type longer than its column folds.
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+    for col, width in (("cloud", 7), ("type / regions", 18), ("GPUs / fabric", 15), ("$/h", 14), ("spot $/h", 14)):
+        table.add_column(col, overflow="fold", min_width=width, max_width=width if col != "type / regions" else None)
     for r in rows:
+        n = len(r["regions"])
         table.add_row(
             r["cloud"],
-            r["instance_type"],
-            f"{r['gpus_per_node']}x{r['gpu']}",
-            f"{r['fabric']} {r['fabric_gbps']:g}" if r["fabric_gbps"] else r["fabric"],
-            _cheapest(r["price_per_hour_usd"]),
-            _cheapest(r["spot_price_per_hour_usd"]),
-            str(len(r["regions"])),
+            f"{r['instance_type']}\n{n} region{'s' if n != 1 else ''}",
+            f"{r['gpus_per_node']}x{r['gpu']}\n{r['fabric']}" + (f" {r['fabric_gbps']:g}" if r["fabric_gbps"] else ""),
+            _cheapest(r["price_per_hour_usd"]).replace(" ", "\n", 1),
+            _cheapest(r["spot_price_per_hour_usd"]).replace(" ", "\n", 1),
         )
     console().print(table)
 

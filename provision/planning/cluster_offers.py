@@ -121,6 +121,8 @@ def _row(
         unpriced.append("compute")
     if nodes * offer.gpus_per_node != gpus:
         notes.append(f"{gpus} GPUs rounded up to {nodes} whole nodes ({nodes * offer.gpus_per_node} GPUs)")
+    if offer.cpu_arch != "x86_64":
+        notes.append(f"{offer.cpu_arch} (NVIDIA Grace) hosts: `provision plan` does not support this type yet")
     storage = None
     fs_hourly: float | None = 0.0
     if storage_gib > 0:

@@ -70,8 +70,16 @@ GPUS_AND_TYPES = [
     C("gpu-unknown-alibaba", "alibaba", {"gpu": "TPUv5"}, "gpu", "not a known accelerator", stage="catalog"),
     C("gpu-not-a-string", "aws", {"gpu": 100}, "gpu", "string"),
     C("gpu-and-type-missing", "aws", {"gpu": DELETE}, "gpu", "required when instance_type is absent", "give gpu"),
-    # AWS sells B200 (p6-b200.48xlarge); GCP's A4 is not in the catalog yet.
-    C("gpu-b200-not-on-gcp", "gcp", {"gpu": "B200"}, "gpu", "not offered on gcp", "use cloud aws", "catalog"),
+    # AWS (p6-b200.48xlarge) and GCP (a4-highgpu-8g) sell B200; Azure's catalog rows do not.
+    C(
+        "gpu-b200-not-on-azure",
+        "azure",
+        {"gpu": "B200"},
+        "gpu",
+        "not offered on azure",
+        "use cloud aws or gcp",
+        "catalog",
+    ),
     C("gpu-mi300x-not-on-aws", "aws", {"gpu": "MI300X"}, "gpu", "not offered on aws", "use cloud azure", "catalog"),
     C("gpu-h20-not-on-gcp", "gcp", {"gpu": "H20"}, "gpu", "not offered on gcp", "use cloud alibaba", "catalog"),
     C(

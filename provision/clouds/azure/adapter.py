@@ -59,6 +59,9 @@ class AzureAdapter(Adapter):
         "public_head_node": "A Uniform scale set gives every instance the same NIC; one public node is not possible.",
         "capacity-reservation": "On-demand capacity reservations exclude ND-series, proximity placement groups and "
         "single-placement-group scale sets.",
+        # Azure/azhpc-images builds ND GB200 v6 images for aarch64 separately from the x86_64 ubuntu-hpc image.
+        "arm64": "an arm64 ubuntu-hpc image pin in images/azure.yaml (azhpc-images builds the ND GB200 v6 image for "
+        "aarch64) and the GB200 NVLink-domain (NVL72, 18 VMs) placement",
     }
 
     # ------------------------------------------------------------------ checks
