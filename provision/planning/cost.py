@@ -17,11 +17,11 @@ import math
 from datetime import date, datetime, timedelta
 
 from provision.catalog import Catalog, FilesystemOffer, InstanceOffer
+from provision.catalog.models import HOURS_PER_MONTH
 from provision.planning.plan import CostEstimate
 from provision.spec import MAX_TTL, ClusterSpec
 from provision.spec.errors import BudgetError, Problem
 
-HOURS_PER_MONTH = 730.0
 #: The smallest lifetime a cost cap may buy: below one hour of the cluster is refused.
 MIN_CAPPED_HOURS = 1.0
 #: The deepest documented discount below the on-demand list price is AWS Spot's "up to 90%"
@@ -67,6 +67,15 @@ def price_basis_warnings(spec: ClusterSpec, offer: InstanceOffer, storage: Files
         out.append(
             f"storage ({storage.kind} {storage.tier}) has a catalog price only for "
             f"{', '.join(storage.priced_regions)}; prices differ by region, so it stays unpriced in {spec.region}."
+        )
+    local = storage.converted_price(spec.region) if storage is not None else None
+    if storage is not None and local is not None:
+        rate = local.rate
+        out.append(
+            f"storage ({storage.kind} {storage.tier}) is priced in {local.currency} only "
+            f"({local.currency} {local.per_gib_month:g} per GiB-month in {spec.region}); the estimate converts it at "
+            f"the {rate.authority} of {rate.rate_date.isoformat()} (1 USD = {1 / rate.usd_per_unit:.4f} "
+            f"{local.currency}), so the USD figure moves with the exchange rate."
         )
     if spec.capacity.type != "on-demand" and spec.lifetime.hourly_price_usd is None:
         price, basis = offer.capacity_price(spec.region, spec.capacity.type)
