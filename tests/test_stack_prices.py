@@ -202,3 +202,20 @@ def test_a_cny_price_is_priced_only_where_it_was_read_and_a_usd_price_wins() -> 
     # A USD price, once the catalog has one, wins over the conversion.
     usd = cpfs.model_copy(update={"price_per_tib_month_usd": 200.0})
     assert usd.price_per_tib_month(None, "cn-hangzhou") == 200.0 and usd.converted_price("cn-hangzhou") is None
+
+
+def test_sales_only_compute_is_priced_only_from_the_users_contract_figure(tmp_path: Path) -> None:
+    """ebmgn8v has no public price: the shipped stack names none, and a contract figure prices the nodes, labelled."""
+    shipped = plan_spec(load_target("alibaba-gn8-64", ROOT), now=NOW)
+    contract = plan_spec(
+        _variant("alibaba-gn8-64", tmp_path, lifetime={"ttl": "4h", "hourly_price_usd": 41.5}), now=NOW
+    )
+
+    assert shipped.cost.unpriced == ("compute",) and shipped.cost.hourly_usd is None
+    assert any(
+        "has no public price" in w and "contract" in w and "lifetime.hourly_price_usd" in w for w in shipped.warnings
+    )
+    assert contract.cost.unpriced == ()
+    assert contract.cost.compute_hourly_usd == pytest.approx(8 * 41.5)
+    assert any("priced from lifetime.hourly_price_usd ($41.50 per node-hour)" in w for w in contract.warnings)
+    assert not any("priced from lifetime.hourly_price_usd" in w for w in shipped.warnings)
