@@ -29,10 +29,11 @@ NOW = datetime(2026, 11, 29, 12, tzinfo=timezone.utc)
 KNOWN_GAPS: dict[str, tuple[str, ...]] = {
     # ebmgn8v is sold only through Alibaba sales (no public price anywhere): its price is the user's contract figure.
     "alibaba-gn8-64": ("compute",),
-    # AWS publishes PERSISTENT_2 prices on a script-rendered page not readable here; third-party figures disagree.
+    # AWS publishes PERSISTENT_2 prices on a script-rendered page (and the Price List API, network needed) not readable
+    # here; third-party figures for the 250 tier disagree (~$0.20 vs ~$0.21 per GB-month), so neither is used.
     "aws-p5-64": ("storage (fsx-lustre PERSISTENT_2)",),
     "aws-p5-64-eks": ("storage (fsx-lustre PERSISTENT_2)",),
-    # Likewise Azure Managed Lustre: no Microsoft figure was readable.
+    # Likewise Azure Managed Lustre: no Microsoft figure (pricing page, Retail Prices API response) was readable.
     "azure-ndh100-256": ("storage (amlfs AMLFS-Durable-Premium-250)",),
     "azure-ndh100-64": ("storage (amlfs AMLFS-Durable-Premium-250)",),
 }
