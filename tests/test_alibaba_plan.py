@@ -238,9 +238,9 @@ def test_plan_rejects_cpfs_lingjun_with_the_reason() -> None:
 @pytest.mark.parametrize(
     ("shared", "expected"),
     [
-        (
+        (  # auto prefers a priced tier: advance_200 has Alibaba's CNY price, advance_100 none
             {"kind": "auto"},
-            {"file_system_type": "cpfs", "storage_type": "advance_100", "capacity": 3600, "access": "protocol-service"},
+            {"file_system_type": "cpfs", "storage_type": "advance_200", "capacity": 3600, "access": "protocol-service"},
         ),
         (
             {"kind": "cpfs", "tier": "advance_200", "size_gib": 36000},

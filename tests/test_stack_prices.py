@@ -27,13 +27,13 @@ STACKS = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in (ROOT / "stacks"
 NOW = datetime(2026, 11, 29, 12, tzinfo=timezone.utc)
 
 KNOWN_GAPS: dict[str, tuple[str, ...]] = {
-    # ebmgn8v is sold only through Alibaba sales (no public price anywhere); general-purpose CPFS is priced only in
-    # CNY on the China site (CNY 1.4/GiB-month in Hangzhou) and the catalog holds USD.
-    "alibaba-gn8-64": ("compute", "storage (cpfs advance_200)"),
-    # AWS publishes PERSISTENT_2 prices on a script-rendered page not readable here; third-party figures disagree.
+    # ebmgn8v is sold only through Alibaba sales (no public price anywhere): its price is the user's contract figure.
+    "alibaba-gn8-64": ("compute",),
+    # AWS publishes PERSISTENT_2 prices on a script-rendered page (and the Price List API, network needed) not readable
+    # here; third-party figures for the 250 tier disagree (~$0.20 vs ~$0.21 per GB-month), so neither is used.
     "aws-p5-64": ("storage (fsx-lustre PERSISTENT_2)",),
     "aws-p5-64-eks": ("storage (fsx-lustre PERSISTENT_2)",),
-    # Likewise Azure Managed Lustre: no Microsoft figure was readable.
+    # Likewise Azure Managed Lustre: no Microsoft figure (pricing page, Retail Prices API response) was readable.
     "azure-ndh100-256": ("storage (amlfs AMLFS-Durable-Premium-250)",),
     "azure-ndh100-64": ("storage (amlfs AMLFS-Durable-Premium-250)",),
 }
@@ -173,3 +173,50 @@ def test_a_cost_cap_below_compute_plus_storage_plus_network_is_refused(tmp_path:
     (problem,) = err.value.problems
     assert problem.path == "lifetime.max_cost_usd"
     assert f"{whole.hourly_usd:,.2f}/h" in problem.rule
+
+
+def test_alibaba_cpfs_is_converted_from_its_cny_price_at_the_stated_ecb_rate(tmp_path: Path) -> None:
+    """CNY 1.4 per GiB-month (Hangzhou), at 1 EUR = 7.5259 CNY = 1.1225 USD (ECB, 2026-10-02), billed over 30 x 24 h."""
+    cat = load_catalog()
+    (cpfs,) = [f for f in cat.filesystems_for("alibaba", "cpfs") if f.tier == "advance_200"]
+    priced = _variant("alibaba-gn8-64", tmp_path, lifetime={"ttl": "2h", "hourly_price_usd": 40.0})
+
+    plan = plan_spec(priced, now=NOW)
+
+    usd_per_cny = 1.1225 / 7.5259
+    storage = 1.4 * 36000 * usd_per_cny / 720
+    assert cpfs.price_per_tib_month_usd is None and cpfs.local_price is not None
+    assert cpfs.local_price.rate.usd_per_unit == pytest.approx(usd_per_cny)
+    assert plan.cost.storage_hourly_usd == pytest.approx(storage, abs=1e-3)
+    assert plan.cost.hourly_usd == pytest.approx(8 * 40.0 + storage + 0.034 + 0.003, abs=1e-3)
+    assert any("priced in CNY only" in w and "2026-10-02" in w and "1 USD = 6.7046 CNY" in w for w in plan.warnings)
+
+
+def test_a_cny_price_is_priced_only_where_it_was_read_and_a_usd_price_wins() -> None:
+    cat = load_catalog()
+    (cpfs,) = [f for f in cat.filesystems_for("alibaba", "cpfs") if f.tier == "advance_200"]
+    assert cpfs.local_price is not None
+
+    assert cpfs.price_per_tib_month(None, "cn-hangzhou") == pytest.approx(1.4 * 1024 * 1.1225 / 7.5259 * 730 / 720)
+    assert cpfs.price_per_tib_month(None, "cn-beijing") is None
+    assert cpfs.converted_price("cn-beijing") is None
+    # A USD price, once the catalog has one, wins over the conversion.
+    usd = cpfs.model_copy(update={"price_per_tib_month_usd": 200.0})
+    assert usd.price_per_tib_month(None, "cn-hangzhou") == 200.0 and usd.converted_price("cn-hangzhou") is None
+
+
+def test_sales_only_compute_is_priced_only_from_the_users_contract_figure(tmp_path: Path) -> None:
+    """ebmgn8v has no public price: the shipped stack names none, and a contract figure prices the nodes, labelled."""
+    shipped = plan_spec(load_target("alibaba-gn8-64", ROOT), now=NOW)
+    contract = plan_spec(
+        _variant("alibaba-gn8-64", tmp_path, lifetime={"ttl": "4h", "hourly_price_usd": 41.5}), now=NOW
+    )
+
+    assert shipped.cost.unpriced == ("compute",) and shipped.cost.hourly_usd is None
+    assert any(
+        "has no public price" in w and "contract" in w and "lifetime.hourly_price_usd" in w for w in shipped.warnings
+    )
+    assert contract.cost.unpriced == ()
+    assert contract.cost.compute_hourly_usd == pytest.approx(8 * 41.5)
+    assert any("priced from lifetime.hourly_price_usd ($41.50 per node-hour)" in w for w in contract.warnings)
+    assert not any("priced from lifetime.hourly_price_usd" in w for w in shipped.warnings)

@@ -37,6 +37,9 @@ FilesystemKind = Literal[
 ]
 FILESYSTEM_KINDS: tuple[str, ...] = get_args(FilesystemKind)
 
+#: The month this catalog's per-month prices are divided over to give an hourly rate (planning/cost.py too).
+HOURS_PER_MONTH = 730.0
+
 
 class _Row(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -131,6 +134,40 @@ class InstanceOffer(_Row):
         return self.gpu_memory_gib * self.gpus_per_node
 
 
+class ExchangeRate(_Row):
+    """A dated reference rate from a public authority, as published: units of ``currency`` and of USD per euro.
+
+    The ECB publishes every rate against the euro, so USD per unit of ``currency`` is the cross
+    ``usd_per_eur / per_eur`` of the same day (:attr:`usd_per_unit`).
+    """
+
+    currency: Literal["CNY"]
+    authority: str = Field(description="Who publishes the rates, e.g. 'ECB euro foreign exchange reference rates'.")
+    per_eur: float = Field(gt=0, description="Units of `currency` per euro on `rate_date`.")
+    usd_per_eur: float = Field(gt=0, description="US dollars per euro on `rate_date`.")
+    rate_date: date = Field(description="The day the authority published both rates for.")
+    sources: tuple[Source, ...] = Field(min_length=1)
+
+    @property
+    def usd_per_unit(self) -> float:
+        return self.usd_per_eur / self.per_eur
+
+
+class LocalPrice(_Row):
+    """A price the vendor publishes only in a local currency, converted to USD at a stated, dated rate."""
+
+    currency: Literal["CNY"]
+    per_gib_month: float = Field(ge=0, description="The vendor's figure, in `currency` per GiB-month.")
+    billing_hours_per_month: float = Field(
+        default=730.0, gt=0, description="Hours the vendor divides its monthly unit price by to bill each hour."
+    )
+    rate: ExchangeRate = Field(description="The rate of `currency` (the only local currency the catalog holds: CNY).")
+
+    def usd_per_tib_month(self, hours_per_month: float) -> float:
+        """USD per TiB-month on a ``hours_per_month`` month that bills what the vendor bills per hour."""
+        return self.per_gib_month * 1024 * self.rate.usd_per_unit * hours_per_month / self.billing_hours_per_month
+
+
 class FilesystemOffer(_Row):
     """One managed shared filesystem service tier.
 
@@ -162,6 +199,11 @@ class FilesystemOffer(_Row):
         default=(),
         description="Regions the prices were read for; a plan elsewhere is unpriced. Empty: the source named no "
         "region and the price stands for every region (the row's notes say so).",
+    )
+    local_price: LocalPrice | None = Field(
+        default=None,
+        description="The vendor's price in its own currency where it publishes no USD one (Alibaba's China-site "
+        "CPFS); used, converted at its stated rate, when the row has no USD price.",
     )
     sources: tuple[Source, ...] = Field(min_length=1)
     notes: str = ""
@@ -197,13 +239,23 @@ class FilesystemOffer(_Row):
     def price_per_tib_month(self, throughput_mbps_per_tib: int | None, region: str | None = None) -> float | None:
         """USD per TiB-month at a throughput tier in ``region``; the tier's own price where the row lists one.
 
-        ``None`` when the catalog has no price, or has one only for other regions (``priced_regions``).
+        A row priced only in a local currency (:class:`LocalPrice`) is converted at its stated rate onto this
+        catalog's 730-hour month. ``None`` when the catalog has no price, or has one only for other regions
+        (``priced_regions``).
         """
         if not self.priced_in(region):
             return None
         if throughput_mbps_per_tib is not None and throughput_mbps_per_tib in self.price_per_tib_month_by_throughput:
             return self.price_per_tib_month_by_throughput[throughput_mbps_per_tib]
+        if self.price_per_tib_month_usd is None and self.local_price is not None:
+            return self.local_price.usd_per_tib_month(HOURS_PER_MONTH)
         return self.price_per_tib_month_usd
+
+    def converted_price(self, region: str | None = None) -> LocalPrice | None:
+        """The local-currency price a plan in ``region`` is converted from, or ``None`` when it uses a USD one."""
+        if self.local_price is None or self.price_per_tib_month_usd is not None or not self.priced_in(region):
+            return None
+        return self.local_price
 
     def throughput_for(self, requested: int | None) -> int | None:
         if not self.throughput_mbps_per_tib:

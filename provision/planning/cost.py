@@ -17,11 +17,11 @@ import math
 from datetime import date, datetime, timedelta
 
 from provision.catalog import Catalog, FilesystemOffer, InstanceOffer
+from provision.catalog.models import HOURS_PER_MONTH
 from provision.planning.plan import CostEstimate
 from provision.spec import MAX_TTL, ClusterSpec
 from provision.spec.errors import BudgetError, Problem
 
-HOURS_PER_MONTH = 730.0
 #: The smallest lifetime a cost cap may buy: below one hour of the cluster is refused.
 MIN_CAPPED_HOURS = 1.0
 #: The deepest documented discount below the on-demand list price is AWS Spot's "up to 90%"
@@ -68,6 +68,16 @@ def price_basis_warnings(spec: ClusterSpec, offer: InstanceOffer, storage: Files
             f"storage ({storage.kind} {storage.tier}) has a catalog price only for "
             f"{', '.join(storage.priced_regions)}; prices differ by region, so it stays unpriced in {spec.region}."
         )
+    local = storage.converted_price(spec.region) if storage is not None else None
+    if storage is not None and local is not None:
+        rate = local.rate
+        out.append(
+            f"storage ({storage.kind} {storage.tier}) is priced in {local.currency} only "
+            f"({local.currency} {local.per_gib_month:g} per GiB-month in {spec.region}); the estimate converts it at "
+            f"the {rate.authority} of {rate.rate_date.isoformat()} (1 USD = {1 / rate.usd_per_unit:.4f} "
+            f"{local.currency}), so the USD figure moves with the exchange rate."
+        )
+    out.extend(_contract_price_warnings(spec, offer))
     if spec.capacity.type != "on-demand" and spec.lifetime.hourly_price_usd is None:
         price, basis = offer.capacity_price(spec.region, spec.capacity.type)
         if price is not None and basis == "on-demand list price":
@@ -78,6 +88,33 @@ def price_basis_warnings(spec: ClusterSpec, offer: InstanceOffer, storage: Files
                 "set lifetime.hourly_price_usd to the rate you pay."
             )
     return out
+
+
+def _contract_price_warnings(spec: ClusterSpec, offer: InstanceOffer) -> list[str]:
+    """Where the catalog has no price for the nodes: whose figure prices them, or what would.
+
+    A type sold only through the vendor's sales team has no public price; its price is the user's contract
+    figure (``lifetime.hourly_price_usd``), never one the catalog makes up.
+    """
+    listed, _ = offer.capacity_price(spec.region, spec.capacity.type)
+    if listed is not None:
+        return []
+    region = offer.regions.get(spec.region)
+    sales_only = region is not None and region.sales_only
+    given = spec.lifetime.hourly_price_usd
+    if given is not None:
+        why = "it is sold through sales, so that is your contract price" if sales_only else "the catalog has none"
+        return [
+            f"compute is priced from lifetime.hourly_price_usd (${given:,.2f} per node-hour), your figure: "
+            f"{offer.instance_type} has no {spec.capacity.type} price in {spec.region} in the catalog and {why}."
+        ]
+    if sales_only:
+        return [
+            f"{offer.instance_type} has no public price: {spec.cloud} sells it in {spec.region} only through its "
+            "sales team, so the nodes cost what your contract says; set lifetime.hourly_price_usd to that price "
+            "per node-hour to count them in the estimate and under a cost cap."
+        ]
+    return []
 
 
 def stale_catalog_warning(catalog: Catalog, cloud: str, today: date) -> str | None:
