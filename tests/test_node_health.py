@@ -121,12 +121,10 @@ def test_a_node_that_cannot_answer_is_named() -> None:
 # ---------------------------------------------------------------------- NCCL
 
 
-def test_floor_comes_from_the_vendor_link_rate_with_its_source() -> None:
+def test_floor_comes_from_the_vendor_published_result_with_its_source() -> None:
     floor = floor_for(plan_of("aws-p5-64"))
-    assert floor.busbw_gbps == 3200 / 8 * 0.5 and "fabric_gbps" in floor.source
-    assert floor_for(plan_of("gcp-a3high-16")).busbw_gbps == pytest.approx(
-        plan_of("gcp-a3high-16").offer.fabric_gbps / 8 * 0.4
-    )
+    assert floor.busbw_gbps == round(479.28 * 0.5, 1) and "awsome-distributed-training" in floor.source
+    assert floor_for(plan_of("gcp-a3high-16")).busbw_gbps == pytest.approx(70.9 * 0.5, abs=0.05)
 
 
 def test_nccl_command_runs_one_rank_per_gpu_with_the_cluster_env() -> None:

@@ -31,10 +31,17 @@ _ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+\w+\s+\w+\s+-?\d+\s+([\d.]+)\s+([\d.]+)\
 
 @dataclass(frozen=True)
 class Floor:
-    """The bus-bandwidth floor of an instance type (GB/s), and where it comes from."""
+    """The bus-bandwidth floor of an instance type (GB/s), and where it comes from.
+
+    Attributes:
+        busbw_gbps: the floor; ``None`` without a floor (single node, no GPU fabric).
+        source: one line naming the published figure (file or page, date) or why the floor is derived.
+        kind: ``vendor`` (a fraction of a vendor-published result), ``derived`` or ``measured`` (your own figure).
+    """
 
     busbw_gbps: float | None
     source: str
+    kind: str = "derived"
 
 
 @cache
@@ -42,15 +49,38 @@ def _floors() -> dict[str, Any]:
     return yaml.safe_load((images_dir() / "nccl-floors.yaml").read_text(encoding="utf-8"))
 
 
+def floor_row(instance_type: str) -> dict[str, Any]:
+    """The row of ``images/nccl-floors.yaml`` for ``instance_type`` (the default row when it has none)."""
+    data = _floors()
+    return dict((data.get("types") or {}).get(instance_type) or data["default"])
+
+
+def _published(row: dict[str, Any]) -> str:
+    pub = row["published"]
+    return (
+        f"{row.get('fraction', 0.5)} x {pub['busbw_gbps']} GB/s {pub['collective']} at {pub['message_bytes']} B on "
+        f"{pub['nodes']} nodes ({pub['where']}, {pub['url']}, {pub['date']})"
+    )
+
+
 def floor_for(plan: ClusterPlan) -> Floor:
     """The floor for ``plan``'s instance type; ``None`` without a GPU fabric or on a single node."""
     if plan.fabric == "none" or not plan.offer.fabric_gbps or plan.nodes < 2:
-        return Floor(None, "no floor: single node or no GPU fabric")
-    data = _floors()
-    entry = {**data["default"], **(data.get("types") or {}).get(plan.instance_type, {})}
-    if entry.get("busbw_gbps"):
-        return Floor(float(entry["busbw_gbps"]), str(entry["source"]))
-    return Floor(round(plan.offer.fabric_gbps / 8 * float(entry["fraction_of_fabric"]), 1), str(entry["source"]))
+        return Floor(None, "no floor: single node or no GPU fabric", "none")
+    row = floor_row(plan.instance_type)
+    if row.get("busbw_gbps"):
+        return Floor(float(row["busbw_gbps"]), str(row.get("source_note") or "measured on a healthy cluster"), "measured")
+    if row.get("source") == "vendor":
+        value = float(row["published"]["busbw_gbps"]) * float(row["fraction"])
+        return Floor(round(value, 1), "vendor: " + _published(row), "vendor")
+    if row.get("like"):
+        base = floor_row(str(row["like"]))
+        value = float(base["published"]["busbw_gbps"]) * float(row["fraction"])
+        text = f"derived from {row['like']}: {_published({**base, 'fraction': row['fraction']})}; {row['reason']}"
+        return Floor(round(value, 1), text, "derived")
+    value = plan.offer.fabric_gbps / 8 * float(row["fraction_of_fabric"])
+    text = f"derived: {row['fraction_of_fabric']} x fabric_gbps {plan.offer.fabric_gbps} / 8; {row['reason']}"
+    return Floor(round(value, 1), text + f" (no vendor figure: {row['no_vendor_figure']})", "derived")
 
 
 def parse_busbw(output: str) -> float | None:
@@ -104,6 +134,7 @@ class NcclResult:
             "busbw_gbps": self.busbw_gbps,
             "floor_gbps": self.floor.busbw_gbps,
             "floor_source": self.floor.source,
+            "floor_kind": self.floor.kind,
             "nodes": self.nodes,
             "pairs": self.pairs,
             "slow_nodes": self.slow_nodes,
