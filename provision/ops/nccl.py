@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from provision.ops.nodes import NodeRunner
+from provision.planning.bootstrap import nccl_tests_expectation
 from provision.planning.images import images_dir
+from provision.planning.launch import ClusterFacts, launch_line
 
 if TYPE_CHECKING:
     from provision.planning.plan import ClusterPlan
@@ -89,24 +91,33 @@ def parse_busbw(output: str) -> float | None:
     return max(rows)[1] if rows else None
 
 
-def allreduce_command(plan: ClusterPlan, hosts: Sequence[str]) -> str:
-    """The ``mpirun`` line that runs ``all_reduce_perf`` over ``hosts`` (one process per GPU) with the cluster's
-    NCCL settings, started on the first of them."""
-    g = plan.gpus_per_node
-    parts = [
+def facts_of(plan: ClusterPlan, hosts: Sequence[str]) -> ClusterFacts:
+    """The launch facts of ``plan`` with its node addresses (the same facts ``provision launch`` uses)."""
+    return ClusterFacts(plan.name, tuple(hosts), plan.gpus_per_node, plan.fabric, dict(plan.nccl_env))
+
+
+def allreduce_command(plan: ClusterPlan, hosts: Sequence[str], subset: Sequence[str] | None = None) -> str:
+    """The line that runs ``all_reduce_perf`` over ``subset`` (default: every host), one rank per GPU, started on
+    the subset's first node.
+
+    It is ``provision launch``'s ``mpirun`` line (:func:`provision.planning.launch.launch_line`: the node's
+    ``/etc/provision/env`` with the cloud's NCCL settings, forwarded with ``-x``, and the fabric's MPI transport
+    settings), run with the ``mpirun`` and ``all_reduce_perf`` the ``nccl-tests`` bootstrap step left on every node
+    (:func:`provision.planning.bootstrap.nccl_tests_expectation`). ``PROVISION_ROOT`` (empty on a node) lets mocked
+    nodes keep them in a sandbox.
+    """
+    tests = nccl_tests_expectation(plan) or nccl_tests_expectation(plan.model_copy(update={"nodes": 2}))
+    assert tests is not None  # noqa: S101  # two nodes always have one
+    bin_dir = tests["all_reduce_perf"].rsplit("/", 1)[0]
+    line = launch_line(
         "mpirun",
-        "--allow-run-as-root",
-        "-np",
-        str(g * len(hosts)),
-        "-H",
-        ",".join(f"{h}:{g}" for h in hosts),
-        "--bind-to",
-        "none",
-    ]
-    for key in sorted(plan.nccl_env):
-        parts += ["-x", f"{key}={plan.nccl_env[key]}"]
-    parts += ["all_reduce_perf", *TEST_ARGS.split()]
-    return shlex.join(parts)
+        facts_of(plan, hosts),
+        "$PV_BIN/all_reduce_perf",
+        TEST_ARGS.split(),
+        hosts=list(subset if subset is not None else hosts),
+        mpirun="$PV_BIN/mpirun",
+    )
+    return f'PV_BIN="${{PROVISION_ROOT:-}}{shlex.quote(bin_dir)}" && {line}'
 
 
 @dataclass
@@ -164,8 +175,13 @@ def nccl_test(plan: ClusterPlan, hosts: Sequence[str], run: NodeRunner) -> NcclR
     """Measure the cluster's all-reduce bus bandwidth; below the floor, bisect by pairs."""
     floor = floor_for(plan)
 
+    errors: list[str] = []
+
     def measure(ranks: Sequence[int]) -> float | None:
-        result = run(allreduce_command(plan, [hosts[r] for r in ranks]), [ranks[0]])[0]
+        result = run(allreduce_command(plan, hosts, [hosts[r] for r in ranks]), [ranks[0]])[0]
+        if result.exit_code != 0:
+            tail = (result.stderr.strip().splitlines() or [f"exit code {result.exit_code}"])[-1]
+            errors.append(f"node {ranks[0]} ({hosts[ranks[0]]}): {tail[:300]}")
         return parse_busbw(result.stdout) if result.exit_code == 0 else None
 
     # The fabric does not cross islands (Azure: one InfiniBand island per scale set), so each island is
@@ -181,7 +197,9 @@ def nccl_test(plan: ClusterPlan, hosts: Sequence[str], run: NodeRunner) -> NcclR
     if len(groups) > 1:
         result.islands = [{"ranks": [g[0], g[-1]], "busbw_gbps": bw} for g, bw in measured]
     if busbw is None:
-        result.error = "all_reduce_perf did not run or printed no bandwidth (is nccl-tests installed on the nodes?)"
+        result.error = "all_reduce_perf did not run or printed no bandwidth (is nccl-tests installed on the nodes?)" + (
+            f": {errors[-1]}" if errors else ""
+        )
         return result
     if result.ok or floor.busbw_gbps is None:
         return result
