@@ -458,3 +458,24 @@ def test_up_accept_on_a_real_cloud_without_node_access_is_refused_before_anythin
     isolated_home(tmp_path, monkeypatch)
     out = _cli("up", "aws-p5-ci", "--yes", "--json", "--accept")
     assert out.exit_code == 2 and "provision exec" in out.output
+
+
+def test_nccl_test_on_a_real_cluster_prepares_the_nodes_for_mpirun_but_health_does_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """nccl-test runs the launch helpers' mpirun line, which needs /etc/provision/env and the node-to-node key on
+    every node: the real runner prepares them first (as `provision launch` does); the health check does not, so an
+    unreachable node is still named by it."""
+    from types import SimpleNamespace
+
+    import provision.ops.acceptance as acceptance
+    import provision.ops.launch as launch
+
+    prepared: list[Any] = []
+    monkeypatch.setattr(launch, "ensure_prepared", prepared.append)
+    monkeypatch.setattr(acceptance, "ssh_runner", lambda cluster: "runner")
+    cluster = SimpleNamespace(mock=False)
+    with acceptance.node_runner(cluster) as run:
+        assert run == "runner" and prepared == []
+    with acceptance.node_runner(cluster, for_mpi=True) as run:
+        assert run == "runner" and prepared == [cluster]
