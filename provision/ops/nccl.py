@@ -71,7 +71,9 @@ def floor_for(plan: ClusterPlan) -> Floor:
         return Floor(None, "no floor: single node or no GPU fabric", "none")
     row = floor_row(plan.instance_type)
     if row.get("busbw_gbps"):
-        return Floor(float(row["busbw_gbps"]), str(row.get("source_note") or "measured on a healthy cluster"), "measured")
+        return Floor(
+            float(row["busbw_gbps"]), str(row.get("source_note") or "measured on a healthy cluster"), "measured"
+        )
     if row.get("source") == "vendor":
         value = float(row["published"]["busbw_gbps"]) * float(row["fraction"])
         return Floor(round(value, 1), "vendor: " + _published(row), "vendor")
