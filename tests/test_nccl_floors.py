@@ -9,7 +9,7 @@ import pytest
 
 from provision.catalog import load_catalog
 from provision.ops.nccl import _floors, floor_for, floor_row
-from tests.nodekit import plan_of
+from nodekit import plan_of
 
 ROWS: dict[str, dict[str, Any]] = _floors()["types"]
 PUBLISHED_KEYS = {"busbw_gbps", "collective", "message_bytes", "nodes", "where", "url", "date"}
