@@ -6,10 +6,10 @@ import re
 from typing import Any
 
 import pytest
+from nodekit import plan_of
 
 from provision.catalog import load_catalog
 from provision.ops.nccl import _floors, floor_for, floor_row
-from nodekit import plan_of
 
 ROWS: dict[str, dict[str, Any]] = _floors()["types"]
 PUBLISHED_KEYS = {"busbw_gbps", "collective", "message_bytes", "nodes", "where", "url", "date"}

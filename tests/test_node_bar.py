@@ -11,8 +11,7 @@ from nodekit import plan_of
 
 from provision.ops.health import check_health
 from provision.ops.nccl import floor_for, nccl_test
-from provision.ops.nodes import MockNodes, NodeFault
-from provision.ops.nodes import mock_user_data
+from provision.ops.nodes import MockNodes, NodeFault, mock_user_data
 from provision.planning.bootstrap import parse
 
 STACKS = [
