@@ -387,6 +387,11 @@ def test_measurement_of_a_real_stack_is_kept_beside_the_state(tmp_path: Path, mo
     stored = json.loads((home / "manifests" / "org_proj_p5.json").read_text())
     assert stored == manifest and stored["image"] == "ami-1"
     assert stored["measured"]["all_reduce_busbw_gbps"] == 321.0 and stored["measured"]["ok"] is True
+    # Two runs compare against the same, named floor.
+    assert (
+        stored["measured"]["floor_kind"] == "vendor"
+        and "awsome-distributed-training" in stored["measured"]["floor_source"]
+    )
 
 
 def test_real_clusters_need_provision_exec_for_node_commands() -> None:

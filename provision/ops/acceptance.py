@@ -93,6 +93,8 @@ def measurement(result: NcclResult) -> dict[str, Any]:
     return {
         "all_reduce_busbw_gbps": result.busbw_gbps,
         "floor_gbps": result.floor.busbw_gbps,
+        "floor_kind": result.floor.kind,
+        "floor_source": result.floor.source,
         "nodes": result.nodes,
         "ok": result.ok,
         "measured_at": format_time(datetime.now(timezone.utc).replace(microsecond=0)),

@@ -164,6 +164,8 @@ class NcclResult:
             f" (floor {floor} GB/s: {'ok' if self.ok else 'BELOW'})" if floor is not None else " (no floor)"
         )
         out = [head]
+        if floor is not None:
+            out.append(f"floor ({self.floor.kind}): {self.floor.source}")
         out += [f"slow node: {r}" for r in self.slow_nodes]
         out += [f"slow link between nodes {a} and {b}" for a, b in self.slow_links]
         if self.slow_links and self.nodes == 2:
