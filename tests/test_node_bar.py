@@ -93,3 +93,25 @@ def test_a_slow_node_is_named_by_the_nccl_test(stack: str) -> None:
     with MockNodes(plan, HOSTS, [NodeFault(1, "bandwidth")], busbw_gbps=floor * 1.25) as mock:
         result = nccl_test(plan, HOSTS, mock.run)
     assert not result.ok and result.slow_nodes == [1] and "slow node: 1" in result.lines()
+
+
+@pytest.mark.parametrize("stack", ["aws-p5-ci", "aws-p5-16", "aws-p5-64"])
+def test_ssh_keys_at_the_plans_limit_still_fit_in_ec2_user_data(stack: str) -> None:
+    """The plan refuses keys beyond MAX_EXTRA_KEY_BYTES because the bootstrap and the keys share EC2's 16 KB; keys
+    just under that limit must then render (before: 9000 bytes were allowed and failed at render, past the plan)."""
+    import base64
+    import hashlib
+
+    from provision.clouds.aws.adapter import MAX_EXTRA_KEY_BYTES
+    from provision.clouds.aws.userdata import encode
+
+    keys: list[str] = []
+    i = 0
+    while sum(len(k) + 1 for k in keys) + 100 < MAX_EXTRA_KEY_BYTES:
+        # Incompressible key material, as real keys are (deterministic for the test).
+        blob = hashlib.sha512(str(i).encode()).digest()[:51]
+        keys.append("ssh-ed25519 " + base64.b64encode(blob).decode() + f" user{i}@host")
+        i += 1
+    plan = plan_of(stack)
+    plan = plan.model_copy(update={"access": plan.access.model_copy(update={"ssh_public_keys": tuple(keys)})})
+    assert encode(mock_user_data(plan))
