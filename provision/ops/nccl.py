@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from provision.ops.nodes import NodeRunner
-from provision.planning.bootstrap import nccl_tests_expectation
+from provision.planning.bootstrap import NCCL_TESTS_BIN
 from provision.planning.images import images_dir
 from provision.planning.launch import ClusterFacts, launch_line
 
@@ -108,9 +108,6 @@ def allreduce_command(plan: ClusterPlan, hosts: Sequence[str], subset: Sequence[
     (:func:`provision.planning.bootstrap.nccl_tests_expectation`). ``PROVISION_ROOT`` (empty on a node) lets mocked
     nodes keep them in a sandbox.
     """
-    tests = nccl_tests_expectation(plan) or nccl_tests_expectation(plan.model_copy(update={"nodes": 2}))
-    assert tests is not None  # noqa: S101  # two nodes always have one
-    bin_dir = tests["all_reduce_perf"].rsplit("/", 1)[0]
     line = launch_line(
         "mpirun",
         facts_of(plan, hosts),
@@ -119,7 +116,7 @@ def allreduce_command(plan: ClusterPlan, hosts: Sequence[str], subset: Sequence[
         hosts=list(subset if subset is not None else hosts),
         mpirun="$PV_BIN/mpirun",
     )
-    return f'PV_BIN="${{PROVISION_ROOT:-}}{shlex.quote(bin_dir)}" && {line}'
+    return f'PV_BIN="${{PROVISION_ROOT:-}}{shlex.quote(NCCL_TESTS_BIN)}" && {line}'
 
 
 @dataclass
