@@ -211,7 +211,11 @@ def nccl_tests_expectation(plan: ClusterPlan) -> dict[str, Any] | None:
     if v.get("nccl_tests_path"):
         out.update(source="image", image_path=v["nccl_tests_path"], lib=v.get("nccl_tests_lib") or "")
     else:
-        out.update(source="build", version=v.get("nccl_tests") or NCCL_TESTS_DEFAULT)
+        out.update(
+            source="build",
+            version=v.get("nccl_tests") or NCCL_TESTS_DEFAULT,
+            cuda_toolkit=v.get("cuda_toolkit_package") or "",
+        )
     return out
 
 
@@ -225,6 +229,8 @@ def nccl_tests_values(values: Values, expect: dict[str, Any]) -> Values:
             values.add("NCCL_TESTS_LIB", expect["lib"], "paths", "image.versions.nccl_tests_lib")
     else:
         values.add("NCCL_TESTS_VERSION", expect["version"], "version", "image.versions.nccl_tests")
+        if expect["cuda_toolkit"]:
+            values.add("CUDA_TOOLKIT_PACKAGE", expect["cuda_toolkit"], "package", "image.versions.cuda_toolkit_package")
     return values
 
 

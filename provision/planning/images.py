@@ -119,6 +119,7 @@ VERSION_KINDS: dict[str, str] = {
     "nccl_tests_path": "glob-path",
     "mpirun_path": "glob-path",
     "nccl_tests_lib": "paths",
+    "cuda_toolkit_package": "package",
 }
 _KEY = re.compile(r"[a-z][a-z0-9_]{0,39}")
 #: What a good value of each kind looks like (shown in the fix).

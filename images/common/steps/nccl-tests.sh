@@ -28,6 +28,13 @@ last_match() {
 if [ "${NCCL_TESTS_SOURCE:-}" = build ]; then
   pv_apt install --no-install-recommends build-essential git openmpi-bin libopenmpi-dev || exit 1
   cuda_home=/usr/local/cuda
+  if [ ! -x "$R$cuda_home/bin/nvcc" ] && [ -n "${CUDA_TOOLKIT_PACKAGE:-}" ] && command -v add-nvidia-repositories >/dev/null; then
+    # Google's recipe on the Ubuntu accelerator images (cluster-toolkit a3ultra-vm.yaml): NVIDIA's repository through
+    # the image's own tool, then the toolkit, and NCCL's headers from the same repository.
+    pv_retry 3 15 add-nvidia-repositories -y || exit 1
+    pv_apt install --no-install-recommends "$CUDA_TOOLKIT_PACKAGE" || exit 1
+    [ -e "$R/usr/include/nccl.h" ] || pv_apt install --no-install-recommends libnccl-dev || exit 1
+  fi
   if [ ! -x "$R$cuda_home/bin/nvcc" ]; then
     pv_log "nccl-tests needs the CUDA toolkit ($cuda_home/bin/nvcc), which this image lacks: pin an image with nccl-tests (image.versions.nccl_tests_path) or with CUDA"
     exit 1
