@@ -46,6 +46,7 @@ def test_the_images_nccl_tests_are_linked_with_the_newest_cuda_and_mpirun_gets_i
     mpirun = (root / BIN / "mpirun").read_text()
     assert "exec /usr/local/cuda-13.2/efa/test-cuda-13.2/all_reduce_perf" in wrapper
     assert "exec /opt/amazon/openmpi/bin/mpirun --prefix /opt/amazon/openmpi" in mpirun
+    assert "export OPAL_PREFIX=/opt/amazon/openmpi" in mpirun
     assert os.access(root / BIN / "mpirun", os.X_OK) and os.access(root / BIN / "all_reduce_perf", os.X_OK)
     again = _run_step(tmp_path, root)  # idempotent: the same files again
     assert again["rc"] == 0 and (root / BIN / "all_reduce_perf").read_text() == wrapper

@@ -9,7 +9,8 @@
 #    (nvcc) and NCCL's headers on the image; without them the step fails and says so (the health check then names
 #    the node's nccl_tests check).
 # `mpirun` is a wrapper that passes Open MPI's --prefix (mpirun(1): "Prefix directory that will be used to set the
-# PATH and LD_LIBRARY_PATH on the remote node"), so the remote daemons start from non-login SSH sessions too.
+# PATH and LD_LIBRARY_PATH on the remote node"), so the remote daemons start from non-login SSH sessions too, and
+# OPAL_PREFIX for a relocated installation outside /usr.
 # shellcheck source=../lib.sh
 . "${PROVISION_ROOT:-}/usr/local/lib/provision/lib.sh"
 bin="$R/usr/local/lib/provision/bin"
@@ -69,6 +70,11 @@ mpirun=$(last_match "${MPIRUN_IMAGE_PATH:-/usr/bin/mpirun}") || {
 prefix=$(dirname "$(dirname "$mpirun")")
 {
   printf '#!/bin/bash\n# provision: the image'"'"'s mpirun, with --prefix for the remote nodes\n'
+  if [ "$prefix" != /usr ]; then
+    # A relocated Open MPI (HPC-X under /opt/hpcx-*) finds itself through OPAL_PREFIX (hpcx-init.sh sets it);
+    # mpirun's rsh launcher exports OPAL_PREFIX to the remote daemons when it is set (plm_rsh setup_launch).
+    printf 'export OPAL_PREFIX=%q\n' "$prefix"
+  fi
   printf 'exec %q --prefix %q "$@"\n' "$mpirun" "$prefix"
 } >"$bin/mpirun.tmp" && chmod 0755 "$bin/mpirun.tmp" && mv -f "$bin/mpirun.tmp" "$bin/mpirun"
 {
