@@ -18,7 +18,10 @@ PUBLISHED_KEYS = {"busbw_gbps", "collective", "message_bytes", "nodes", "where",
 @pytest.mark.parametrize("instance_type", sorted(ROWS))
 def test_every_row_names_its_source(instance_type: str) -> None:
     row = ROWS[instance_type]
-    assert row.get("source") in {"vendor", "derived"}, f"{instance_type}: source must be vendor or derived"
+    assert row.get("source") in {"vendor", "derived", "measured"}, f"{instance_type}: source must be named"
+    if row["source"] == "measured":
+        assert float(row["busbw_gbps"]) > 0 and row.get("where") and row.get("date")
+        return
     if row["source"] == "vendor":
         pub = row["published"]
         assert set(pub) >= PUBLISHED_KEYS, f"{instance_type}: published lacks {PUBLISHED_KEYS - set(pub)}"
@@ -60,3 +63,23 @@ def test_a_derived_floor_names_the_missing_vendor_figure() -> None:
     floor = floor_for(plan_of("azure-ndh100-ci"))
     assert floor.kind == "derived" and "no vendor figure" in floor.source and "single-VM" in floor.source
     assert floor.busbw_gbps == 3200 / 8 * 0.5
+
+
+def test_a_measured_row_wins_and_names_where_and_when(monkeypatch: pytest.MonkeyPatch) -> None:
+    import provision.ops.nccl as nccl
+
+    data = {
+        **_floors(),
+        "types": {
+            **ROWS,
+            "p5.48xlarge": {
+                "source": "measured",
+                "busbw_gbps": 400.0,
+                "where": "our 16-node run",
+                "date": "2026-11-30",
+            },
+        },
+    }
+    monkeypatch.setattr(nccl, "_floors", lambda: data)
+    floor = floor_for(plan_of("aws-p5-64"))
+    assert floor.kind == "measured" and floor.busbw_gbps == 400.0 and "2026-11-30" in floor.source

@@ -115,3 +115,11 @@ def test_ssh_keys_at_the_plans_limit_still_fit_in_ec2_user_data(stack: str) -> N
     plan = plan_of(stack)
     plan = plan.model_copy(update={"access": plan.access.model_copy(update={"ssh_public_keys": tuple(keys)})})
     assert encode(mock_user_data(plan))
+
+
+def test_a_single_node_runs_all_reduce_over_nvlink_without_a_fabric_floor() -> None:
+    plan = _plan("aws-p5-ci", nodes=1)
+    assert _rendered_expectations(plan)["nccl_tests"]["source"] == "image"
+    with MockNodes(plan, HOSTS[:1], busbw_gbps=300.0) as mock:
+        result = nccl_test(plan, HOSTS[:1], mock.run)
+    assert result.ok and result.floor.busbw_gbps is None and result.busbw_gbps == 300.0

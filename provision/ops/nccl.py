@@ -70,10 +70,9 @@ def floor_for(plan: ClusterPlan) -> Floor:
     if plan.fabric == "none" or not plan.offer.fabric_gbps or plan.nodes < 2:
         return Floor(None, "no floor: single node or no GPU fabric", "none")
     row = floor_row(plan.instance_type)
-    if row.get("busbw_gbps"):
-        return Floor(
-            float(row["busbw_gbps"]), str(row.get("source_note") or "measured on a healthy cluster"), "measured"
-        )
+    if row.get("source") == "measured" or row.get("busbw_gbps"):
+        where = f"{row.get('where', 'measured on a healthy cluster')}, {row.get('date', 'undated')}"
+        return Floor(float(row["busbw_gbps"]), f"measured: {row['busbw_gbps']} GB/s ({where})", "measured")
     if row.get("source") == "vendor":
         value = float(row["published"]["busbw_gbps"]) * float(row["fraction"])
         return Floor(round(value, 1), "vendor: " + _published(row), "vendor")

@@ -194,13 +194,13 @@ NCCL_TESTS_DEFAULT = "2.17.9"
 
 
 def nccl_tests_expectation(plan: ClusterPlan) -> dict[str, Any] | None:
-    """Where ``all_reduce_perf`` and its ``mpirun`` are on every node of ``plan`` (``None``: a single node).
+    """Where ``all_reduce_perf`` and its ``mpirun`` are on every node of ``plan`` (``None``: no GPUs).
 
     From ``image.versions``: ``nccl_tests_path`` (and ``mpirun_path``, ``nccl_tests_lib``) when the image ships
     nccl-tests (DLAMI, Azure HPC images), else ``nccl_tests`` (a tag) that the ``nccl-tests`` step builds. Either
     way the step leaves ``all_reduce_perf`` and ``mpirun`` under :data:`NCCL_TESTS_BIN`.
     """
-    if plan.nodes < 2:
+    if plan.gpus_per_node < 1:
         return None
     v = plan.image.versions
     out: dict[str, Any] = {
