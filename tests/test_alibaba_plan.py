@@ -238,9 +238,9 @@ def test_plan_rejects_cpfs_lingjun_with_the_reason() -> None:
 @pytest.mark.parametrize(
     ("shared", "expected"),
     [
-        (
+        (  # auto prefers a priced tier: advance_200 has Alibaba's CNY price, advance_100 none
             {"kind": "auto"},
-            {"file_system_type": "cpfs", "storage_type": "advance_100", "capacity": 3600, "access": "protocol-service"},
+            {"file_system_type": "cpfs", "storage_type": "advance_200", "capacity": 3600, "access": "protocol-service"},
         ),
         (
             {"kind": "cpfs", "tier": "advance_200", "size_gib": 36000},
@@ -371,3 +371,13 @@ def test_ci_stack_is_capped_and_releases_itself() -> None:
     assert p.spec.lifetime.hourly_price_usd is not None  # the catalog has no price: the stack states one
     assert p.cost.lifetime_usd is not None and p.cost.lifetime_usd <= (p.spec.lifetime.max_cost_usd or 0)
     assert auto_release_time(p) == "2026-11-29T14:00:00Z"
+
+
+def test_cpfs_plan_warns_that_nodes_use_plain_nfs_and_what_throughput_that_path_can_give() -> None:
+    """Review B4: no CPFS client today. The recommended CPFS-NFS client stops at Ubuntu 20.04 and needs a public IP;
+    the POSIX client needs quorum nodes and console steps; the plan says so and bounds the NFS path's throughput by
+    the file system's published figure (CPFS Specifications: min{0.2 x GiB, 45,000} MB/s for advance_200)."""
+    p = plan(spec(storage={"shared": {"kind": "cpfs", "tier": "advance_200", "size_gib": 36000}}))
+    text = " ".join(p.warnings)
+    assert "plain NFSv3" in text and "Ubuntu up to 20.04" in text and "quorum" in text
+    assert "7,200 MB/s" in text  # 0.2 MB/s per GiB x 36,000 GiB

@@ -367,7 +367,20 @@ def test_rccl_env_for_mi300x_has_no_cuda_settings() -> None:
         "NCCL_IB_PCI_RELAXED_ORDERING": "1",
         "NCCL_SOCKET_IFNAME": "eth0",
         "NCCL_IB_HCA": "mlx5_ib0:1,mlx5_ib1:1,mlx5_ib2:1,mlx5_ib3:1,mlx5_ib4:1,mlx5_ib5:1,mlx5_ib6:1,mlx5_ib7:1",
+        "HSA_NO_SCRATCH_RECLAIM": "1",
     }
+
+
+def test_rccl_gets_microsofts_documented_settings_and_none_that_only_apply_elsewhere() -> None:
+    """RCCL on ND MI300X v5 runs as Microsoft's own RCCL check does (azurehpc-health-checks azure_rccl_allreduce.nhc):
+    relaxed ordering, eth0 for bootstrap, HSA_NO_SCRATCH_RECLAIM=1, and the eight IB HCAs only; nothing for PCIe-only
+    GPUs (HSA_FORCE_FINE_GRAIN_PCIE) or RoCE (NCCL_IB_GID_INDEX)."""
+    offer = load_catalog().instance("azure", "Standard_ND96isr_MI300X_v5")
+    assert offer is not None
+    env = AzureAdapter().nccl_env(offer, "infiniband")
+    assert env["HSA_NO_SCRATCH_RECLAIM"] == "1" and env["NCCL_IB_PCI_RELAXED_ORDERING"] == "1"
+    assert "mlx5_an0" not in env["NCCL_IB_HCA"] and env["NCCL_IB_HCA"].count("mlx5_ib") == 8
+    assert not {"HSA_FORCE_FINE_GRAIN_PCIE", "NCCL_IB_GID_INDEX", "CUDA_DEVICE_ORDER", "NCCL_TOPO_FILE"} & set(env)
 
 
 def test_plan_says_the_nodes_delete_the_cluster_at_its_expiry() -> None:

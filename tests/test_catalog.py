@@ -72,13 +72,22 @@ def test_every_file_loads_and_counts(cat) -> None:
         "p4de.24xlarge",
         "p6-b200.48xlarge",
     }
-    assert per_cloud["gcp"] == {"a3-highgpu-8g", "a3-megagpu-8g", "a3-ultragpu-8g", "a2-highgpu-8g", "a2-ultragpu-8g"}
+    assert per_cloud["gcp"] == {
+        "a3-highgpu-8g",
+        "a3-megagpu-8g",
+        "a3-ultragpu-8g",
+        "a2-highgpu-8g",
+        "a2-ultragpu-8g",
+        "a4-highgpu-8g",
+        "a4x-highgpu-4g",
+    }
     assert per_cloud["azure"] == {
         "Standard_ND96isr_H100_v5",
         "Standard_ND96isr_H200_v5",
         "Standard_ND96asr_v4",
         "Standard_ND96amsr_A100_v4",
         "Standard_ND96isr_MI300X_v5",
+        "Standard_ND128isr_NDR_GB200_v6",
     }
     assert per_cloud["alibaba"] == {
         "ecs.ebmgn8v.48xlarge",
@@ -86,7 +95,7 @@ def test_every_file_loads_and_counts(cat) -> None:
         "ecs.ebmgn7ex.32xlarge",
         "ecs.gn7e-c16g1.32xlarge",
     }
-    assert len(cat.instances) == 20
+    assert len(cat.instances) == 23
     assert len(cat.network) == 4
     assert {n.cloud for n in cat.network} == set(CLOUDS)
 
@@ -167,6 +176,9 @@ def test_fabric_interfaces_match_fabric(cat) -> None:
         ("gcp", "a3-highgpu-8g"): ("tcpx", 4),
         ("gcp", "a3-megagpu-8g"): ("tcpxo", 8),
         ("gcp", "a2-highgpu-8g"): ("none", 0),
+        ("gcp", "a4-highgpu-8g"): ("rdma", 8),
+        ("gcp", "a4x-highgpu-4g"): ("rdma", 4),
+        ("azure", "Standard_ND128isr_NDR_GB200_v6"): ("infiniband", 4),
         ("azure", "Standard_ND96isr_H100_v5"): ("infiniband", 8),
         ("alibaba", "ecs.gn7e-c16g1.32xlarge"): ("none", 0),
     }
@@ -182,7 +194,8 @@ def test_gpu_names_resolve_and_memory_agrees(cat) -> None:
         g = cat.gpu(o.gpu)
         assert g.vendor == o.gpu_vendor, o.instance_type
         assert o.gpu_memory_gib == pytest.approx(g.memory_gib), o.instance_type
-        assert o.gpus_per_node == 8, o.instance_type
+        # GB200 VMs are 4-GPU slices of an NVL72 rack (GCP A4X, Azure ND GB200 v6); every other row is 8 GPUs.
+        assert o.gpus_per_node == (4 if o.gpu == "GB200" else 8), o.instance_type
 
 
 def test_gpu_aliases(cat) -> None:
@@ -352,3 +365,20 @@ def test_aws_zones_match_moto_offerings(cat) -> None:
         ours = {region: list(offer.zones) for region, offer in o.regions.items()}
         assert ours == moto_zones[o.instance_type], o.instance_type
     assert cat.instance("aws", "p5.48xlarge").regions["us-east-1"].zones == tuple(f"us-east-1{c}" for c in "abcdef")
+
+
+def test_newer_generations_are_rows_with_their_hosts_and_consumption(cat) -> None:
+    """Issue 15.6: GCP A4 / A4X and Azure ND GB200 v6 exist as rows; Grace hosts are marked arm64."""
+    a4 = cat.instance("gcp", "a4-highgpu-8g")
+    assert (a4.gpu, a4.vcpus, a4.memory_gib, a4.host_nics, a4.cpu_arch) == ("B200", 224, 3968, 2, "x86_64")
+    assert set(a4.consumption) == {"spot", "reservation", "flex-start"}  # GCP sells no on-demand A4
+    assert all(r.price_per_hour_usd is None for r in a4.regions.values())
+    a4x = cat.instance("gcp", "a4x-highgpu-4g")
+    gb200 = cat.instance("azure", "Standard_ND128isr_NDR_GB200_v6")
+    assert {a4x.cpu_arch, gb200.cpu_arch} == {"arm64"}
+    arm = [o.instance_type for o in cat.instances if o.cpu_arch != "x86_64"]
+    assert arm == [a4x.instance_type, gb200.instance_type]
+    b200 = {(o.cloud, o.instance_type) for o in cat.instances_for(gpu="B200")}
+    assert b200 == {("aws", "p6-b200.48xlarge"), ("gcp", "a4-highgpu-8g")}
+    assert cat.gpu("H800").bf16_dense_tflops == cat.gpu("H100").bf16_dense_tflops
+    assert cat.gpu("gb200-nvl72").name == "GB200"

@@ -245,9 +245,9 @@ def test_shell_up_status_down_with_mock_in_one_subprocess(home: Path) -> None:
 
 
 def test_sigterm_during_teardown_is_ignored_so_the_teardown_finishes() -> None:
-    from provision.ops.cluster import _sigterm_as_interrupt
+    from provision.ops.signals import sigterm_as_interrupt
 
-    with _sigterm_as_interrupt() as signals:
+    with sigterm_as_interrupt() as signals:
         signals.tearing_down = True
         os.kill(os.getpid(), signal.SIGTERM)  # would raise KeyboardInterrupt before teardown began
 

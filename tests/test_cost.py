@@ -156,8 +156,15 @@ def test_packaged_catalog_row_by_hand() -> None:
 
 def test_packaged_catalog_lists_unpriced_parts() -> None:
     cat = load_catalog()
-    s = load_spec(mutate(BASES["gcp"], {"storage.shared.size_gib": 9000, "storage.shared.kind": "managed-lustre"}))
-    assert cat.filesystems_for("gcp", "managed-lustre")[0].price_per_tib_month_usd is None  # what this relies on
+    s = load_spec(
+        mutate(
+            BASES["gcp"],
+            {"region": "us-east4", "storage.shared.size_gib": 9000, "storage.shared.kind": "managed-lustre"},
+        )
+    )
+    lustre = cat.filesystems_for("gcp", "managed-lustre")[0]
+    # What this relies on: Managed Lustre is priced for us-central1 only, so a us-east4 plan leaves it unpriced.
+    assert lustre.priced_regions == ("us-central1",) and lustre.price_per_tib_month(None, "us-east4") is None
 
     c = cost(s, cat)
 
@@ -178,12 +185,16 @@ def test_gcp_nat_is_billed_per_node_up_to_32_then_flat() -> None:
     assert net.nat_ip_hourly() == pytest.approx(0.005)
 
 
-def test_alibaba_nat_differs_by_region_and_its_eip_is_said_to_be_unpriced() -> None:
+def test_alibaba_nat_and_its_eip_differ_by_region() -> None:
     net = load_catalog().network_prices("alibaba")
 
     assert net.nat_hourly("cn-hangzhou", 8) == 0.034
     assert net.nat_hourly("us-east-1", 8) == 0.043
     assert net.nat_hourly("cn-nowhere-9", 8) is None
+    # The EIP's configuration (retention) fee from Alibaba's EIP price overview; unlisted regions stay unpriced.
+    assert net.nat_ip_hourly("cn-hangzhou") == 0.003
+    assert net.nat_ip_hourly("cn-hongkong") == 0.009
+    assert net.nat_ip_hourly("cn-nowhere-9") is None
     assert net.nat_ip_hourly() is None
 
 

@@ -24,8 +24,9 @@ from test_automation import FakePulumi
 from provision.clouds.base import plan_spec
 from provision.engine.mockstate import MockStore
 from provision.ops import ephemeral
-from provision.ops.cluster import Cluster, _check_stack_name
+from provision.ops.cluster import Cluster
 from provision.ops.ephemeral import cleanup, ephemeral_cluster, require_bounds, unique_names, with_overrides
+from provision.ops.targets import check_stack_name
 from provision.spec import NAME_PATTERN, load_spec
 from provision.spec.errors import BudgetError, CloudError, SpecError, UnsupportedError
 
@@ -233,7 +234,7 @@ def test_stack_and_cluster_names_are_unique_per_run(monkeypatch: pytest.MonkeyPa
     longest = "a" + "b-" * 19 + "c"  # 40 characters, the most a spec name may have
     stack, name = unique_names(longest)
     assert len(name) <= 40 and re.fullmatch(NAME_PATTERN, name) and "--" not in name
-    assert _check_stack_name(stack) == stack
+    assert check_stack_name(stack) == stack
 
 
 def test_without_a_stack_the_run_gets_its_own_stack_and_cluster_name(

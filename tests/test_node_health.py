@@ -18,7 +18,7 @@ from provision.ops.nodes import MockNodes, NodeFault
 from provision.spec.errors import SpecError, UnsupportedError
 
 HOSTS = [f"10.0.0.{10 + i}" for i in range(4)]
-CHECKS = ("gpus", "driver", "cuda", "nvlink", "fabric", "shared_fs", "scratch", "bootstrap")
+CHECKS = ("gpus", "driver", "cuda", "nvlink", "fabric", "shared_fs", "scratch", "nccl_tests", "bootstrap")
 
 
 def _health(stack: str, faults: list[NodeFault], nodes: int = 2) -> Any:
@@ -46,6 +46,9 @@ def test_healthy_mocked_nodes_pass_every_check(stack: str) -> None:
         ("gcp-a3ultra-64", "fabric"),
         ("alibaba-gn8-64", "fabric"),
         ("alibaba-gn8-64", "gpus"),
+        ("gcp-a3-64", "nccl_tests"),
+        ("azure-ndh100-64", "nccl_tests"),
+        ("alibaba-gn8-64", "nccl_tests"),
     ],
 )
 def test_each_broken_check_names_the_node_and_the_check(stack: str, check: str) -> None:
@@ -121,19 +124,34 @@ def test_a_node_that_cannot_answer_is_named() -> None:
 # ---------------------------------------------------------------------- NCCL
 
 
-def test_floor_comes_from_the_vendor_link_rate_with_its_source() -> None:
+def test_floor_comes_from_the_vendor_published_result_with_its_source() -> None:
     floor = floor_for(plan_of("aws-p5-64"))
-    assert floor.busbw_gbps == 3200 / 8 * 0.5 and "fabric_gbps" in floor.source
-    assert floor_for(plan_of("gcp-a3high-16")).busbw_gbps == pytest.approx(
-        plan_of("gcp-a3high-16").offer.fabric_gbps / 8 * 0.4
-    )
+    assert floor.busbw_gbps == round(479.28 * 0.5, 1) and "awsome-distributed-training" in floor.source
+    assert floor_for(plan_of("gcp-a3high-16")).busbw_gbps == pytest.approx(70.9 * 0.5, abs=0.05)
 
 
-def test_nccl_command_runs_one_rank_per_gpu_with_the_cluster_env() -> None:
+def test_nccl_command_is_the_launch_helpers_mpirun_line_with_the_nodes_own_binaries() -> None:
+    """One way to build an mpirun command: nccl-test's line is planning.launch's, run with the nccl-tests step's
+    mpirun and all_reduce_perf; the cloud's NCCL env reaches every rank through the node env file and -x."""
+    from provision.planning.launch import MPI_FABRIC_ARGS, SOURCE_ENV, launch_line
+
     plan = plan_of("aws-p5-64")
-    cmd = allreduce_command(plan, HOSTS[:2])
-    assert cmd.startswith("mpirun --allow-run-as-root -np 16 -H 10.0.0.10:8,10.0.0.11:8")
-    assert "-x FI_PROVIDER=efa" in cmd and cmd.endswith("all_reduce_perf -b 512M -e 8G -f 2 -g 1")
+    cmd = allreduce_command(plan, HOSTS, HOSTS[:2])
+    assert cmd.startswith('PV_BIN="${PROVISION_ROOT:-}/usr/local/lib/provision/bin" && ' + SOURCE_ENV)
+    assert "$PV_BIN/mpirun -np 16 -H 10.0.0.10:8,10.0.0.11:8 " in cmd
+    assert "-x FI_PROVIDER" in cmd and " ".join(MPI_FABRIC_ARGS["efa"]) in cmd
+    assert cmd.endswith("$PV_BIN/all_reduce_perf -b 512M -e 8G -f 2 -g 1")
+    from provision.ops.nccl import TEST_ARGS, facts_of
+
+    same = launch_line(
+        "mpirun",
+        facts_of(plan, HOSTS),
+        "$PV_BIN/all_reduce_perf",
+        TEST_ARGS.split(),
+        hosts=HOSTS[:2],
+        mpirun="$PV_BIN/mpirun",
+    )
+    assert cmd.endswith(same)
 
 
 def test_parse_busbw_takes_the_largest_message() -> None:
@@ -198,6 +216,56 @@ def test_nccl_test_without_nccl_tests_installed_is_an_error_not_a_pass() -> None
 
     result = nccl_test(plan, HOSTS[:2], run)
     assert not result.ok and "nccl-tests" in (result.error or "")
+
+
+@pytest.mark.parametrize(
+    ("stack", "source", "where"),
+    [
+        ("aws-p5-64", "image", "/usr/local/cuda-*/efa/test-cuda-*/all_reduce_perf"),
+        ("azure-ndh100-64", "image", "/opt/nccl-tests/build/all_reduce_perf"),
+        ("gcp-a3-64", "build", "2.17.9"),
+        ("alibaba-gn8-64", "build", "2.17.9"),
+    ],
+)
+def test_every_node_knows_where_all_reduce_perf_is_and_nccl_test_runs_that(stack: str, source: str, where: str) -> None:
+    """The image's nccl-tests (DLAMI, Azure HPC image) or a pinned build; one fixed path either way."""
+    from provision.planning.bootstrap import health_expectations
+
+    plan = plan_of(stack)
+    tests = health_expectations(plan)["nccl_tests"]
+    assert tests["source"] == source and where in (tests.get("image_path"), tests.get("version"))
+    assert tests["all_reduce_perf"] == "/usr/local/lib/provision/bin/all_reduce_perf"
+    cmd = allreduce_command(plan, HOSTS[:2])
+    assert "$PV_BIN/all_reduce_perf" in cmd and "/usr/local/lib/provision/bin" in cmd and "$PV_BIN/mpirun" in cmd
+
+
+def test_mi300x_runs_rccl_tests_with_rccl_on_the_library_path() -> None:
+    import yaml
+
+    from provision.planning.bootstrap import nccl_tests_expectation
+    from provision.planning.images import images_dir
+    from provision.planning.plan import ImagePlan
+
+    plan = plan_of("azure-ndh100-64")
+    images = yaml.safe_load((images_dir() / "azure.yaml").read_text(encoding="utf-8"))
+    rocm = next(i for i in images["images"] if i["name"] == "ubuntu-hpc-2204-rocm")
+    plan = plan.model_copy(update={"image": ImagePlan(ref="x", source="catalog", versions=rocm["versions"])})
+    tests = nccl_tests_expectation(plan)
+    assert tests is not None and tests["image_path"] == "/opt/rccl-tests/all_reduce_perf"
+    assert tests["lib"] == "/opt/rccl/lib"
+
+
+def test_nccl_test_on_a_node_without_nccl_tests_fails_and_names_it() -> None:
+    plan = plan_of("aws-p5-64")
+    floor = floor_for(plan).busbw_gbps
+    assert floor is not None
+    with MockNodes(plan, HOSTS[:3], [NodeFault(2, "nccl_tests")], busbw_gbps=floor * 1.25) as mock:
+        health = check_health(mock.run)
+        result = nccl_test(plan, HOSTS[:3], mock.run)
+    assert [(f["rank"], f["check"]) for f in health.failures()] == [(2, "nccl_tests")]
+    assert not result.ok and HOSTS[2] in (result.error or "")
+    with MockNodes(plan, HOSTS[:3], [], busbw_gbps=floor * 1.25) as mock:
+        assert check_health(mock.run).ok and nccl_test(plan, HOSTS[:3], mock.run).ok
 
 
 # ---------------------------------------------------------------------- compatibility rules
@@ -319,6 +387,11 @@ def test_measurement_of_a_real_stack_is_kept_beside_the_state(tmp_path: Path, mo
     stored = json.loads((home / "manifests" / "org_proj_p5.json").read_text())
     assert stored == manifest and stored["image"] == "ami-1"
     assert stored["measured"]["all_reduce_busbw_gbps"] == 321.0 and stored["measured"]["ok"] is True
+    # Two runs compare against the same, named floor.
+    assert (
+        stored["measured"]["floor_kind"] == "vendor"
+        and "awsome-distributed-training" in stored["measured"]["floor_source"]
+    )
 
 
 def test_real_clusters_need_provision_exec_for_node_commands() -> None:
@@ -390,3 +463,24 @@ def test_up_accept_on_a_real_cloud_without_node_access_is_refused_before_anythin
     isolated_home(tmp_path, monkeypatch)
     out = _cli("up", "aws-p5-ci", "--yes", "--json", "--accept")
     assert out.exit_code == 2 and "provision exec" in out.output
+
+
+def test_nccl_test_on_a_real_cluster_prepares_the_nodes_for_mpirun_but_health_does_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """nccl-test runs the launch helpers' mpirun line, which needs /etc/provision/env and the node-to-node key on
+    every node: the real runner prepares them first (as `provision launch` does); the health check does not, so an
+    unreachable node is still named by it."""
+    from types import SimpleNamespace
+
+    import provision.ops.acceptance as acceptance
+    import provision.ops.launch as launch
+
+    prepared: list[Any] = []
+    monkeypatch.setattr(launch, "ensure_prepared", prepared.append)
+    monkeypatch.setattr(acceptance, "ssh_runner", lambda cluster: "runner")
+    cluster = SimpleNamespace(mock=False)
+    with acceptance.node_runner(cluster) as run:
+        assert run == "runner" and prepared == []
+    with acceptance.node_runner(cluster, for_mpi=True) as run:
+        assert run == "runner" and prepared == [cluster]

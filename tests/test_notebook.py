@@ -12,6 +12,7 @@ from conftest import ROOT
 nbformat = pytest.importorskip("nbformat", reason="pip install 'provision[dev]' (nbformat, nbclient, ipykernel)")
 nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
+pytest.importorskip("matplotlib", reason="pip install 'provision[notebook]' (the sizing figure cell)")
 
 NOTEBOOK = ROOT / "examples" / "quickstart.ipynb"
 #: Used only when the "python3" kernel found first belongs to another interpreter.
@@ -75,3 +76,6 @@ def test_quickstart_notebook_runs_headless(kernel_name: str, tmp_path: Path, mon
     shown = [o for o in up.outputs if o.get("output_type") == "display_data"]  # the progress, updated in place
     assert len(shown) == 1 and " created, " in shown[0]["data"]["text/html"]
     assert (home / "mock").is_dir() and not list((home / "mock").glob("*.json"))  # torn down
+    sizing = next(c for c in code if c.source.startswith("from provision.planning.sizing import size_training"))
+    figures = [o for o in sizing.outputs if "image/png" in o.get("data", {})]  # SizingReport.figure() shows itself
+    assert len(figures) == 1, sizing.outputs

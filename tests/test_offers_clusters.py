@@ -106,7 +106,8 @@ def test_rows_a_gpu_count_not_a_multiple_of_the_node_round_up_and_say_so() -> No
 
 
 def test_capacity_priced_by_contract_is_listed_unpriced() -> None:
-    rows = cluster_offers(load_catalog(), 64, gpu="H200", cloud="gcp", capacity=("reservation",))
+    """Reservations and capacity blocks of a type sold on-demand are contracts: the catalog holds no price."""
+    rows = cluster_offers(load_catalog(), 64, gpu="H100", cloud="aws", capacity=("reservation", "capacity-block"))
 
     assert rows and all(r.hourly_usd is None and "compute" in r.unpriced for r in rows)
     assert "priced by contract" in rows[0].notes[0]
@@ -154,3 +155,54 @@ def test_human_cluster_table_names_unpriced_offers() -> None:
     assert result.exit_code == 0
     assert "p5.48xlarge" in result.stdout and "440.37" in result.stdout
     assert "parts without a catalog price (compute)" in result.stdout
+
+
+def test_human_cluster_table_says_which_cloud_has_no_such_gpu() -> None:
+    """Alibaba sells no H100 with a public price: the 64 x H100 answer says so instead of dropping it silently."""
+    result = invoke("offers", "--gpus", "64", "--gpu", "H100")
+
+    assert result.exit_code == 0
+    out = " ".join(result.stdout.split())
+    assert "alibaba: no H100 instance type in the catalog, so no publicly priced H100 cluster" in out
+    assert "aws: no" not in out and "gcp: no" not in out
+
+
+def test_a_type_sold_only_by_reservation_is_offered_at_its_reservation_rate() -> None:
+    rows = offers_json("--gpus", "64", "--gpu", "H200", "--cloud", "gcp", "--capacity", "on-demand,reservation")
+    ultra = [r for r in rows if r["instance_type"] == "a3-ultragpu-8g"]
+    rate = load_catalog().instance("gcp", "a3-ultragpu-8g").regions["us-central1"].reservation_price_per_hour_usd
+
+    assert {r["capacity"] for r in ultra} == {"reservation"}  # never listed as on-demand
+    (central,) = [r for r in ultra if r["region"] == "us-central1"]
+    assert central["compute_hourly_usd"] == pytest.approx(8 * rate)
+    assert any("commitment discounts" in n for n in central["notes"])
+    assert all(r["hourly_usd"] is None for r in ultra if r["region"] not in ("us-central1", "us-east4", "us-west1"))
+
+
+def test_on_demand_64_h100_with_storage_sums_each_rows_catalog_parts() -> None:
+    """Issue 15.5 bar, with every part present: the total is compute + storage + network, each from the catalog."""
+    rows = offers_json("--gpus", "64", "--gpu", "H100", "--capacity", "on-demand", "--storage-gib", "10240")
+
+    priced = [r for r in rows if r["hourly_usd"] is not None]
+    assert {r["capacity"] for r in rows} == {"on-demand"}
+    assert len({r["cloud"] for r in priced}) >= 3
+    assert [r["hourly_usd"] for r in priced] == sorted(r["hourly_usd"] for r in priced)
+    assert rows[: len(priced)] == priced
+    for row in priced:
+        assert row["storage"] and row["storage"]["size_gib"] >= 10240 and row["storage_hourly_usd"] > 0
+        assert row["network_hourly_usd"] > 0 and row["compute_hourly_usd"] > 0
+        assert row["hourly_usd"] == pytest.approx(expected_total(row), abs=1e-3)
+
+
+def test_type_table_fits_80_columns_without_cutting_a_type_or_a_price(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The longest type name (Standard_ND128isr_NDR_GB200_v6) folds; nothing is cut off with an ellipsis."""
+    monkeypatch.setenv("COLUMNS", "80")
+    result = invoke("offers")
+
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    assert "…" not in result.stdout
+    for o in load_catalog().instances:  # every type, whole or folded at the column's 18 characters
+        name = o.instance_type
+        assert all(name[i : i + 18] in result.stdout for i in range(0, len(name), 18)), name

@@ -21,18 +21,12 @@ HELD_OUT = [r for r in RUNS if not r.fit]
 GPUS = {"Llama 3.1 405B": 16_384, "DeepSeek-V3": 2048}
 
 
-def _gpu(name: str) -> str:
-    # DeepSeek trained on H800s: the export H100 SXM with NVLink cut to 400 GB/s (DeepSeek-V3 report s3.1);
-    # same tensor cores and peaks, so the catalog's H100 row stands in for it.
-    return "H100" if name == "H800" else name
-
-
 @pytest.mark.parametrize("run", HELD_OUT, ids=[r.name for r in HELD_OUT])
 def test_held_out_published_runs_land_within_0_67_to_1_5_of_reported_gpu_hours(run) -> None:
     report = size_training(
         run.params,
         run.tokens,
-        gpu=_gpu(run.gpu),
+        gpu=run.gpu,  # every published run's GPU is a catalog row (DeepSeek-V3: H800, not an H100 stand-in)
         active_params=run.active_params if run.active_params != run.params else None,
         precision=run.precision,
         gpus=GPUS.get(run.name, 2048),
@@ -157,3 +151,15 @@ def test_published_runs_effective_mfu_is_computed_from_their_numbers() -> None:
     # 6 * 70e9 * 2e12 / (1,720,320 h * 3600 * 312e12) = 0.4347
     assert effective_mfu(l2_70b, 312) == pytest.approx(6 * 70e9 * 2e12 / (1_720_320 * 3600 * 312e12))
     assert math.isclose(effective_mfu(l2_70b, 312), 0.4347, abs_tol=1e-3)
+
+
+def test_h800_is_its_own_row_and_sizes_like_the_h100_it_was_cut_from() -> None:
+    """DeepSeek-V3 ran on H800s: the sizing uses the H800 row (same Hopper peaks, NVLink cut) and says which part."""
+    h800 = size_training("671B", "14.8T", gpu="H800", active_params="37B", precision="fp8", gpus=2048)
+    h100 = size_training("671B", "14.8T", gpu="H100", active_params="37B", precision="fp8", gpus=2048)
+
+    assert h800.inputs.gpu == "H800"
+    assert h800.compute.gpu_hours == pytest.approx(h100.compute.gpu_hours)
+    assert any("H800" in a for a in h800.assumptions)
+    # No cloud sells the H800: each cloud's option stands in a catalog part and says so.
+    assert all(c.substitute and c.gpu != "H800" for c in h800.clouds if c.gpu is not None)

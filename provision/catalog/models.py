@@ -18,6 +18,8 @@ CLOUDS: tuple[str, ...] = get_args(Cloud)
 FabricKind = Literal["efa", "tcpx", "tcpxo", "rdma", "infiniband", "erdma", "none"]
 FABRICS: tuple[str, ...] = get_args(FabricKind)
 
+CpuArch = Literal["x86_64", "arm64"]
+
 Consumption = Literal["on-demand", "spot", "reservation", "capacity-block", "flex-start"]
 CONSUMPTIONS: tuple[str, ...] = get_args(Consumption)
 
@@ -34,6 +36,9 @@ FilesystemKind = Literal[
     "nas-extreme",
 ]
 FILESYSTEM_KINDS: tuple[str, ...] = get_args(FilesystemKind)
+
+#: The month this catalog's per-month prices are divided over to give an hourly rate (planning/cost.py too).
+HOURS_PER_MONTH = 730.0
 
 
 class _Row(BaseModel):
@@ -58,6 +63,12 @@ class RegionOffer(_Row):
     spot_price_per_hour_usd: float | None = Field(
         default=None, ge=0, description="A recent spot price per node-hour in USD; null when unknown."
     )
+    reservation_price_per_hour_usd: float | None = Field(
+        default=None,
+        ge=0,
+        description="Rate per node-hour a reservation bills before commitment discounts; set where the type is "
+        "not sold on-demand (GCP bills reserved VMs at the machine type's list SKU rate).",
+    )
     sales_only: bool = Field(default=False, description="Sold only through the vendor's sales team here.")
 
 
@@ -69,6 +80,9 @@ class InstanceOffer(_Row):
     family: str = Field(description="Short family name used in stack names, e.g. p5, a3, ndh100, gn8.")
     gpu: str = Field(description="Canonical accelerator model, e.g. H100, H200, A100-80GB, MI300X.")
     gpu_vendor: Literal["nvidia", "amd"] = "nvidia"
+    cpu_arch: CpuArch = Field(
+        default="x86_64", description="Host CPU architecture: arm64 on NVIDIA Grace (GB200) sizes."
+    )
     gpus_per_node: int = Field(gt=0)
     gpu_memory_gib: float = Field(gt=0, description="Memory per GPU in GiB.")
     vcpus: int = Field(gt=0)
@@ -97,9 +111,61 @@ class InstanceOffer(_Row):
         offer = self.regions.get(region)
         return offer.price_per_hour_usd if offer else None
 
+    def capacity_price(self, region: str, capacity: str) -> tuple[float | None, str]:
+        """USD per node-hour for ``capacity`` in ``region`` and what the figure is.
+
+        The on-demand list price when the catalog has one (an upper bound for discounted capacity types);
+        for a type with no on-demand price, the rate its own capacity type bills: a reservation's list rate
+        or a recent spot price. ``(None, reason)`` when the catalog holds neither.
+        """
+        offer = self.regions.get(region)
+        if offer is None:
+            return None, f"{self.instance_type} is not offered in {region}"
+        if offer.price_per_hour_usd is not None:
+            return offer.price_per_hour_usd, "on-demand list price"
+        if capacity == "reservation" and offer.reservation_price_per_hour_usd is not None:
+            return offer.reservation_price_per_hour_usd, "reservation list rate (before commitment discounts)"
+        if capacity == "spot" and offer.spot_price_per_hour_usd is not None:
+            return offer.spot_price_per_hour_usd, "recent spot price"
+        return None, f"no {capacity} price for {self.instance_type} in {region} in the catalog"
+
     @property
     def gpu_memory_total_gib(self) -> float:
         return self.gpu_memory_gib * self.gpus_per_node
+
+
+class ExchangeRate(_Row):
+    """A dated reference rate from a public authority, as published: units of ``currency`` and of USD per euro.
+
+    The ECB publishes every rate against the euro, so USD per unit of ``currency`` is the cross
+    ``usd_per_eur / per_eur`` of the same day (:attr:`usd_per_unit`).
+    """
+
+    currency: Literal["CNY"]
+    authority: str = Field(description="Who publishes the rates, e.g. 'ECB euro foreign exchange reference rates'.")
+    per_eur: float = Field(gt=0, description="Units of `currency` per euro on `rate_date`.")
+    usd_per_eur: float = Field(gt=0, description="US dollars per euro on `rate_date`.")
+    rate_date: date = Field(description="The day the authority published both rates for.")
+    sources: tuple[Source, ...] = Field(min_length=1)
+
+    @property
+    def usd_per_unit(self) -> float:
+        return self.usd_per_eur / self.per_eur
+
+
+class LocalPrice(_Row):
+    """A price the vendor publishes only in a local currency, converted to USD at a stated, dated rate."""
+
+    currency: Literal["CNY"]
+    per_gib_month: float = Field(ge=0, description="The vendor's figure, in `currency` per GiB-month.")
+    billing_hours_per_month: float = Field(
+        default=730.0, gt=0, description="Hours the vendor divides its monthly unit price by to bill each hour."
+    )
+    rate: ExchangeRate = Field(description="The rate of `currency` (the only local currency the catalog holds: CNY).")
+
+    def usd_per_tib_month(self, hours_per_month: float) -> float:
+        """USD per TiB-month on a ``hours_per_month`` month that bills what the vendor bills per hour."""
+        return self.per_gib_month * 1024 * self.rate.usd_per_unit * hours_per_month / self.billing_hours_per_month
 
 
 class FilesystemOffer(_Row):
@@ -129,6 +195,16 @@ class FilesystemOffer(_Row):
         default=None, ge=0, description="Extra charge per provisioned MB/s per month, where billed so."
     )
     regions: tuple[str, ...] = Field(default=(), description="Regions where sold; empty means 'not restricted'.")
+    priced_regions: tuple[str, ...] = Field(
+        default=(),
+        description="Regions the prices were read for; a plan elsewhere is unpriced. Empty: the source named no "
+        "region and the price stands for every region (the row's notes say so).",
+    )
+    local_price: LocalPrice | None = Field(
+        default=None,
+        description="The vendor's price in its own currency where it publishes no USD one (Alibaba's China-site "
+        "CPFS); used, converted at its stated rate, when the row has no USD price.",
+    )
     sources: tuple[Source, ...] = Field(min_length=1)
     notes: str = ""
 
@@ -156,11 +232,30 @@ class FilesystemOffer(_Row):
             k += 1
         return out[:count] or [self.max_gib]
 
-    def price_per_tib_month(self, throughput_mbps_per_tib: int | None) -> float | None:
-        """USD per TiB-month at a throughput tier; the tier's own price where the row lists one."""
+    def priced_in(self, region: str | None) -> bool:
+        """Whether the row's prices hold in ``region`` (``None``: no region to check against)."""
+        return region is None or not self.priced_regions or region in self.priced_regions
+
+    def price_per_tib_month(self, throughput_mbps_per_tib: int | None, region: str | None = None) -> float | None:
+        """USD per TiB-month at a throughput tier in ``region``; the tier's own price where the row lists one.
+
+        A row priced only in a local currency (:class:`LocalPrice`) is converted at its stated rate onto this
+        catalog's 730-hour month. ``None`` when the catalog has no price, or has one only for other regions
+        (``priced_regions``).
+        """
+        if not self.priced_in(region):
+            return None
         if throughput_mbps_per_tib is not None and throughput_mbps_per_tib in self.price_per_tib_month_by_throughput:
             return self.price_per_tib_month_by_throughput[throughput_mbps_per_tib]
+        if self.price_per_tib_month_usd is None and self.local_price is not None:
+            return self.local_price.usd_per_tib_month(HOURS_PER_MONTH)
         return self.price_per_tib_month_usd
+
+    def converted_price(self, region: str | None = None) -> LocalPrice | None:
+        """The local-currency price a plan in ``region`` is converted from, or ``None`` when it uses a USD one."""
+        if self.local_price is None or self.price_per_tib_month_usd is not None or not self.priced_in(region):
+            return None
+        return self.local_price
 
     def throughput_for(self, requested: int | None) -> int | None:
         if not self.throughput_mbps_per_tib:
@@ -190,6 +285,9 @@ class NetworkPrices(_Row):
     )
     nat_node_cap: int | None = Field(default=None, ge=1, description="VMs billed per VM before the flat rate.")
     public_ip_per_hour_usd: float | None = Field(default=None, ge=0)
+    public_ip_per_hour_usd_by_region: dict[str, float] = Field(
+        default_factory=dict, description="Public IP price per hour where a region differs from public_ip_per_hour_usd."
+    )
     nat_public_ips: int = Field(default=0, ge=0, description="Public IPs the cluster's NAT gateway holds.")
     sources: tuple[Source, ...] = Field(min_length=1)
     notes: str = ""
@@ -202,11 +300,12 @@ class NetworkPrices(_Row):
             return self.nat_per_hour_usd
         return self.nat_per_hour_usd_by_region.get(region, self.nat_per_hour_usd)
 
-    def nat_ip_hourly(self) -> float | None:
-        """The NAT gateway's public IPs per hour (0 when it holds none); None when not recorded."""
+    def nat_ip_hourly(self, region: str | None = None) -> float | None:
+        """The NAT gateway's public IPs per hour in ``region`` (0 when it holds none); None when not recorded."""
         if not self.nat_public_ips:
             return 0.0
-        return None if self.public_ip_per_hour_usd is None else self.public_ip_per_hour_usd * self.nat_public_ips
+        price = self.public_ip_per_hour_usd_by_region.get(region or "", self.public_ip_per_hour_usd)
+        return None if price is None else price * self.nat_public_ips
 
 
 class GpuModel(_Row):

@@ -222,14 +222,20 @@ def down(target: str = _TARGET, mock: bool = _MOCK, yes: bool = _YES, as_json: b
         _print_changes(result)
 
 
-def status(target: str = _TARGET, mock: bool = _MOCK, as_json: bool = _JSON) -> None:
+def status(
+    target: str = _TARGET,
+    mock: bool = _MOCK,
+    as_json: bool = _JSON,
+    wide: bool = typer.Option(
+        False, "--wide", help="Print addresses, names and types whole, however wide the terminal (or use --json)."
+    ),
+) -> None:
     """Show what exists for a cluster: its nodes, resources, cost so far and expiry."""
     doc = run_command(as_json, lambda: _cluster(target, mock, as_json).status())
     if as_json:
         emit_json(doc)
         return
     from rich.markup import escape
-    from rich.table import Table
 
     out = console()
     mode = " (mock)" if doc["mock"] else ""
@@ -240,22 +246,47 @@ def status(target: str = _TARGET, mock: bool = _MOCK, as_json: bool = _JSON) -> 
     nodes = doc.get("nodes") or []
     header = f"{doc['stack']}{named}{mode}: {len(nodes)} nodes, {len(doc['resources'])} resources"
     out.print(escape(header), soft_wrap=True)
-    table = Table(box=None)
-    for col in ("node", "address", "state", "health"):
-        table.add_column(col, overflow="fold")
-    for n in nodes:
-        table.add_row(escape(n["name"]), escape(str(n["address"])), n["state"], escape(str(n["health"] or "unknown")))
-    out.print(table)
-    table = Table(box=None)
-    for col in ("resource type", "name"):
-        table.add_column(col, overflow="fold")
-    for r in doc["resources"]:
-        table.add_row(escape(r["type"]), escape(r["name"]))
-    out.print(table)
+    node_rows = [[n["name"], str(n["address"]), n["state"], str(n["health"] or "unknown")] for n in nodes]
+    shortened = _print_table(
+        out, [("node", False), ("address", True), ("state", False), ("health", False)], node_rows, wide
+    )
+    resource_rows = [[r["type"], r["name"]] for r in doc["resources"]]
+    shortened |= _print_table(out, [("resource type", True), ("name", False)], resource_rows, wide)
     spent = f"${doc['spent_usd']:,.2f}" if doc["spent_usd"] is not None else "unpriced"
     hourly = f"${doc['hourly_usd']:,.2f}/h" if doc["hourly_usd"] is not None else "unpriced"
     out.print(f"created {doc['created_at']}, expires {doc['expires_at'] or 'never'}", soft_wrap=True)
     out.print(f"cost: {hourly}, {spent} so far", soft_wrap=True)
+    if shortened:
+        out.print("(… ends values shortened to fit; --wide or --json shows them whole)", soft_wrap=True)
+
+
+def _print_table(out: Any, columns: list[tuple[str, bool]], rows: list[list[str]], wide: bool) -> bool:
+    """Print one borderless table, one line per row; returns whether a value was shortened to fit.
+
+    A name is never broken across lines (a zonal DNS name such as
+    ``node-0.us-central1-a.c.project.internal`` folded mid-way reads as two values): columns marked
+    shrinkable end in an ellipsis when the table is wider than the terminal, the others keep their
+    whole width. ``wide`` prints every value whole, wider than the terminal if need be.
+    """
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(box=None)
+    for name, shrinkable in columns:
+        if shrinkable and not wide:
+            # Wrappable (so rich narrows it first) but without spaces nothing wraps: it ends in "…".
+            table.add_column(name, overflow="ellipsis", min_width=min(12, max(len(name), 8)))
+        else:
+            table.add_column(name, no_wrap=True)
+    for row in rows:
+        table.add_row(*(escape(v) for v in row))
+    natural = out.measure(table, options=out.options.update_width(1 << 16)).maximum
+    if wide:
+        table.width = max(out.width, natural) if natural > out.width else None
+        out.print(table, crop=False)
+        return False
+    out.print(table)
+    return natural > out.width
 
 
 def outputs(

@@ -75,7 +75,7 @@ def nccl_test(
     def go() -> Any:
         faults = _faults(inject, mock)
         cluster = _cluster(target, mock)
-        with node_runner(cluster, faults) as run:
+        with node_runner(cluster, faults, for_mpi=True) as run:
             result = run_test(cluster.plan(), cluster.hosts, run)
         if result.busbw_gbps is not None:
             record_measurement(cluster, result)

@@ -108,6 +108,7 @@ def offers(
         emit_json(rows)
     elif gpus is not None:
         _print_clusters(rows)
+        _print_missing_clouds(rows, cloud, gpu)
     else:
         _print_types(rows, region)
 
@@ -124,6 +125,7 @@ def _type_row(o: Any, region: str | None) -> dict[str, Any]:
         "gpu": o.gpu,
         "gpus_per_node": o.gpus_per_node,
         "gpu_memory_gib": o.gpu_memory_gib,
+        "cpu_arch": o.cpu_arch,
         "vcpus": o.vcpus,
         "memory_gib": o.memory_gib,
         "local_nvme_gib": o.local_nvme_gib,
@@ -146,21 +148,23 @@ def _cheapest(prices: dict[str, float | None]) -> str:
 
 
 def _print_types(rows: list[dict[str, Any]], region: str | None) -> None:
+    from rich import box
     from rich.table import Table
 
     title = f"GPU offers ({len(rows)})" + (f" in {region}" if region else "")
-    table = Table(title=title, title_justify="left")
-    for col in ("cloud", "type", "GPUs", "fabric", "$/h", "spot $/h", "regions"):
-        table.add_column(col, no_wrap=col in ("type", "$/h", "spot $/h"))
+    # Five columns of two-line cells fit 80 columns without cutting a word: the region count under the type, the
+    # fabric under the GPUs, the cheapest region under its price; a type longer than its column folds.
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+    for col, width in (("cloud", 7), ("type / regions", 18), ("GPUs / fabric", 15), ("$/h", 14), ("spot $/h", 14)):
+        table.add_column(col, overflow="fold", min_width=width, max_width=width if col != "type / regions" else None)
     for r in rows:
+        n = len(r["regions"])
         table.add_row(
             r["cloud"],
-            r["instance_type"],
-            f"{r['gpus_per_node']}x{r['gpu']}",
-            f"{r['fabric']} {r['fabric_gbps']:g}" if r["fabric_gbps"] else r["fabric"],
-            _cheapest(r["price_per_hour_usd"]),
-            _cheapest(r["spot_price_per_hour_usd"]),
-            str(len(r["regions"])),
+            f"{r['instance_type']}\n{n} region{'s' if n != 1 else ''}",
+            f"{r['gpus_per_node']}x{r['gpu']}\n{r['fabric']}" + (f" {r['fabric_gbps']:g}" if r["fabric_gbps"] else ""),
+            _cheapest(r["price_per_hour_usd"]).replace(" ", "\n", 1),
+            _cheapest(r["spot_price_per_hour_usd"]).replace(" ", "\n", 1),
         )
     console().print(table)
 
@@ -199,6 +203,26 @@ def _print_clusters(rows: list[dict[str, Any]]) -> None:
             f"{rest} more offer(s) have parts without a catalog price ({', '.join(parts)}); --json lists them",
             markup=False,
         )
+
+
+def _print_missing_clouds(rows: list[dict[str, Any]], cloud: str | None, gpu: str | None) -> None:
+    """Name each cloud the cheapest-cluster table leaves out, and why: no offer at all, or none priced."""
+    clouds = [cloud.strip().lower()] if cloud else list(CLOUD_NAMES)
+    what = f"{gpu} " if gpu else ""
+    out = console()
+    for c in clouds:
+        mine = [r for r in rows if r["cloud"] == c]
+        if not mine:
+            out.print(
+                f"{c}: no {what}instance type in the catalog, so no publicly priced {what}cluster",
+                markup=False,
+            )
+        elif all(r["hourly_usd"] is None for r in mine):
+            parts = sorted({p.split(" (")[0] for r in mine for p in r["unpriced"]})
+            out.print(
+                f"{c}: {len(mine)} {what}offer(s), none publicly priced ({', '.join(parts)} without a catalog price)",
+                markup=False,
+            )
 
 
 def _money(v: float | None) -> str:

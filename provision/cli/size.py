@@ -53,7 +53,9 @@ def size(
     write_spec: str | None = typer.Option(
         None, "--write-spec", metavar="FILE", help="Write a cluster spec for --cloud's option that `plan` accepts."
     ),
-    plot: bool = typer.Option(False, "--plot", help="Draw GPUs vs days vs cost per cloud in the terminal."),
+    plot: bool = typer.Option(
+        False, "--plot", help="Draw GPUs vs days vs cost per cloud in the terminal (notebooks: the report's .figure())."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout and nothing else."),
     build: bool = typer.Option(False, "--build", help="On-premises bill of materials, power, racks, own vs rent."),
     vendor: str | None = typer.Option(None, "--vendor", metavar="V", help="Server vendor: nvidia, dell, hpe, ..."),
@@ -146,7 +148,7 @@ def _plot(report: Any) -> None:
         return
     import sys
 
-    from provision.planning.sizing.handoff import curve
+    from provision.planning.sizing.curve import curve
 
     plt.clf()
     plt.plotsize(78, 20)

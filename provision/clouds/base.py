@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from typing import Any, ClassVar
 
 from provision.catalog import Catalog, InstanceOffer, load_catalog
-from provision.planning.cost import estimate, expiry, spend_warnings
+from provision.planning.cost import estimate, expiry, price_basis_warnings, spend_warnings
 from provision.planning.images import check_image, default_image
 from provision.planning.kubernetes import KubernetesPlan, system_price_note
 from provision.planning.plan import ClusterPlan, ImagePlan, StoragePlan
@@ -112,6 +112,7 @@ class Adapter(ABC):
         now = (now or datetime.now(timezone.utc)).replace(microsecond=0)
         found = ProblemCollector()
         res = resolve(spec, catalog, found, today=now.date())
+        self._check_supported(catalog, res, found)
         self.check(spec, res, found)
         k8s = self._kubernetes(spec, res, found)
         found.raise_if_any(SpecError)
@@ -146,8 +147,7 @@ class Adapter(ABC):
                 )
             )
         warnings.extend(spend_warnings(spec, cost.hourly_usd))
-        if spec.capacity.type != "on-demand" and cost.hourly_usd is not None:
-            warnings.append(f"prices are on-demand list prices; {spec.capacity.type} capacity usually costs less.")
+        warnings.extend(price_basis_warnings(spec, offer, res.storage))
         tags = {
             **spec.tags,
             TAG_CLUSTER: spec.name,
@@ -168,7 +168,9 @@ class Adapter(ABC):
                 throughput_mbps_per_tib=res.storage_throughput,
                 retain=spec.storage.shared.retain,
                 mount=spec.storage.shared.mount,
-                hourly_usd=storage_hourly_usd(res.storage, res.storage_size_gib or 0, res.storage_throughput),
+                hourly_usd=storage_hourly_usd(
+                    res.storage, res.storage_size_gib or 0, res.storage_throughput, spec.region
+                ),
                 offer=res.storage,
             )
         if k8s is not None:
@@ -211,6 +213,47 @@ class Adapter(ABC):
             options=spec.cloud_options(),
             extra=self.extra_plan(spec, res),
             kubernetes=k8s,
+        )
+
+    def unsupported(self, offer: InstanceOffer) -> str | None:
+        """What ``plan`` lacks for ``offer`` (a catalog row listed for ``offers`` and ``size``), or ``None``.
+
+        Every node image and bootstrap step provision ships is x86_64 (``images/<cloud>.yaml``); NVIDIA Grace
+        hosts (GB200) are arm64. ``limits["arm64"]`` names what else the cloud's path would need.
+        """
+        if offer.cpu_arch == "x86_64":
+            return None
+        extra = self.limits.get("arm64")
+        return (
+            f"its hosts are {offer.cpu_arch} (NVIDIA Grace) and provision ships x86_64 node images and bootstrap "
+            "only" + (f"; also missing: {extra}" if extra else "")
+        )
+
+    def _check_supported(self, catalog: Catalog, res: Resolution, found: ProblemCollector) -> None:
+        offer = res.offer
+        missing = self.unsupported(offer) if offer is not None else None
+        if offer is None or missing is None:
+            return
+
+        def peak(o: InstanceOffer) -> float:
+            model = catalog.gpu(o.gpu)
+            return model.bf16_dense_tflops if model else 0.0
+
+        # The fastest (then largest-memory) supported types of the same vendor on this cloud, as the way out.
+        usable = sorted(
+            (
+                o
+                for o in catalog.instances_for(self.cloud)
+                if self.unsupported(o) is None and o.gpu_vendor == offer.gpu_vendor
+            ),
+            key=lambda o: (-peak(o), -o.gpu_memory_gib),
+        )
+        found.add(
+            "instance_type",
+            offer.instance_type,
+            f"is not yet supported by `provision plan`: {missing}",
+            (f"use {' or '.join(o.instance_type for o in usable[:2])} on {self.cloud}; " if usable else "")
+            + f"`provision offers` and `provision size` still list {offer.instance_type}",
         )
 
     def check(self, spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:  # noqa: B027

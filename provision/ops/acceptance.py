@@ -24,8 +24,13 @@ from provision.spec.units import format_time
 
 
 @contextmanager
-def node_runner(cluster: Any, faults: Sequence[NodeFault] = ()) -> Iterator[NodeRunner]:
+def node_runner(cluster: Any, faults: Sequence[NodeFault] = (), *, for_mpi: bool = False) -> Iterator[NodeRunner]:
     """A :data:`NodeRunner` for ``cluster`` (a :class:`~provision.ops.cluster.Cluster` that is up).
+
+    With ``for_mpi`` (the NCCL test), a real cluster's nodes are first prepared as ``provision launch`` prepares
+    them (:func:`provision.ops.launch.ensure_prepared`: ``/etc/provision/env``, hostfile, node-to-node key), since
+    the test runs the launch helpers' ``mpirun`` line. Health alone needs none of it, so an unreachable node is
+    still named by the health check instead of failing the preparation.
 
     Raises:
         UnsupportedError: faults on a real cluster; CloudError: the cluster is not up.
@@ -39,7 +44,12 @@ def node_runner(cluster: Any, faults: Sequence[NodeFault] = ()) -> Iterator[Node
         return
     if faults:
         raise UnsupportedError("node faults can only be injected into mocked nodes; to fix: add --mock")
-    yield ssh_runner(cluster)
+    runner = ssh_runner(cluster)
+    if for_mpi:
+        from provision.ops.launch import ensure_prepared
+
+        ensure_prepared(cluster)
+    yield runner
 
 
 @dataclass
@@ -70,7 +80,10 @@ def accept(cluster: Any, faults: Sequence[NodeFault] = ()) -> Acceptance:
     """Health on every node, then (when all are healthy) the NCCL test; records the measurement."""
     with node_runner(cluster, faults) as run:
         health = check_health(run)
-        nccl = nccl_test(cluster.plan(), cluster.hosts, run) if health.ok else None
+    nccl = None
+    if health.ok:
+        with node_runner(cluster, faults, for_mpi=True) as run:
+            nccl = nccl_test(cluster.plan(), cluster.hosts, run)
     if nccl is not None:
         record_measurement(cluster, nccl)
     return Acceptance(health, nccl)
@@ -80,6 +93,8 @@ def measurement(result: NcclResult) -> dict[str, Any]:
     return {
         "all_reduce_busbw_gbps": result.busbw_gbps,
         "floor_gbps": result.floor.busbw_gbps,
+        "floor_kind": result.floor.kind,
+        "floor_source": result.floor.source,
         "nodes": result.nodes,
         "ok": result.ok,
         "measured_at": format_time(datetime.now(timezone.utc).replace(microsecond=0)),

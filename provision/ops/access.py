@@ -16,7 +16,8 @@ Putting files on the nodes is :mod:`provision.ops.prepare`; running commands :mo
 
 The login key (``IdentityFile``) is, in order: ``$PROVISION_SSH_IDENTITY``; the private key next to
 the first ``~/.ssh/*.pub`` that matches one of ``access.ssh_public_keys``; none (ssh's defaults).
-The login user is ``access.ssh_user``, or ``$PROVISION_SSH_USER`` (GCP OS Login users).
+The login user (:func:`login_user`) is ``$PROVISION_SSH_USER``; else, on GCP with OS Login, the
+POSIX user OS Login gives gcloud's active account (:mod:`provision.ops.oslogin`); else ``access.ssh_user``.
 """
 
 from __future__ import annotations
@@ -114,12 +115,32 @@ def identity_file(cluster: Cluster) -> str | None:
     return None
 
 
+def login_user(cluster: Cluster, planned: str | None = None) -> str:
+    """Who logs in to the nodes: ``$PROVISION_SSH_USER``, else the OS Login user, else the spec's user.
+
+    On GCP with ``gcp.os_login`` (the default) nodes have no fixed user: OS Login makes one per
+    Google account (``user_example_com``, ``sa_<unique id>``), derived here from gcloud's active
+    account without running gcloud. ``planned`` is the user the stack outputs name (the spec's).
+    """
+    explicit = os.environ.get(USER_ENV)
+    if explicit:
+        return explicit
+    spec = cluster.spec
+    options = getattr(spec, "cloud_options", None)
+    if getattr(spec, "cloud", None) == "gcp" and options is not None and getattr(options(), "os_login", False):
+        from provision.ops.oslogin import os_login_user
+
+        derived = os_login_user()
+        if derived:
+            return derived
+    return str(planned or spec.access.ssh_user)
+
+
 def ssh_config_text(cluster: Cluster, *, ports: list[int] | None = None) -> str:
     """The cluster's ``ssh_config`` for this machine (identity and pinned known_hosts included)."""
     outputs = cluster.outputs
-    path = dict(outputs.get("access") or {"via": "direct", "user": cluster.spec.access.ssh_user})
-    if os.environ.get(USER_ENV):  # e.g. the OS Login user on GCP (user_example_com)
-        path["user"] = os.environ[USER_ENV]
+    path = dict(outputs.get("access") or {"via": "direct"})
+    path["user"] = login_user(cluster, path.get("user"))
     text = render_ssh_config(
         cluster.spec.name,
         cluster_hosts(cluster),

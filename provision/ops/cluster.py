@@ -17,24 +17,22 @@ Not thread-safe: one operation at a time per process (Pulumi's runtime is proces
 
 from __future__ import annotations
 
-import html
-import signal
 import sys
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from provision.engine.progress import OperationResult, Progress
+from provision.ops.cluster_cost import ClusterCost
+from provision.ops.cluster_mock import MockOperations
 from provision.ops.node_access import NodeAccess
+from provision.ops.signals import sigterm_as_interrupt
+from provision.ops.targets import check_stack_name, resolve_cluster
 from provision.planning.outputs import render_hostfile
 from provision.spec import ClusterSpec
-from provision.spec.errors import CapacityError, CloudError, Problem, QuotaError, SpecError, UnsupportedError
-from provision.spec.loading import resolve_target, stack_of_file
-from provision.spec.units import format_time
+from provision.spec.errors import CapacityError, CloudError, QuotaError, UnsupportedError
 
 if TYPE_CHECKING:
     from pulumi import automation as auto
@@ -42,95 +40,8 @@ if TYPE_CHECKING:
     from provision.clouds.mocking import Fault
     from provision.planning.plan import ClusterPlan
 
-#: Pulumi stack names: letters, digits, '-', '_', '.', optionally as org/project/stack.
-_STACK_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./")
 
-
-@dataclass(frozen=True)
-class ClusterCost:
-    """The estimated cost: per hour, and since the cluster was created (at the estimated rate).
-
-    ``created_at`` is ``None`` (and ``spent_usd`` 0) while the cluster does not exist.
-    """
-
-    hourly_usd: float | None
-    created_at: datetime | None
-    elapsed_hours: float
-    spent_usd: float | None
-    lifetime_usd: float | None
-    expires_at: datetime | None
-
-    def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        for k in ("created_at", "expires_at"):
-            d[k] = format_time(d[k]) if d[k] else None
-        return d
-
-    def __str__(self) -> str:
-        if self.hourly_usd is None:
-            return "unpriced"
-        spent = f", ${self.spent_usd:,.2f} so far ({_duration(self.elapsed_hours)})" if self.created_at else ""
-        return f"${self.hourly_usd:,.2f}/h{spent}"
-
-    def __repr__(self) -> str:
-        lifetime = f", ~${self.lifetime_usd:,.2f} for the whole lifetime" if self.lifetime_usd is not None else ""
-        expires = f", expires {self.as_dict()['expires_at']}" if self.expires_at else ""
-        return f"<ClusterCost {self}{lifetime}{expires}>"
-
-
-def _duration(hours: float) -> str:
-    minutes = hours * 60
-    if minutes < 1:
-        return f"{minutes * 60:.0f} s"
-    if minutes < 120:
-        return f"{minutes:.0f} min"
-    return f"{hours:.1f} h"
-
-
-def _resolve(target: Any, root: Path | None, mock: bool, command: Any = None) -> tuple[ClusterSpec, str]:
-    """(spec, default stack name): the stack file's stack, else the spec's name.
-
-    A name that is no file and no stack in ``stacks/`` is looked up in the state: a stack or
-    cluster name known there resolves to its recorded spec and stack (the spec file may be gone).
-    """
-    try:
-        spec, source = resolve_target(target, root)
-    except SpecError:
-        text = str(target) if isinstance(target, (str, Path)) else ""
-        if not text or "/" in text or text.endswith((".yaml", ".yml")):
-            raise
-        from provision.ops.inventory import find_cluster
-        from provision.spec import load_spec
-
-        try:
-            record = find_cluster(text, mock, root, command)
-        except CloudError:  # real mode without a usable backend: the file error says more
-            record = None
-        if record is None:
-            raise
-        return load_spec(record.spec), record.stack
-    return spec, (stack_of_file(source) if source else None) or spec.name
-
-
-def _check_stack_name(stack: str) -> str:
-    # Pulumi: "stack names are limited to 100 characters and may only contain alphanumeric, hyphens,
-    # underscores, or periods" (pkg/backend/diy ParseReference); longer ones also overflow lock file names.
-    too_long = len(stack.rsplit("/", 1)[-1]) > 100
-    if not stack or not set(stack) <= _STACK_CHARS or stack.startswith(("/", ".")) or "//" in stack or too_long:
-        raise SpecError(
-            problems=[
-                Problem(
-                    "stack",
-                    stack,
-                    "is not a valid Pulumi stack name",
-                    "use at most 100 letters, digits, '-', '_' and '.'",
-                )
-            ]
-        )
-    return stack
-
-
-class Cluster(NodeAccess):
+class Cluster(NodeAccess, MockOperations):
     """One GPU cluster: plan it, bring it up, read its outputs, tear it down.
 
     Args:
@@ -167,8 +78,8 @@ class Cluster(NodeAccess):
         if faults and not mock:
             raise UnsupportedError("faults can only be injected into the mocked cloud; to fix: pass mock=True")
         self.root = Path(root) if root else project_root()
-        self.spec, default_stack = _resolve(target, self.root, mock, pulumi_command)
-        self.stack = _check_stack_name(stack or default_stack)
+        self.spec, default_stack = resolve_cluster(target, self.root, mock, pulumi_command)
+        self.stack = check_stack_name(stack or default_stack)
         self.mock = mock
         self.display = display
         self._command = pulumi_command
@@ -495,7 +406,7 @@ class Cluster(NodeAccess):
             from provision.engine import automation
 
             self._command = automation.pulumi_command()
-        with _sigterm_as_interrupt() as signals:
+        with sigterm_as_interrupt() as signals:
             try:
                 self.up(yes=True)
                 yield self
@@ -582,45 +493,24 @@ class Cluster(NodeAccess):
 
     # ------------------------------------------------------------------ display
     def _facts(self) -> dict[str, str]:
+        from provision.ops.cluster_display import facts
+
         state = self._state
         if self.mock:
             state = "up" if self._store().load(self.stack) else "none"
-        try:
-            plan = self.plan()
-            cost = self.cost
-        except Exception as e:  # noqa: BLE001  # a repr must not raise; show why the plan failed
-            return {"cluster": self.spec.name, "cloud": f"{self.spec.cloud} {self.spec.region}", "plan": str(e)[:200]}
-        expires = cost.expires_at or plan.expires_at
-        return {
-            "cluster": self.spec.name,
-            "stack": self.stack + (" (mock)" if self.mock else ""),
-            "cloud": f"{plan.cloud} {plan.zone or plan.region}",
-            "nodes": f"{plan.nodes} x {plan.instance_type}",
-            "GPUs": f"{plan.gpus} x {plan.offer.gpu}",
-            "fabric": plan.fabric,
-            "state": state,
-            "cost": str(cost),
-            "expires": (format_time(expires) if expires else "never")
-            + ("" if cost.created_at else " (if created now)"),
-        }
+        return facts(self, state)
 
     def __repr__(self) -> str:
-        facts = self._facts()
-        return f"<Cluster {facts.pop('cluster')}: " + ", ".join(f"{k} {v}" for k, v in facts.items()) + ">"
+        from provision.ops.cluster_display import as_text
+
+        return as_text(self._facts())
 
     def _repr_html_(self) -> str:
-        facts = self._facts()
-        name = facts.pop("cluster")
-        cells = (f"<tr><th style='text-align:left'>{k}</th><td>{html.escape(v)}</td></tr>" for k, v in facts.items())
-        rows = "".join(cells)
-        return f"<div><b>Cluster {html.escape(name)}</b><table>{rows}</table></div>"
+        from provision.ops.cluster_display import as_html
+
+        return as_html(self._facts())
 
     # ------------------------------------------------------------------ internals
-    def _store(self) -> Any:
-        from provision.engine.mockstate import MockStore
-
-        return MockStore()
-
     def _lock(self, operation: str) -> Any:
         """This stack's exclusive lock for ``operation``; a second command gets ``StackBusyError`` (exit 1)."""
         from provision.engine.locks import stack_lock
@@ -652,50 +542,6 @@ class Cluster(NodeAccess):
 
         return program
 
-    def _mock_operation(self, operation: str, run: Callable[[], tuple[list[Any], dict[str, Any]]]) -> OperationResult:
-        """Run a mock-mode step computation and show its steps through the display engine events use."""
-        with self._progress(operation) as p:
-            steps, outputs = run()
-            p.total_hint = sum(1 for s in steps if s.op != "same")
-            for s in steps:
-                p.step_started(s.op, s.type, s.name)
-                p.step_done(s.op, s.type, s.name, s.keys)
-            result = p.result(outputs, mock=True)
-            p.finish(result)
-        return result
-
-    def _mock_up(self, apply: bool) -> OperationResult:
-        from provision.clouds.failover import capacity_error
-        from provision.engine.mockstate import MockRunFailedError, run_mock
-
-        def run() -> tuple[list[Any], dict[str, Any]]:
-            store = self._store()
-            try:
-                planned = run_mock(self.effective_spec, self.stack, store.load(self.stack), faults=self._faults)
-            except MockRunFailedError as e:
-                if apply:  # like Pulumi, keep what was created before the failure; `down` removes it
-                    store.save(e.state)
-                capacity = capacity_error(e.code, e.message)
-                if capacity is not None:
-                    raise capacity from None
-                raise
-            if apply and planned.changed:
-                store.save(planned.state)
-            return planned.changes, planned.state.outputs
-
-        result = self._mock_operation("up" if apply else "preview", run)
-        if apply:
-            self._outputs, self._state = dict(result.outputs), "up"
-        return result
-
-    def _mock_down(self) -> OperationResult:
-        from provision.engine.mockstate import destroy_steps
-
-        result = self._mock_operation("destroy", lambda: (destroy_steps(self._store().delete(self.stack)), {}))
-        self._outputs, self._state = {}, "none"
-        self.forget_access()
-        return result
-
     def _confirm(self, action: str, plan: ClusterPlan | None) -> bool:
         if plan is not None:
             cost = plan.cost
@@ -709,31 +555,3 @@ class Cluster(NodeAccess):
 
 def _now() -> datetime:
     return datetime.now(timezone.utc).replace(microsecond=0)
-
-
-class _Signals:
-    tearing_down = False
-
-
-@contextmanager
-def _sigterm_as_interrupt() -> Iterator[_Signals]:
-    """Inside the block SIGTERM raises ``KeyboardInterrupt``, and is ignored once ``tearing_down`` is set.
-
-    Only the main thread can set signal handlers; elsewhere this changes nothing.
-    """
-    signals = _Signals()
-    if threading.current_thread() is not threading.main_thread():
-        yield signals
-        return
-
-    def handler(signum: int, frame: Any) -> None:
-        if signals.tearing_down:
-            print("provision: SIGTERM during teardown; finishing the teardown", file=sys.stderr, flush=True)
-            return
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield signals
-    finally:
-        signal.signal(signal.SIGTERM, previous)

@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from provision.ops.nodes import NodeRunner
+from provision.planning.bootstrap import NCCL_TESTS_BIN
 from provision.planning.images import images_dir
+from provision.planning.launch import ClusterFacts, launch_line
 
 if TYPE_CHECKING:
     from provision.planning.plan import ClusterPlan
@@ -31,10 +33,17 @@ _ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+\w+\s+\w+\s+-?\d+\s+([\d.]+)\s+([\d.]+)\
 
 @dataclass(frozen=True)
 class Floor:
-    """The bus-bandwidth floor of an instance type (GB/s), and where it comes from."""
+    """The bus-bandwidth floor of an instance type (GB/s), and where it comes from.
+
+    Attributes:
+        busbw_gbps: the floor; ``None`` without a floor (single node, no GPU fabric).
+        source: one line naming the published figure (file or page, date) or why the floor is derived.
+        kind: ``vendor`` (a fraction of a vendor-published result), ``derived`` or ``measured`` (your own figure).
+    """
 
     busbw_gbps: float | None
     source: str
+    kind: str = "derived"
 
 
 @cache
@@ -42,15 +51,39 @@ def _floors() -> dict[str, Any]:
     return yaml.safe_load((images_dir() / "nccl-floors.yaml").read_text(encoding="utf-8"))
 
 
+def floor_row(instance_type: str) -> dict[str, Any]:
+    """The row of ``images/nccl-floors.yaml`` for ``instance_type`` (the default row when it has none)."""
+    data = _floors()
+    return dict((data.get("types") or {}).get(instance_type) or data["default"])
+
+
+def _published(row: dict[str, Any]) -> str:
+    pub = row["published"]
+    return (
+        f"{row.get('fraction', 0.5)} x {pub['busbw_gbps']} GB/s {pub['collective']} at {pub['message_bytes']} B on "
+        f"{pub['nodes']} nodes ({pub['where']}, {pub['url']}, {pub['date']})"
+    )
+
+
 def floor_for(plan: ClusterPlan) -> Floor:
     """The floor for ``plan``'s instance type; ``None`` without a GPU fabric or on a single node."""
     if plan.fabric == "none" or not plan.offer.fabric_gbps or plan.nodes < 2:
-        return Floor(None, "no floor: single node or no GPU fabric")
-    data = _floors()
-    entry = {**data["default"], **(data.get("types") or {}).get(plan.instance_type, {})}
-    if entry.get("busbw_gbps"):
-        return Floor(float(entry["busbw_gbps"]), str(entry["source"]))
-    return Floor(round(plan.offer.fabric_gbps / 8 * float(entry["fraction_of_fabric"]), 1), str(entry["source"]))
+        return Floor(None, "no floor: single node or no GPU fabric", "none")
+    row = floor_row(plan.instance_type)
+    if row.get("source") == "measured" or row.get("busbw_gbps"):
+        where = f"{row.get('where', 'measured on a healthy cluster')}, {row.get('date', 'undated')}"
+        return Floor(float(row["busbw_gbps"]), f"measured: {row['busbw_gbps']} GB/s ({where})", "measured")
+    if row.get("source") == "vendor":
+        value = float(row["published"]["busbw_gbps"]) * float(row["fraction"])
+        return Floor(round(value, 1), "vendor: " + _published(row), "vendor")
+    if row.get("like"):
+        base = floor_row(str(row["like"]))
+        value = float(base["published"]["busbw_gbps"]) * float(row["fraction"])
+        text = f"derived from {row['like']}: {_published({**base, 'fraction': row['fraction']})}; {row['reason']}"
+        return Floor(round(value, 1), text, "derived")
+    value = plan.offer.fabric_gbps / 8 * float(row["fraction_of_fabric"])
+    text = f"derived: {row['fraction_of_fabric']} x fabric_gbps {plan.offer.fabric_gbps} / 8; {row['reason']}"
+    return Floor(round(value, 1), text + f" (no vendor figure: {row['no_vendor_figure']})", "derived")
 
 
 def parse_busbw(output: str) -> float | None:
@@ -59,24 +92,30 @@ def parse_busbw(output: str) -> float | None:
     return max(rows)[1] if rows else None
 
 
-def allreduce_command(plan: ClusterPlan, hosts: Sequence[str]) -> str:
-    """The ``mpirun`` line that runs ``all_reduce_perf`` over ``hosts`` (one process per GPU) with the cluster's
-    NCCL settings, started on the first of them."""
-    g = plan.gpus_per_node
-    parts = [
+def facts_of(plan: ClusterPlan, hosts: Sequence[str]) -> ClusterFacts:
+    """The launch facts of ``plan`` with its node addresses (the same facts ``provision launch`` uses)."""
+    return ClusterFacts(plan.name, tuple(hosts), plan.gpus_per_node, plan.fabric, dict(plan.nccl_env))
+
+
+def allreduce_command(plan: ClusterPlan, hosts: Sequence[str], subset: Sequence[str] | None = None) -> str:
+    """The line that runs ``all_reduce_perf`` over ``subset`` (default: every host), one rank per GPU, started on
+    the subset's first node.
+
+    It is ``provision launch``'s ``mpirun`` line (:func:`provision.planning.launch.launch_line`: the node's
+    ``/etc/provision/env`` with the cloud's NCCL settings, forwarded with ``-x``, and the fabric's MPI transport
+    settings), run with the ``mpirun`` and ``all_reduce_perf`` the ``nccl-tests`` bootstrap step left on every node
+    (:func:`provision.planning.bootstrap.nccl_tests_expectation`). ``PROVISION_ROOT`` (empty on a node) lets mocked
+    nodes keep them in a sandbox.
+    """
+    line = launch_line(
         "mpirun",
-        "--allow-run-as-root",
-        "-np",
-        str(g * len(hosts)),
-        "-H",
-        ",".join(f"{h}:{g}" for h in hosts),
-        "--bind-to",
-        "none",
-    ]
-    for key in sorted(plan.nccl_env):
-        parts += ["-x", f"{key}={plan.nccl_env[key]}"]
-    parts += ["all_reduce_perf", *TEST_ARGS.split()]
-    return shlex.join(parts)
+        facts_of(plan, hosts),
+        "$PV_BIN/all_reduce_perf",
+        TEST_ARGS.split(),
+        hosts=list(subset if subset is not None else hosts),
+        mpirun="$PV_BIN/mpirun",
+    )
+    return f'PV_BIN="${{PROVISION_ROOT:-}}{shlex.quote(NCCL_TESTS_BIN)}" && {line}'
 
 
 @dataclass
@@ -104,6 +143,7 @@ class NcclResult:
             "busbw_gbps": self.busbw_gbps,
             "floor_gbps": self.floor.busbw_gbps,
             "floor_source": self.floor.source,
+            "floor_kind": self.floor.kind,
             "nodes": self.nodes,
             "pairs": self.pairs,
             "slow_nodes": self.slow_nodes,
@@ -120,6 +160,8 @@ class NcclResult:
             f" (floor {floor} GB/s: {'ok' if self.ok else 'BELOW'})" if floor is not None else " (no floor)"
         )
         out = [head]
+        if floor is not None:
+            out.append(f"floor ({self.floor.kind}): {self.floor.source}")
         out += [f"slow node: {r}" for r in self.slow_nodes]
         out += [f"slow link between nodes {a} and {b}" for a, b in self.slow_links]
         if self.slow_links and self.nodes == 2:
@@ -133,8 +175,13 @@ def nccl_test(plan: ClusterPlan, hosts: Sequence[str], run: NodeRunner) -> NcclR
     """Measure the cluster's all-reduce bus bandwidth; below the floor, bisect by pairs."""
     floor = floor_for(plan)
 
+    errors: list[str] = []
+
     def measure(ranks: Sequence[int]) -> float | None:
-        result = run(allreduce_command(plan, [hosts[r] for r in ranks]), [ranks[0]])[0]
+        result = run(allreduce_command(plan, hosts, [hosts[r] for r in ranks]), [ranks[0]])[0]
+        if result.exit_code != 0:
+            tail = (result.stderr.strip().splitlines() or [f"exit code {result.exit_code}"])[-1]
+            errors.append(f"node {ranks[0]} ({hosts[ranks[0]]}): {tail[:300]}")
         return parse_busbw(result.stdout) if result.exit_code == 0 else None
 
     # The fabric does not cross islands (Azure: one InfiniBand island per scale set), so each island is
@@ -150,7 +197,9 @@ def nccl_test(plan: ClusterPlan, hosts: Sequence[str], run: NodeRunner) -> NcclR
     if len(groups) > 1:
         result.islands = [{"ranks": [g[0], g[-1]], "busbw_gbps": bw} for g, bw in measured]
     if busbw is None:
-        result.error = "all_reduce_perf did not run or printed no bandwidth (is nccl-tests installed on the nodes?)"
+        result.error = "all_reduce_perf did not run or printed no bandwidth (is nccl-tests installed on the nodes?)" + (
+            f": {errors[-1]}" if errors else ""
+        )
         return result
     if result.ok or floor.busbw_gbps is None:
         return result

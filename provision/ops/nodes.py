@@ -30,13 +30,26 @@ from typing import TYPE_CHECKING, Any
 
 from provision.planning.bootstrap import materialize
 from provision.planning.images import images_dir
+from provision.planning.launch import ClusterFacts, node_env, render_env_file
 from provision.spec.errors import Problem, UnsupportedError
 
 if TYPE_CHECKING:
     from provision.planning.plan import ClusterPlan
 
 #: Checks a fault can break (the node-side health check's names, plus the NCCL test's).
-FAULT_CHECKS = ("gpus", "driver", "cuda", "nvlink", "fabric", "shared_fs", "scratch", "bootstrap", "bandwidth", "link")
+FAULT_CHECKS = (
+    "gpus",
+    "driver",
+    "cuda",
+    "nvlink",
+    "fabric",
+    "shared_fs",
+    "scratch",
+    "nccl_tests",
+    "bootstrap",
+    "bandwidth",
+    "link",
+)
 
 
 @dataclass(frozen=True)
@@ -166,6 +179,18 @@ class MockNodes:
             (root / f"sys/class/net/{nic}").mkdir(parents=True, exist_ok=True)
             operstate = "down" if "fabric" in broken and i == 0 else "up"
             (root / f"sys/class/net/{nic}/operstate").write_text(operstate + "\n")
+        tests = expect.get("nccl_tests")
+        if tests and "nccl_tests" not in broken:
+            # What the nccl-tests step leaves on a node: its all_reduce_perf and mpirun (here the fake ones).
+            fakes = images_dir() / "fake-node" / "bin"
+            for key in ("all_reduce_perf", "mpirun"):
+                link = root / tests[key].lstrip("/")
+                link.parent.mkdir(parents=True, exist_ok=True)
+                link.symlink_to(fakes / key)
+        facts = ClusterFacts(
+            self.plan.name, tuple(self.hosts), self.plan.gpus_per_node, self.plan.fabric, dict(self.plan.nccl_env)
+        )
+        (root / "etc/provision/env").write_text(render_env_file(node_env(facts, rank)))
         steps = json.loads((root / "etc/provision/steps.json").read_text())["steps"]
         record = {s["name"]: {"status": "ok", "critical": s["critical"], "every_boot": s["every_boot"]} for s in steps}
         if "bootstrap" in broken:
@@ -180,6 +205,7 @@ class MockNodes:
         assert self._dir is not None  # noqa: S101
         fakes = images_dir() / "fake-node" / "bin"
         slow = [self.hosts[f.rank] for f in self.faults if f.check == "bandwidth"]
+        missing = [self.hosts[f.rank] for f in self.faults if f.check == "nccl_tests"]
         pairs = [
             f"{self.hosts[f.rank]}+{self.hosts[f.peer]}"
             for f in self.faults
@@ -190,10 +216,12 @@ class MockNodes:
             "PATH": os.pathsep.join([str(self._dir / "bin"), str(fakes), os.environ.get("PATH", "")]),
             "PROVISION_ROOT": str(self._dir / f"node-{rank}"),
             "PROVISION_NODE_RANK": str(rank),
+            "PROVISION_ENV_FILE": str(self._dir / f"node-{rank}" / "etc/provision/env"),
             "FAKE_BROKEN": ",".join(sorted(self.broken(rank))),
             "FAKE_BUSBW_GBPS": str(self.busbw_gbps),
             "FAKE_SLOW_HOSTS": ",".join(slow),
             "FAKE_SLOW_PAIRS": ",".join(pairs),
+            "FAKE_MISSING_HOSTS": ",".join(missing),
         }
 
     def run(self, command: str, ranks: Sequence[int] | None = None) -> list[NodeResult]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from provision.ops.access import Cluster, cluster_key, facts, mock_env_files
+from provision.ops.access import Cluster, cluster_key, facts, login_user, mock_env_files
 from provision.planning.launch import ENV_DIR, ENV_FILE, HOSTFILE, ClusterFacts, node_env, render_env_file
 from provision.planning.outputs import render_hostfile
 from provision.spec.errors import CloudError
@@ -109,7 +109,7 @@ def prepare_nodes(cluster: Cluster, *, timeout: float = 120, sudo: str = "sudo -
     host_keys = {r.rank: " ".join(r.stdout.split()[1:3]) for r in read}
     private, public = cluster_key(cluster)
     key = (private.read_text(encoding="utf-8"), public)
-    user = cluster.spec.access.ssh_user
+    user = login_user(cluster)
     script = f"{sudo} bash -c {shlex.quote(prepare_script(user))}".strip()
     wrote = run_on_nodes(
         cluster, script, timeout=timeout, stdin=lambda rank: prepare_payload(f, rank, key, host_keys, ips)

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import partial
+from types import MappingProxyType
 from typing import Any
 
 from provision.clouds.base import TAG_CLUSTER, TAG_EXPIRES, TAG_RETAIN, parse_label_time
@@ -49,6 +50,153 @@ def _tags(items: list[dict[str, str]] | None) -> dict[str, str]:
     return {t["Key"]: t["Value"] for t in items or []}
 
 
+#: Deletes one resource of a kind: ``(sweeper, id)``.
+Deleter = Callable[["AwsSweeper", str], None]
+
+
+def _ec2_delete(method: str, param: str, listed: bool = False) -> Deleter:
+    """A deleter calling ``ec2.<method>(<param>=id)`` (``[id]`` when the call takes a list of ids)."""
+
+    def delete(sweeper: AwsSweeper, rid: str) -> None:
+        getattr(sweeper._ec2(), method)(**{param: [rid] if listed else rid})  # noqa: SLF001
+
+    return delete
+
+
+def _delete_file_system(sweeper: AwsSweeper, rid: str) -> None:
+    sweeper._client("fsx", sweeper.region).delete_file_system(FileSystemId=rid)  # noqa: SLF001
+
+
+def _delete_internet_gateway(sweeper: AwsSweeper, rid: str) -> None:
+    """A gateway still attached to its VPC cannot be deleted: detach it first."""
+    ec2 = sweeper._ec2()  # noqa: SLF001
+    for att in ec2.describe_internet_gateways(InternetGatewayIds=[rid])["InternetGateways"][0].get("Attachments", []):
+        ec2.detach_internet_gateway(InternetGatewayId=rid, VpcId=att["VpcId"])
+    ec2.delete_internet_gateway(InternetGatewayId=rid)
+
+
+def _delete_instance_profile(sweeper: AwsSweeper, name: str) -> None:
+    """A profile can only be deleted once it holds no role."""
+    iam = sweeper._client("iam", sweeper.region)  # noqa: SLF001
+    try:
+        profile = iam.get_instance_profile(InstanceProfileName=name)["InstanceProfile"]
+        for role in profile.get("Roles", []):
+            iam.remove_role_from_instance_profile(InstanceProfileName=name, RoleName=role["RoleName"])
+        iam.delete_instance_profile(InstanceProfileName=name)
+    except Exception as e:  # noqa: BLE001
+        if not _gone(e):
+            raise
+
+
+def _delete_role(sweeper: AwsSweeper, name: str) -> None:
+    """A role can only be deleted once no profile holds it and no policy is attached to it."""
+    iam = sweeper._client("iam", sweeper.region)  # noqa: SLF001
+    try:
+        for p in iam.list_instance_profiles_for_role(RoleName=name).get("InstanceProfiles", []):
+            iam.remove_role_from_instance_profile(InstanceProfileName=p["InstanceProfileName"], RoleName=name)
+        for p in iam.list_attached_role_policies(RoleName=name).get("AttachedPolicies", []):
+            iam.detach_role_policy(RoleName=name, PolicyArn=p["PolicyArn"])
+        for policy in iam.list_role_policies(RoleName=name).get("PolicyNames", []):
+            iam.delete_role_policy(RoleName=name, PolicyName=policy)
+        iam.delete_role(RoleName=name)
+    except Exception as e:  # noqa: BLE001
+        if not _gone(e):
+            raise
+
+
+@dataclass(frozen=True)
+class AwsKind:
+    """One resource kind the AWS sweeper finds and deletes.
+
+    Attributes:
+        kind: the name in ``<kind>:<id>`` listings.
+        delete: how one resource of the kind is deleted.
+        arn: its Resource Groups Tagging API ``service:type`` (``None``: RGTA does not list it).
+        describe: ``(ec2 call, list key, id key)`` that lists it by tag filter, for the kinds found
+            through a plain EC2 describe call (instances, FSx and IAM have their own lookups).
+    """
+
+    kind: str
+    delete: Deleter
+    arn: str | None = None
+    describe: tuple[str, str, str] | None = None
+
+
+#: Every kind, in deletion order: what holds ENIs or IPs first (instances, file systems, NAT
+#: gateways), the network after them, and IAM (global) last: instance profiles hold roles, running
+#: instances hold profiles. Each delete call is the EC2/FSx/IAM API action of that name
+#: (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/OperationList-query-vpc.html).
+AWS_KINDS: tuple[AwsKind, ...] = (
+    AwsKind("instance", _ec2_delete("terminate_instances", "InstanceIds", listed=True), "ec2:instance"),
+    AwsKind("fsx", _delete_file_system, "fsx:file-system"),
+    AwsKind(
+        "launch-template",
+        _ec2_delete("delete_launch_template", "LaunchTemplateId"),
+        "ec2:launch-template",
+        ("describe_launch_templates", "LaunchTemplates", "LaunchTemplateId"),
+    ),
+    AwsKind(
+        "placement-group",
+        _ec2_delete("delete_placement_group", "GroupName"),
+        "ec2:placement-group",
+        ("describe_placement_groups", "PlacementGroups", "GroupName"),
+    ),
+    AwsKind(
+        "nat-gateway",
+        _ec2_delete("delete_nat_gateway", "NatGatewayId"),
+        "ec2:natgateway",
+        ("describe_nat_gateways", "NatGateways", "NatGatewayId"),
+    ),
+    AwsKind(
+        "elastic-ip",
+        _ec2_delete("release_address", "AllocationId"),
+        "ec2:elastic-ip",
+        ("describe_addresses", "Addresses", "AllocationId"),
+    ),
+    AwsKind(
+        "vpc-endpoint",
+        _ec2_delete("delete_vpc_endpoints", "VpcEndpointIds", listed=True),
+        "ec2:vpc-endpoint",
+        ("describe_vpc_endpoints", "VpcEndpoints", "VpcEndpointId"),
+    ),
+    AwsKind(
+        "security-group",
+        _ec2_delete("delete_security_group", "GroupId"),
+        "ec2:security-group",
+        ("describe_security_groups", "SecurityGroups", "GroupId"),
+    ),
+    AwsKind(
+        "subnet", _ec2_delete("delete_subnet", "SubnetId"), "ec2:subnet", ("describe_subnets", "Subnets", "SubnetId")
+    ),
+    AwsKind(
+        "route-table",
+        _ec2_delete("delete_route_table", "RouteTableId"),
+        "ec2:route-table",
+        ("describe_route_tables", "RouteTables", "RouteTableId"),
+    ),
+    AwsKind(
+        "internet-gateway",
+        _delete_internet_gateway,
+        "ec2:internet-gateway",
+        ("describe_internet_gateways", "InternetGateways", "InternetGatewayId"),
+    ),
+    AwsKind("vpc", _ec2_delete("delete_vpc", "VpcId"), "ec2:vpc", ("describe_vpcs", "Vpcs", "VpcId")),
+    AwsKind(
+        "key-pair",
+        _ec2_delete("delete_key_pair", "KeyPairId"),
+        "ec2:key-pair",
+        ("describe_key_pairs", "KeyPairs", "KeyPairId"),
+    ),
+    AwsKind("instance-profile", _delete_instance_profile),
+    AwsKind("iam-role", _delete_role),
+)
+#: Describe states of resources already gone or going: NatGateway.State (deleting | deleted) and
+#: VpcEndpoint.State (Deleting | Deleted), https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_NatGateway.html
+#: and https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_VpcEndpoint.html.
+_GONE_STATES = ("deleting", "deleted")
+_DELETERS = MappingProxyType({row.kind: row.delete for row in AWS_KINDS})
+
+
 class AwsSweeper:
     """Tag-based discovery and deletion of expired clusters in one AWS region.
 
@@ -58,41 +206,10 @@ class AwsSweeper:
         sleep: waits between retries of a deletion blocked by a dependency.
     """
 
-    #: Deletion order: what holds ENIs or IPs first, the network last.
-    KINDS = (
-        "instance",
-        "fsx",
-        "launch-template",
-        "placement-group",
-        "nat-gateway",
-        "elastic-ip",
-        "vpc-endpoint",
-        "security-group",
-        "subnet",
-        "route-table",
-        "internet-gateway",
-        "vpc",
-        "key-pair",
-        # IAM is global and last: instance profiles hold roles, running instances hold profiles.
-        "instance-profile",
-        "iam-role",
-    )
+    #: Deletion order: what holds ENIs or IPs first, the network last, global IAM at the very end.
+    KINDS = tuple(row.kind for row in AWS_KINDS)
     #: Resource Groups Tagging API ARN ``service:type`` -> the kind this sweeper deletes.
-    ARN_KINDS = {
-        "ec2:instance": "instance",
-        "fsx:file-system": "fsx",
-        "ec2:launch-template": "launch-template",
-        "ec2:placement-group": "placement-group",
-        "ec2:natgateway": "nat-gateway",
-        "ec2:elastic-ip": "elastic-ip",
-        "ec2:vpc-endpoint": "vpc-endpoint",
-        "ec2:security-group": "security-group",
-        "ec2:subnet": "subnet",
-        "ec2:route-table": "route-table",
-        "ec2:internet-gateway": "internet-gateway",
-        "ec2:vpc": "vpc",
-        "ec2:key-pair": "key-pair",
-    }
+    ARN_KINDS = {row.arn: row.kind for row in AWS_KINDS if row.arn}
     #: Kinds whose live state only their describe call tells (RGTA also lists terminated instances
     #: and deleted NAT gateways for a while), so RGTA hits of these kinds are not trusted alone.
     STATEFUL = ("instance", "nat-gateway", "fsx")
@@ -125,20 +242,7 @@ class AwsSweeper:
                 for inst in res["Instances"]:
                     found.append(("instance", inst["InstanceId"], _tags(inst.get("Tags"))))
         tag_filter = [{"Name": "tag-key", "Values": [TAG_EXPIRES]}]
-        simple = {
-            "launch-template": ("describe_launch_templates", "LaunchTemplates", "LaunchTemplateId"),
-            "nat-gateway": ("describe_nat_gateways", "NatGateways", "NatGatewayId"),
-            "security-group": ("describe_security_groups", "SecurityGroups", "GroupId"),
-            "subnet": ("describe_subnets", "Subnets", "SubnetId"),
-            "route-table": ("describe_route_tables", "RouteTables", "RouteTableId"),
-            "internet-gateway": ("describe_internet_gateways", "InternetGateways", "InternetGatewayId"),
-            "vpc": ("describe_vpcs", "Vpcs", "VpcId"),
-            "vpc-endpoint": ("describe_vpc_endpoints", "VpcEndpoints", "VpcEndpointId"),
-            "key-pair": ("describe_key_pairs", "KeyPairs", "KeyPairId"),
-            "placement-group": ("describe_placement_groups", "PlacementGroups", "GroupName"),
-            "elastic-ip": ("describe_addresses", "Addresses", "AllocationId"),
-        }
-        for kind, (call, key, id_key) in simple.items():
+        for kind, (call, key, id_key) in ((row.kind, row.describe) for row in AWS_KINDS if row.describe):
             try:
                 items = getattr(ec2, call)(Filters=tag_filter)[key]
             except Exception as e:  # noqa: BLE001  # moto lacks some calls; a real cloud has them all
@@ -146,8 +250,8 @@ class AwsSweeper:
                     continue
                 raise
             for item in items:
-                if kind == "nat-gateway" and item.get("State") in ("deleted", "deleting"):
-                    continue
+                if str(item.get("State", "")).lower() in _GONE_STATES:
+                    continue  # NAT gateways and VPC endpoints stay listed for a while after deletion
                 found.append((kind, item[id_key], _tags(item.get("Tags"))))
         fsx = self._client("fsx", self.region)
         for fs in fsx.describe_file_systems().get("FileSystems", []):
@@ -249,70 +353,11 @@ class AwsSweeper:
                     self._sleep(min(60.0, 2.0**attempt))
         return deleted
 
-    def _delete_instance_profile(self, name: str) -> None:
-        iam = self._client("iam", self.region)
-        try:
-            profile = iam.get_instance_profile(InstanceProfileName=name)["InstanceProfile"]
-            for role in profile.get("Roles", []):
-                iam.remove_role_from_instance_profile(InstanceProfileName=name, RoleName=role["RoleName"])
-            iam.delete_instance_profile(InstanceProfileName=name)
-        except Exception as e:  # noqa: BLE001
-            if not _gone(e):
-                raise
-
-    def _delete_role(self, name: str) -> None:
-        """A role can only be deleted once no profile holds it and no policy is attached to it."""
-        iam = self._client("iam", self.region)
-        try:
-            for p in iam.list_instance_profiles_for_role(RoleName=name).get("InstanceProfiles", []):
-                iam.remove_role_from_instance_profile(InstanceProfileName=p["InstanceProfileName"], RoleName=name)
-            for p in iam.list_attached_role_policies(RoleName=name).get("AttachedPolicies", []):
-                iam.detach_role_policy(RoleName=name, PolicyArn=p["PolicyArn"])
-            for policy in iam.list_role_policies(RoleName=name).get("PolicyNames", []):
-                iam.delete_role_policy(RoleName=name, PolicyName=policy)
-            iam.delete_role(RoleName=name)
-        except Exception as e:  # noqa: BLE001
-            if not _gone(e):
-                raise
-
     def _delete_one(self, kind: str, rid: str) -> None:
-        ec2 = self._ec2()
-        if kind == "instance":
-            ec2.terminate_instances(InstanceIds=[rid])
-        elif kind == "fsx":
-            self._client("fsx", self.region).delete_file_system(FileSystemId=rid)
-        elif kind == "launch-template":
-            ec2.delete_launch_template(LaunchTemplateId=rid)
-        elif kind == "placement-group":
-            ec2.delete_placement_group(GroupName=rid)
-        elif kind == "nat-gateway":
-            ec2.delete_nat_gateway(NatGatewayId=rid)
-        elif kind == "elastic-ip":
-            ec2.release_address(AllocationId=rid)
-        elif kind == "vpc-endpoint":
-            ec2.delete_vpc_endpoints(VpcEndpointIds=[rid])
-        elif kind == "security-group":
-            ec2.delete_security_group(GroupId=rid)
-        elif kind == "subnet":
-            ec2.delete_subnet(SubnetId=rid)
-        elif kind == "route-table":
-            ec2.delete_route_table(RouteTableId=rid)
-        elif kind == "internet-gateway":
-            for att in ec2.describe_internet_gateways(InternetGatewayIds=[rid])["InternetGateways"][0].get(
-                "Attachments", []
-            ):
-                ec2.detach_internet_gateway(InternetGatewayId=rid, VpcId=att["VpcId"])
-            ec2.delete_internet_gateway(InternetGatewayId=rid)
-        elif kind == "vpc":
-            ec2.delete_vpc(VpcId=rid)
-        elif kind == "key-pair":
-            ec2.delete_key_pair(KeyPairId=rid)
-        elif kind == "instance-profile":
-            self._delete_instance_profile(rid)
-        elif kind == "iam-role":
-            self._delete_role(rid)
-        else:  # pragma: no cover - KINDS and this dispatch are kept in step
-            raise ValueError(kind)
+        deleter = _DELETERS.get(kind)
+        if deleter is None:  # pragma: no cover - find() only yields kinds of AWS_KINDS (and "other", skipped)
+            raise ValueError(f"the AWS sweeper cannot delete {kind!r} resources")
+        deleter(self, rid)
 
 
 def _gone(e: Exception) -> bool:

@@ -180,8 +180,58 @@ def health_expectations(plan: ClusterPlan, **fabric: Any) -> dict[str, Any]:
         "fabric_devices": plan.fabric_interfaces,
         "shared_fs": shared,
         "scratch": {"mount": plan.scratch.mount, "raid0": plan.scratch.raid0},
+        "nccl_tests": nccl_tests_expectation(plan),
         **fabric,
     }
+
+
+#: Where the bootstrap puts the cluster's ``all_reduce_perf`` and ``mpirun`` (links/wrappers to the image's, or to
+#: the ones it built): one fixed path on every node, whatever the image, so ``provision nccl-test`` needs no search.
+NCCL_TESTS_BIN = f"{LIB}/bin"
+#: The nccl-tests tag built when neither the image nor the spec names one (AWS pins the same tag in
+#: aws-samples/awsome-distributed-training micro-benchmarks/nccl-tests/nccl-tests.Dockerfile, NCCL_TESTS_VERSION).
+NCCL_TESTS_DEFAULT = "2.17.9"
+
+
+def nccl_tests_expectation(plan: ClusterPlan) -> dict[str, Any] | None:
+    """Where ``all_reduce_perf`` and its ``mpirun`` are on every node of ``plan`` (``None``: no GPUs).
+
+    From ``image.versions``: ``nccl_tests_path`` (and ``mpirun_path``, ``nccl_tests_lib``) when the image ships
+    nccl-tests (DLAMI, Azure HPC images), else ``nccl_tests`` (a tag) that the ``nccl-tests`` step builds. Either
+    way the step leaves ``all_reduce_perf`` and ``mpirun`` under :data:`NCCL_TESTS_BIN`.
+    """
+    if plan.gpus_per_node < 1:
+        return None
+    v = plan.image.versions
+    out: dict[str, Any] = {
+        "all_reduce_perf": f"{NCCL_TESTS_BIN}/all_reduce_perf",
+        "mpirun": f"{NCCL_TESTS_BIN}/mpirun",
+        "image_mpirun": v.get("mpirun_path") or "/usr/bin/mpirun",
+    }
+    if v.get("nccl_tests_path"):
+        out.update(source="image", image_path=v["nccl_tests_path"], lib=v.get("nccl_tests_lib") or "")
+    else:
+        out.update(
+            source="build",
+            version=v.get("nccl_tests") or NCCL_TESTS_DEFAULT,
+            cuda_toolkit=v.get("cuda_toolkit_package") or "",
+        )
+    return out
+
+
+def nccl_tests_values(values: Values, expect: dict[str, Any]) -> Values:
+    """The ``nccl-tests`` step's values (checked like every other value)."""
+    values.add("NCCL_TESTS_SOURCE", expect["source"], "name", "image.versions.nccl_tests_path")
+    values.add("MPIRUN_IMAGE_PATH", expect["image_mpirun"], "glob-path", "image.versions.mpirun_path")
+    if expect["source"] == "image":
+        values.add("NCCL_TESTS_IMAGE_PATH", expect["image_path"], "glob-path", "image.versions.nccl_tests_path")
+        if expect["lib"]:
+            values.add("NCCL_TESTS_LIB", expect["lib"], "paths", "image.versions.nccl_tests_lib")
+    else:
+        values.add("NCCL_TESTS_VERSION", expect["version"], "version", "image.versions.nccl_tests")
+        if expect["cuda_toolkit"]:
+            values.add("CUDA_TOOLKIT_PACKAGE", expect["cuda_toolkit"], "package", "image.versions.cuda_toolkit_package")
+    return values
 
 
 def base_values(plan: ClusterPlan) -> Values:
@@ -284,10 +334,13 @@ def render(
         if not plan.extra.get("os_login"):  # GCP OS Login has no fixed login account: root keeps the share
             values.add("SHARED_OWNER", plan.access.ssh_user, "user", "access.ssh_user")
         order.append(_step("shared-mount", "common/steps/shared-mount.sh", every_boot=True))
-    order += [
-        _step("nccl-conf", "common/steps/nccl-conf.sh", every_boot=True),
-        _step("hold-packages", "common/steps/hold-packages.sh"),
-    ]
+    order.append(_step("nccl-conf", "common/steps/nccl-conf.sh", every_boot=True))
+    tests = nccl_tests_expectation(plan)
+    if tests is not None:
+        nccl_tests_values(values, tests)
+        # Not critical: a node without nccl-tests still trains; the health check names it (check nccl_tests).
+        order.append(_step("nccl-tests", "common/steps/nccl-tests.sh", critical=False, timeout=3600))
+    order.append(_step("hold-packages", "common/steps/hold-packages.sh"))
     if expires_at is not None:
         files += expiry_units(expires_at)
         order.append(_step("lifetime", "common/steps/lifetime.sh"))

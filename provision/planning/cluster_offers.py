@@ -3,8 +3,10 @@
 For every catalog instance type carrying the GPU, every region it is sold in and every capacity type
 asked for, the cluster of ``ceil(N / GPUs per node)`` nodes costs per hour:
 
-* compute: nodes x the region's on-demand price (``on-demand``) or recent spot price (``spot``); other
-  capacity types (reservation, capacity block, flex-start) are priced by contract and stay unpriced;
+* compute: nodes x the region's on-demand price (``on-demand``), recent spot price (``spot``) or, for types
+  sold only through reservations, the rate a reservation bills before commitment discounts (``reservation``);
+  other capacity types (capacity block, flex-start, reservations of on-demand types) are priced by contract
+  and stay unpriced;
 * storage: the cheapest catalog filesystem that fits ``storage_gib`` on that cloud (the ``kind: auto``
   rule, :mod:`provision.planning.fschoice`), none when ``storage_gib`` is 0;
 * network: the NAT gateway (and its public IP) a private cluster egresses through
@@ -67,6 +69,8 @@ def _node_price(offer: Any, region: str, capacity: str) -> tuple[float | None, s
             r.spot_price_per_hour_usd,
             note if r.spot_price_per_hour_usd is not None else "no spot price in the catalog",
         )
+    if capacity == "reservation" and r.reservation_price_per_hour_usd is not None:
+        return r.reservation_price_per_hour_usd, "reservation list rate; commitment discounts lower it"
     return None, f"{capacity} capacity is priced by contract; the catalog holds no price"
 
 
@@ -117,6 +121,8 @@ def _row(
         unpriced.append("compute")
     if nodes * offer.gpus_per_node != gpus:
         notes.append(f"{gpus} GPUs rounded up to {nodes} whole nodes ({nodes * offer.gpus_per_node} GPUs)")
+    if offer.cpu_arch != "x86_64":
+        notes.append(f"{offer.cpu_arch} (NVIDIA Grace) hosts: `provision plan` does not support this type yet")
     storage = None
     fs_hourly: float | None = 0.0
     if storage_gib > 0:

@@ -4,9 +4,11 @@ The hourly cost is compute (nodes x the catalog's on-demand price, or the spec's
 ``lifetime.hourly_price_usd``) + the shared filesystem (capacity x USD per TiB-month /
 730 h, plus provisioned throughput where billed so) + the network pieces that bill by
 the hour (one NAT gateway and its public IP). Spot and reservation prices differ from list
-prices: the estimate is then an upper bound, and the plan says so. A part the catalog has no
-price for is named in ``unpriced`` (e.g. ``storage (amlfs AMLFS-Durable-Premium-250)``) and left
-out of the total; the plan warns about it.
+prices: the estimate is then an upper bound, and the plan says so; a type not sold on-demand is
+priced at its own capacity type's rate (a reservation's list rate, a spot price). Prices hold in
+the regions they were read for: a filesystem priced only elsewhere is unpriced here. A part the
+catalog has no price for is named in ``unpriced`` (e.g. ``storage (amlfs AMLFS-Durable-Premium-250)``)
+and left out of the total; the plan warns about it. A cost cap counts every priced part.
 """
 
 from __future__ import annotations
@@ -15,11 +17,11 @@ import math
 from datetime import date, datetime, timedelta
 
 from provision.catalog import Catalog, FilesystemOffer, InstanceOffer
+from provision.catalog.models import HOURS_PER_MONTH
 from provision.planning.plan import CostEstimate
 from provision.spec import MAX_TTL, ClusterSpec
 from provision.spec.errors import BudgetError, Problem
 
-HOURS_PER_MONTH = 730.0
 #: The smallest lifetime a cost cap may buy: below one hour of the cluster is refused.
 MIN_CAPPED_HOURS = 1.0
 #: The deepest documented discount below the on-demand list price is AWS Spot's "up to 90%"
@@ -33,9 +35,14 @@ DEFAULT_WARN_HOURLY_USD = 1000.0
 STALE_AFTER_DAYS = 90
 
 
-def storage_hourly_usd(offer: FilesystemOffer, size_gib: int, throughput_mbps_per_tib: int | None) -> float | None:
-    """USD per hour of a filesystem of ``size_gib``; ``None`` when the catalog has no price."""
-    per_tib = offer.price_per_tib_month(throughput_mbps_per_tib)
+def storage_hourly_usd(
+    offer: FilesystemOffer, size_gib: int, throughput_mbps_per_tib: int | None, region: str | None = None
+) -> float | None:
+    """USD per hour of a filesystem of ``size_gib`` in ``region``; ``None`` when the catalog has no price there.
+
+    Prices are per TiB-month (binary: GiB / 1024) over :data:`HOURS_PER_MONTH` hours.
+    """
+    per_tib = offer.price_per_tib_month(throughput_mbps_per_tib, region)
     if per_tib is None:
         return None
     monthly = per_tib * size_gib / 1024
@@ -49,8 +56,65 @@ def network_parts(catalog: Catalog, cloud: str, region: str, nodes: int) -> list
     prices = catalog.network_prices(cloud)
     return [
         ("network: NAT gateway", prices.nat_hourly(region, nodes)),
-        ("network: NAT public IP", prices.nat_ip_hourly()),
+        ("network: NAT public IP", prices.nat_ip_hourly(region)),
     ]
+
+
+def price_basis_warnings(spec: ClusterSpec, offer: InstanceOffer, storage: FilesystemOffer | None) -> list[str]:
+    """What the estimate's figures are, where that is not the plain on-demand list price in this region."""
+    out = []
+    if storage is not None and not storage.priced_in(spec.region):
+        out.append(
+            f"storage ({storage.kind} {storage.tier}) has a catalog price only for "
+            f"{', '.join(storage.priced_regions)}; prices differ by region, so it stays unpriced in {spec.region}."
+        )
+    local = storage.converted_price(spec.region) if storage is not None else None
+    if storage is not None and local is not None:
+        rate = local.rate
+        out.append(
+            f"storage ({storage.kind} {storage.tier}) is priced in {local.currency} only "
+            f"({local.currency} {local.per_gib_month:g} per GiB-month in {spec.region}); the estimate converts it at "
+            f"the {rate.authority} of {rate.rate_date.isoformat()} (1 USD = {1 / rate.usd_per_unit:.4f} "
+            f"{local.currency}), so the USD figure moves with the exchange rate."
+        )
+    out.extend(_contract_price_warnings(spec, offer))
+    if spec.capacity.type != "on-demand" and spec.lifetime.hourly_price_usd is None:
+        price, basis = offer.capacity_price(spec.region, spec.capacity.type)
+        if price is not None and basis == "on-demand list price":
+            out.append(f"prices are on-demand list prices; {spec.capacity.type} capacity usually costs less.")
+        elif price is not None:
+            out.append(
+                f"{offer.instance_type} is not sold on-demand: compute is priced at its {basis} in {spec.region}; "
+                "set lifetime.hourly_price_usd to the rate you pay."
+            )
+    return out
+
+
+def _contract_price_warnings(spec: ClusterSpec, offer: InstanceOffer) -> list[str]:
+    """Where the catalog has no price for the nodes: whose figure prices them, or what would.
+
+    A type sold only through the vendor's sales team has no public price; its price is the user's contract
+    figure (``lifetime.hourly_price_usd``), never one the catalog makes up.
+    """
+    listed, _ = offer.capacity_price(spec.region, spec.capacity.type)
+    if listed is not None:
+        return []
+    region = offer.regions.get(spec.region)
+    sales_only = region is not None and region.sales_only
+    given = spec.lifetime.hourly_price_usd
+    if given is not None:
+        why = "it is sold through sales, so that is your contract price" if sales_only else "the catalog has none"
+        return [
+            f"compute is priced from lifetime.hourly_price_usd (${given:,.2f} per node-hour), your figure: "
+            f"{offer.instance_type} has no {spec.capacity.type} price in {spec.region} in the catalog and {why}."
+        ]
+    if sales_only:
+        return [
+            f"{offer.instance_type} has no public price: {spec.cloud} sells it in {spec.region} only through its "
+            "sales team, so the nodes cost what your contract says; set lifetime.hourly_price_usd to that price "
+            "per node-hour to count them in the estimate and under a cost cap."
+        ]
+    return []
 
 
 def stale_catalog_warning(catalog: Catalog, cloud: str, today: date) -> str | None:
@@ -65,14 +129,17 @@ def stale_catalog_warning(catalog: Catalog, cloud: str, today: date) -> str | No
 
 
 def compute_hourly_usd(spec: ClusterSpec, offer: InstanceOffer, nodes: int) -> float | None:
-    """USD per hour for ``nodes`` nodes: the spec's override, else the catalog's on-demand price.
+    """USD per hour for ``nodes`` nodes: the spec's override, else the catalog's price for the capacity type.
+
+    The catalog price is the on-demand list price where there is one; a type sold only through reservations
+    or spot is priced at that capacity type's own rate (:meth:`InstanceOffer.capacity_price`).
 
     Raises:
         BudgetError: the override is below what the catalog says this offer costs (exit 3).
     """
     per_node = spec.lifetime.hourly_price_usd
     if per_node is None:
-        per_node = offer.price(spec.region)
+        per_node, _ = offer.capacity_price(spec.region, spec.capacity.type)
     else:
         _check_override(spec, offer, per_node)
     return None if per_node is None else per_node * nodes
@@ -80,7 +147,7 @@ def compute_hourly_usd(spec: ClusterSpec, offer: InstanceOffer, nodes: int) -> f
 
 def _check_override(spec: ClusterSpec, offer: InstanceOffer, per_node: float) -> None:
     """Refuse ``lifetime.hourly_price_usd`` below the catalog's price (on-demand) or its deepest discount."""
-    listed = offer.price(spec.region)
+    listed, what = offer.capacity_price(spec.region, spec.capacity.type)
     if listed is None:
         return  # the override is the only price there is
     on_demand = spec.capacity.type == "on-demand"
@@ -90,7 +157,8 @@ def _check_override(spec: ClusterSpec, offer: InstanceOffer, per_node: float) ->
     basis = (
         "the catalog's on-demand price"
         if on_demand
-        else f"{MIN_DISCOUNTED_SHARE:.0%} of the on-demand price (the deepest documented {spec.capacity.type} discount)"
+        else f"{MIN_DISCOUNTED_SHARE:.0%} of the catalog's {what} "
+        f"(the deepest documented {spec.capacity.type} discount)"
     )
     raise BudgetError(
         "the price override is below the catalog's price",
@@ -157,7 +225,7 @@ def estimate(
             offer has no price and the spec gives none (exit 3). Nothing has been created.
     """
     compute = compute_hourly_usd(spec, offer, nodes)
-    fs = storage_hourly_usd(*storage) if storage else 0.0
+    fs = storage_hourly_usd(*storage, spec.region) if storage else 0.0
     parts = network_parts(catalog, spec.cloud, spec.region, nodes)
     known = [v for _, v in parts if v is not None]
     net = sum(known) if known else None

@@ -91,7 +91,7 @@ def fits(
             continue
         throughput = None if isinstance(tier, bool) else tier
         selectable = bool(offer.throughput_mbps_per_tib)
-        hourly = storage_hourly_usd(offer, size, throughput if selectable else None)
+        hourly = storage_hourly_usd(offer, size, throughput if selectable else None, region)
         out.append(FilesystemFit(offer, size, size_gib, throughput, hourly))
 
     def key(f: FilesystemFit) -> tuple[bool, float, int, int]:

@@ -114,6 +114,12 @@ VERSION_KINDS: dict[str, str] = {
     "rxdm": "image",
     "erdma_installer_sha256": "digest",
     "topology_files": "paths",
+    # Where the image keeps nccl-tests (or rccl-tests) all_reduce_perf and the mpirun it was built with
+    # (provision/planning/bootstrap.nccl_tests_expectation); absent: the bootstrap builds nccl_tests.
+    "nccl_tests_path": "glob-path",
+    "mpirun_path": "glob-path",
+    "nccl_tests_lib": "paths",
+    "cuda_toolkit_package": "package",
 }
 _KEY = re.compile(r"[a-z][a-z0-9_]{0,39}")
 #: What a good value of each kind looks like (shown in the fix).
@@ -123,6 +129,7 @@ _EXAMPLES = {
     "image": "a container image such as us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.20",
     "digest": "the 64 lower-case hex digits of a SHA-256",
     "paths": "absolute paths separated by spaces",
+    "glob-path": "an absolute path, * allowed, such as /opt/hpcx-*/ompi/bin/mpirun",
 }
 
 

@@ -146,8 +146,21 @@ def export_lines(env: Mapping[str, str]) -> str:
     return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in sorted(env.items()))
 
 
-def launch_argv(kind: str, facts: ClusterFacts, script: str, args: Sequence[str] = ()) -> list[str]:
+def launch_argv(
+    kind: str,
+    facts: ClusterFacts,
+    script: str,
+    args: Sequence[str] = (),
+    *,
+    hosts: Sequence[str] | None = None,
+    mpirun: str = "mpirun",
+) -> list[str]:
     """The launcher's command line (words; ``$VARS`` from the env file left for the node's shell).
+
+    Args:
+        hosts: ``mpirun`` only: run on these node addresses (one rank per GPU each) instead of the whole
+            cluster's hostfile (``provision nccl-test`` measures pairs of nodes this way).
+        mpirun: ``mpirun`` only: the program to start (the nodes' own, e.g. the nccl-tests step's wrapper).
 
     Raises:
         ValueError: ``kind`` is not one of :data:`LAUNCHERS`.
@@ -190,12 +203,14 @@ def launch_argv(kind: str, facts: ClusterFacts, script: str, args: Sequence[str]
         forwarded: list[str] = []
         for key in sorted({*facts.nccl_env, "MASTER_ADDR", "MASTER_PORT", "PATH", "LD_LIBRARY_PATH"}):
             forwarded += ["-x", key]
+        where = (
+            ["-np", str(len(hosts) * facts.gpus_per_node), "-H", ",".join(f"{h}:{facts.gpus_per_node}" for h in hosts)]
+            if hosts is not None
+            else ["-np", "$WORLD_SIZE", "--hostfile", "$PROVISION_HOSTFILE"]
+        )
         return [
-            "mpirun",
-            "-np",
-            "$WORLD_SIZE",
-            "--hostfile",
-            "$PROVISION_HOSTFILE",
+            mpirun,
+            *where,
             "--map-by",
             "ppr:$NPROC_PER_NODE:node",
             "--bind-to",
@@ -214,9 +229,18 @@ def _word(w: str) -> str:
     return shlex.quote(w)
 
 
-def launch_line(kind: str, facts: ClusterFacts, script: str, args: Sequence[str] = ()) -> str:
+def launch_line(
+    kind: str,
+    facts: ClusterFacts,
+    script: str,
+    args: Sequence[str] = (),
+    *,
+    hosts: Sequence[str] | None = None,
+    mpirun: str = "mpirun",
+) -> str:
     """One shell line for the node(s) of ``RUNS_ON[kind]``: source the env file, then launch."""
-    return f"{SOURCE_ENV} && " + " ".join(_word(w) for w in launch_argv(kind, facts, script, args))
+    argv = launch_argv(kind, facts, script, args, hosts=hosts, mpirun=mpirun)
+    return f"{SOURCE_ENV} && " + " ".join(_word(w) for w in argv)
 
 
 def launch_lines(facts: ClusterFacts, script: str = "train.py") -> dict[str, dict[str, str]]:

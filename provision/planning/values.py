@@ -21,6 +21,8 @@ PATTERNS: dict[str, str] = {
     "url": r"https?://[A-Za-z0-9][A-Za-z0-9.-]*(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%+-]+)*/?",
     "path": r"/(?:[A-Za-z0-9._-]+/?)*",
     "paths": r"/[A-Za-z0-9._/-]*(?: /[A-Za-z0-9._/-]*)*",
+    # An absolute path that may hold shell wildcards (a tool whose directory carries a version: /opt/hpcx-*/...)
+    "glob-path": r"/[A-Za-z0-9._/*-]*",
     "user": r"[a-z_][a-z0-9_-]{0,31}",
     "name": r"[a-z][a-z0-9-]{0,62}",
     "mount-source": r"[A-Za-z0-9][A-Za-z0-9._@:/-]{0,254}",

@@ -167,19 +167,23 @@ class BudgetError(ProvisionError):
     title = "refused by the cost policy"
 
 
-class CapacityError(ProvisionError):
-    """The cloud has no capacity or quota for the request (exit 1).
+class _CodedError(ProvisionError):
+    """An error that may carry the cloud's error code.
 
     Attributes:
         code: the cloud's error code when known, e.g. ``InsufficientInstanceCapacity``.
     """
 
-    exit_code = 1
-    title = "the cloud has no capacity for this cluster"
-
     def __init__(self, message: str = "", problems: Iterable[Problem] = (), code: str = "") -> None:
         self.code = code
         super().__init__(message, problems)
+
+
+class CapacityError(_CodedError):
+    """The cloud has no capacity or quota for the request (exit 1)."""
+
+    exit_code = 1
+    title = "the cloud has no capacity for this cluster"
 
 
 class QuotaError(CapacityError):
@@ -188,19 +192,11 @@ class QuotaError(CapacityError):
     title = "the account's quota is used up"
 
 
-class CloudError(ProvisionError):
-    """A cloud or Pulumi operation failed (exit 1).
-
-    Attributes:
-        code: the cloud's error code when known, e.g. ``InsufficientInstanceCapacity``.
-    """
+class CloudError(_CodedError):
+    """A cloud or Pulumi operation failed (exit 1)."""
 
     exit_code = 1
     title = "a cloud operation failed"
-
-    def __init__(self, message: str = "", problems: Iterable[Problem] = (), code: str = "") -> None:
-        self.code = code
-        super().__init__(message, problems)
 
 
 class ProblemCollector:

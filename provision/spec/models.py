@@ -32,7 +32,7 @@ from provision.spec.options.alibaba import AlibabaOptions
 from provision.spec.options.aws import AwsOptions
 from provision.spec.options.azure import AzureOptions
 from provision.spec.options.gcp import GcpOptions
-from provision.spec.units import Duration, SizeGiB
+from provision.spec.units import Duration, SizeGiB, parse_network
 
 #: The Pulumi project name; a stack file holds the spec under ``provision:cluster``.
 PROJECT = "provision"
@@ -271,10 +271,7 @@ class AccessSpec(_Model):
     def _cidrs(cls, cidrs: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
         nets = []
         for c in cidrs:
-            try:
-                net = ipaddress.ip_network(c, strict=True)
-            except ValueError as e:
-                raise ValueError(f"{c!r} is not a network in CIDR form ({e}); write it like '203.0.113.0/24'") from e
+            net = parse_network(c, "203.0.113.0/24")
             if net.prefixlen == 0 and not info.data.get("allow_world_ssh", False):
                 raise ValueError(
                     f"{c} opens SSH to the whole internet; list your own networks instead, "

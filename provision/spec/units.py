@@ -7,6 +7,7 @@ one ISO 8601 UTC time format every module writes and reads (:func:`format_time`,
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import re
 from datetime import datetime, timedelta, timezone
@@ -109,6 +110,18 @@ def parse_time(value: str) -> datetime:
         ValueError: not an ISO 8601 time.
     """
     return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(timezone.utc)
+
+
+def parse_network(value: str, example: str = "10.0.0.0/16") -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    """``value`` as an IP network in CIDR form (host bits clear).
+
+    Raises:
+        ValueError: it is not one; the message shows the form with ``example``.
+    """
+    try:
+        return ipaddress.ip_network(value, strict=True)
+    except ValueError as e:
+        raise ValueError(f"{value!r} is not a network in CIDR form ({e}); write it like '{example}'") from e
 
 
 def parse_size_gib(value: Any) -> int:

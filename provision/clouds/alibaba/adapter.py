@@ -224,6 +224,33 @@ def decide(spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
     }
 
 
+def cpfs_client_warning(size_gib: int, tier: str | None) -> str:
+    """Why the nodes use plain NFS to CPFS, not the client Alibaba recommends, and what that path can give.
+
+    * The CPFS-NFS client (haproxy-based, "recommended") lists Ubuntu 16.04/18.04/20.04 only, and its install
+      needs a public IPv4 address or an EIP on the node (CPFS docs "Mount a file system using a CPFS-NFS client
+      (recommended)", updated 2026-02-04); provision's nodes run Ubuntu 22.04 without public addresses.
+    * The CPFS-POSIX client needs a POSIX mount target, which creates three pay-as-you-go quorum ECS instances in
+      the account, and each node joins the client cluster through the console (CPFS docs "Manage POSIX mount
+      targets", "Mount and access": "Install the POSIX client package ... then add the compute node to the cluster").
+    * Throughput: the file system gives min{0.1 x GiB, 30,000} MB/s (advance_100) or min{0.2 x GiB, 45,000} MB/s
+      (advance_200) over POSIX (CPFS "Specifications", updated 2026-01-06); the NFS path cannot exceed that, and
+      Alibaba states lower IOPS for it ("Mount and access": NFS protocol limits; for files of 100 KiB or more).
+      The General protocol service is free and has no bandwidth to buy (CPFS "Protocol services": only the paid
+      Cache type raises bandwidth); its own figure was not retrieved.
+    """
+    per_gib = 0.2 if tier and "200" in tier else 0.1
+    cap = 45000 if per_gib == 0.2 else 30000
+    fs = min(per_gib * size_gib, cap)
+    return (
+        f"CPFS is reached over plain NFSv3 through the free General protocol service, not the client Alibaba "
+        f"recommends: the CPFS-NFS client supports Ubuntu up to 20.04 and needs a public IP to install, and the "
+        f"CPFS-POSIX client needs a POSIX mount target (three extra quorum ECS instances) and console steps. The "
+        f"file system gives at most {fs:,.0f} MB/s ({per_gib} MB/s per GiB, CPFS Specifications); the NFS path "
+        f"cannot exceed that and its own limit is not published, so measure it before relying on it."
+    )
+
+
 class AlibabaAdapter(Adapter):
     """GN8 (ebmgn8v, gn8v) and GN7 (ebmgn7ex, gn7e) clusters; see the module docstring for the allocation."""
 
@@ -404,6 +431,7 @@ class AlibabaAdapter(Adapter):
                 "CPFS is mounted over NFS through its protocol service; pulumi-alicloud 4.0 does not return the "
                 "export's domain, so nodes do not mount it at boot: see the shared_fs output's lookup_command."
             )
+            out.append(cpfs_client_warning(res.storage_size_gib or 0, res.storage.tier if res.storage else None))
             if not spec.region.startswith("cn-"):
                 out.append(f"CPFS general-purpose is sold on the China site (aliyun.com); check it in {spec.region}.")
             if spec.storage.shared is not None and spec.storage.shared.retain:
@@ -412,7 +440,10 @@ class AlibabaAdapter(Adapter):
                     "the VPC and vSwitch are retained with it."
                 )
         if kind == "nas" and spec.storage.shared is not None and spec.storage.shared.size_gib is not None:
-            out.append("general-purpose NAS grows with use and takes no size; storage.shared.size_gib is ignored.")
+            out.append(
+                "general-purpose NAS grows with use and takes no size: storage.shared.size_gib only sets the usage "
+                "the cost estimate bills (Alibaba charges the capacity used each hour)."
+            )
         try:
             image = default_image(spec, res.offer, res.fabric)
         except SpecError:

@@ -213,17 +213,7 @@ class EksCluster(pulumi.ComponentResource):
         assert plan.kubernetes is not None  # noqa: S101
         kx, inst, market = plan.kubernetes.extra, plan.extra["instance"], plan.extra["market"]
         groups = [sgs.cluster.id, self.cluster.vpc_config.cluster_security_group_id]
-        nics = [
-            aws.ec2.LaunchTemplateNetworkInterfaceArgs(
-                network_card_index=nic["card"],
-                device_index=nic["device"],
-                interface_type=nic["type"],
-                security_groups=groups,
-                delete_on_termination="true",
-                associate_public_ip_address="false" if nic["type"] == "interface" else None,
-            )
-            for nic in plan.extra["efa_interfaces"]
-        ]
+        nics = nodes.efa_interfaces(plan, groups)
         pg_name = pg.name if pg is not None else plan.extra["placement_group"]["name"]
         reservation = None
         if market["reservation_id"]:
@@ -238,32 +228,14 @@ class EksCluster(pulumi.ComponentResource):
             instance_type=plan.instance_type if kx["lt_instance_type"] else None,
             network_interfaces=nics,
             placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=pg_name) if pg_name else None,
-            metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
-                http_endpoint="enabled",
-                http_tokens="required",
-                # Hop limit 1: pods cannot reach the node role's credentials; jobs use Pod Identity.
-                http_put_response_hop_limit=1,
-                instance_metadata_tags="disabled",
-            ),
-            block_device_mappings=[
-                aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
-                    device_name=kx["root_device_name"],
-                    ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
-                        volume_size=inst["root_volume_gib"],
-                        volume_type="gp3",
-                        encrypted="true",
-                        delete_on_termination="true",
-                    ),
-                )
-            ],
+            # Hop limit 1: pods cannot reach the node role's credentials; jobs use Pod Identity.
+            metadata_options=nodes.imds_v2(1),
+            block_device_mappings=nodes.encrypted_root(kx["root_device_name"], inst["root_volume_gib"]),
             instance_market_options=aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type="capacity-block")
             if kx["capacity_type"] == "CAPACITY_BLOCK"
             else None,
             capacity_reservation_specification=reservation,
-            tag_specifications=[
-                aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=tags(plan, "gpu-node"))
-                for kind in ("instance", "volume", "network-interface")
-            ],
+            tag_specifications=nodes.node_tag_specifications(tags(plan, "gpu-node")),
             tags=tags(plan, "gpu-nodes"),
             update_default_version=True,
             opts=_opts(self),

@@ -151,6 +151,55 @@ def _capacity_reservation(
     return aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(capacity_reservation_target=target)
 
 
+def efa_interfaces(
+    plan: ClusterPlan, security_groups: list[Any], subnet_id: pulumi.Input[str] | None = None
+) -> list[aws.ec2.LaunchTemplateNetworkInterfaceArgs]:
+    """The plan's EFA layout as launch-template interfaces (every card, the ENA primary first)."""
+    return [
+        aws.ec2.LaunchTemplateNetworkInterfaceArgs(
+            network_card_index=nic["card"],
+            device_index=nic["device"],
+            interface_type=nic["type"],
+            subnet_id=subnet_id,
+            security_groups=security_groups,
+            delete_on_termination="true",
+            # Only the ENA primary can carry an address at all; never a public one.
+            associate_public_ip_address="false" if nic["type"] == "interface" else None,
+        )
+        for nic in plan.extra["efa_interfaces"]
+    ]
+
+
+def imds_v2(hop_limit: int) -> aws.ec2.LaunchTemplateMetadataOptionsArgs:
+    """Instance metadata through IMDSv2 tokens only, ``hop_limit`` hops away, no instance tags in it."""
+    return aws.ec2.LaunchTemplateMetadataOptionsArgs(
+        http_endpoint="enabled",
+        http_tokens="required",
+        http_put_response_hop_limit=hop_limit,
+        instance_metadata_tags="disabled",
+    )
+
+
+def encrypted_root(device: str, gib: int) -> list[aws.ec2.LaunchTemplateBlockDeviceMappingArgs]:
+    """The root volume: encrypted gp3 of ``gib``, deleted with the node."""
+    return [
+        aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+            device_name=device,
+            ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                volume_size=gib, volume_type="gp3", encrypted="true", delete_on_termination="true"
+            ),
+        )
+    ]
+
+
+def node_tag_specifications(node_tags: dict[str, str]) -> list[aws.ec2.LaunchTemplateTagSpecificationArgs]:
+    """Tags for what a launch creates: the instance, its volumes and its network interfaces."""
+    return [
+        aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=node_tags)
+        for kind in ("instance", "volume", "network-interface")
+    ]
+
+
 def launch_template(
     plan: ClusterPlan,
     net: Network,
@@ -163,19 +212,7 @@ def launch_template(
 ) -> aws.ec2.LaunchTemplate:
     """One launch template for every node: the EFA layout, IMDSv2, encrypted root, user data, tags."""
     inst, market = plan.extra["instance"], plan.extra["market"]
-    nics = [
-        aws.ec2.LaunchTemplateNetworkInterfaceArgs(
-            network_card_index=nic["card"],
-            device_index=nic["device"],
-            interface_type=nic["type"],
-            subnet_id=net.subnet_id,
-            security_groups=[sgs.cluster.id],
-            delete_on_termination="true",
-            # Only the ENA primary can carry an address at all; never a public one.
-            associate_public_ip_address="false" if nic["type"] == "interface" else None,
-        )
-        for nic in plan.extra["efa_interfaces"]
-    ]
+    nics = efa_interfaces(plan, [sgs.cluster.id], net.subnet_id)
     if fs is not None:
         source = pulumi.Output.all(fs.dns_name, fs.mount_name).apply(lambda a: userdata.fsx_source(a[0], a[1]))
         script = source.apply(lambda s: userdata.render(plan, s))
@@ -192,23 +229,8 @@ def launch_template(
         iam_instance_profile=aws.ec2.LaunchTemplateIamInstanceProfileArgs(arn=identity.profile.arn),
         network_interfaces=nics,
         placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=pg_name) if pg_name else None,
-        metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
-            http_endpoint="enabled",
-            http_tokens="required",
-            http_put_response_hop_limit=inst["imds_hop_limit"],
-            instance_metadata_tags="disabled",
-        ),
-        block_device_mappings=[
-            aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
-                device_name=inst["root_device_name"],
-                ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
-                    volume_size=inst["root_volume_gib"],
-                    volume_type="gp3",
-                    encrypted="true",
-                    delete_on_termination="true",
-                ),
-            )
-        ],
+        metadata_options=imds_v2(inst["imds_hop_limit"]),
+        block_device_mappings=encrypted_root(inst["root_device_name"], inst["root_volume_gib"]),
         user_data=script.apply(userdata.encode),
         instance_initiated_shutdown_behavior="terminate" if plan.expires_at is not None else None,
         instance_market_options=(
@@ -217,10 +239,7 @@ def launch_template(
             else None
         ),
         capacity_reservation_specification=_capacity_reservation(plan, parent),
-        tag_specifications=[
-            aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=node_tags)
-            for kind in ("instance", "volume", "network-interface")
-        ],
+        tag_specifications=node_tag_specifications(node_tags),
         tags=tags(plan, "nodes"),
         update_default_version=True,
         # A new AMI behind the SSM parameter must never replace running nodes.

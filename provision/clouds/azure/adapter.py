@@ -44,6 +44,33 @@ def resource_group_names(name: str) -> tuple[str, str]:
     return f"{name}-rg", f"{name}-data-rg"
 
 
+def rccl_env(gpus: int) -> dict[str, str]:
+    """RCCL's settings on ND MI300X v5 (RCCL reads the NCCL_* names), each with its source.
+
+    * ``NCCL_IB_HCA``: only the eight InfiniBand HCAs ``mlx5_ib0..7`` (one per GPU), never the accelerated-networking
+      Ethernet device ``mlx5_an0``, which RCCL would otherwise also pick up (RCCL env docs, "NCCL_IB_HCA";
+      rocm.docs.amd.com/projects/rccl/en/latest/api-reference/env-variables.html).
+    * ``HSA_NO_SCRATCH_RECLAIM=1``: Microsoft runs RCCL on ND MI300X v5 with it (Azure/azurehpc-health-checks
+      customTests/azure_rccl_allreduce.nhc @0e0a1ac, 2026-05-01: ``-x HSA_NO_SCRATCH_RECLAIM=1``), together with
+      ``NCCL_IB_PCI_RELAXED_ORDERING=1`` and ``NCCL_SOCKET_IFNAME=eth0`` (set for every ND size above).
+
+    Deliberately not set, with the reason:
+
+    * ``HSA_FORCE_FINE_GRAIN_PCIE``: AMD's "RCCL usage tips" give it for peer-to-peer between *PCIe-connected* GPUs;
+      MI300X GPUs talk over XGMI (Infinity Fabric), and neither Microsoft's image nor its health checks set it.
+    * ``RCCL_MSCCL_ENABLE``: left to RCCL's default (AMD "RCCL usage tips": MSCCL/MSCCL++ integration is removed
+      in RCCL 7.x; on the pinned RCCL 2.20.5 its default applies to single-node collectives).
+    * ``NCCL_IB_GID_INDEX``: selects a RoCE GID; ND MI300X v5 uses native InfiniBand (LID-routed), where it does
+      not apply (NCCL env docs, "NCCL_IB_GID_INDEX ... RoCE mode").
+    * ``NCCL_NET_GDR_LEVEL``: no Microsoft or AMD source gives a value for MI300X; RCCL's topology detection
+      decides GPUDirect RDMA.
+    """
+    return {
+        "NCCL_IB_HCA": ",".join(f"mlx5_ib{i}:1" for i in range(gpus)),
+        "HSA_NO_SCRATCH_RECLAIM": "1",
+    }
+
+
 class AzureAdapter(Adapter):
     cloud = "azure"
     extra = "azure"
@@ -59,6 +86,9 @@ class AzureAdapter(Adapter):
         "public_head_node": "A Uniform scale set gives every instance the same NIC; one public node is not possible.",
         "capacity-reservation": "On-demand capacity reservations exclude ND-series, proximity placement groups and "
         "single-placement-group scale sets.",
+        # Azure/azhpc-images builds ND GB200 v6 images for aarch64 separately from the x86_64 ubuntu-hpc image.
+        "arm64": "an arm64 ubuntu-hpc image pin in images/azure.yaml (azhpc-images builds the ND GB200 v6 image for "
+        "aarch64) and the GB200 NVLink-domain (NVL72, 18 VMs) placement",
     }
 
     # ------------------------------------------------------------------ checks
@@ -285,9 +315,7 @@ class AzureAdapter(Adapter):
             if topo:
                 env["NCCL_TOPO_FILE"] = topo
         else:
-            # RCCL on ND MI300X v5: only the eight InfiniBand HCAs (mlx5_ib0..7), never the accelerated-networking
-            # mlx5_an0 Ethernet device, which RCCL would otherwise also pick up.
-            env["NCCL_IB_HCA"] = ",".join(f"mlx5_ib{i}:1" for i in range(offer.gpus_per_node))
+            env.update(rccl_env(offer.gpus_per_node))
         return env
 
     @staticmethod

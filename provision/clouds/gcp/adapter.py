@@ -33,6 +33,8 @@ from provision.spec.errors import Problem, ProblemCollector, SpecError
 A3_CTRL_DEV = "enp0s12"
 TCPX_IFNAMES = "enp6s0,enp12s0,enp134s0,enp140s0"
 TCPXO_IFNAMES = "enp6s0,enp7s0,enp13s0,enp14s0,enp134s0,enp135s0,enp141s0,enp142s0"
+#: A4 shares A3 Ultra's NIC arrangement; Cluster Toolkit's a4high-vm.yaml names its first gVNIC enp0s19 too (Open MPI
+#: btl_tcp_if_include). The second name is A3 Ultra's and unverified on A4: NCCL uses whichever listed interface exists.
 A3U_HOST_IFNAMES = "enp0s19,enp192s20"
 
 
@@ -106,7 +108,7 @@ def tcpxo_env() -> dict[str, str]:
 
 
 def rdma_env() -> dict[str, str]:
-    """GPUDirect RDMA with Google's gIB NCCL plugin (a3-ultragpu-8g).
+    """GPUDirect RDMA with Google's gIB NCCL plugin (a3-ultragpu-8g, a4-highgpu-8g).
 
     Values: the gIB plugin's /usr/local/gib/scripts/set_nccl_env.sh as reproduced in Google's
     gpudirect-gib diagnostic image (NCCL_NET=gIB, adaptive routing, QPs per connection, traffic
@@ -179,6 +181,11 @@ class GcpAdapter(Adapter):
         "spot max price": "GCP Spot VMs have no bid price",
         "all-or-nothing on-demand/spot": "GCP creates MIG VMs all at once only with flex-start (resize "
         "request) or reservation-bound capacity (bulk mode)",
+        # Google Cloud "Arm VMs on Compute" (A4X: public Arm OS images only) and "About workload policies in MIGs"
+        # (A4X sub-blocks need a workload policy with an accelerator topology).
+        "arm64": "an arm64 accelerator image pin in images/gcp.yaml and arm64 builds of the RDMA steps (gIB NCCL "
+        "plugin), and A4X's NVLink-domain placement (a workload policy with an accelerator topology over a "
+        "reserved sub-block of 18 VMs)",
     }
 
     # ------------------------------------------------------------------ checks

@@ -17,7 +17,9 @@ VPCs become the pool's additional node networks and, through GKE multi-networkin
   ``nvidia.com/gpu=present:NoSchedule``; COMPACT placement only in one zone and not with queued
   provisioning; flex-start needs auto-repair off, autoscaling instead of a static count, NO_RESERVATION
   and not spot; Workload Identity needs ``GKE_METADATA`` on every pool.
-* Accelerator names: GKE "GPUs on GKE" (nvidia-h100-80gb, nvidia-h100-mega-80gb, nvidia-h200-141gb).
+* Accelerator names: GKE "GPUs on GKE" (nvidia-h100-80gb, nvidia-h100-mega-80gb, nvidia-h200-141gb) and "Run GPUs
+  in GKE Standard node pools" (nvidia-b200 for the A4 machine series, driver 570 or later; A4 uses A3 Ultra's
+  GPUDirect RDMA set-up, gpudirect-rdma/*).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ ACCELERATORS = {
     "a3-highgpu-8g": "nvidia-h100-80gb",
     "a3-megagpu-8g": "nvidia-h100-mega-80gb",
     "a3-ultragpu-8g": "nvidia-h200-141gb",
+    "a4-highgpu-8g": "nvidia-b200",
 }
 #: Pod and Service ranges GKE adds to the host subnet as secondary ranges (VPC-native). Outside the
 #: default host (10.0.0.0/20, 10.0.16.0/20) and GPU (10.128.0.0/9) ranges; checked against the spec's.
@@ -251,7 +254,7 @@ def check(spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
         found.add(
             "scheduler.kind",
             "kubernetes",
-            f"is wired for the A3 machine types on GKE, not {offer.instance_type}",
+            f"is wired for the A3 and A4 machine types on GKE, not {offer.instance_type}",
             f"use one of {', '.join(ACCELERATORS)}, or scheduler.kind: none",
         )
     shared = spec.storage.shared

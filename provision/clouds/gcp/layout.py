@@ -10,9 +10,10 @@ Networks per machine type (Google's published A3 topologies):
   8244``; Google's GPUDirect guides create the GPU VPCs with ``--mtu=8244``).
 * ``a3-megagpu-8g`` (GPUDirect-TCPXO): 1 + 8, same rules (``a3mega-slurm-blueprint.yaml``,
   ``multivpc network_count: 8``).
-* ``a3-ultragpu-8g`` (GPUDirect RDMA): 2 gVNICs on two ordinary VPCs + 8 MRDMA NICs on ONE RoCE VPC
-  created with network profile ``<zone>-vpc-roce`` and 8 subnets, MTU 8896 everywhere (Cluster
-  Toolkit ``a3ultra-vm.yaml`` and ``modules/network/gpu-rdma-vpc``). RoCE VPCs take no VPC firewall
+* ``a3-ultragpu-8g`` and ``a4-highgpu-8g`` (GPUDirect RDMA): 2 gVNICs on two ordinary VPCs + 8 MRDMA NICs on
+  ONE RoCE VPC created with network profile ``<zone>-vpc-roce`` and 8 subnets, MTU 8896 everywhere (Cluster
+  Toolkit ``a3ultra-vm.yaml``, ``a4high-vm.yaml`` and ``modules/network/gpu-rdma-vpc``; Google's "Networking and
+  GPU machines" gives A4 and A3 Ultra the same 8 CX-7 + 2 gVNIC arrangement). RoCE VPCs take no VPC firewall
   rules (only RDMA_ROCE_POLICY regional policies) and allow all ingress implicitly (Google Cloud
   "Cloud NGFW for RoCE VPC networks", "RDMA network profiles").
 * A2 and other fabric-less types: one gVNIC on the host VPC (MTU 8896).
@@ -54,16 +55,18 @@ NODE_ROLES = ("roles/logging.logWriter", "roles/monitoring.metricWriter")
 FLEX_MIN_SECONDS = 600
 FLEX_MAX_SECONDS = 7 * 24 * 3600
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
-#: Machine types that accept a MIG workload policy ("About workload policies": A3 Ultra, A3 Mega,
-#: A3 High with 8 GPUs, ...). Other types use a compact placement policy on the instance template.
-WORKLOAD_POLICY_TYPES = ("a3-highgpu-8g", "a3-megagpu-8g", "a3-ultragpu-8g")
-#: Boot disk types the machine series accept: A3 Ultra takes Hyperdisk only; A3 High/Mega and A2 take
-#: pd-ssd (Cluster Toolkit blueprints use ``pd-ssd`` for a3high/a3mega, ``hyperdisk-balanced`` for a3ultra).
-BOOT_DISK_TYPES = {"a3-ultragpu-8g": "hyperdisk-balanced"}
+#: Machine types that accept a MIG workload policy ("About workload policies in MIGs": A4X Max, A4X, A4, A3 Ultra,
+#: A3 Mega, A3 High with 8 GPUs, H4D). Other types use a compact placement policy on the instance template.
+WORKLOAD_POLICY_TYPES = ("a3-highgpu-8g", "a3-megagpu-8g", "a3-ultragpu-8g", "a4-highgpu-8g")
+#: Boot disk types the machine series accept: A3 Ultra and A4 take Hyperdisk only; A3 High/Mega and A2 take
+#: pd-ssd (Cluster Toolkit blueprints use ``pd-ssd`` for a3high/a3mega, ``hyperdisk-balanced`` for a3ultra and
+#: a4high).
+BOOT_DISK_TYPES = {"a3-ultragpu-8g": "hyperdisk-balanced", "a4-highgpu-8g": "hyperdisk-balanced"}
 DEFAULT_BOOT_DISK_TYPE = "pd-ssd"
 #: Types whose reservations are dense AI Hypercomputer reservations consumed with RESERVATION_BOUND
-#: (Cluster Toolkit ``a3ultra-vm.yaml``: ``a3u_provisioning_model: RESERVATION_BOUND``).
-RESERVATION_BOUND_TYPES = ("a3-ultragpu-8g",)
+#: (Cluster Toolkit ``a3ultra-vm.yaml``: ``a3u_provisioning_model: RESERVATION_BOUND``; ``a4high-vm.yaml``:
+#: ``a4h_provisioning_model: RESERVATION_BOUND``).
+RESERVATION_BOUND_TYPES = ("a3-ultragpu-8g", "a4-highgpu-8g")
 
 
 def network_layout(spec: ClusterSpec, offer: InstanceOffer, fabric: str, zone: str | None) -> dict[str, Any]:

@@ -56,6 +56,7 @@ GENERATION = {
     "H800": "hopper",
     "H20": "hopper",
     "B200": "blackwell",
+    "GB200": "blackwell",
     "MI300X": "cdna3",
 }
 #: Generations with no published run in the fit borrow this line.

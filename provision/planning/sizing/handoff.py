@@ -9,7 +9,11 @@ import math
 import re
 from typing import Any
 
+from provision.catalog import load_catalog
+from provision.planning.sizing.curve import curve
 from provision.planning.sizing.models import DEFAULT_DEADLINE_DAYS, SizingReport, format_count
+
+__all__ = ["curve", "deadline", "spec_for"]
 
 #: The spec's TTL is the run's wall time plus this margin (restarts the goodput did not cover, evaluation).
 TTL_MARGIN = 1.10
@@ -30,6 +34,12 @@ def spec_for(report: SizingReport, cloud: str) -> tuple[dict[str, Any], list[str
     option = next((o for o in report.clouds if o.cloud == cloud), None)
     if option is None or option.instance_type is None or option.region is None or option.gpus is None:
         raise ValueError(f"the sizing found no {cloud} offer to write a spec for")
+    offer = load_catalog().instance(cloud, option.instance_type)
+    if offer is not None and offer.cpu_arch != "x86_64":
+        raise ValueError(
+            f"{option.instance_type} has {offer.cpu_arch} (NVIDIA Grace) hosts, which `provision plan` does not "
+            "support yet; size with another --gpu (e.g. B200 or H200) for a spec that plans"
+        )
     if cloud == "alibaba":
         # The Alibaba adapter needs a zone and the catalog records none for these types (contact sales).
         raise ValueError("alibaba specs need a zone the catalog does not record; write the spec by hand")
@@ -72,32 +82,6 @@ def spec_for(report: SizingReport, cloud: str) -> tuple[dict[str, Any], list[str
     spec["access"] = {"ssh_public_keys": [EXAMPLE_KEY]}
     notes.append("access.ssh_public_keys holds an EXAMPLE key: replace it with yours (and add allowed_cidrs)")
     return spec, notes
-
-
-def curve(report: SizingReport, points: int = 8) -> dict[str, list[tuple[int, float, float | None]]]:
-    """Per cloud: (GPUs, days, total USD) from a quarter of the chosen cluster (at least the memory minimum) to 4x it.
-
-    Days = GPU-hours / GPUs / 24 at the report's expected GPU-hours (MFU's slow fall above 8,192 GPUs is
-    ignored here); cost = node price x nodes x hours, None where the catalog has no price.
-    """
-    out: dict[str, list[tuple[int, float, float | None]]] = {}
-    for option in report.clouds:
-        if not option.gpus or not option.nodes or not option.wall_hours:
-            continue
-        per_node = option.gpus // option.nodes
-        gpu_hours = option.wall_hours * option.gpus
-        smallest = max(per_node, report.memory.min_gpus or per_node, option.gpus // 4)
-        low = math.ceil(smallest / per_node)
-        high = max(low + 1, option.nodes * 4)
-        step = max(1, (high - low) // max(points - 1, 1))
-        rows = []
-        for nodes in range(low, high + 1, step):
-            gpus = nodes * per_node
-            wall = gpu_hours / gpus
-            cost = None if option.node_hourly_usd is None else option.node_hourly_usd * nodes * wall
-            rows.append((gpus, wall / 24, cost))
-        out[option.cloud] = rows
-    return out
 
 
 def deadline(report: SizingReport) -> float:

@@ -8,6 +8,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, WithJsonSchema
 
+# Defined beside the curve (which the figure draws, and which must not import this module); re-exported here.
+from provision.planning.sizing.curve import format_count as format_count
 from provision.spec.units import ascii_number_text
 
 Precision = Literal["bf16", "fp8"]
@@ -23,7 +25,7 @@ HOURS_PER_YEAR = 8760.0
 DEFAULT_DEADLINE_DAYS = 30.0
 #: More GPUs than this is not a cluster this library builds (same bound as the spec's).
 MAX_GPUS = 65_536
-#: Fallback when the catalog sells no node of the GPU; every catalog offer today has 8.
+#: Fallback when the catalog sells no node of the GPU (8-GPU nodes, as every row but the 4-GPU GB200 slices).
 DEFAULT_GPUS_PER_NODE = 8
 #: Transformer shape guessed from N: hidden = ASPECT * layers (GPT-3 175B: 12288 / 96; Llama-2 7B: 4096 / 32).
 ASPECT = 128
@@ -296,13 +298,14 @@ class SizingReport(_Model):
     def as_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
 
+    def figure(self) -> Any:
+        """Days and total cost against GPUs per cloud, as a matplotlib ``Figure`` for notebooks.
+
+        Needs ``pip install 'provision[notebook]'`` (matplotlib, imported only here); see :mod:`.figure`.
+        """
+        from provision.planning.sizing.figure import figure
+
+        return figure(self)
+
 
 # --------------------------------------------------------------------------------------------- inputs
-
-
-def format_count(n: float) -> str:
-    """The shorthand of a count: ``7e10`` -> ``"70B"``."""
-    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
-        if n >= scale:
-            return f"{n / scale:g}{suffix}"
-    return f"{n:g}"

@@ -107,6 +107,11 @@ def _cloud_option(cat: Catalog, cloud: str, req: SizingInputs, gpu: GpuModel) ->
                 f"{other.instance_type} ({FABRIC_NAMES[other.fabric]}, {other.fabric_gbps or 0:g} Gbps) costs "
                 f"${price - other_price:,.2f}/node-hour less with a slower fabric"
             )
+    if offer.cpu_arch != "x86_64":
+        notes.append(
+            f"{offer.instance_type} has {offer.cpu_arch} (NVIDIA Grace) hosts: `provision plan` does not support it "
+            "yet, so a spec written for it will not plan"
+        )
     if "on-demand" not in offer.consumption:
         notes.append(f"unpriced: {offer.instance_type} is not sold on-demand ({', '.join(offer.consumption)})")
     elif price is None:

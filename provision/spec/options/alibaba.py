@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from provision.spec.options.base import CloudOptions
+from provision.spec.units import parse_network
 
 #: Alibaba VPC CIDRs come from the private ranges (VPC docs, "Plan networks"); masks /8 to /24 leave room
 #: for the node vSwitch, which must be /16 to /29.
@@ -77,10 +78,7 @@ class AlibabaOptions(CloudOptions):
     @field_validator("vpc_cidr")
     @classmethod
     def _vpc_cidr(cls, v: str) -> str:
-        try:
-            net = ipaddress.ip_network(v, strict=True)
-        except ValueError as e:
-            raise ValueError(f"{v!r} is not a network in CIDR form ({e}); write it like '10.0.0.0/16'") from e
+        net = parse_network(v)
         if not isinstance(net, ipaddress.IPv4Network) or not any(net.subnet_of(p) for p in _PRIVATE):
             raise ValueError(f"{v} is not inside 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16; use a private range")
         if not 8 <= net.prefixlen <= 24:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Literal
 
 from pydantic import Field, field_validator
 
 from provision.spec.options.base import CloudOptions
+from provision.spec.units import parse_network
 
 #: Smallest and largest VPC the adapter carves (AWS allows /16../28; the layout needs a /24 public subnet
 #: and a private subnet a quarter of the VPC, so /20 is the smallest that fits).
@@ -57,10 +57,7 @@ class AwsOptions(CloudOptions):
     @field_validator("vpc_cidr")
     @classmethod
     def _vpc_cidr(cls, v: str) -> str:
-        try:
-            net = ipaddress.ip_network(v, strict=True)
-        except ValueError as e:
-            raise ValueError(f"{v!r} is not a network in CIDR form ({e}); write it like '10.0.0.0/16'") from e
+        net = parse_network(v)
         low, high = VPC_PREFIX_RANGE
         if net.version != 4 or not low <= net.prefixlen <= high:
             raise ValueError(

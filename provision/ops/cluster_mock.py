@@ -1,0 +1,78 @@
+"""The mock-mode operations of :class:`~provision.ops.cluster.Cluster`: up, preview and down on local mock state."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from provision.clouds.mocking import Fault
+    from provision.engine.progress import OperationResult, Progress
+    from provision.spec import ClusterSpec
+
+
+class MockOperations:
+    """Mixed into ``Cluster``, which provides the attributes and methods declared here."""
+
+    stack: str
+    _faults: tuple[Fault, ...]
+    _outputs: dict[str, Any] | None
+    _state: str
+
+    if TYPE_CHECKING:  # provided by Cluster and NodeAccess; declared for the type checker only
+
+        @property
+        def effective_spec(self) -> ClusterSpec: ...
+
+        def _progress(self, operation: str) -> Progress: ...
+
+        def forget_access(self) -> None: ...
+
+    def _store(self) -> Any:
+        from provision.engine.mockstate import MockStore
+
+        return MockStore()
+
+    def _mock_operation(self, operation: str, run: Callable[[], tuple[list[Any], dict[str, Any]]]) -> OperationResult:
+        """Run a mock-mode step computation and show its steps through the display engine events use."""
+        with self._progress(operation) as p:
+            steps, outputs = run()
+            p.total_hint = sum(1 for s in steps if s.op != "same")
+            for s in steps:
+                p.step_started(s.op, s.type, s.name)
+                p.step_done(s.op, s.type, s.name, s.keys)
+            result = p.result(outputs, mock=True)
+            p.finish(result)
+        return result
+
+    def _mock_up(self, apply: bool) -> OperationResult:
+        from provision.clouds.failover import capacity_error
+        from provision.engine.mockstate import MockRunFailedError, run_mock
+
+        def run() -> tuple[list[Any], dict[str, Any]]:
+            store = self._store()
+            try:
+                planned = run_mock(self.effective_spec, self.stack, store.load(self.stack), faults=self._faults)
+            except MockRunFailedError as e:
+                if apply:  # like Pulumi, keep what was created before the failure; `down` removes it
+                    store.save(e.state)
+                capacity = capacity_error(e.code, e.message)
+                if capacity is not None:
+                    raise capacity from None
+                raise
+            if apply and planned.changed:
+                store.save(planned.state)
+            return planned.changes, planned.state.outputs
+
+        result = self._mock_operation("up" if apply else "preview", run)
+        if apply:
+            self._outputs, self._state = dict(result.outputs), "up"
+        return result
+
+    def _mock_down(self) -> OperationResult:
+        from provision.engine.mockstate import destroy_steps
+
+        result = self._mock_operation("destroy", lambda: (destroy_steps(self._store().delete(self.stack)), {}))
+        self._outputs, self._state = {}, "none"
+        self.forget_access()
+        return result
