@@ -146,10 +146,14 @@ def test_eks_has_device_plugins_pod_identity_fsx_volume_and_an_expiry_schedule(e
         csi["driver"] == "fsx.csi.aws.com"
         and csi["volumeHandle"] == eks.one("aws:fsx/lustreFileSystem:LustreFileSystem").id
     )
-    schedule = eks.one("aws:autoscaling/schedule:Schedule").inputs
-    assert schedule["desiredCapacity"] == 0 and schedule["startTime"] == "2026-11-30T00:00:00Z"
-    gpu = [r for r in eks.of_type(NODEGROUP) if r.inputs["nodeGroupName"] == "gpu"][0]
-    assert schedule["autoscalingGroupName"] == gpu.outputs["resources"][0]["autoscalingGroups"][0]["name"]
+    # Every node group (GPU and system) is scaled to 0 at the expiry by a schedule on its own ASG.
+    schedules = {r.name: r.inputs for r in eks.of_type("aws:autoscaling/schedule:Schedule")}
+    assert set(schedules) == {"aws-p5-64-eks-gpu-expiry", "aws-p5-64-eks-system-expiry"}
+    for group in eks.of_type(NODEGROUP):
+        schedule = schedules[f"aws-p5-64-eks-{group.inputs['nodeGroupName']}-expiry"]
+        assert schedule["desiredCapacity"] == schedule["minSize"] == schedule["maxSize"] == 0
+        assert schedule["startTime"] == "2026-11-30T00:00:00Z"
+        assert schedule["autoscalingGroupName"] == group.outputs["resources"][0]["autoscalingGroups"][0]["name"]
 
 
 @pytest.mark.parametrize("stack", ["gcp-a3-64-gke", "aws-p5-64-eks"])

@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 
 from provision.cli.app import app
 from provision.ops.policy import RULES, CheckReport, check_spec, evaluate, pulumi_policies
+from provision.ops.policy import rule as policy_rule
 from provision.ops.policy_rules import Context, Resource
 from provision.spec.secrets import decoded
 
@@ -40,16 +41,7 @@ def _cloud(stack: str) -> str:
     return stack.split("-", 1)[0]
 
 
-#: Defects of the managed-Kubernetes stacks (their nodes are built by EKS / GKE node pools).
-K8S_DEFECTS = {
-    ("aws-p5-64-eks", "PRV-TTL-001"): "EKS GPU nodes get no cloud-side lifetime: EKS refuses a shutdown behaviour "
-    "in node-group launch templates and the user data sets no timer (issue 16, k8s)",
-}
-
-
 def known_defect(stack: str, rule_id: str) -> str | None:
-    if stack.endswith(("-eks", "-gke")):
-        return K8S_DEFECTS.get((stack, rule_id))
     return KNOWN_DEFECTS.get((_cloud(stack), rule_id))
 
 
@@ -78,7 +70,14 @@ def test_rules_have_stable_unique_ids_rationale_and_anchors() -> None:
 
 # ---------------------------------------------------------------------- canonical graphs and mutations
 
-CANONICAL_STACKS = {"aws": "aws-p5-ci", "gcp": "gcp-a3-ci", "azure": "azure-ndh100-ci", "alibaba": "alibaba-gn8-ci"}
+CANONICAL_STACKS = {
+    "aws": "aws-p5-ci",
+    "gcp": "gcp-a3-ci",
+    "azure": "azure-ndh100-ci",
+    "alibaba": "alibaba-gn8-ci",
+    "eks": "aws-p5-64-eks",
+    "gke": "gcp-a3-64-gke",
+}
 
 
 @cache
@@ -91,7 +90,7 @@ def canonical(cloud: str) -> tuple[Resource, ...]:
         registered = run_program(stack_spec(stack), stack=stack, now=FIXED_NOW, fail_fast=False).resources
     except StrictViolationError as e:  # a strict-mock finding pending elsewhere: the graph is still whole
         registered = list(e.partial)
-    graph = [Resource(r.type, r.name, r.inputs) for r in registered if r.custom]
+    graph = [Resource(r.type, r.name, r.inputs, r.outputs, r.id) for r in registered if r.custom]
     return tuple(graph)
 
 
@@ -196,6 +195,8 @@ def _pack_reports(rule_id: str, resource: Resource, config: dict[str, Any] | Non
     """What the Pulumi policy pack's policy ``rule_id`` reports on ``resource``."""
     from pulumi_policy import PolicyResourceOptions, ResourceValidationArgs
 
+    if policy_rule(rule_id).graph is not None:
+        return _pack_stack_reports(rule_id, [resource], config)
     (policy,) = [p for p in pulumi_policies() if p.name == rule_id]
     opts = PolicyResourceOptions(False, [], False, [], None, [], None)  # type: ignore[arg-type]
     args = ResourceValidationArgs(
@@ -204,6 +205,24 @@ def _pack_reports(rule_id: str, resource: Resource, config: dict[str, Any] | Non
     )  # fmt: skip
     found: list[str] = []
     policy.validate(args, lambda message, urn=None: found.append(message))
+    return found
+
+
+def _pack_stack_reports(rule_id: str, graph: list[Resource], config: dict[str, Any] | None = None) -> list[str]:
+    """What the pack's stack policy ``rule_id`` reports over ``graph`` (props: outputs with the edited inputs)."""
+    from pulumi_policy import PolicyResource, PolicyResourceOptions, StackValidationArgs
+
+    (policy,) = [p for p in pulumi_policies() if p.name == rule_id]
+    opts = PolicyResourceOptions(False, [], False, [], None, [], None)  # type: ignore[arg-type]
+    resources = [
+        PolicyResource(
+            r.type, {**r.outputs, **r.inputs, "id": r.id}, f"urn:pulumi:s::p::{r.type}::{r.name}", r.name,
+            opts, None, None, [], {},
+        )
+        for r in graph
+    ]  # fmt: skip
+    found: list[str] = []
+    policy.validate(StackValidationArgs(resources, config or {}), lambda message, urn=None: found.append(message))
     return found
 
 

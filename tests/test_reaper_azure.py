@@ -102,7 +102,9 @@ def test_reap_cli_sweeps_a_subscription_and_deletes_with_yes(
     monkeypatch.setenv("PROVISION_HOME", str(tmp_path))
     monkeypatch.setattr("provision.ops.reap_azure._client", lambda sub: client)
     monkeypatch.setattr("provision.ops.reap_azure.datetime", _Frozen)
-    result = CliRunner().invoke(app, ["reap", "--mock", "--azure-subscription", "sub-1", "--yes", "--json"])
+    result = CliRunner().invoke(
+        app, ["reap", "--mock", "--azure-subscription", "00000000-0000-4000-8000-000000000001", "--yes", "--json"]
+    )
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
     rows = [r for r in doc["expired"] if r["source"] == "azure-tags"]

@@ -2,9 +2,61 @@
 
 from __future__ import annotations
 
+import sys
+
+#: Exit code of an interrupted command (128 + SIGINT), as ``provision.cli.common.EXIT_INTERRUPTED``.
+_INTERRUPTED = 130
+
 
 def main() -> None:
-    """Console-script entry point; imports the app only when called."""
-    from provision.cli.app import main as run
+    """Console-script entry point; imports the app only when called.
 
-    run()
+    A Ctrl-C that lands while the app is still importing (before its own handlers exist) still ends
+    in exit 130, with the interrupted JSON document under ``--json`` (the same one
+    ``provision.cli.common.interrupted_doc`` writes), not in a traceback or a bare signal exit. One
+    that lands after the command finished (its output written, the interpreter shutting down) ends
+    the process with the command's own exit code instead of dying from the signal (exit -2).
+    """
+    try:
+        from provision.cli.app import main as run
+
+        run()
+    except KeyboardInterrupt:
+        if "--json" in sys.argv[1:]:
+            import json
+
+            doc = {"error": "Interrupted", "message": "interrupted (Ctrl-C or SIGINT)", "problems": []}
+            sys.stdout.write(json.dumps({**doc, "exit_code": _INTERRUPTED}, indent=2) + "\n")
+        else:
+            sys.stderr.write("interrupted\n")
+        _late_interrupt_exits_with(_INTERRUPTED)
+        sys.exit(_INTERRUPTED)
+    except SystemExit as done:
+        code = done.code
+        _late_interrupt_exits_with(code if isinstance(code, int) else (0 if code is None else 1))
+        raise
+
+
+def _late_interrupt_exits_with(code: int) -> None:
+    """The command's result is out: a Ctrl-C from now on must not turn ``code`` into a signal death.
+
+    Python restores SIGINT's default action while it finalizes (after joining threads), so a late
+    Ctrl-C killed the process (exit -2) after the JSON was printed. Until then a Ctrl-C exits at once
+    with ``code``; SIG_IGN is what finalization keeps (CPython restores only handlers other than the
+    default and ignore ones), so it covers the last stretch. SIGTERM still ends a stuck shutdown.
+    """
+    import contextlib
+    import os
+    import signal
+
+    def finish(signum: int, frame: object) -> None:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os._exit(code)
+
+    with contextlib.suppress(ValueError):  # not the main thread: nothing to arrange
+        signal.signal(signal.SIGINT, finish)
+        import atexit
+
+        atexit.register(signal.signal, signal.SIGINT, signal.SIG_IGN)

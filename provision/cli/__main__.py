@@ -1,5 +1,5 @@
 """``python -m provision.cli``: the ``provision`` command."""
 
-from provision.cli.app import main
+from provision.cli import main
 
 main()

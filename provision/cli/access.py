@@ -41,8 +41,8 @@ def _is_node(word: str, cluster: Any) -> bool:
     hosts = cluster.outputs.get("hosts") or []
     return bool(
         word.lower() == "head"
-        or word.isdigit()
-        or re.fullmatch(rf"{re.escape(cluster.spec.name)}-\d+", word)
+        or (word.isascii() and word.isdigit())
+        or re.fullmatch(rf"{re.escape(cluster.spec.name)}-[0-9]+", word)
         or word in hosts
     )
 

@@ -96,6 +96,11 @@ class JsonAwareGroup(TyperGroup):
         self, args: Sequence[str] | None = None, standalone_mode: bool = True, **extra: Any
     ) -> Any:
         argv = list(sys.argv[1:] if args is None else args)
+        self._as_json = "--json" in argv  # this group object is built for one invocation
+        if standalone_mode and any("\x00" in str(a) for a in argv):
+            # No OS argument, path or remote command can hold a NUL byte (C strings end there): a usage error,
+            # not an internal one from deep inside subprocess or open().
+            _refuse_nul("--json" in argv)
         if "--json" not in argv or not standalone_mode:
             return super().main(args=args, standalone_mode=standalone_mode, **extra)
         from provision.cli.common import EXIT_INTERRUPTED, emit_json, interrupted_doc
@@ -113,6 +118,30 @@ class JsonAwareGroup(TyperGroup):
             emit_json(interrupted_doc())
             sys.exit(EXIT_INTERRUPTED)
         sys.exit(code if isinstance(code, int) else 0)
+
+    def invoke(self, ctx: Any) -> Any:
+        """A Ctrl-C outside every ``run_command`` (imports, option checks) still reports itself: exit 130,
+        the interrupted JSON document under ``--json``. Typer alone turns it into a silent exit 130."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            from provision.cli.common import EXIT_INTERRUPTED, console, emit_json, interrupted_doc
+
+            if getattr(self, "_as_json", False):
+                emit_json(interrupted_doc())
+            console(stderr=True).print("interrupted", markup=False)
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def _refuse_nul(as_json: bool) -> None:
+    message = "an argument contains a NUL byte, which no path, name or command may hold. To fix: remove it"
+    if as_json:
+        from provision.cli.common import emit_json
+
+        emit_json({"error": "UsageError", "message": message, "problems": []})
+    else:
+        typer.echo(f"error: {message}", err=True)
+    sys.exit(2)
 
 
 def build_app() -> typer.Typer:

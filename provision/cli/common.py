@@ -27,7 +27,8 @@ def console(stderr: bool = False) -> Any:
     stream = sys.stderr if stderr else sys.stdout
     # A pipe or CI log has no width: $COLUMNS when set, else 80, so tables fit a standard terminal.
     columns = os.environ.get("COLUMNS", "")
-    width = None if stream.isatty() else int(columns) if columns.isdigit() else 80
+    # ASCII digits only ("８０".isdigit() is true), and a sane width (a 400-digit $COLUMNS is not a terminal).
+    width = None if stream.isatty() else min(int(columns), 1000) if columns.isascii() and columns.isdigit() else 80
     return Console(stderr=stderr, highlight=False, soft_wrap=False, width=width)
 
 

@@ -22,6 +22,8 @@ def _check(cloud: str | None, gpu: str | None, capacity: str, sort: str, gpus: s
     """Parse and check every filter at once; returns (cloud, gpu, capacities, sort, gpus)."""
     from provision.catalog import load_catalog, suggest
     from provision.spec.errors import Problem, SpecError
+    from provision.spec.models import MAX_GPUS
+    from provision.spec.units import ascii_digits
 
     cat = load_catalog()
     problems = []
@@ -47,12 +49,15 @@ def _check(cloud: str | None, gpu: str | None, capacity: str, sort: str, gpus: s
         problems.append(Problem("--sort", sort, "is not a sort order", f"use one of: {', '.join(SORTS)}"))
     count = None
     if gpus is not None:
-        try:
-            count = int(gpus)
-        except ValueError:
-            count = 0
+        text = gpus.strip()
+        # ASCII digits only (int() also reads "６４"), and no more digits than the largest cluster has.
+        count = int(text) if ascii_digits(text) and len(text) <= len(str(MAX_GPUS)) else 0
         if count < 1:
             problems.append(Problem("--gpus", gpus, "is not a whole number of GPUs >= 1", "use e.g. --gpus 64"))
+        elif count > MAX_GPUS:
+            problems.append(
+                Problem("--gpus", gpus, f"is more GPUs than a cluster may have ({MAX_GPUS})", "use e.g. --gpus 64")
+            )
     if problems:
         raise SpecError("bad filter", problems)
     return c, (model.name if model else None), caps, s, count

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import typer
@@ -33,6 +34,8 @@ def register(app: typer.Typer) -> None:
         def go() -> dict[str, Any]:
             from provision.ops import reaper
             from provision.spec.errors import CloudError
+
+            _check_targets(aws_region, azure_subscription)
 
             found: list[dict[str, Any]] = []
             errors: list[str] = []  # one broken stack never stops the sweep of the others
@@ -141,3 +144,25 @@ def sweep_azure(subscription: str, yes: bool, client: Any = None) -> list[dict[s
         code = str(getattr(e, "error_code", "") or type(e).__name__)
         raise CloudError(f"sweeping Azure subscription {subscription} failed: {e.message}", code=code) from None
     return rows
+
+
+#: AWS region names (us-east-1, ap-southeast-3, us-gov-west-1) and Azure subscription ids (GUIDs), in ASCII.
+_AWS_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$")
+_GUID = re.compile(r"^[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$")
+
+
+def _check_targets(regions: list[str], subscriptions: list[str]) -> None:
+    """Refuse malformed sweep targets (all at once, exit 2) before any cloud or state is touched."""
+    from provision.spec.errors import Problem, SpecError
+
+    problems = [
+        Problem("--aws-region", r, "is not an AWS region name", "write it like us-east-1")
+        for r in regions
+        if not _AWS_REGION.match(r)
+    ] + [
+        Problem("--azure-subscription", s, "is not a subscription id (a GUID)", "copy it from `az account show`")
+        for s in subscriptions
+        if not _GUID.match(s)
+    ]
+    if problems:
+        raise SpecError("bad sweep target", problems)

@@ -80,6 +80,8 @@ class Adapter(ABC):
     limits: ClassVar[dict[str, str]] = {}
     #: What deletes the nodes in the cloud at the expiry (``None``: nothing but the reaper).
     lifetime_mechanism: ClassVar[str | None] = None
+    #: What ends managed-Kubernetes nodes at the expiry (``scheduler: kubernetes``); None: as the VMs.
+    kubernetes_lifetime_mechanism: ClassVar[str | None] = None
 
     # ------------------------------------------------------------------ plan (pure)
     def plan(
@@ -259,6 +261,8 @@ class Adapter(ABC):
 
     def lifetime_enforcement(self, spec: ClusterSpec) -> str | None:
         """What deletes this spec's nodes in the cloud at the expiry, or ``None`` when only the reaper does."""
+        if spec.scheduler.kind == "kubernetes" and self.kubernetes_lifetime_mechanism is not None:
+            return self.kubernetes_lifetime_mechanism
         return self.lifetime_mechanism
 
     def warnings(self, spec: ClusterSpec, res: Resolution) -> list[str]:

@@ -62,14 +62,49 @@ _PASSPHRASE_ENV = ("PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE")
 # ---------------------------------------------------------------------- home, backend, secrets
 
 
-def provision_home() -> Path:
-    """``$PROVISION_HOME`` or ``~/.provision``; created 0700 when missing."""
+class UnsafeHomeError(ProvisionError):
+    """The provision home (or a folder in it) is open to other users and is not ours to tighten (exit 2)."""
+
+    exit_code = 2
+    title = "the provision home is not private"
+
+
+def _home_path() -> Path:
     raw = os.environ.get(HOME_ENV)
-    return private_dir(Path(raw).expanduser() if raw else Path.home() / ".provision")
+    return Path(raw).expanduser() if raw else Path.home() / ".provision"
+
+
+def provision_home() -> Path:
+    """``$PROVISION_HOME`` or ``~/.provision``; created 0700 when missing, tightened to 0700 when open."""
+    return private_dir(_home_path())
+
+
+def _tighten(folder: Path) -> None:
+    """Make an existing ``folder`` owner-only: state, keys and the passphrase live below it.
+
+    A folder of ours that others may enter (e.g. a ``~/.provision`` left 0777) is chmodded to 0700; one
+    owned by another user that others may write is refused: we cannot make it private.
+    """
+    st = folder.stat()
+    if not st.st_mode & 0o077:
+        return
+    if st.st_uid == os.geteuid():
+        os.chmod(folder, 0o700)
+        return
+    if st.st_mode & 0o022:
+        raise UnsafeHomeError(
+            f"{folder} belongs to uid {st.st_uid} and others may write to it (mode {st.st_mode & 0o7777:04o}): "
+            f"state, keys and the passphrase kept there would be exposed. To fix: set {HOME_ENV} to a folder "
+            f"of your own (it is created 0700), e.g. {HOME_ENV}=~/.provision"
+        )
 
 
 def private_dir(path: Path) -> Path:
-    """``path`` as a folder; folders this creates are owner-only (0700), whatever the umask."""
+    """``path`` as an owner-only (0700) folder, whatever the umask.
+
+    Folders this creates are 0700; ``path`` and the existing folders between the provision home and it
+    are tightened to 0700 (or refused, see :func:`_tighten`).
+    """
     missing = []
     p = path
     while not p.exists():
@@ -78,6 +113,11 @@ def private_dir(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     for p in missing:
         os.chmod(p, 0o700)
+    home = _home_path()
+    chain = [path, *(a for a in path.parents if a == home or home in a.parents)]
+    for folder in chain:
+        if folder not in missing:
+            _tighten(folder)
     return path
 
 
@@ -94,6 +134,11 @@ def backend_url(project: str = PROJECT) -> str:
 def passphrase_file() -> Path:
     """``<home>/passphrase``, generated once (0600, atomically: two processes agree on one)."""
     path = provision_home() / "passphrase"
+    if path.is_symlink():
+        raise UnsafeHomeError(
+            f"{path} is a symbolic link: the passphrase must be a file of its own. To fix: remove the link "
+            f"(a new passphrase is generated; stacks encrypted with the old one need it as PULUMI_CONFIG_PASSPHRASE)"
+        )
     if path.exists():
         if path.stat().st_mode & 0o077:
             os.chmod(path, 0o600)
@@ -144,7 +189,7 @@ def installed_cli_root(version: str | None = None) -> Path | None:
 
 
 def _version_key(text: str) -> tuple[int, ...]:
-    return tuple(int(p) if p.isdigit() else -1 for p in text.split("."))
+    return tuple(int(p) if p.isascii() and p.isdigit() else -1 for p in text.split("."))
 
 
 def pulumi_command() -> auto.PulumiCommand:

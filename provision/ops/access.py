@@ -174,7 +174,7 @@ def node_alias(cluster: Cluster, node: str | int | None) -> str:
     aliases = [f"{name}-{r}" for r in range(len(hosts))]
     if text in aliases:
         return text
-    if text.isdigit() and int(text) < len(hosts):
+    if text.isascii() and text.isdigit() and int(text) < len(hosts):
         return f"{name}-{int(text)}"
     if text in hosts:
         return f"{name}-{hosts.index(text)}"

@@ -151,7 +151,8 @@ class Cluster(NodeAccess, MockOperations):
         raw = automation.run_operation("config", self.stack, lambda: automation.stack_config(stack)).get(
             failover.CONFIG_KEY
         )
-        return int(raw) if raw and str(raw).isdigit() and int(raw) < failover.tries(self.spec) else None
+        ok = raw and str(raw).isascii() and str(raw).isdigit()
+        return int(raw) if ok and int(raw) < failover.tries(self.spec) else None
 
     def _print(self, line: str) -> None:
         if self.display != "none":

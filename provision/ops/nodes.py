@@ -85,8 +85,8 @@ class NodeFault:
         head, _, check = text.partition(":")
         rank, _, peer = head.partition("-")
         if (
-            not rank.isdigit()
-            or (peer and not peer.isdigit())
+            not (rank.isascii() and rank.isdigit())
+            or (peer and not (peer.isascii() and peer.isdigit()))
             or check not in FAULT_CHECKS
             or (check == "link") != bool(peer)
         ):

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from provision.ops.policy_lifetime import check_lifetime, lifetime_graph
 from provision.ops.policy_rules import (
     Context,
     Resource,
@@ -31,7 +32,6 @@ from provision.ops.policy_rules import (
     check_encryption,
     check_identity,
     check_imds,
-    check_lifetime,
     check_os_login,
     check_public_ip,
     check_secrets,
@@ -150,6 +150,7 @@ RULES: tuple[Rule, ...] = (
         "A crashed CI runner never runs `down`; only a lifetime enforced by the cloud stops the GPU bill.",
         (),
         check_lifetime,
+        graph=lifetime_graph,
     ),
 )
 
@@ -163,8 +164,17 @@ def rule(rule_id: str) -> Rule:
 
 
 def resources_from(items: Iterable[Mapping[str, Any]]) -> list[Resource]:
-    """Resources from ``[{"type", "name", "inputs"}]`` (the shape of ``provision preview --json``)."""
-    return [Resource(str(i["type"]), str(i["name"]), dict(i.get("inputs") or {})) for i in items]
+    """Resources from ``[{"type", "name", "inputs", ["outputs", "id"]}]`` (``provision preview --json``)."""
+    return [
+        Resource(
+            str(i["type"]),
+            str(i["name"]),
+            dict(i.get("inputs") or {}),
+            dict(i.get("outputs") or {}),
+            str(i.get("id") or ""),
+        )
+        for i in items
+    ]
 
 
 @dataclass(frozen=True)
@@ -242,11 +252,16 @@ def context_for(spec: ClusterSpec) -> Context:
 
 
 def evaluate(resources: Iterable[Resource], ctx: Context, rules: Sequence[Rule] = RULES) -> list[Violation]:
-    """Every violation of ``rules`` in ``resources``, in graph order then rule order."""
+    """Every violation of ``rules`` in ``resources``: per-resource rules in graph order, then graph rules."""
+    graph = list(resources)
     out: list[Violation] = []
-    for res in resources:
+    for res in graph:
         for rule in rules:
-            out.extend(Violation(rule, res.type, res.name, msg) for msg in rule.check(res, ctx))
+            if rule.graph is None:
+                out.extend(Violation(rule, res.type, res.name, msg) for msg in rule.check(res, ctx))
+    for rule in rules:
+        if rule.graph is not None:
+            out.extend(Violation(rule, res.type, res.name, msg) for res, msg in rule.graph(graph, ctx))
     return out
 
 
@@ -266,7 +281,7 @@ def check_spec(spec: ClusterSpec, stack: str = "check", now: datetime | None = N
     except StrictViolationError as e:  # the whole program ran; the strict cloud listed what it would refuse
         registered = list(e.partial)
         rejected = [str(v) for v in getattr(e, "violations", ())] or [str(e)]
-    graph = [Resource(r.type, r.name, r.inputs) for r in registered if r.custom]
+    graph = [Resource(r.type, r.name, r.inputs, r.outputs, r.id) for r in registered if r.custom]
     return CheckReport(stack, spec.cloud, len(graph), evaluate(graph, context_for(spec)), rejected=rejected)
 
 
@@ -307,24 +322,61 @@ def pack_validator(rule: Rule) -> Any:
     def validate(args: Any, report_violation: Any) -> None:
         res = Resource(str(args.resource_type), str(args.name), _plain(args.props))
         for message in rule.check(res, pack_context(args.get_config())):
-            anchors = f" [{', '.join(rule.anchors)}]" if rule.anchors else ""
-            report_violation(f"{rule.id}: {message}. {rule.rationale}{anchors}", None)
+            report_violation(_message(rule, message), None)
+
+    return validate
+
+
+def _message(rule: Rule, message: str) -> str:
+    anchors = f" [{', '.join(rule.anchors)}]" if rule.anchors else ""
+    return f"{rule.id}: {message}. {rule.rationale}{anchors}"
+
+
+def pack_stack_validator(rule: Rule) -> Any:
+    """A ``StackValidation`` callback that runs a graph rule over the stack's resources.
+
+    Stack policies see each resource's outputs (which hold its inputs too); ``id`` is among them
+    for the bridged providers.
+    """
+    graph_rule = rule.graph
+    assert graph_rule is not None  # noqa: S101
+
+    def validate(args: Any, report_violation: Any) -> None:
+        graph, urns = [], {}
+        for pr in args.resources:
+            props = _plain(pr.props)
+            res = Resource(str(pr.resource_type), str(pr.name), props, props, str(props.get("id") or ""))
+            graph.append(res)
+            urns[id(res)] = pr.urn
+        for res, message in graph_rule(graph, pack_context(args.get_config())):
+            report_violation(_message(rule, message), urns.get(id(res)))
 
     return validate
 
 
 def pulumi_policies(enforcement: str = "mandatory") -> list[Any]:
-    """The rules as ``pulumi_policy.ResourceValidationPolicy`` s (needs ``pip install 'provision[policy]'``)."""
-    from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationPolicy
+    """The rules as ``pulumi_policy`` policies (needs ``pip install 'provision[policy]'``).
+
+    Per-resource rules become ``ResourceValidationPolicy`` s (run before each create); graph rules
+    (PRV-TTL-001) become ``StackValidationPolicy`` s (run over the whole stack).
+    """
+    from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationPolicy, StackValidationPolicy
 
     level = EnforcementLevel(enforcement)
-    return [
-        ResourceValidationPolicy(
-            name=rule.id,
-            description=f"{rule.title}. {rule.rationale}",
-            validate=pack_validator(rule),
-            enforcement_level=level,
-            config_schema=PolicyConfigSchema(properties=pack_config_schema()),
+    out: list[Any] = []
+    for rule in RULES:
+        kind, validate = (
+            (ResourceValidationPolicy, pack_validator(rule))
+            if rule.graph is None
+            else (StackValidationPolicy, pack_stack_validator(rule))
         )
-        for rule in RULES
-    ]
+        out.append(
+            kind(
+                name=rule.id,
+                description=f"{rule.title}. {rule.rationale}",
+                validate=validate,
+                enforcement_level=level,
+                config_schema=PolicyConfigSchema(properties=pack_config_schema()),
+            )
+        )
+    return out

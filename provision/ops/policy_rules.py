@@ -18,8 +18,8 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from provision.clouds.base import TAG_CLUSTER, TAG_EXPIRES, TAG_OWNER
@@ -32,11 +32,17 @@ REQUIRED_TAGS = (TAG_CLUSTER, TAG_OWNER, TAG_EXPIRES)
 
 @dataclass(frozen=True)
 class Resource:
-    """One resource of the graph: Pulumi type token, logical name, inputs (engine names)."""
+    """One resource of the graph: Pulumi type token, logical name, inputs (engine names).
+
+    ``outputs`` and ``id`` are what the cloud reported (empty before creation, and in the
+    per-resource policies); only graph rules read them.
+    """
 
     type: str
     name: str
     inputs: Mapping[str, Any]
+    outputs: Mapping[str, Any] = field(default_factory=dict)
+    id: str = ""
 
     @property
     def cloud(self) -> str:
@@ -82,6 +88,9 @@ class Rule:
         rationale: why, in one line.
         anchors: the matching checkov / tfsec (trivy) / KICS ids, where one exists.
         check: ``(resource, context) -> [message]``; empty when the resource passes.
+        graph: for a rule that needs the whole graph (a resource passes because of another one):
+            ``(resources, context) -> [(resource, message)]``; used instead of ``check``, and served
+            by the policy pack as a stack policy.
     """
 
     id: str
@@ -89,6 +98,7 @@ class Rule:
     rationale: str
     anchors: tuple[str, ...]
     check: Callable[[Resource, Context], list[str]]
+    graph: Callable[[Sequence[Resource], Context], list[tuple[Resource, str]]] | None = None
 
 
 def truthy(value: Any) -> bool:
@@ -521,39 +531,3 @@ def check_tags(r: Resource, ctx: Context) -> list[str]:
         if "instance" not in kinds:
             out.append("tagSpecifications does not tag the instances it launches")
     return out
-
-
-# ---------------------------------------------------------------------- PRV-TTL-001
-
-
-def _expiry(r: Resource) -> str:
-    tags = r.get(_TAG_KEY.get(r.cloud, "tags"))
-    return str(tags.get(TAG_EXPIRES, "")) if isinstance(tags, Mapping) else ""
-
-
-def check_lifetime(r: Resource, ctx: Context) -> list[str]:
-    expiry = _expiry(r)
-    if not expiry or expiry == "never":
-        return []  # not an ephemeral cluster (or the tag rule reports the missing tag)
-    if r.type in _AWS_VM:
-        out = []
-        if r.get("instanceInitiatedShutdownBehavior") != "terminate":
-            out.append("instanceInitiatedShutdownBehavior is not 'terminate': a shutdown only stops the node")
-        script = decoded(str(r.get("userData") or ""))
-        if "OnCalendar=" not in script and not re.search(r"shutdown\s+(-h|-P|--poweroff)", script):
-            out.append("the user data sets no shutdown timer at the expiry")
-        return out
-    if r.type in _GCP_VM:
-        sched = r.get("scheduling") or {}
-        sched = sched if isinstance(sched, Mapping) else {}
-        out = []
-        if sched.get("instanceTerminationAction") != "DELETE":
-            out.append("scheduling.instanceTerminationAction is not DELETE")
-        if not (sched.get("maxRunDuration") or sched.get("terminationTime")):
-            out.append("scheduling sets neither maxRunDuration nor terminationTime")
-        return out
-    if r.type == "alicloud:ecs/instance:Instance" and not r.get("autoReleaseTime"):
-        return ["autoReleaseTime is not set"]
-    # Azure has no VM lifetime (an OS shutdown keeps the VM allocated and billed); the tag-driven
-    # reaper deletes the cluster's resource group after its expiry, which the tag rule guarantees.
-    return []

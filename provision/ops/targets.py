@@ -44,10 +44,18 @@ def check_stack_name(stack: str) -> str:
     Raises:
         SpecError: it is not (names the rule and the fix).
     """
-    if not stack or not set(stack) <= STACK_CHARS or stack.startswith(("/", ".")) or "//" in stack:
+    # Pulumi: "stack names are limited to 100 characters and may only contain alphanumeric, hyphens,
+    # underscores, or periods" (pkg/backend/diy ParseReference); longer ones also overflow lock file names.
+    too_long = len(stack.rsplit("/", 1)[-1]) > 100
+    if not stack or not set(stack) <= STACK_CHARS or stack.startswith(("/", ".")) or "//" in stack or too_long:
         raise SpecError(
             problems=[
-                Problem("stack", stack, "is not a valid Pulumi stack name", "use letters, digits, '-', '_' and '.'")
+                Problem(
+                    "stack",
+                    stack,
+                    "is not a valid Pulumi stack name",
+                    "use at most 100 letters, digits, '-', '_' and '.'",
+                )
             ]
         )
     return stack

@@ -179,6 +179,8 @@ def warn_hourly_usd() -> float:
     import os
 
     raw = os.environ.get(WARN_HOURLY_ENV, "")
+    if not raw.isascii():  # float() also reads "１０００"
+        return DEFAULT_WARN_HOURLY_USD
     try:
         value = float(raw)
     except ValueError:

@@ -212,6 +212,18 @@ class ImageSpec(_Model):
     )
 
 
+#: Accounts the node images already have: Debian base-passwd's static users (passwd.master) and the
+#: service users of Ubuntu cloud images (systemd-* are refused by prefix). None of them may be the login user.
+SYSTEM_ACCOUNTS = frozenset(
+    {
+        "root", "daemon", "bin", "sys", "sync", "games", "man", "lp", "mail", "news", "uucp", "proxy",
+        "www-data", "backup", "list", "irc", "gnats", "nobody", "_apt", "messagebus", "syslog", "uuidd",
+        "tcpdump", "sshd", "landscape", "pollinate", "lxd", "polkitd", "tss", "usbmux", "dnsmasq",
+        "fwupd-refresh", "_chrony", "_rpc", "statd", "nfsnobody",
+    }
+)  # fmt: skip
+
+
 class AccessSpec(_Model):
     """Who may log in, and from where. Private nodes by default."""
 
@@ -227,6 +239,17 @@ class AccessSpec(_Model):
         default=(), description="Networks allowed to reach SSH. Empty: reachable only inside the cluster."
     )
     public_head_node: bool = Field(default=False, description="Give node 0 a public IP (SSH only).")
+
+    @field_validator("ssh_user")
+    @classmethod
+    def _login_user(cls, user: str) -> str:
+        if user in SYSTEM_ACCOUNTS or user.startswith("systemd-"):
+            raise ValueError(
+                f"{user!r} is {'the superuser' if user == 'root' else 'a system account of the node image'}: "
+                "the nodes create the login user with passwordless sudo and an SSH key, so this would open a "
+                "root or service account to SSH; use a normal login name such as 'ubuntu'"
+            )
+        return user
 
     @field_validator("ssh_public_keys")
     @classmethod

@@ -16,11 +16,13 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(d|h|m|s)", re.IGNORECASE)
-_DURATION_WHOLE = re.compile(r"^\s*(?:\d+(?:\.\d+)?\s*[dhms]\s*)+$", re.IGNORECASE)
+# re.ASCII: \d is [0-9] and \s ASCII white space only. Python's \d, int() and float() also take
+# full-width or Arabic-Indic digits ("６h"), which the published JSON Schema pattern refuses.
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(d|h|m|s)", re.IGNORECASE | re.ASCII)
+_DURATION_WHOLE = re.compile(r"^\s*(?:\d+(?:\.\d+)?\s*[dhms]\s*)+$", re.IGNORECASE | re.ASCII)
 _UNIT_SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$", re.ASCII)
 # Binary units (KiB, Ki) are powers of 1024; decimal units (KB, K) powers of 1000, as in Kubernetes.
 _SIZE_BYTES = {
     "": 1024**3,
@@ -30,6 +32,26 @@ _SIZE_BYTES = {
     **{f"{p}b": 1000 ** (i + 1) for i, p in enumerate("kmgtp")},
     **{p: 1000 ** (i + 1) for i, p in enumerate("kmgtp")},
 }
+
+
+def ascii_digits(text: str) -> bool:
+    """``text`` is a whole number in ASCII digits (``str.isdigit`` alone also takes "６" and "٦")."""
+    return text.isascii() and text.isdigit()
+
+
+def ascii_number_text(value: str, what: str, example: str) -> str:
+    """``value`` when it is plain ASCII; else a ValueError naming the rule (no look-alike digits or spaces).
+
+    Every number parsed from text goes through here or an ``re.ASCII`` pattern: ``"６h"``, ``"٦h"`` or
+    ``"1\u200bh"`` are refused, not read as 6 hours.
+    """
+    if value.isascii():
+        return value
+    odd = next(c for c in value if not c.isascii())
+    raise ValueError(
+        f"is not a {what}: it contains the non-ASCII character U+{ord(odd):04X}"
+        f"{' (a digit of another script)' if odd.isdigit() else ''}; write numbers with ASCII digits, like {example!r}"
+    )
 
 
 def parse_duration(value: Any) -> timedelta:
@@ -47,7 +69,7 @@ def parse_duration(value: Any) -> timedelta:
             if not math.isfinite(value):
                 raise ValueError("is not a finite duration; write it like '6h'")
             return timedelta(hours=value)
-        if isinstance(value, str) and _DURATION_WHOLE.match(value):
+        if isinstance(value, str) and _DURATION_WHOLE.match(ascii_number_text(value, "duration", "6h")):
             seconds = sum(float(n) * _UNIT_SECONDS[u.lower()] for n, u in _DURATION_PART.findall(value))
             return timedelta(seconds=seconds)
     except OverflowError:
@@ -119,7 +141,7 @@ def parse_size_gib(value: Any) -> int:
             raise ValueError("is not a finite size; write it like '36TiB' or '4800GiB'")
         return math.ceil(value)
     if isinstance(value, str):
-        m = _SIZE.match(value)
+        m = _SIZE.match(ascii_number_text(value, "size", "36TiB"))
         if m and m.group(2).lower() in _SIZE_BYTES:
             # Exact arithmetic: '1B' is 1 GiB (not 0), '1.2TB' rounds up exactly, and a number of a
             # few hundred digits stays finite (the field's range check then refuses it).

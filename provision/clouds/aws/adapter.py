@@ -121,6 +121,10 @@ class AwsAdapter(Adapter):
         "a systemd timer on each node powers it off at the expiry; instance-initiated shutdown behaviour "
         "'terminate' deletes it"
     )
+    kubernetes_lifetime_mechanism = (
+        "a scheduled action on each EKS node group's Auto Scaling group sets min, max and desired capacity "
+        "to 0 at the expiry (the EKS control plane, NAT and FSx stay until `down` or `reap`)"
+    )
     limits: ClassVar[dict[str, str]] = {
         "nodes": f"an EC2 Fleet gang (all or nothing) holds at most {FLEET_MAX_NODES} nodes; "
         "larger clusters use aws.allocation: asg",

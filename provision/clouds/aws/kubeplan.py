@@ -94,6 +94,14 @@ def check(spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
             f"is wired for {', '.join(EKS_TYPES)} on EKS, not {res.offer.instance_type}",
             "pick one of those instance types, or scheduler.kind: none",
         )
+    # The offer check refuses it too; this one also stops the Kubernetes plan (it must add a problem itself).
+    if spec.capacity.type not in CAPACITY_TYPES:
+        found.add(
+            "capacity.type",
+            spec.capacity.type,
+            "is not a capacity type of EKS managed node groups (ON_DEMAND, SPOT, CAPACITY_BLOCK)",
+            f"use one of: {', '.join(CAPACITY_TYPES)}",
+        )
     if opts.vpc_id or opts.subnet_id:
         found.add(
             "aws.vpc_id",

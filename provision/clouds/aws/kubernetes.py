@@ -135,7 +135,9 @@ class EksCluster(pulumi.ComponentResource):
         self.gpu_group = self._gpu_group(plan, net, node_role, lt, [*node_attached, *early])
         late = [self._addon(plan, a, [system]) for a in kx["managed_addons"] if a not in BEFORE_NODES]
         if kx["lifetime_schedule"] and plan.expires_at is not None:
-            self._expiry_schedule(plan)
+            # Every node group stops at the expiry (the system nodes bill too); PRV-TTL-001 checks the pairing.
+            self._expiry_schedule(plan, self.gpu_group, "gpu", f"{plan.name}-expiry")
+            self._expiry_schedule(plan, system, "system", f"{plan.name}-system-expiry")
         config = pulumi.Output.all(self.cluster.endpoint, self.cluster.certificate_authority).apply(
             lambda a: kubeconfig(plan.name, plan.region, a[0], a[1]["data"])
         )
@@ -266,13 +268,18 @@ class EksCluster(pulumi.ComponentResource):
             ),
         )
 
-    def _expiry_schedule(self, plan: ClusterPlan) -> None:
-        """Scale the GPU group's Auto Scaling group to 0 at the expiry: the nodes stop billing on time."""
+    def _expiry_schedule(self, plan: ClusterPlan, group: aws.eks.NodeGroup, key: str, action: str) -> None:
+        """Scale a node group's Auto Scaling group to 0 at the expiry: its nodes stop billing on time.
+
+        EKS refuses a shutdown behaviour in a node group's launch template, so the nodes cannot end
+        themselves; a scheduled action on the group's own ASG (PutScheduledUpdateGroupAction, EC2
+        Auto Scaling API) sets min = max = desired = 0 once, at the expiry.
+        """
         assert plan.expires_at is not None  # noqa: S101
-        asg = self.gpu_group.resources.apply(_asg_name)
+        asg = group.resources.apply(_asg_name)
         aws.autoscaling.Schedule(
-            f"{plan.name}-gpu-expiry",
-            scheduled_action_name=f"{plan.name}-expiry",
+            f"{plan.name}-{key}-expiry",
+            scheduled_action_name=action,
             autoscaling_group_name=asg,
             start_time=plan.expires_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
             min_size=0,
@@ -337,7 +344,7 @@ def _asg_name(resources: Any) -> str:
     groups = (resources or [None])[0]
     names = [g.name for g in (groups.autoscaling_groups or [])] if groups is not None else []
     if not names or not names[0]:
-        raise pulumi.RunError("EKS reported no Auto Scaling group for the GPU node group")
+        raise pulumi.RunError("EKS reported no Auto Scaling group for a node group")
     return str(names[0])
 
 

@@ -135,11 +135,19 @@ def _netapp(
                     cifs=False,
                     unix_read_only=False,
                     unix_read_write=True,
-                    # Root access stays on: ANF has no setting for the share root's owner or the anonymous uid, and
-                    # VMSS nodes have no fixed address to list as a trusted admin client, so with root squash no
-                    # node could hand the share to the login user. Root on a node is that user's passwordless sudo
-                    # anyway; only the node subnet is a client (allowed_clients).
+                    # Root access stays on, on purpose (re-examined for issue 12.6). With "Root access: off" ANF
+                    # squashes root to uid 65534, which gets only the "Everyone" mode bits ("Understand NAS
+                    # permissions in Azure NetApp Files", Root squashing). ANF sets nothing on the volume but the
+                    # mount path's mode (unix_permissions; "does not apply to the files under the mount path") and
+                    # chown_mode: no owner, no group, no anonymous uid. The mount path is root-owned, so a squashed
+                    # export leaves exactly two ways for the login user to write: mode bits for "other" (a
+                    # world-writable /shared) or membership of the root group. Both are worse than a trusted root,
+                    # and a third way (a root-enabled rule for one admin client ahead of a squashed subnet rule)
+                    # needs a fixed client address, which VMSS instances do not have. Root on these nodes is the
+                    # login user's passwordless sudo anyway, and only the node subnet is a client.
                     has_root_access=True,
+                    # Only root may give files away (ANF "Configure Unix permissions and change ownership mode").
+                    chown_mode="Restricted",
                 )
             ]
         ),

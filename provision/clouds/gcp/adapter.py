@@ -169,6 +169,10 @@ class GcpAdapter(Adapter):
     lifetime_mechanism = (
         "scheduling.termination_time with instance_termination_action DELETE (max_run_duration for flex-start)"
     )
+    kubernetes_lifetime_mechanism = (
+        "node_config.max_run_duration on every GKE node pool deletes each node after the cluster's lifetime "
+        "(a node GKE re-creates gets a fresh duration; the GKE control plane stays until `down` or `reap`)"
+    )
     limits: ClassVar[dict[str, str]] = {
         "public_head_node": "nodes are managed instance group members (one template): none gets an external IP; "
         "reach them through IAP (gcp.allow_iap_ssh) or a VPN",
@@ -272,16 +276,14 @@ class GcpAdapter(Adapter):
         offer, nodes = res.offer, res.nodes or 0
         host = _cidr("gcp.host_subnet_cidr", opts.host_subnet_cidr, found)
         ranges = [("gcp.host_subnet_cidr", host)]
+        # Every range is checked even when this machine type does not use it: a malformed value is an
+        # error wherever it is written, not only once an offer needs it.
+        secondary = _cidr("gcp.secondary_host_subnet_cidr", opts.secondary_host_subnet_cidr, found)
+        base = _cidr("gcp.gpu_subnet_cidr_base", opts.gpu_subnet_cidr_base, found)
         if offer is not None and offer.host_nics >= 2:
-            ranges.append(
-                (
-                    "gcp.secondary_host_subnet_cidr",
-                    _cidr("gcp.secondary_host_subnet_cidr", opts.secondary_host_subnet_cidr, found),
-                )
-            )
+            ranges.append(("gcp.secondary_host_subnet_cidr", secondary))
         gpu_needed = offer is not None and res.fabric in ("tcpx", "tcpxo", "rdma")
         if gpu_needed:
-            base = _cidr("gcp.gpu_subnet_cidr_base", opts.gpu_subnet_cidr_base, found)
             ranges.append(("gcp.gpu_subnet_cidr_base", base))
             count = offer.fabric_interfaces if offer else 0
             if base is not None and not layout.gpu_subnet_cidrs(str(base), opts.gpu_subnet_prefix, count):

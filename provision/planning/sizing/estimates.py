@@ -52,6 +52,9 @@ _NUMBERS_REQUIRED = frozenset(_NUMBERS) - {"--gpus", "--deadline-days", "--mfu"}
 def _number(found: ProblemCollector, flag: str, value: Any) -> float | None:
     """``value`` (a number or its text) as a finite float passing the option's test; else a problem and None."""
     ok, rule, fix = _NUMBERS[flag]
+    if isinstance(value, str) and not value.isascii():  # float() also reads "６４" and "٦"
+        found.add(flag, value, "is not a number: it has non-ASCII characters", f"write it with ASCII digits; {fix}")
+        return None
     try:
         number = float("nan" if isinstance(value, bool) else value)
     except (TypeError, ValueError):

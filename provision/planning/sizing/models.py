@@ -10,6 +10,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, WithJsonSchema
 
 # Defined beside the curve (which the figure draws, and which must not import this module); re-exported here.
 from provision.planning.sizing.curve import format_count as format_count
+from provision.spec.units import ascii_number_text
 
 Precision = Literal["bf16", "fp8"]
 Mode = Literal["pretrain", "finetune", "lora", "qlora"]
@@ -73,7 +74,7 @@ STATE_BYTES: dict[str, dict[str, float]] = {
     "sgd": {"weights_bf16": 2, "gradients_bf16": 2, "master_weights_fp32": 4, "momentum_fp32": 4},
 }
 
-_COUNT = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?)\s*([kmbgtp]?)\s*$", re.IGNORECASE)
+_COUNT = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?)\s*([kmbgtp]?)\s*$", re.IGNORECASE | re.ASCII)
 _COUNT_SCALE = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12, "p": 1e15}
 
 
@@ -91,7 +92,9 @@ def parse_count(value: Any) -> float:
         raise ValueError("is not a count such as 70B, 7e9, 500M or 1.5T")
     if isinstance(value, (int, float)):
         n = float(value)
-    elif isinstance(value, str) and (m := _COUNT.match(value.replace("_", "").replace(",", ""))):
+    elif isinstance(value, str) and (
+        m := _COUNT.match(ascii_number_text(value, "count", "70B").replace("_", "").replace(",", ""))
+    ):
         n = float(m.group(1)) * _COUNT_SCALE[m.group(2).lower()]
         if not m.group(2) and "e" not in m.group(1).lower() and 0 < n < UNITLESS_BELOW:
             raise ValueError(

@@ -34,7 +34,7 @@ class AwsOptions(CloudOptions):
     )
     permissions_boundary_arn: str | None = Field(
         default=None,
-        pattern=r"^arn:aws(-cn|-us-gov)?:iam::(\d{12}|aws):policy/[\w+=,.@/-]+$",
+        pattern=r"^arn:aws(-cn|-us-gov)?:iam::([0-9]{12}|aws):policy/[A-Za-z0-9_+=,.@/-]+$",
         description="IAM permissions boundary attached to the node role.",
     )
     imds_hop_limit: Literal[1, 2] = Field(

@@ -1,0 +1,129 @@
+"""PRV-TTL-001 on managed Kubernetes: what really ends EKS and GKE nodes at the expiry (issue 12.7).
+
+EKS nodes end through a scheduled action on their node group's own Auto Scaling group (min, max,
+desired 0 at the expiry); GKE nodes through ``nodeConfig.maxRunDuration`` on every pool. Each
+mutation breaks the mechanism in a copy of the shipped stack's graph and both ``provision check``'s
+evaluator and the policy pack's stack policy must report it on the node group or pool it leaves
+running.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from conftest import stack_spec
+from test_policy import _pack_stack_reports, canonical
+
+from provision.clouds.base import plan_spec
+from provision.ops.policy import evaluate
+from provision.ops.policy_lifetime import node_group_asgs
+from provision.ops.policy_rules import Context, Resource
+
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+SCHEDULE = "aws:autoscaling/schedule:Schedule"
+POOL = "gcp:container/nodePool:NodePool"
+
+Edit = Callable[[list[Resource]], None]
+
+
+def _find(graph: list[Resource], type_token: str, name_part: str) -> int:
+    return next(i for i, r in enumerate(graph) if r.type == type_token and r.name.endswith(name_part))
+
+
+def _set(graph: list[Resource], type_token: str, name_part: str, change: Callable[[dict[str, Any]], Any]) -> None:
+    i = _find(graph, type_token, name_part)
+    inputs = copy.deepcopy(dict(graph[i].inputs))
+    change(inputs)
+    # The cloud echoes the inputs among the outputs: edit both, keep what only the cloud adds.
+    added = {k: v for k, v in graph[i].outputs.items() if k not in graph[i].inputs}
+    graph[i] = replace(graph[i], inputs=inputs, outputs={**added, **inputs})
+
+
+def _drop(graph: list[Resource], type_token: str, name_part: str) -> None:
+    del graph[_find(graph, type_token, name_part)]
+
+
+def _system_asg(graph: list[Resource]) -> str:
+    return node_group_asgs(graph[_find(graph, NODE_GROUP, "-system")])[0]
+
+
+def _wrong_asg(graph: list[Resource]) -> None:
+    asg = _system_asg(graph)
+    _set(graph, SCHEDULE, "-gpu-expiry", lambda i: i.update(autoscalingGroupName=asg))
+
+
+def _unlinked_template(graph: list[Resource]) -> None:
+    _set(graph, NODE_GROUP, "-gpu", lambda i: i["launchTemplate"].update(id="lt-0123456789abcdef0"))
+
+
+# (case, stack kind, edit, resource left running (name suffix), words of the message)
+CASES: list[tuple[str, str, Edit, str, str]] = [
+    ("eks-schedule-removed", "eks", lambda g: _drop(g, SCHEDULE, "-gpu-expiry"), "-gpu", "no scheduled action"),
+    ("eks-desired-2", "eks", lambda g: _set(g, SCHEDULE, "-gpu-expiry", lambda i: i.update(desiredCapacity=2)), "-gpu", "desiredCapacity is 2"),
+    ("eks-max-8", "eks", lambda g: _set(g, SCHEDULE, "-gpu-expiry", lambda i: i.update(maxSize=8.0)), "-gpu", "maxSize is 8.0"),
+    ("eks-min-missing", "eks", lambda g: _set(g, SCHEDULE, "-gpu-expiry", lambda i: i.pop("minSize")), "-gpu", "minSize is None"),
+    ("eks-wrong-asg", "eks", _wrong_asg, "-gpu", "no scheduled action"),
+    ("eks-late", "eks", lambda g: _set(g, SCHEDULE, "-gpu-expiry", lambda i: i.update(startTime="2026-12-30T00:00:00Z")), "-gpu", "is not the expiry"),
+    ("eks-garbage-time", "eks", lambda g: _set(g, SCHEDULE, "-gpu-expiry", lambda i: i.update(startTime="soon")), "-gpu", "is not a time"),
+    ("eks-recurring", "eks", lambda g: _set(g, SCHEDULE, "-gpu-expiry", lambda i: i.update(recurrence="0 0 * * *")), "-gpu", "recurs"),
+    ("eks-system-unscheduled", "eks", lambda g: _drop(g, SCHEDULE, "-system-expiry"), "-system", "no scheduled action"),
+    ("eks-template-not-the-groups", "eks", _unlinked_template, "-gpu-nodes", "instanceInitiatedShutdownBehavior"),
+    ("gke-gpu-no-run-limit", "gke", lambda g: _set(g, POOL, "-gpu", lambda i: i["nodeConfig"].pop("maxRunDuration")), "-gpu", "never expire"),
+    ("gke-system-zero", "gke", lambda g: _set(g, POOL, "-system", lambda i: i["nodeConfig"].update(maxRunDuration="0s")), "-system", "never expire"),
+    ("gke-not-a-duration", "gke", lambda g: _set(g, POOL, "-gpu", lambda i: i["nodeConfig"].update(maxRunDuration="12h")), "-gpu", "never expire"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "kind", "edit", "running", "words"), CASES, ids=[c[0] for c in CASES])
+def test_a_broken_kubernetes_lifetime_is_caught_on_what_it_leaves_running(
+    case: str, kind: str, edit: Edit, running: str, words: str
+) -> None:
+    graph = list(canonical(kind))
+    assert [str(v) for v in evaluate(graph, Context())] == []
+    edit(graph)
+    found = evaluate(graph, Context())
+    assert found and {(v.rule.id, v.resource.endswith(running)) for v in found} == {("PRV-TTL-001", True)}, [
+        str(v) for v in found
+    ]
+    assert any(words in v.message for v in found), [v.message for v in found]
+    reported = _pack_stack_reports("PRV-TTL-001", graph)
+    assert reported and all(m.startswith("PRV-TTL-001: ") for m in reported)
+    assert _pack_stack_reports("PRV-TTL-001", list(canonical(kind))) == []
+
+
+def test_the_schedule_is_matched_by_eks_asg_naming_before_eks_reports_the_group() -> None:
+    """In a preview the node group's ASG is unknown: the schedule must still name eks-<group>-..."""
+    graph = [replace(r, outputs={}) if r.type == NODE_GROUP else r for r in canonical("eks")]
+    assert [str(v) for v in evaluate(graph, Context())] == []
+    _wrong_asg_name = "eks-system-00000000-0000-0000-0"
+    _set(graph, SCHEDULE, "-gpu-expiry", lambda i: i.update(autoscalingGroupName=_wrong_asg_name))
+    assert [v.resource for v in evaluate(graph, Context())] == ["aws-p5-64-eks-gpu"]
+
+
+def test_no_expiry_needs_no_lifetime() -> None:
+    graph = []
+    for r in canonical("eks"):
+        tags = r.inputs.get("tags")
+        if isinstance(tags, dict) and "provision-expires-at" in tags:
+            r = replace(r, inputs={**r.inputs, "tags": {**tags, "provision-expires-at": "never"}})
+        if r.type != SCHEDULE:
+            graph.append(r)
+    assert evaluate(graph, Context()) == []
+
+
+@pytest.mark.parametrize(
+    ("stack", "words"), [("aws-p5-64-eks", "Auto Scaling group"), ("gcp-a3-64-gke", "max_run_duration")]
+)
+def test_the_plan_names_the_kubernetes_mechanism(stack: str, words: str) -> None:
+    plan = plan_spec(stack_spec(stack))
+    assert plan.lifetime_enforced_by is not None and words in plan.lifetime_enforced_by
+
+
+def test_gke_run_duration_is_the_planned_lifetime_on_every_pool() -> None:
+    pools = [r for r in canonical("gke") if r.type == POOL]
+    assert len(pools) == 2
+    assert {r.inputs["nodeConfig"]["maxRunDuration"] for r in pools} == {f"{12 * 3600}s"}  # lifetime.ttl: 12h
