@@ -29,10 +29,17 @@ for a in "$@"; do
   esac
 done
 """
-#: git clones nothing; make records whether nvcc is on its PATH and leaves all_reduce_perf where the step wants it.
+#: git clones nothing; make records the nvcc it would run (nccl-tests' Makefile: NVCC = $(CUDA_HOME)/bin/nvcc) and
+#: leaves all_reduce_perf where the step wants it.
 GIT = '#!/bin/bash\nprintf "%s\\n" "git $*" >>"$STUB_LOG"\nmkdir -p "${@: -1}"\n'
 MAKE = """#!/bin/bash
-printf '%s\\n' "make $* nvcc=$(command -v nvcc || echo none)" >>"$STUB_LOG"
+nvcc=none
+for a in "$@"; do
+  case $a in
+    CUDA_HOME=*) bin="$PROVISION_ROOT${a#CUDA_HOME=}/bin/nvcc"; [ -x "$bin" ] && nvcc=$(readlink -f "$bin") ;;
+  esac
+done
+printf '%s\\n' "make $* nvcc=$nvcc" >>"$STUB_LOG"
 mkdir -p "$2/build" && printf '#!/bin/sh\\n' >"$2/build/all_reduce_perf" && chmod 0755 "$2/build/all_reduce_perf"
 """
 
@@ -57,7 +64,7 @@ def test_the_rendered_bootstrap_installs_the_pinned_cuda_after_the_driver_and_be
     assert steps.index("gpu-driver") < steps.index("cuda") < steps.index("nccl-tests")
     env = _env(sandbox(tmp_path, user_data))
     assert env["CUDA_VERSION"] == "12.8" and env["NCCL_VERSION"] == "2.26.2-1+cuda12.8"
-    assert env["CUDA_HOME"] == "/usr/local/cuda-12.8"
+    assert env["CUDA_DIR"] == "/usr/local/cuda-12.8"
     assert env["CUDA_REPO_URL"] == "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64"
 
 
@@ -86,7 +93,8 @@ def test_the_cuda_step_adds_nvidias_signed_repo_and_the_build_finds_nvcc(tmp_pat
     assert cuda["rc"] == 0, cuda["err"]
     assert "curl -fsSL" in cuda["log"] and "/3bf863cc.pub" in cuda["log"]
     install = next(line for line in cuda["log"].splitlines() if line.startswith("apt-get") and " install " in line)
-    for pkg in ("cuda-nvcc-12-8", "cuda-cudart-dev-12-8", "libnccl2=2.26.2-1+cuda12.8", "libnccl-dev=2.26.2-1+cuda12.8"):
+    nccl = "2.26.2-1+cuda12.8"
+    for pkg in ("cuda-nvcc-12-8", "cuda-cudart-dev-12-8", f"libnccl2={nccl}", f"libnccl-dev={nccl}"):
         assert pkg in install.split()
     sources = (root / "etc/apt/sources.list.d/provision-cuda.list").read_text()
     assert "signed-by=/etc/apt/keyrings/provision-cuda.gpg" in sources and "trusted" not in sources
@@ -94,11 +102,22 @@ def test_the_cuda_step_adds_nvidias_signed_repo_and_the_build_finds_nvcc(tmp_pat
     again = _run(tmp_path, root, "cuda", STUB_OUT_gpg=f"fpr:::::::::{FPR}:")  # idempotent: nvcc there, no apt
     assert again["rc"] == 0 and again["log"].count(" install ") == cuda["log"].count(" install ")
 
+    mpirun = root / "usr/bin/mpirun"  # Ubuntu's openmpi-bin, which the step installs with apt
+    mpirun.parent.mkdir(parents=True, exist_ok=True)
+    mpirun.write_text("#!/bin/sh\n")
+    mpirun.chmod(0o755)
     build = _run(tmp_path, root, "nccl-tests")
     assert build["rc"] == 0, build["err"]
     make = next(line for line in build["log"].splitlines() if line.startswith("make "))
-    assert "CUDA_HOME=/usr/local/cuda-12.8" in make and "NCCL_HOME=/usr" in make
-    assert make.endswith(f"nvcc={root}/usr/local/cuda-12.8/bin/nvcc")
+    assert "CUDA_HOME=/usr/local/cuda " in make and "NCCL_HOME=/usr" in make
+    assert make.endswith(f"nvcc={root}/usr/local/cuda-12.8/bin/nvcc")  # the pinned toolkit's nvcc
+    login = subprocess.run(
+        ["bash", "-c", f'PATH=/usr/bin:/bin; . {root}/etc/profile.d/provision-cuda.sh; printf %s "$PATH"'],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert login.stdout.split(":")[-1] == "/usr/local/cuda/bin"  # people get nvcc on PATH too
     assert os.access(root / "usr/local/lib/provision/bin/all_reduce_perf", os.X_OK)
 
 
