@@ -246,13 +246,16 @@ def _plugin_nccl(versions: dict[str, str], rules: list[dict[str, Any]]) -> list[
 
 
 def _env_features(versions: dict[str, str], env: dict[str, str], rules: list[dict[str, Any]]) -> list[Problem]:
-    key = "nccl" if versions.get("nccl") else "nccl_min"
-    nccl = versions.get(key)
+    # Both pins: the node's own NCCL (nccl) and the oldest one users may bring in containers (nccl_min), which get
+    # the same environment through the env file.
     out = []
     for rule in rules:
-        if not nccl or env.get(rule["env"]) != str(rule["value"]):
-            continue
-        if version_tuple(nccl) < version_tuple(str(rule["min_nccl"])):
+        for key in ("nccl", "nccl_min"):
+            nccl = versions.get(key)
+            if not nccl or env.get(rule["env"]) != str(rule["value"]):
+                continue
+            if version_tuple(nccl) >= version_tuple(str(rule["min_nccl"])):
+                continue
             out.append(
                 Problem(
                     f"image.versions.{key}",
