@@ -188,12 +188,13 @@ def check_image(image: ImagePlan, fabric: str, nccl_env: dict[str, str]) -> list
 
 
 def _cuda_driver(versions: dict[str, str], rule: dict[str, Any]) -> list[Problem]:
+    problems = _nccl_cuda(versions)
     cuda, driver = versions.get("cuda"), versions.get("driver") or versions.get("driver_branch")
     if not cuda or not driver or not version_tuple(cuda) or not version_tuple(driver):
-        return []
+        return problems
     minimum = (rule.get("by_cuda_major") or {}).get(str(version_tuple(cuda)[0]))
     if minimum is None or version_tuple(driver)[0] >= int(minimum):
-        return []
+        return problems
     return [
         Problem(
             "image.versions.driver",
@@ -201,6 +202,25 @@ def _cuda_driver(versions: dict[str, str], rule: dict[str, Any]) -> list[Problem
             f"is older than CUDA {cuda} allows (CUDA {version_tuple(cuda)[0]}.x needs driver >= {minimum}; "
             f"{rule.get('source')})",
             f"pin a driver >= {minimum}, or a CUDA release that driver supports",
+        ),
+        *problems,
+    ]
+
+
+def _nccl_cuda(versions: dict[str, str]) -> list[Problem]:
+    """An NCCL package built for another CUDA major than the pinned toolkit (``2.26.2-1+cuda12.8`` with CUDA 13):
+    NVIDIA builds each NCCL package against one CUDA release (the ``+cudaX.Y`` of its version, NCCL Installation
+    Guide "Ubuntu 20.04/22.04/24.04"), and CUDA's minor-version compatibility holds only within a major."""
+    cuda, nccl = versions.get("cuda"), versions.get("nccl") or ""
+    m = re.search(r"\+cuda(\d+(?:\.\d+)?)$", nccl)
+    if not cuda or not m or not version_tuple(cuda) or version_tuple(m.group(1))[0] == version_tuple(cuda)[0]:
+        return []
+    return [
+        Problem(
+            "image.versions.nccl",
+            nccl,
+            f"is built for CUDA {m.group(1)}, another major release than the pinned CUDA {cuda}",
+            f"pin an NCCL build for CUDA {version_tuple(cuda)[0]}.x (version ending +cuda{version_tuple(cuda)[0]}.N)",
         )
     ]
 
@@ -226,13 +246,16 @@ def _plugin_nccl(versions: dict[str, str], rules: list[dict[str, Any]]) -> list[
 
 
 def _env_features(versions: dict[str, str], env: dict[str, str], rules: list[dict[str, Any]]) -> list[Problem]:
-    key = "nccl" if versions.get("nccl") else "nccl_min"
-    nccl = versions.get(key)
+    # Both pins: the node's own NCCL (nccl) and the oldest one users may bring in containers (nccl_min), which get
+    # the same environment through the env file.
     out = []
     for rule in rules:
-        if not nccl or env.get(rule["env"]) != str(rule["value"]):
-            continue
-        if version_tuple(nccl) < version_tuple(str(rule["min_nccl"])):
+        for key in ("nccl", "nccl_min"):
+            nccl = versions.get(key)
+            if not nccl or env.get(rule["env"]) != str(rule["value"]):
+                continue
+            if version_tuple(nccl) >= version_tuple(str(rule["min_nccl"])):
+                continue
             out.append(
                 Problem(
                     f"image.versions.{key}",

@@ -14,6 +14,7 @@ from provision.planning.bootstrap import (
     base_values,
     gzip_base64,
     health_expectations,
+    nccl_tests_expectation,
     static_file,
 )
 from provision.planning.bootstrap import render as render_bootstrap
@@ -30,9 +31,20 @@ DEFAULT_VERSIONS = {
     "fabricmanager": "nvidia-fabricmanager-570",
     "erdma_installer": "1.5.7",
     "erdma_installer_sha256": "cb44f4c4aaaabfbd81224c85a9e7889732bda26cc832ff70ecc0559bcc14165c",
+    "cuda": "12.8",
+    "nccl": "2.26.2-1+cuda12.8",
 }
 #: Alibaba's VPC-internal eRDMA mirror ("Enable eRDMA on an instance": installer download address).
 ERDMA_MIRROR = "http://mirrors.cloud.aliyuncs.com/erdma"
+#: NVIDIA's CUDA apt repository, per Ubuntu release (CUDA Installation Guide for Linux, "Network Repository
+#: Installation": https://developer.download.nvidia.com/compute/cuda/repos/<distro>/<arch>/; read 2026-12-01).
+CUDA_REPO = "https://developer.download.nvidia.com/compute/cuda/repos"
+
+
+def _cuda_repo_distro(os_version: str) -> str:
+    """``ubuntu-22.04`` -> ``ubuntu2204``, the repository's name for the release."""
+    name, _, release = os_version.partition("-")
+    return name + release.replace(".", "")
 
 
 def _values(plan: ClusterPlan) -> Any:
@@ -54,12 +66,27 @@ def _values(plan: ClusterPlan) -> Any:
         "ERDMA_INSTALLER_SHA256", versions["erdma_installer_sha256"], "digest", "image.versions.erdma_installer_sha256"
     )
     values.add("MTU", str(plan.extra["mtu"]), "int", "mtu")
+    if _builds_nccl_tests(plan):
+        values.add("CUDA_VERSION", versions["cuda"], "version", "image.versions.cuda")
+        values.add("CUDA_DIR", f"/usr/local/cuda-{versions['cuda']}", "path", "image.versions.cuda")
+        values.add("NCCL_VERSION", versions["nccl"], "version", "image.versions.nccl")
+        distro = _cuda_repo_distro(versions.get("os") or "ubuntu-22.04")
+        values.add("CUDA_REPO_URL", f"{CUDA_REPO}/{distro}/x86_64", "url", "image.versions.os")
     return values
+
+
+def _builds_nccl_tests(plan: ClusterPlan) -> bool:
+    """GPU nodes whose image has no nccl-tests: the bootstrap builds them, so it needs CUDA and NCCL's headers."""
+    expect = nccl_tests_expectation(plan)
+    return expect is not None and expect["source"] == "build"
 
 
 def render(plan: ClusterPlan, mount_source: str | None = None) -> str:
     """The ``#cloud-config`` for every node of ``plan``; ``mount_source`` is the NAS mount source when known."""
     steps = [Step("gpu-driver", "alibaba/steps/gpu-driver.sh", timeout=3600)]
+    if _builds_nccl_tests(plan):
+        # Before the nccl-tests build (a common step after the cloud's); not critical, like that build.
+        steps.append(Step("cuda", "alibaba/steps/cuda.sh", critical=False, timeout=1800))
     if plan.fabric == "erdma":
         steps += [
             Step("erdma", "alibaba/steps/erdma.sh"),
