@@ -61,6 +61,7 @@ FAKE_AZ = """\
 import os, socket, sys, threading
 args = sys.argv[1:]
 open(os.environ["FAKE_AZ_LOG"], "a").write(" ".join(args) + "\\n")
+if os.environ.get("FAKE_AZ_PIDFILE"): open(os.environ["FAKE_AZ_PIDFILE"], "w").write(str(os.getpid()))
 assert args[:3] == ["network", "bastion", "tunnel"], args
 ip = args[args.index("--target-ip-address") + 1]
 local = int(args[args.index("--port") + 1])
@@ -123,3 +124,73 @@ def test_exec_reaches_nodes_through_the_bastion_proxy_command(tmp_path: Path, mo
     assert len(calls) == 2 and all("--name az-bastion --resource-group az-rg" in c for c in calls)
     assert {c.split("--target-ip-address ")[1].split()[0] for c in calls} == set(hosts)
     assert all("--resource-port 22" in c for c in calls)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split(")")[-1].split()[0] == "Z")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+@pytest.mark.parametrize("signum", ["SIGKILL", "SIGTERM", "SIGHUP"])
+def test_the_tunnel_stops_when_the_proxy_is_killed(tmp_path: Path, signum: str) -> None:
+    """asyncssh SIGKILLs its ProxyCommand on close and OpenSSH sends SIGHUP: the az tunnel must not outlive it."""
+    import signal
+    import subprocess
+    import time
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    az = bin_dir / "az"
+    az.write_text(FAKE_AZ.format(python=sys.executable))
+    az.chmod(0o755)
+    pidfile = tmp_path / "az.pid"
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "FAKE_AZ_LOG": str(tmp_path / "az.log"),
+        "FAKE_NODES": "10.0.0.4=1",
+        "FAKE_AZ_PIDFILE": str(pidfile),
+        "PYTHONPATH": str(ROOT),
+    }
+    proxy = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "provision.cli",
+            "proxy",
+            "azure-bastion",
+            "--name",
+            "b",
+            "--resource-group",
+            "g",
+            "--host",
+            "10.0.0.4",
+        ],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(600):  # the tunnel is up once the fake az wrote its pid
+            if pidfile.exists() and pidfile.read_text().strip():
+                break
+            time.sleep(0.05)
+        tunnel = int(pidfile.read_text())
+        time.sleep(0.5)  # the proxy is relaying
+        proxy.send_signal(getattr(signal, signum))
+        proxy.wait(timeout=30)
+        for _ in range(200):
+            if not _alive(tunnel):
+                break
+            time.sleep(0.05)
+        assert not _alive(tunnel), f"az network bastion tunnel (pid {tunnel}) outlived its proxy ({signum})"
+    finally:
+        proxy.kill()
+        if pidfile.exists() and pidfile.read_text().strip() and _alive(int(pidfile.read_text())):
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)

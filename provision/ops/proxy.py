@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -53,6 +54,22 @@ def _target(host: str, resource_group: str, scale_sets: Sequence[str]) -> list[s
         if found:
             return ["--target-resource-id", found]
     raise CloudError(f"no scale-set instance named {name!r} in {', '.join(scale_sets) or 'the cluster'}")
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child
+    """Linux: the tunnel gets SIGTERM when this relay dies, even by SIGKILL (asyncssh kills its ProxyCommand).
+
+    ``prctl(PR_SET_PDEATHSIG, SIGTERM)``, prctl(2). Elsewhere a no-op: the signal handlers below cover
+    SIGTERM and SIGHUP (OpenSSH's), not SIGKILL.
+    """
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # 1 = PR_SET_PDEATHSIG
+
+
+def _exit_on_signal(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _pump(src: BinaryIO | socket.socket, dst: BinaryIO | socket.socket) -> None:
@@ -96,7 +113,17 @@ def azure_bastion(
     local = _free_port()
     argv = ["az", "network", "bastion", "tunnel", "--name", name, "--resource-group", resource_group]
     argv += [*_target(host, resource_group, scale_sets), "--resource-port", str(port), "--port", str(local)]
-    tunnel = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    previous = {}
+    if threading.current_thread() is threading.main_thread():  # the session's end runs `finally` below
+        previous = {sig: signal.signal(sig, _exit_on_signal) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    linux = sys.platform.startswith("linux")
+    tunnel = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        preexec_fn=_die_with_parent if linux else None,  # noqa: PLW1509 - no threads exist yet in this process
+    )
     try:
         deadline = time.monotonic() + TUNNEL_WAIT_S
         while True:
@@ -124,3 +151,5 @@ def azure_bastion(
             tunnel.wait(timeout=10)
         except subprocess.TimeoutExpired:
             tunnel.kill()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
