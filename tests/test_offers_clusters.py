@@ -206,3 +206,23 @@ def test_type_table_fits_80_columns_without_cutting_a_type_or_a_price(monkeypatc
     for o in load_catalog().instances:  # every type, whole or folded at the column's 18 characters
         name = o.instance_type
         assert all(name[i : i + 18] in result.stdout for i in range(0, len(name), 18)), name
+
+
+@pytest.mark.parametrize(
+    ("args", "hint"),
+    [
+        (("--region", "us-eats-1"), "us-east-1"),  # a typo gets the close match, not an empty list
+        (("--cloud", "gcp", "--region", "us-east-1"), "us-east1"),  # another cloud's region spelling
+        (("--gpus", "64", "--region", "nowhere"), "use e.g."),
+    ],
+)
+def test_an_unknown_region_is_refused_with_the_close_matches(args: tuple[str, ...], hint: str) -> None:
+    result = invoke("offers", *args, "--json")
+    assert result.exit_code == 2, result.stdout
+    problem = json.loads(result.stdout)["problems"][0]
+    assert problem["path"] == "--region" and hint in problem["fix"]
+
+
+def test_a_known_region_in_any_case_still_lists_offers() -> None:
+    rows = json.loads(invoke("offers", "--cloud", "aws", "--region", "US-EAST-1", "--json").stdout)
+    assert rows and all("us-east-1" in r["regions"] for r in rows)

@@ -18,7 +18,9 @@ CAPACITIES = ("on-demand", "spot", "reservation", "capacity-block", "flex-start"
 SORTS = ("price", "gpu-price", "cloud")
 
 
-def _check(cloud: str | None, gpu: str | None, capacity: str, sort: str, gpus: str | None) -> tuple[Any, ...]:
+def _check(
+    cloud: str | None, gpu: str | None, capacity: str, sort: str, gpus: str | None, region: str | None = None
+) -> tuple[Any, ...]:
     """Parse and check every filter at once; returns (cloud, gpu, capacities, sort, gpus)."""
     from provision.catalog import load_catalog, suggest
     from provision.spec.errors import Problem, SpecError
@@ -44,6 +46,16 @@ def _check(cloud: str | None, gpu: str | None, capacity: str, sort: str, gpus: s
                 "--capacity", capacity, "is not a capacity type", f"use one or more of: {', '.join(CAPACITIES)}, or any"
             )
         )
+    if region is not None:
+        known = sorted({r for o in cat.instances if c in (None, o.cloud) for r in o.regions})
+        if region.strip().lower() not in {r.lower() for r in known}:
+            hints = suggest(region.strip(), known) or known[:8]
+            where = f"a {c} region" if c in CLOUD_NAMES else "a region"
+            problems.append(
+                Problem(
+                    "--region", region, f"is not {where} with GPU offers in the catalog", f"use e.g. {', '.join(hints)}"
+                )
+            )
     s = sort.strip().lower()
     if s not in SORTS:
         problems.append(Problem("--sort", sort, "is not a sort order", f"use one of: {', '.join(SORTS)}"))
@@ -84,7 +96,7 @@ def offers(
     def go() -> Any:
         from provision.catalog import load_catalog
 
-        c, g, caps, s, count = _check(cloud, gpu, capacity, sort, gpus)
+        c, g, caps, s, count = _check(cloud, gpu, capacity, sort, gpus, region)
         cat = load_catalog()
         if count is not None:
             from provision.planning.cluster_offers import cluster_offers
