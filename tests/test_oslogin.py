@@ -111,3 +111,21 @@ def test_without_os_login_or_off_gcp_the_spec_user_logs_in(gcloud_user: str, mon
     monkeypatch.setattr(oslogin, "gcloud_account", must_not_read)
     aws = SimpleNamespace(spec=stack_spec("aws-p5-64"), stack="aws-p5-64", mock=True, outputs={})
     assert access.login_user(aws, "ubuntu") == "ubuntu"
+
+
+@pytest.mark.parametrize("os_login", [True, False])
+def test_the_stack_outputs_ssh_config_names_no_fixed_user_under_os_login(os_login: bool) -> None:
+    """The stack output is the same for everyone: under OS Login each person logs in as their own POSIX user."""
+    from conftest import preview
+
+    from provision.spec import load_spec
+
+    data = stack_spec("gcp-a3-ci").model_dump(mode="json", exclude_none=True)
+    data.setdefault("gcp", {})["os_login"] = os_login
+    out = preview(load_spec(data), stack="gcp-a3-ci").outputs
+    user_lines = [line for line in out["ssh_config"].splitlines() if line.strip().startswith("User ")]
+    if os_login:
+        assert user_lines == [] and "# User: your OS Login name" in out["ssh_config"]
+        assert out["access"]["os_login"] is True
+    else:
+        assert user_lines and all(line.split()[1] == data["access"]["ssh_user"] for line in user_lines)

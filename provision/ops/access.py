@@ -141,6 +141,7 @@ def ssh_config_text(cluster: Cluster, *, ports: list[int] | None = None) -> str:
     outputs = cluster.outputs
     path = dict(outputs.get("access") or {"via": "direct"})
     path["user"] = login_user(cluster, path.get("user"))
+    path["os_login"] = False  # this machine's file names the user OS Login gives (or the override)
     text = render_ssh_config(
         cluster.spec.name,
         cluster_hosts(cluster),

@@ -73,6 +73,9 @@ def access_path(plan: ClusterPlan) -> dict[str, Any]:
         }
     else:
         path["via"] = "direct"
+    if plan.cloud == "gcp" and getattr(opts, "os_login", False):
+        # OS Login makes one POSIX user per Google account (user_example_com): no fixed user to name here.
+        path["os_login"] = True
     path["needs"] = NEEDS[path["via"]]
     return path
 
@@ -111,6 +114,10 @@ def _proxy_command(path: Mapping[str, Any], node_id: str | None) -> str | None:
     return None
 
 
+#: What a GCP OS Login ssh_config says instead of a ``User`` line (each person has their own POSIX user).
+OS_LOGIN_USER_HINT = "your OS Login name (user_example_com for user@example.com); `provision ssh` sets it"
+
+
 def render_ssh_config(
     name: str,
     hosts: Sequence[str],
@@ -144,7 +151,10 @@ def render_ssh_config(
         lines.append(f"Host {name}-{rank}")
         address = hostnames[rank] if rank < len(hostnames) else ip
         lines.append(f"  HostName {head_public_ip if public and rank == 0 else address}")
-        lines.append(f"  User {user}")
+        if path.get("os_login"):
+            lines.append(f"  # User: {OS_LOGIN_USER_HINT}")
+        else:
+            lines.append(f"  User {user}")
         if rank < len(ports) and ports[rank] != 22:
             lines.append(f"  Port {ports[rank]}")
         if identity_file:
