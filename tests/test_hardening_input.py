@@ -225,7 +225,22 @@ def test_an_alias_bomb_value_is_formatted_without_expanding_it() -> None:
 
 @pytest.mark.parametrize(
     "mount",
-    ["/", "/etc", "/usr/local", "/boot", "/proc", "/sys", "/dev", "/var", "/root", "/home/ubuntu/.ssh", "/../etc"],
+    [
+        "/",
+        "/etc",
+        "/usr/local",
+        "/boot",
+        "/proc",
+        "/sys",
+        "/dev",
+        "/var",
+        "/root",
+        "/home/ubuntu/.ssh",
+        "/../etc",
+        "//",
+        "//etc",
+        "///usr/lib",
+    ],
 )
 @pytest.mark.parametrize("which", ["scratch", "shared"])
 def test_mounts_over_system_folders_are_refused(tmp_path: Path, mount: str, which: str) -> None:
@@ -357,3 +372,8 @@ def test_a_secret_inside_a_wrongly_shaped_value_is_not_echoed(tmp_path: Path, do
     for extra in (("--json",), ()):
         result = _plan(_write(tmp_path, doc), *extra)
         assert result.exit_code == 2 and leaked_canary(result.stdout + result.stderr) is None
+
+
+def test_a_leading_double_slash_mount_is_stored_as_the_path_the_kernel_uses() -> None:
+    spec = load_spec({**BASE, "storage": {"scratch": {"mount": "//data/scratch"}}})
+    assert spec.storage.scratch is not None and spec.storage.scratch.mount == "/data/scratch"

@@ -87,12 +87,19 @@ SYSTEM_TREES = (
 SYSTEM_FOLDERS = ("/", "/home", "/media", "/mnt", "/opt", "/srv", "/var")
 
 
+def _normpath(path: str) -> str:
+    """``posixpath.normpath`` that also folds a leading ``//`` (POSIX keeps it: ``//etc`` stays ``//etc``), so
+    ``//etc`` is checked, and mounted, as the ``/etc`` the kernel resolves it to."""
+    norm = posixpath.normpath(path)
+    return "/" + norm.lstrip("/") if norm.startswith("/") else norm
+
+
 def mount_problem(path: str) -> str | None:
     """Why ``path`` may not be a mount point, or ``None`` when it may."""
     parts = path.split("/")
     if ".." in parts or "." in parts:
         return "contains '.' or '..'; write the absolute path itself"
-    norm = posixpath.normpath(path) if path != "/" else "/"
+    norm = _normpath(path)
     if ".ssh" in norm.split("/"):
         return "is inside a .ssh folder, which holds login keys"
     if norm in SYSTEM_FOLDERS:
@@ -109,7 +116,7 @@ def _mount(path: str) -> str:
     why = mount_problem(path)
     if why:
         raise ValueError(f"{why}; use a folder of its own such as /shared, /scratch or /mnt/data")
-    return posixpath.normpath(path)
+    return _normpath(path)
 
 
 #: IANA special-purpose IPv4 ranges (RFC 6890 and the IANA IPv4 Special-Purpose Address Registry):
