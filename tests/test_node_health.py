@@ -283,6 +283,8 @@ def _plan_with(stack: str, **versions: str) -> Any:
     ("stack", "versions", "path", "words"),
     [
         ("aws-p5-ci", {"driver": "570.86.15", "cuda": "13.0"}, "image.versions.driver", "needs driver >= 580"),
+        # Same major family (CUDA 12.x runs on >= 525) but below 12.8's own 570: health would fail on the node.
+        ("azure-ndh100-ci", {"driver": "535.183.01", "cuda": "12.8"}, "image.versions.driver", "12.8's own driver"),
         ("alibaba-gn8-ci", {"nccl": "2.20.5"}, "image.versions.nccl", "NCCL_IB_GID_INDEX=-1"),
         ("alibaba-gn8-ci", {"nccl_min": "2.19"}, "image.versions.nccl_min", "older than NCCL 2.21"),
         ("gcp-a3-ci", {"nccl": "2.27.5-1"}, "image.versions.nccl", "nccl-plugin-gpudirecttcpx-dev:v1.0.14"),
@@ -297,6 +299,14 @@ def test_mismatched_pins_are_spec_errors_with_their_source(
     problem = err.value.problems[0]
     assert problem.path == path and words in problem.rule
     assert "http" in problem.rule or "GoogleCloudPlatform" in problem.rule or "NCCL 2.21" in problem.rule
+
+
+def test_a_driver_branch_of_the_pinned_cuda_release_or_newer_passes_and_the_fix_names_both_ways() -> None:
+    _plan_with("azure-ndh100-ci", driver="570.86.15", cuda="12.8")  # 12.8's own branch
+    _plan_with("azure-ndh100-ci", driver="535.183.01", cuda="12.2")  # 535 ships with 12.2
+    with pytest.raises(SpecError) as err:
+        _plan_with("azure-ndh100-ci", driver="535.183.01", cuda="12.8")
+    assert err.value.problems[0].fix == "pin driver >= 570, or CUDA 12.2 (the newest that driver branch ships with)"
 
 
 def test_every_shipped_image_entry_passes_its_own_rules() -> None:

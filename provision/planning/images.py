@@ -172,6 +172,8 @@ def check_image(image: ImagePlan, fabric: str, nccl_env: dict[str, str]) -> list
         return problems
     rules = compat_rules()
     problems += _cuda_driver(versions, rules.get("cuda_min_driver") or {})
+    if not problems:
+        problems += _cuda_toolkit_driver(versions, rules.get("cuda_toolkit_driver") or {})
     problems += _plugin_nccl(versions, rules.get("plugin_nccl") or [])
     problems += _env_features(versions, nccl_env, rules.get("nccl_env_features") or [])
     for rule in rules.get("fabric_kernel") or []:
@@ -204,6 +206,29 @@ def _cuda_driver(versions: dict[str, str], rule: dict[str, Any]) -> list[Problem
             f"pin a driver >= {minimum}, or a CUDA release that driver supports",
         ),
         *problems,
+    ]
+
+
+def _cuda_toolkit_driver(versions: dict[str, str], rule: dict[str, Any]) -> list[Problem]:
+    """A driver branch below the pinned CUDA release's own GA driver (``535`` with CUDA 12.8): the node's
+    ``nvidia-smi`` reports an older CUDA than the pin and health fails, so refuse it before anything exists."""
+    cuda, driver = versions.get("cuda"), versions.get("driver") or versions.get("driver_branch")
+    if not cuda or not driver or not version_tuple(cuda) or not version_tuple(driver):
+        return []
+    table: dict[str, str] = rule.get("by_cuda") or {}
+    own = table.get(".".join(str(p) for p in version_tuple(cuda)[:2]))
+    if own is None or version_tuple(driver)[0] >= version_tuple(own)[0]:
+        return []
+    newest = [c for c, d in table.items() if version_tuple(d)[0] <= version_tuple(driver)[0]]
+    older = f", or CUDA {max(newest, key=version_tuple)} (the newest that driver branch ships with)" if newest else ""
+    return [
+        Problem(
+            "image.versions.driver",
+            driver,
+            f"is an older branch than CUDA {cuda}'s own driver {own} ({rule.get('source')}): nvidia-smi would report "
+            "an older CUDA than the pin and the node health check fails",
+            f"pin driver >= {version_tuple(own)[0]}{older}",
+        )
     ]
 
 
