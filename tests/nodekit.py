@@ -159,6 +159,25 @@ def run_bootstrap(tmp: Path, user_data: str, root: Path | None = None, **env: st
     }
 
 
+def run_step(tmp: Path, root: Path, step: str, bin_dir: Path | None = None, **env: str) -> dict[str, Any]:
+    """Run one rendered step (``NN-<step>.sh``) in ``root`` with the stubs (``bin_dir``: stubs already written).
+
+    Returns ``{"rc", "err", "log"}``.
+    """
+    script = next((root / "usr/local/lib/provision/steps").glob(f"*-{step}.sh"))
+    log = tmp / "stub.log"
+    full_env = {
+        **os.environ,
+        **STUB_DEFAULTS,
+        "PATH": f"{bin_dir or stubs(tmp)}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PROVISION_ROOT": str(root),
+        "STUB_LOG": str(log),
+        **env,
+    }
+    p = subprocess.run(["bash", str(script)], env=full_env, capture_output=True, text=True, timeout=120)
+    return {"rc": p.returncode, "err": p.stderr, "log": log.read_text() if log.exists() else ""}
+
+
 def files_of(user_data: str) -> dict[str, str]:
     """Path -> content of every file the user data writes."""
     return {f["path"]: f["content"] for f in parse(user_data)["write_files"]}

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from nodekit import STUB_DEFAULTS, plan_of, sandbox, stubs
+from nodekit import plan_of, run_step, sandbox, stubs
 from test_alibaba_plan import problems, spec
 
 from provision.ops.nodes import mock_user_data
@@ -73,18 +73,7 @@ def _run(tmp: Path, root: Path, step: str, **extra: str) -> dict[str, Any]:
     for name, text in (("apt-get", APT), ("git", GIT), ("make", MAKE)):
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
-    script = next((root / "usr/local/lib/provision/steps").glob(f"*-{step}.sh"))
-    log = tmp / "stub.log"
-    env = {
-        **os.environ,
-        **STUB_DEFAULTS,
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PROVISION_ROOT": str(root),
-        "STUB_LOG": str(log),
-        **extra,
-    }
-    p = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=120)
-    return {"rc": p.returncode, "err": p.stderr, "log": log.read_text() if log.exists() else ""}
+    return run_step(tmp, root, step, bin_dir=bin_dir, **extra)
 
 
 def test_the_cuda_step_adds_nvidias_signed_repo_and_the_build_finds_nvcc(tmp_path: Path) -> None:
