@@ -43,6 +43,17 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+def set_dotted(doc: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
+    """A deep copy of ``doc`` with ``value`` at the dotted path (``access.ssh_user``), parents made as needed."""
+    out = json.loads(json.dumps(doc))
+    node = out
+    *parents, leaf = dotted.split(".")
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[leaf] = value
+    return out
+
+
 def stack_spec(name: str) -> Any:
     """The ClusterSpec of ``stacks/Pulumi.<name>.yaml``."""
     from provision.spec import load_target

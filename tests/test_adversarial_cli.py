@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import CANARY_PRIVATE_KEY, CANARY_TOKEN, leaked_canary
+from conftest import CANARY_PRIVATE_KEY, CANARY_TOKEN, leaked_canary, set_dotted
 from typer.testing import CliRunner
 
 from provision.cli.app import app
@@ -68,16 +68,6 @@ def _spec_file(tmp_path: Path, spec: dict[str, Any]) -> str:
     return str(path)
 
 
-def _set(spec: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
-    out = json.loads(json.dumps(spec))
-    node = out
-    *parents, last = dotted.split(".")
-    for part in parents:
-        node = node.setdefault(part, {})
-    node[last] = value
-    return out
-
-
 # ---------------------------------------------------------------------- held-out findings (fail before the fix)
 
 
@@ -121,7 +111,7 @@ def test_a_symlinked_passphrase_is_refused(home: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize("cloud", sorted(CLOUD_BASES))
 @pytest.mark.parametrize("user", ["root", "daemon", "systemd-network", "sshd", "nobody"])
 def test_system_accounts_are_refused_as_the_login_user(tmp_path: Path, home: Path, cloud: str, user: str) -> None:
-    spec = _set(CLOUD_BASES[cloud], "access.ssh_user", user)
+    spec = set_dotted(CLOUD_BASES[cloud], "access.ssh_user", user)
     code, out = cli(["plan", _spec_file(tmp_path, spec), "--json"])
     assert code == 2
     problems = {p["path"]: p for p in json.loads(out)["problems"]}
@@ -148,7 +138,7 @@ LOOKALIKE_NUMBERS = [
 def test_lookalike_digits_are_refused_in_spec_numbers(
     tmp_path: Path, home: Path, case: str, field: str, value: str, words: str
 ) -> None:
-    spec = _set(BASE, field, value)
+    spec = set_dotted(BASE, field, value)
     if field.startswith("storage.shared"):
         spec["storage"]["shared"].update(kind="fsx-lustre", tier="SCRATCH_2")
     code, out = cli(["plan", _spec_file(tmp_path, spec), "--json"])
@@ -268,7 +258,9 @@ def test_hostile_spec_values_are_refused_naming_the_field(
     tmp_path: Path, home: Path, case: str, field: str, value: Any
 ) -> None:
     base = CLOUD_BASES["gcp"] if field.startswith("gcp.") else BASE
-    spec = _set(base, field, value) if "\u200b" not in field else {**BASE, "tags": {field.split(".", 1)[1]: value}}
+    spec = (
+        set_dotted(base, field, value) if "\u200b" not in field else {**BASE, "tags": {field.split(".", 1)[1]: value}}
+    )
     path = _spec_file(tmp_path, spec)
     for argv in (["plan", path, "--json"], ["up", path, "--mock", "--yes", "--json"]):
         code, out = cli(argv)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import CANARY_BODY_LINE, CANARY_PRIVATE_KEY, CANARY_TOKEN, isolated_home, leaked_canary
+from conftest import CANARY_BODY_LINE, CANARY_PRIVATE_KEY, CANARY_TOKEN, isolated_home, leaked_canary, set_dotted
 from typer.testing import CliRunner
 
 from provision.cli.app import app
@@ -43,16 +43,6 @@ def _write(tmp_path: Path, doc: Any, name: str = "spec.yaml") -> Path:
     path = tmp_path / name
     path.write_text(doc if isinstance(doc, str) else yaml.safe_dump(doc), encoding="utf-8")
     return path
-
-
-def _set(doc: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
-    out = json.loads(json.dumps(doc))
-    node = out
-    *parents, leaf = dotted.split(".")
-    for p in parents:
-        node = node.setdefault(p, {})
-    node[leaf] = value
-    return out
 
 
 def _plan(path: Path, *extra: str) -> Any:
@@ -102,10 +92,10 @@ def test_the_string_fields_are_found_from_the_schema() -> None:
 @pytest.mark.parametrize("field", STRING_PATHS)
 @pytest.mark.parametrize("kind", sorted(SECRETS))
 def test_a_secret_in_any_field_is_refused_and_never_echoed(tmp_path: Path, field: str, kind: str) -> None:
-    doc = _set(BASE, field, SECRETS[kind])
+    doc = set_dotted(BASE, field, SECRETS[kind])
     if field.startswith(("gcp.", "azure.", "alibaba.")):
         doc.pop(field.split(".")[0])  # the wrong cloud's options: refused for that too, still no echo
-        doc = _set(doc, field, SECRETS[kind])
+        doc = set_dotted(doc, field, SECRETS[kind])
     path = _write(tmp_path, doc)
     for extra in (("--json",), ()):
         result = _plan(path, *extra)
