@@ -189,11 +189,20 @@ def check_image(image: ImagePlan, fabric: str, nccl_env: dict[str, str]) -> list
     return problems
 
 
-def _cuda_driver(versions: dict[str, str], rule: dict[str, Any]) -> list[Problem]:
-    problems = _nccl_cuda(versions)
+def _cuda_and_driver(versions: dict[str, str]) -> tuple[str, str] | None:
+    """The pinned CUDA and driver (or driver branch) when both are versions, else ``None``."""
     cuda, driver = versions.get("cuda"), versions.get("driver") or versions.get("driver_branch")
     if not cuda or not driver or not version_tuple(cuda) or not version_tuple(driver):
+        return None
+    return cuda, driver
+
+
+def _cuda_driver(versions: dict[str, str], rule: dict[str, Any]) -> list[Problem]:
+    problems = _nccl_cuda(versions)
+    pins = _cuda_and_driver(versions)
+    if pins is None:
         return problems
+    cuda, driver = pins
     minimum = (rule.get("by_cuda_major") or {}).get(str(version_tuple(cuda)[0]))
     if minimum is None or version_tuple(driver)[0] >= int(minimum):
         return problems
@@ -212,9 +221,10 @@ def _cuda_driver(versions: dict[str, str], rule: dict[str, Any]) -> list[Problem
 def _cuda_toolkit_driver(versions: dict[str, str], rule: dict[str, Any]) -> list[Problem]:
     """A driver branch below the pinned CUDA release's own GA driver (``535`` with CUDA 12.8): the node's
     ``nvidia-smi`` reports an older CUDA than the pin and health fails, so refuse it before anything exists."""
-    cuda, driver = versions.get("cuda"), versions.get("driver") or versions.get("driver_branch")
-    if not cuda or not driver or not version_tuple(cuda) or not version_tuple(driver):
+    pins = _cuda_and_driver(versions)
+    if pins is None:
         return []
+    cuda, driver = pins
     table: dict[str, str] = rule.get("by_cuda") or {}
     own = table.get(".".join(str(p) for p in version_tuple(cuda)[:2]))
     if own is None or version_tuple(driver)[0] >= version_tuple(own)[0]:
