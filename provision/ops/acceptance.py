@@ -2,9 +2,9 @@
 
 ``provision health``, ``provision nccl-test`` and ``provision up --accept`` run through :func:`node_runner`, which
 picks the mocked nodes for a mocked cluster (with injected :class:`~provision.ops.nodes.NodeFault` s) and
-``provision exec``'s SSH fan-out for a real one. The measured bandwidth goes into the ``fabric_manifest`` output
-(mock state), or next to the state for a real stack (``$PROVISION_HOME/manifests/<stack>.json``), so two runs
-can be compared.
+``provision exec``'s SSH fan-out for a real one. The measured bandwidth and the inter-node transports NCCL used go
+into the ``fabric_manifest`` output (mock state), or next to the state for a real stack
+(``$PROVISION_HOME/manifests/<stack>.json``), so two runs can be compared.
 """
 
 from __future__ import annotations
@@ -96,6 +96,8 @@ def measurement(result: NcclResult) -> dict[str, Any]:
         "floor_kind": result.floor.kind,
         "floor_source": result.floor.source,
         "nodes": result.nodes,
+        # What NCCL used between nodes (net, NICs, GPUDirect links per node) and what the fabric check said of it.
+        "transports": result.transports.as_dict(),
         "ok": result.ok,
         "measured_at": format_time(datetime.now(timezone.utc).replace(microsecond=0)),
     }

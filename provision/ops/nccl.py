@@ -5,6 +5,10 @@ the cluster's NCCL settings); its bus bandwidth at the largest message size is c
 the instance type (``images/nccl-floors.yaml``, each with its source). Below the floor, nodes are tested in
 pairs, and each slow pair's nodes against a node of a healthy pair, which names the slow node, or the
 slow link when both of its nodes are fine elsewhere.
+
+The test runs with ``NCCL_DEBUG=INFO``: the inter-node transport each node used (NCCL net, NICs, GPUDirect) is read
+from NCCL's log and checked against the fabric (:mod:`provision.ops.nccl_transport`), since a lenient floor
+passes a socket fallback or a run on one of two NICs.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from provision.ops.nccl_transport import DEBUG_ENV, TransportCheck, check_transports
 from provision.ops.nodes import NodeRunner
 from provision.planning.bootstrap import NCCL_TESTS_BIN
 from provision.planning.images import images_dir
@@ -105,13 +110,14 @@ def allreduce_command(plan: ClusterPlan, hosts: Sequence[str], subset: Sequence[
     ``/etc/provision/env`` with the cloud's NCCL settings, forwarded with ``-x``, and the fabric's MPI transport
     settings), run with the ``mpirun`` and ``all_reduce_perf`` the ``nccl-tests`` bootstrap step left on every node
     (:func:`provision.planning.bootstrap.nccl_tests_expectation`). ``PROVISION_ROOT`` (empty on a node) lets mocked
-    nodes keep them in a sandbox.
+    nodes keep them in a sandbox. Each rank starts through ``env`` with :data:`~provision.ops.nccl_transport.DEBUG_ENV`,
+    so NCCL logs its transports whatever the node's own ``NCCL_DEBUG`` says.
     """
     line = launch_line(
         "mpirun",
         facts_of(plan, hosts),
-        "$PV_BIN/all_reduce_perf",
-        TEST_ARGS.split(),
+        "env",
+        [*(f"{k}={v}" for k, v in DEBUG_ENV), "$PV_BIN/all_reduce_perf", *TEST_ARGS.split()],
         hosts=list(subset if subset is not None else hosts),
         mpirun="$PV_BIN/mpirun",
     )
@@ -130,12 +136,17 @@ class NcclResult:
     slow_links: list[list[int]] = field(default_factory=list)
     islands: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
+    transports: TransportCheck = field(default_factory=TransportCheck)
 
     @property
-    def ok(self) -> bool:
+    def bandwidth_ok(self) -> bool:
         if self.error is not None or self.busbw_gbps is None:
             return False
         return self.floor.busbw_gbps is None or self.busbw_gbps >= self.floor.busbw_gbps
+
+    @property
+    def ok(self) -> bool:
+        return self.bandwidth_ok and not self.transports.failures
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -149,6 +160,7 @@ class NcclResult:
             "slow_nodes": self.slow_nodes,
             "slow_links": self.slow_links,
             "islands": self.islands,
+            "transports": self.transports.as_dict(),
             "error": self.error,
         }
 
@@ -157,7 +169,7 @@ class NcclResult:
             return [f"nccl-test failed: {self.error}"]
         floor = self.floor.busbw_gbps
         head = f"all_reduce bus bandwidth {self.busbw_gbps} GB/s over {self.nodes} nodes" + (
-            f" (floor {floor} GB/s: {'ok' if self.ok else 'BELOW'})" if floor is not None else " (no floor)"
+            f" (floor {floor} GB/s: {'ok' if self.bandwidth_ok else 'BELOW'})" if floor is not None else " (no floor)"
         )
         out = [head]
         if floor is not None:
@@ -166,8 +178,11 @@ class NcclResult:
         out += [f"slow link between nodes {a} and {b}" for a, b in self.slow_links]
         if self.slow_links and self.nodes == 2:
             out.append("with 2 nodes a slow node cannot be told from a slow link: test with a third node")
-        if not self.ok and not self.slow_nodes and not self.slow_links and self.pairs:
+        if not self.bandwidth_ok and not self.slow_nodes and not self.slow_links and self.pairs:
             out.append("every pair meets the floor: the slowdown needs the whole cluster (fabric or topology)")
+        out += [f"transport: node {n.node} ({n.host}) used {n.seen}" for n in self.transports.nodes if n.links]
+        out += [f"transport FAILED: {text}" for text in self.transports.failures]
+        out += [f"transport warning: {text}" for text in self.transports.warnings]
         return out
 
 
@@ -176,13 +191,17 @@ def nccl_test(plan: ClusterPlan, hosts: Sequence[str], run: NodeRunner) -> NcclR
     floor = floor_for(plan)
 
     errors: list[str] = []
+    transports = TransportCheck()
 
-    def measure(ranks: Sequence[int]) -> float | None:
+    def measure(ranks: Sequence[int], check: bool = False) -> float | None:
         result = run(allreduce_command(plan, hosts, [hosts[r] for r in ranks]), [ranks[0]])[0]
         if result.exit_code != 0:
             tail = (result.stderr.strip().splitlines() or [f"exit code {result.exit_code}"])[-1]
             errors.append(f"node {ranks[0]} ({hosts[ranks[0]]}): {tail[:300]}")
-        return parse_busbw(result.stdout) if result.exit_code == 0 else None
+            return None
+        if check:  # the whole cluster's (or island's) run: every node's transport
+            transports.extend(check_transports(plan, result.stdout, ranks, hosts))
+        return parse_busbw(result.stdout)
 
     # The fabric does not cross islands (Azure: one InfiniBand island per scale set), so each island is
     # measured on its own and the cluster's figure is the slowest island's.
@@ -190,10 +209,10 @@ def nccl_test(plan: ClusterPlan, hosts: Sequence[str], run: NodeRunner) -> NcclR
     for size in plan.islands if sum(plan.islands) == len(hosts) else (len(hosts),):
         groups.append(list(range(start, start + size)))
         start += size
-    measured = [(g, measure(g)) for g in groups if len(g) > 1 or len(groups) == 1]
+    measured = [(g, measure(g, check=True)) for g in groups if len(g) > 1 or len(groups) == 1]
     values = [bw for _, bw in measured]
     busbw = None if not values or any(bw is None for bw in values) else min(v for v in values if v is not None)
-    result = NcclResult(busbw, floor, len(hosts))
+    result = NcclResult(busbw, floor, len(hosts), transports=transports)
     if len(groups) > 1:
         result.islands = [{"ranks": [g[0], g[-1]], "busbw_gbps": bw} for g, bw in measured]
     if busbw is None:
@@ -201,7 +220,7 @@ def nccl_test(plan: ClusterPlan, hosts: Sequence[str], run: NodeRunner) -> NcclR
             f": {errors[-1]}" if errors else ""
         )
         return result
-    if result.ok or floor.busbw_gbps is None:
+    if result.bandwidth_ok or floor.busbw_gbps is None:
         return result
     for group, bw in measured:
         if bw is not None and bw >= floor.busbw_gbps:

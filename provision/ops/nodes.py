@@ -10,7 +10,8 @@ A :data:`NodeRunner` takes a shell command and the node ranks to run it on, and 
   ``nvidia-smi``, ``rocm-smi``, ``fi_info``, ``ibv_devinfo``, ``rdma``, ``mount``, ``uname``, ``mpirun`` and
   ``all_reduce_perf`` (``images/fake-node/bin``) first on ``PATH``. The command runs with ``bash -c`` and
   that node's environment, so the real node-side health check runs against them. :class:`NodeFault`
-  breaks one check on one node (or slows a node or a pair down).
+  breaks one check on one node (or slows a node or a pair down, or spoils the NCCL transport a node uses:
+  ``net_socket``, ``no_gdr``, ``one_nic``; see :data:`TRANSPORT_FAULTS`).
 """
 
 from __future__ import annotations
@@ -49,7 +50,24 @@ FAULT_CHECKS = (
     "bootstrap",
     "bandwidth",
     "link",
+    "net_socket",
+    "no_gdr",
+    "one_nic",
 )
+#: Faults of the NCCL transport a node's ranks use, as the fake ``all_reduce_perf`` logs it under ``NCCL_DEBUG=INFO``:
+#: a fallback to TCP sockets, no GPUDirect RDMA, every GPU on the first NIC. They leave the bandwidth alone, so
+#: only the transport check can catch them (as a lenient floor would on a real cluster).
+TRANSPORT_FAULTS = ("net_socket", "no_gdr", "one_nic")
+
+
+def fake_net(plan: ClusterPlan) -> tuple[str, int]:
+    """The NCCL net name and NICs per node a healthy mocked node logs: the plugin's own name (see
+    :mod:`provision.ops.nccl_transport`; GCP's gIB plugin name is as seen in public NCCL logs, not its source) and
+    one NIC per ERI on eRDMA, else the plan's fabric interfaces. ``("", 0)``: no transport lines (TCPX, TCPXO, none).
+    """
+    name = {"efa": "Libfabric", "infiniband": "IB", "erdma": "IB", "rdma": "gIB"}.get(plan.fabric, "")
+    nics = len(plan.extra.get("eri_cards") or []) if plan.fabric == "erdma" else plan.fabric_interfaces
+    return (name, nics) if name else ("", 0)
 
 
 @dataclass(frozen=True)
@@ -211,6 +229,8 @@ class MockNodes:
             for f in self.faults
             if f.check == "link" and f.peer is not None
         ]
+        net, nics = fake_net(self.plan)
+        transport = [f"{self.hosts[f.rank]}={f.check}" for f in self.faults if f.check in TRANSPORT_FAULTS]
         return {
             **os.environ,
             "PATH": os.pathsep.join([str(self._dir / "bin"), str(fakes), os.environ.get("PATH", "")]),
@@ -222,6 +242,9 @@ class MockNodes:
             "FAKE_SLOW_HOSTS": ",".join(slow),
             "FAKE_SLOW_PAIRS": ",".join(pairs),
             "FAKE_MISSING_HOSTS": ",".join(missing),
+            "FAKE_NET": net,
+            "FAKE_NICS": str(nics),
+            "FAKE_TRANSPORT_FAULTS": ",".join(transport),
         }
 
     def run(self, command: str, ranks: Sequence[int] | None = None) -> list[NodeResult]:
