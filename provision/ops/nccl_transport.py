@@ -68,7 +68,8 @@ class TransportExpectation:
         gdr_types: regex of instance types on which every inter-node link must be GPUDirect RDMA (``None``: not
             checked).
         gdr_fix: what to look at when GPUDirect is missing.
-        nics_key: ``plan.extra`` key whose list has one entry per NIC NCCL should use on every node; ``None``: not checked.
+        nics_key: ``plan.extra`` key whose list has one entry per NIC NCCL should use on every node (``None``: not
+            checked).
         nic_shortfall: whether fewer distinct NICs than that fails the acceptance or is reported as a warning.
         nic_reason: why fewer NICs happen, for the message.
         source: where the expectation comes from.
