@@ -11,6 +11,7 @@ from nodekit import plan_of
 
 from provision.ops.health import check_health
 from provision.ops.nccl import floor_for, nccl_test
+from provision.ops.nccl_transport import expectation_for
 from provision.ops.nodes import MockNodes, NodeFault, mock_user_data
 from provision.planning.bootstrap import parse
 
@@ -71,6 +72,10 @@ def test_healthy_nodes_pass_health_and_the_nccl_test(stack: str) -> None:
     assert report.ok, report.failures()
     assert result.ok, result.lines()
     assert floor is None or result.busbw_gbps is not None and result.busbw_gbps >= floor
+    # The transport NCCL logged is checked wherever the fabric has an expectation, and nothing is left to warn of.
+    assert not result.transports.failures and not result.transports.warnings, result.lines()
+    if expectation_for(plan.fabric) is not None:
+        assert [n.node for n in result.transports.nodes if n.links and n.gdr_links == n.links] == [0, 1, 2]
 
 
 @pytest.mark.parametrize(("stack", "check"), CASES)
