@@ -49,13 +49,13 @@ def test_the_parser_reads_nccls_own_line_formats_and_gives_each_link_to_the_rank
             "     8589934592    2147483648     float     sum      -1  30000  286.3  350.50      0",
         ]
     )
-    links = [(x.rank, x.net, x.dev, x.gdr) for x in parse_links(log)]
+    links = [(x.rank, x.net, x.dev, x.gdr, x.receive) for x in parse_links(log)]
     assert links == [
-        (0, "IB", 0, True),
-        (9, "IB", 1, True),
-        (2, "AWS Libfabric", 5, False),
-        (3, "Socket", 0, False),
-        (0, "IB", 1, True),
+        (0, "IB", 0, True, False),
+        (9, "IB", 1, True, True),
+        (2, "AWS Libfabric", 5, False, False),
+        (3, "Socket", 0, False, False),
+        (0, "IB", 1, True, False),
     ]
 
 
@@ -87,8 +87,27 @@ def test_two_eris_with_gpudirect_pass_and_are_reported_per_node() -> None:
     check = check_transports(plan, _ring(plan, 2, "IB", [[0] * 4 + [1] * 4] * 2), [0, 1], HOSTS)
     assert check.failures == [] and check.warnings == []
     assert [n.as_dict() for n in check.nodes] == [
-        {"node": r, "host": HOSTS[r], "nets": ["IB"], "nics": [0, 1], "links": 16, "gdr_links": 16} for r in (0, 1)
+        {
+            "node": r,
+            "host": HOSTS[r],
+            "nets": ["IB"],
+            "nics": [0, 1],
+            "links": 16,
+            "gdr_links": 16,
+            "receive_without_gdr": 0,
+        }
+        for r in (0, 1)
     ]
+
+
+def test_sends_without_gpudirect_pass_when_every_receive_has_it() -> None:
+    """NCCL enables GDR on the send side only from compute capability 8.0 or with NVLink (paths.cc); the receive side
+    shows whether GDR works at all."""
+    plan = _eri_plan()
+    log = _ring(plan, 2, "IB", [[0] * 4 + [1] * 4] * 2)
+    sends_plain = "\n".join(line.replace("/GDRDMA", "") if "[send]" in line else line for line in log.splitlines())
+    check = check_transports(plan, sends_plain, [0, 1], HOSTS)
+    assert check.failures == [] and [n.gdr_links for n in check.nodes] == [8, 8]
 
 
 def test_one_eri_of_two_is_a_warning_with_the_runbooks_reason_not_a_failure() -> None:
@@ -103,7 +122,7 @@ def test_eri_without_gpudirect_or_over_sockets_fails_naming_node_and_what_was_se
     plan = _eri_plan()
     no_gdr = check_transports(plan, _ring(plan, 2, "IB", [[0] * 4 + [1] * 4] * 2, gdr=False), [0, 1], HOSTS)
     assert [f.split(":")[0] for f in no_gdr.failures] == ["node 0 (10.0.0.10)", "node 1 (10.0.0.11)"]
-    assert "16 of 16 inter-node links without GPUDirect RDMA" in no_gdr.failures[0]
+    assert "8 inter-node receive links without GPUDirect RDMA" in no_gdr.failures[0]
     assert "NCCL_NET_GDR_LEVEL=SYS" in no_gdr.failures[0]
     socket = check_transports(plan, _ring(plan, 2, "Socket", [[0] * 8] * 2, gdr=False), [0, 1], HOSTS)
     assert len(socket.failures) == 2 and "fell back to TCP sockets on the erdma fabric" in socket.failures[1]
@@ -113,7 +132,11 @@ def test_eri_without_gpudirect_or_over_sockets_fails_naming_node_and_what_was_se
 def test_a_net_other_than_the_fabrics_fails() -> None:
     plan = plan_of("aws-p5-ci")
     check = check_transports(plan, _ring(plan, 2, "IB", [list(range(0, 32, 4))] * 2), [0, 1], HOSTS)
-    assert len(check.failures) == 2 and "expected NET/AWS Libfabric or NET/Libfabric or NET/OFI" in check.failures[0]
+    assert len(check.failures) == 2 and "NCCL used NET/IB" in check.failures[0] and "NET/Libfabric" in check.failures[0]
+    plan = plan_of("azure-ndh100-ci")
+    for net, ok in [("IB", True), ("IBext_v8", True), ("IBext", True), ("UCX", True), ("Libfabric", False)]:
+        check = check_transports(plan, _ring(plan, 2, net, [list(range(8))] * 2), [0, 1], HOSTS)
+        assert (check.failures == []) is ok, (net, check.failures)
 
 
 def test_no_transport_line_on_a_checked_fabric_fails_but_an_unchecked_fabric_only_reports() -> None:

@@ -6,7 +6,7 @@ Bandwidth alone cannot tell a healthy fabric from a degraded one when the floor 
 
 * no socket fallback on an RDMA fabric (``via NET/Socket``: NCCL found no usable RDMA device);
 * the NCCL network the fabric goes through (``NET/IB`` for InfiniBand and eRDMA, ``NET/Libfabric`` for EFA);
-* GPUDirect RDMA (``/GDRDMA``) where the fabric is set up for it;
+* GPUDirect RDMA (``/GDRDMA``) on every receive link where the fabric is set up for it;
 * as many distinct NICs as the plan gives the nodes (eRDMA: one per ERI).
 
 The expectations are data (:data:`EXPECTATIONS`, one row per fabric, each with its source); a fabric without a
@@ -23,7 +23,8 @@ each behind ``src/debug.cc``'s prefix ``"%s:%d:%d [%d] NCCL INFO "`` (host:pid:t
 the device as a hex bus id (``0[7000]``), which the parser also accepts. The net names are the plugins' own:
 ``"IB"`` (``src/transport/net_ib/common.cc`` ``ncclNetIb``), ``"Socket"`` (``src/transport/net_socket.cc``
 ``ncclNetSocket``); aws-ofi-nccl names itself ``"Libfabric"``, or ``"AWS Libfabric"`` / ``"OFI"`` when
-``NCCL_NET`` says so (aws/aws-ofi-nccl ``src/nccl_ofi_interface_nvidia.cpp`` @ 2daf7d303aa1, lines 662-847).
+``NCCL_NET`` says so (aws/aws-ofi-nccl ``src/nccl_ofi_interface_nvidia.cpp`` @ 2daf7d303aa1, lines 662-847);
+Mellanox/nccl-rdma-sharp-plugins' verbs and UCX transports name themselves ``"IBext_vN"`` and ``"UCX"``.
 """
 
 from __future__ import annotations
@@ -51,6 +52,12 @@ _LINE = re.compile(
 #: and fell back to TCP sockets (``ncclNetSocket`` is NCCL's last resort), whatever the bandwidth says.
 RDMA_FABRICS = frozenset({"efa", "infiniband", "erdma", "rdma"})
 
+#: RDMA verbs transports: NCCL's own (``"IB"``), and Mellanox/nccl-rdma-sharp-plugins' (``src/ib_plugin.c`` @
+#: 2f5ac02e1643: ``"IBext_v6"`` .. ``"IBext_v11"``, ``"IBext"`` before; ``src/ucx_plugin.c``, ``src/ucx_rma_plugin.c``:
+#: ``"UCX"``, ``"UCX-RMA"``), which HPC images (HPC-X) may load instead of NCCL's.
+_VERBS_NETS = r"IB|IBext(_v\d+)?|UCX|UCX-RMA"
+_VERBS_TEXT = "NET/IB (NCCL's verbs transport; IBext_vN or UCX from nccl-rdma-sharp-plugins)"
+
 _ERDMA_NIC_REASON = (
     "with two equidistant ERIs NCCL puts every GPU on the first one unless NCCL_GRAPH_FILE gives it a topology "
     "(AliyunContainerService/alibabacloud-erdma-controller docs/erdma-benchmark/README.md, section 6; measured on "
@@ -64,7 +71,9 @@ class TransportExpectation:
 
     Attributes:
         fabric: the plan's fabric kind.
-        nets: NCCL net names the fabric's traffic goes through; empty: not checked (name not sourced).
+        nets: regex (full match) of the NCCL net names the fabric's traffic may go through; ``None``: not checked
+            (no sourced name).
+        nets_text: those names, for a message.
         gdr_types: regex of instance types on which every inter-node link must be GPUDirect RDMA (``None``: not
             checked).
         gdr_fix: what to look at when GPUDirect is missing.
@@ -76,7 +85,8 @@ class TransportExpectation:
     """
 
     fabric: str
-    nets: frozenset[str] = frozenset()
+    nets: str | None = None
+    nets_text: str = ""
     gdr_types: str | None = None
     gdr_fix: str = ""
     nics_key: str | None = None
@@ -88,7 +98,8 @@ class TransportExpectation:
 EXPECTATIONS: tuple[TransportExpectation, ...] = (
     TransportExpectation(
         "efa",
-        nets=frozenset({"Libfabric", "AWS Libfabric", "OFI"}),
+        nets=r"Libfabric|AWS Libfabric|OFI",
+        nets_text="NET/Libfabric (aws-ofi-nccl; AWS Libfabric or OFI when NCCL_NET says so)",
         # aws/aws-ofi-nccl src/platform-aws.cpp @ 2daf7d303aa1 platform_data_map: gdr_required = true for
         # p4d.24xlarge, p4de.24xlarge, "^p5(e?\..*)" and "^(p5en|p6-b200).*", but false for p5.4xlarge (listed first;
         # first match wins). The plugin refuses EFA without GDR there, so NCCL would fall back to sockets.
@@ -98,13 +109,15 @@ EXPECTATIONS: tuple[TransportExpectation, ...] = (
     ),
     TransportExpectation(
         "infiniband",
-        nets=frozenset({"IB"}),
-        source='NCCL\'s InfiniBand verbs transport (src/transport/net_ib/common.cc, ncclNetIb "IB")',
+        nets=_VERBS_NETS,
+        nets_text=_VERBS_TEXT,
+        source='NCCL\'s verbs transport (src/transport/net_ib/common.cc, ncclNetIb "IB"); nccl-rdma-sharp-plugins',
     ),
     TransportExpectation(
         "erdma",
         # eRDMA is driven by NCCL's own verbs transport (the plan sets NCCL_IB_HCA=erdma, NCCL_NET_PLUGIN=none).
-        nets=frozenset({"IB"}),
+        nets=_VERBS_NETS,
+        nets_text=_VERBS_TEXT,
         # The plan sets NCCL_NET_GDR_LEVEL=SYS because GDR is off by default at the GPU-ERI distance SYS
         # (alibabacloud-erdma-controller docs/erdma-benchmark/README.md sections 3.3, 4): without /GDRDMA the
         # setting did not take (or nvidia-peermem is missing) and every transfer bounces through host memory.
@@ -131,12 +144,14 @@ def expectation_for(fabric: str) -> TransportExpectation | None:
 
 @dataclass(frozen=True)
 class NetLink:
-    """One inter-node connection NCCL logged: the rank on this side, the NCCL net, the NIC index, GPUDirect or not."""
+    """One inter-node connection NCCL logged: the rank on this side, the NCCL net, the NIC index, GPUDirect or not,
+    and whether it is the receiving side."""
 
     rank: int
     net: str
     dev: int
     gdr: bool
+    receive: bool = False
 
 
 def parse_links(output: str) -> list[NetLink]:
@@ -145,7 +160,8 @@ def parse_links(output: str) -> list[NetLink]:
     for match in _LINE.finditer(output):
         # send: "me -> peer"; receive: "peer -> me" (net.cc); the NIC (netDev) is "me"'s.
         rank = int(match["src"] if match["dir"] == "send" else match["dst"])
-        links.append(NetLink(rank, match["net"].strip(), int(match["dev"]), bool(match["gdr"])))
+        receive = match["dir"] == "receive"
+        links.append(NetLink(rank, match["net"].strip(), int(match["dev"]), bool(match["gdr"]), receive))
     return links
 
 
@@ -159,6 +175,8 @@ class NodeTransport:
     nics: tuple[int, ...]
     links: int
     gdr_links: int
+    #: receive links without GPUDirect (the send side may lack it by design: see :func:`check_transports`).
+    receive_without_gdr: int = 0
 
     @property
     def seen(self) -> str:
@@ -174,6 +192,7 @@ class NodeTransport:
             "nics": list(self.nics),
             "links": self.links,
             "gdr_links": self.gdr_links,
+            "receive_without_gdr": self.receive_without_gdr,
         }
 
 
@@ -211,6 +230,7 @@ def summarize(links: Sequence[NetLink], ranks: Sequence[int], hosts: Sequence[st
                 tuple(sorted({link.dev for link in mine})),
                 len(mine),
                 sum(link.gdr for link in mine),
+                sum(link.receive and not link.gdr for link in mine),
             )
         )
     return out
@@ -241,13 +261,16 @@ def check_transports(plan: ClusterPlan, output: str, ranks: Sequence[int], hosts
             continue
         if row is None:
             continue
-        wrong = [net for net in n.nets if row.nets and net not in row.nets]
+        wrong = [net for net in n.nets if row.nets is not None and not re.fullmatch(row.nets, net)]
         if wrong:
-            expected = " or ".join(f"NET/{net}" for net in sorted(row.nets))
-            result.failures.append(f"{who}: NCCL used NET/{'+'.join(wrong)} (seen {n.seen}), expected {expected}")
-        if row.gdr_types is not None and re.match(row.gdr_types, plan.instance_type) and n.gdr_links < n.links:
+            result.failures.append(f"{who}: NCCL used NET/{'+'.join(wrong)} (seen {n.seen}), expected {row.nets_text}")
+        # Receive links only: NCCL gives a *send* GDR only on compute capability >= 8.0 or with NVLink unless
+        # NCCL_NET_GDR_READ says otherwise (src/graph/paths.cc ncclTopoCheckGdr, "read"), while the receive side
+        # needs just GDR support on NIC and GPU and the distance (NCCL_NET_GDR_LEVEL): no GDR there is no GDR at all.
+        gdr_wanted = row.gdr_types is not None and re.match(row.gdr_types, plan.instance_type)
+        if gdr_wanted and n.receive_without_gdr:
             result.failures.append(
-                f"{who}: {n.links - n.gdr_links} of {n.links} inter-node links without GPUDirect RDMA (no /GDRDMA; "
+                f"{who}: {n.receive_without_gdr} inter-node receive links without GPUDirect RDMA (no /GDRDMA; "
                 f"seen {n.seen}): data bounces through host memory; {row.gdr_fix}"
             )
         wanted = len(plan.extra.get(row.nics_key) or []) if row.nics_key else 0
