@@ -133,7 +133,8 @@ def test_floor_comes_from_the_vendor_published_result_with_its_source() -> None:
 def test_nccl_command_is_the_launch_helpers_mpirun_line_with_the_nodes_own_binaries() -> None:
     """One way to build an mpirun command: nccl-test's line is planning.launch's, run with the nccl-tests step's
     mpirun and all_reduce_perf; the cloud's NCCL env reaches every rank through the node env file and -x, and each
-    rank starts through `env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET` so NCCL logs its transports."""
+    rank starts through `env -u NCCL_DEBUG_FILE NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET` so NCCL logs its
+    transports."""
     from provision.planning.launch import MPI_FABRIC_ARGS, SOURCE_ENV, launch_line
 
     plan = plan_of("aws-p5-64")
@@ -144,12 +145,13 @@ def test_nccl_command_is_the_launch_helpers_mpirun_line_with_the_nodes_own_binar
     assert cmd.endswith("$PV_BIN/all_reduce_perf -b 512M -e 8G -f 2 -g 1")
     from provision.ops.nccl import TEST_ARGS, facts_of
 
-    assert " env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET $PV_BIN/all_reduce_perf " in cmd
+    assert " env -u NCCL_DEBUG_FILE NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET $PV_BIN/all_reduce_perf " in cmd
     same = launch_line(
         "mpirun",
         facts_of(plan, HOSTS),
         "env",
-        ["NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=INIT,NET", "$PV_BIN/all_reduce_perf", *TEST_ARGS.split()],
+        ["-u", "NCCL_DEBUG_FILE", "NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=INIT,NET", "$PV_BIN/all_reduce_perf"]
+        + TEST_ARGS.split(),
         hosts=HOSTS[:2],
         mpirun="$PV_BIN/mpirun",
     )

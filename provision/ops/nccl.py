@@ -111,13 +111,14 @@ def allreduce_command(plan: ClusterPlan, hosts: Sequence[str], subset: Sequence[
     settings), run with the ``mpirun`` and ``all_reduce_perf`` the ``nccl-tests`` bootstrap step left on every node
     (:func:`provision.planning.bootstrap.nccl_tests_expectation`). ``PROVISION_ROOT`` (empty on a node) lets mocked
     nodes keep them in a sandbox. Each rank starts through ``env`` with :data:`~provision.ops.nccl_transport.DEBUG_ENV`,
-    so NCCL logs its transports whatever the node's own ``NCCL_DEBUG`` says.
+    so NCCL logs its transports to the output whatever the node's own ``NCCL_DEBUG`` (or ``NCCL_DEBUG_FILE``) says.
     """
     line = launch_line(
         "mpirun",
         facts_of(plan, hosts),
         "env",
-        [*(f"{k}={v}" for k, v in DEBUG_ENV), "$PV_BIN/all_reduce_perf", *TEST_ARGS.split()],
+        # -u NCCL_DEBUG_FILE: the log must reach mpirun's output, not a file on each node.
+        ["-u", "NCCL_DEBUG_FILE", *(f"{k}={v}" for k, v in DEBUG_ENV), "$PV_BIN/all_reduce_perf", *TEST_ARGS.split()],
         hosts=list(subset if subset is not None else hosts),
         mpirun="$PV_BIN/mpirun",
     )
