@@ -260,3 +260,13 @@ def test_cli_reports_transports_in_json_and_the_fabric_manifest(
 
     text = _cli("nccl-test", "alibaba-gn8-ci", "--mock", "--inject", "1:net_socket")
     assert text.exit_code == 1 and "fell back to TCP sockets" in text.output
+    assert "transport: node 0 used NET/IB/0,1" in text.output and "transport: node 1 used NET/Socket/0" in text.output
+
+
+def test_the_text_report_groups_nodes_that_used_the_same_transport() -> None:
+    plan = _eri_plan(3)
+    with MockNodes(plan, HOSTS, busbw_gbps=100.0) as mock:
+        result = nccl_test(plan, HOSTS, mock.run)
+    assert [line for line in result.lines() if line.startswith("transport")] == [
+        "transport: nodes 0, 1, 2 used NET/IB/0,1 (32 links, 32 GDRDMA)"
+    ]

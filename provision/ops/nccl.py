@@ -181,7 +181,7 @@ class NcclResult:
             out.append("with 2 nodes a slow node cannot be told from a slow link: test with a third node")
         if not self.bandwidth_ok and not self.slow_nodes and not self.slow_links and self.pairs:
             out.append("every pair meets the floor: the slowdown needs the whole cluster (fabric or topology)")
-        out += [f"transport: node {n.node} ({n.host}) used {n.seen}" for n in self.transports.nodes if n.links]
+        out += self.transports.summary()
         out += [f"transport FAILED: {text}" for text in self.transports.failures]
         out += [f"transport warning: {text}" for text in self.transports.warnings]
         return out

@@ -211,6 +211,17 @@ class TransportCheck:
             "warnings": list(self.warnings),
         }
 
+    def summary(self) -> list[str]:
+        """One line per distinct transport seen, with the nodes that used it (``transport: nodes 0, 2 used ...``)."""
+        seen: dict[str, list[int]] = {}
+        for n in self.nodes:
+            if n.links:
+                seen.setdefault(n.seen, []).append(n.node)
+        return [
+            f"transport: node{'s' if len(nodes) > 1 else ''} {', '.join(map(str, nodes))} used {what}"
+            for what, nodes in seen.items()
+        ]
+
     def extend(self, other: TransportCheck) -> None:
         self.nodes += other.nodes
         self.failures += other.failures
