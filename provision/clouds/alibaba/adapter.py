@@ -327,6 +327,19 @@ class AlibabaAdapter(Adapter):
                 "and later types (RunInstances NetworkOptions.EnableJumboFrame)",
                 "drop alibaba.jumbo_frames (the nodes use MTU 1400 for eRDMA)",
             )
+        elif opts.jumbo_frames and res.offer is not None and res.offer.family not in JUMBO_FRAME_FAMILIES:
+            # "Specific" 8th-generation types only: a type Alibaba does not document is refused here as the strict
+            # mocked cloud refuses it (clouds/alibaba/strict.py JUMBO_FAMILIES), so a plan never passes what an
+            # account may reject at RunInstances.
+            found.add(
+                "alibaba.jumbo_frames",
+                True,
+                f"is not documented for {res.offer.instance_type}: RunInstances NetworkOptions.EnableJumboFrame "
+                "is supported only by specific 8th-generation and later types, and Alibaba documents it for "
+                f"{', '.join(sorted(JUMBO_FRAME_FAMILIES))} only",
+                "drop alibaba.jumbo_frames (the nodes use MTU 1400 for eRDMA); the per-type answer is "
+                "`aliyun ecs DescribeInstanceTypes --InstanceTypes.1 <type>` (JumboFrameSupport)",
+            )
         if spec.access.public_head_node and not spec.access.allowed_cidrs:
             found.add(
                 "access.public_head_node",
