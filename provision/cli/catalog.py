@@ -58,6 +58,8 @@ def _print(doc: dict[str, Any], write: bool) -> None:
     out = console()
     for cloud, why in doc["skipped"].items():
         out.print(f"{cloud}: skipped ({why})", markup=False)
+    for note in doc.get("notes", []):
+        out.print(f"note: {note}", markup=False)
     if not doc["changes"]:
         checked = ", ".join(f"{c} {n}" for c, n in doc["checked"].items()) or "nothing"
         out.print(f"no price changed (rows checked: {checked})")
