@@ -212,11 +212,11 @@ def test_cli_prints_the_storage_diff_and_the_notes(monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(mod, "default_sources", lambda: Sources(get=_azure_get))
 
-    result = CliRunner().invoke(app, ["catalog", "refresh", "--cloud", "azure"])
+    result = CliRunner().invoke(app, ["catalog", "refresh", "--cloud", "azure"], env={"COLUMNS": "160"})
 
     assert result.exit_code == 0, result.output
     out = " ".join(result.stdout.split())
-    assert "amlfs/AMLFS-Durable-Premium-250" in out and "74.752" in out
+    assert "amlfs/AMLFS-Durable-Premium-250 eastus $/TiB-mo - 74.752" in out
     assert "note: azure amlfs eastus: AMLFS-Durable-Premium-40: the vendor's rows disagree" in out
     assert "--write" in out
 
