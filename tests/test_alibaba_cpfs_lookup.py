@@ -98,7 +98,8 @@ def _expected_signature(params: dict[str, str], secret: str) -> str:
 
 @dataclass
 class Fake:
-    """What the fakes answer: ``api`` is ok / error / empty / no-domain; ``creds_after`` 404s before credentials."""
+    """What the fakes answer: ``api`` is ok / error / empty / no-domain / bad-domain; ``creds_after``: that many
+    credential reads answer 404 first."""
 
     api: str = "ok"
     creds_after: int = 0
@@ -155,8 +156,9 @@ def _handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
                 echoed = f"server string to sign is: SecurityToken%3D{_encode(CREDS['SecurityToken'])}"
                 return self._send(400, json.dumps({"Code": "Forbidden.RAM", "Message": echoed}))
             targets: list[dict[str, Any]] = []
-            if fake.api in ("ok", "no-domain"):
-                domain = DOMAIN if fake.api == "ok" else ""
+            domains = {"ok": DOMAIN, "no-domain": "", "bad-domain": "x;reboot #.example.com"}
+            if fake.api in domains:
+                domain = domains[fake.api]
                 targets = [{"ExportId": EXPORT, "ProtocolMountTargetDomain": domain, "Status": "CREATING"}]
             return self._send(200, json.dumps({"RequestId": "R-1", "ProtocolMountTargets": targets}))
 
@@ -233,7 +235,10 @@ def test_an_api_error_is_named_without_the_credentials_it_echoes(fake: Any, tmp_
     _no_secret(p.stdout + p.stderr)
 
 
-@pytest.mark.parametrize(("api", "said"), [("empty", "not listed yet"), ("no-domain", "has no domain yet")])
+@pytest.mark.parametrize(
+    ("api", "said"),
+    [("empty", "not listed yet"), ("no-domain", "has no domain yet"), ("bad-domain", "is not a DNS name")],
+)
 def test_an_export_without_a_domain_yet_fails_clearly(fake: Any, tmp_path: Path, api: str, said: str) -> None:
     state, base = fake
     state.api = api
