@@ -25,7 +25,8 @@ TYPE_TOKEN = "provision:alibaba:Cluster"
 
 
 class AlibabaCluster(pulumi.ComponentResource):
-    """VPC + NAT egress, security group, key pair, deployment sets, nodes and the shared filesystem.
+    """VPC + NAT egress, security group, key pair, deployment sets, nodes and the shared filesystem (with CPFS, also
+    the nodes' RAM role for the boot-time domain lookup: :mod:`provision.clouds.alibaba.storage`).
 
     Attributes:
         ips: private IPs of the nodes by rank (``Output[list[str]]``).
