@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT
-from nodekit import files_of, plan_of, run_step, sandbox
+from nodekit import files_of, plan_of, run_bootstrap, run_step, sandbox
 
 from provision.clouds.alibaba.ramrole import DOMAIN_FILE
 from provision.clouds.alibaba.userdata import MAX_USER_DATA_BYTES, mock_cpfs_export, mock_user_data, user_data
@@ -320,3 +320,16 @@ def test_the_shared_mount_refuses_a_missing_or_unsafe_domain_file(tmp_path: Path
     result = run_step(tmp_path, root, "shared-mount")
     assert result["rc"] == 1 and "does not hold a DNS name" in result["err"]
     assert "mount " not in result["log"] and not (root / "etc/fstab").exists()
+
+
+def test_the_runner_records_the_lookup_and_the_mount_in_bootstrap_json(fake: Any, tmp_path: Path) -> None:
+    state, base = fake
+    state.role = mock_cpfs_export(plan_of("alibaba-gn8-64")).role_name
+    root = _node(tmp_path, base)
+    result = run_bootstrap(tmp_path, "", root=root, PROVISION_CPFS_METADATA=f"{base}/latest")
+    steps, order = result["state"]["steps"], result["state"]["order"]
+    assert order.index("cpfs-domain") < order.index("shared-mount")
+    assert steps["cpfs-domain"]["status"] == "ok" and steps["shared-mount"]["status"] == "ok", steps
+    assert any(DOMAIN in line for line in steps["cpfs-domain"]["tail"])
+    assert f"{DOMAIN}:/share" in result["log"]
+    _no_secret(json.dumps(result["state"]) + (root / "var/log/provision-bootstrap.log").read_text())
