@@ -36,6 +36,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from provision.planning.plan import ClusterPlan
+    from provision.spec import ClusterSpec
+
+#: The body of the placeholder key the bundled stacks and `size --write-spec` carry (it decodes to
+#: "...provision-example-key-do-not-use"): nobody has its private half.
+EXAMPLE_KEY_BODY = "AAAAC3NzaC1lZDI1NTE5AAAAIHByb3Zpc2lvbi1leGFtcGxlLWtleS1kby1ub3QtdXNl"
 
 #: The local command-line tools each path needs (docs and `provision ssh` errors).
 NEEDS = {
@@ -78,6 +83,29 @@ def access_path(plan: ClusterPlan) -> dict[str, Any]:
         path["os_login"] = True
     path["needs"] = NEEDS[path["via"]]
     return path
+
+
+def login_warnings(spec: ClusterSpec) -> list[str]:
+    """Why nobody would be able to log in to the planned cluster (review 2026-12-01, ux.md friction 2), or ``[]``.
+
+    The example key of the bundled stacks has no private half anywhere; a spec with no key at all (AWS accepts
+    one) leaves ``provision ssh``, ``exec`` and ``launch`` nothing to log in with. GCP with OS Login (the default)
+    takes the keys from the users' OS Login profiles instead, so no key in the spec is fine there.
+    """
+    if spec.cloud == "gcp" and getattr(spec.cloud_options(), "os_login", False):
+        return []  # OS Login installs no spec key: its own warning says how people log in
+    keys = spec.access.ssh_public_keys
+    if any(key.split()[1:2] == [EXAMPLE_KEY_BODY] for key in keys):
+        return [
+            "access.ssh_public_keys holds the documentation's EXAMPLE key (provision-example), whose private half "
+            "nobody has: nobody can log in to these nodes. Replace it with your own public key (~/.ssh/id_ed25519.pub)."
+        ]
+    if not keys:
+        return [
+            "no access.ssh_public_keys: nobody can log in over SSH, so `provision ssh`, `exec` and `launch` cannot "
+            "reach the nodes. Add your public key (~/.ssh/id_ed25519.pub) to access.ssh_public_keys."
+        ]
+    return []
 
 
 def node_names(hosts: Sequence[str], path: Mapping[str, Any]) -> list[str]:
