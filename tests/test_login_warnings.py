@@ -44,3 +44,32 @@ def test_gcp_os_login_needs_no_key_in_the_spec() -> None:
     spec = stack_spec("gcp-a3-64").model_dump(mode="json", exclude_none=True)
     spec["access"]["ssh_public_keys"] = []
     assert _login(plan_spec(load_spec(spec)).warnings) == []
+
+
+def _way_in(warnings: tuple[str, ...]) -> list[str]:
+    return [w for w in warnings if "no way in from outside" in w]
+
+
+def test_azure_stacks_without_a_bastion_say_their_private_nodes_have_no_way_in() -> None:
+    """Review ux.md friction 2 and gcp.md B6 ("warn when allowed_cidrs is set but there is no path to the nodes"):
+    the Azure stacks admit SSH from a public range that cannot route to the VNet's private addresses."""
+    warned = _way_in(plan_spec(stack_spec("azure-ndh100-64")).warnings)
+    assert len(warned) == 1 and "azure.bastion: true" in warned[0] and "203.0.113.0/24" in warned[0]
+    spec = stack_spec("azure-ndh100-64").model_dump(mode="json", exclude_none=True)
+    spec["azure"] = {"bastion": True}
+    assert _way_in(plan_spec(load_spec(spec)).warnings) == []
+
+
+def test_gcp_without_iap_and_alibaba_without_a_public_head_node_say_so_too() -> None:
+    gcp = stack_spec("gcp-a3-64").model_dump(mode="json", exclude_none=True)
+    assert _way_in(plan_spec(load_spec(gcp)).warnings) == []  # IAP is on by default
+    gcp["gcp"]["allow_iap_ssh"] = False
+    assert "gcp.allow_iap_ssh: true" in _way_in(plan_spec(load_spec(gcp)).warnings)[0]
+    assert "access.public_head_node: true" in _way_in(plan_spec(stack_spec("alibaba-gn8-ci")).warnings)[0]
+
+
+def test_aws_and_networks_on_a_vpn_need_no_such_warning() -> None:
+    assert _way_in(plan_spec(stack_spec("aws-p5-16")).warnings) == []  # SSM Session Manager
+    spec = stack_spec("azure-ndh100-64").model_dump(mode="json", exclude_none=True)
+    spec["access"]["allowed_cidrs"] = ["10.8.0.0/16"]  # a VPN or peered range reaches private addresses
+    assert _way_in(plan_spec(load_spec(spec)).warnings) == []
