@@ -381,3 +381,13 @@ def test_cpfs_plan_warns_that_nodes_use_plain_nfs_and_what_throughput_that_path_
     text = " ".join(p.warnings)
     assert "plain NFSv3" in text and "Ubuntu up to 20.04" in text and "quorum" in text
     assert "7,200 MB/s" in text  # 0.2 MB/s per GiB x 36,000 GiB
+
+
+def test_cpfs_plan_says_the_nodes_mount_at_boot_and_what_rights_deploying_needs() -> None:
+    p = plan(spec(storage={"shared": {"kind": "cpfs", "tier": "advance_200", "size_gib": 36000}}))
+    text = " ".join(p.warnings)
+    assert "at every boot" in text and "do not mount" not in text
+    assert "ram:PassRole" in text and "ram:CreateRole" in text
+    storage = p.extra["storage"]
+    assert storage["lookup_role"] == f"{p.name}-{p.region}-nodes"
+    assert storage["nas_endpoint"] == f"https://nas-vpc.{p.region}.aliyuncs.com"

@@ -324,6 +324,19 @@ def test_plan_warns_when_regional_nodes_may_land_outside_the_lustre_zone() -> No
     assert not any("set zone:" in w for w in plan(storage={"shared": {"kind": "netapp", "tier": "Standard"}}).warnings)
 
 
+@pytest.mark.parametrize("stack", ["azure-ndh100-64", "azure-ndh100-256"])
+def test_shipped_lustre_stacks_put_the_nodes_in_the_file_systems_zone(stack: str) -> None:
+    """Review 2026-12-01 Azure B3: azure-ndh100-64 put AMLFS in zone 1 and its nodes in no zone, against Microsoft's
+    "ensure Lustre clients ... and AMLFS are in the same Azure region and Availability Zone"
+    (azure-managed-lustre/troubleshoot-performance.md)."""
+    from conftest import stack_spec
+
+    shipped = AzureAdapter().plan(stack_spec(stack))
+    assert shipped.extra["filesystem"]["kind"] == "amlfs"
+    assert shipped.zone == shipped.extra["filesystem"]["zone"] is not None
+    assert not any("set zone:" in w for w in shipped.warnings)
+
+
 def test_plan_puts_retained_storage_and_its_network_in_their_own_resource_group() -> None:
     p = plan(storage={"shared": {"retain": True}})
     assert p.extra["retain_network"] is True

@@ -184,7 +184,8 @@ def test_cli_refresh_prints_the_diff(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(mod, "default_sources", lambda: Sources(get=azure_get))
 
-    result = CliRunner().invoke(app, ["catalog", "refresh", "--cloud", "azure"])
+    # A wide terminal: at 80 columns the table folds long item names across lines.
+    result = CliRunner().invoke(app, ["catalog", "refresh", "--cloud", "azure"], env={"COLUMNS": "160"})
 
     assert result.exit_code == 0, result.output
     assert "Standard_ND96isr_H100_v5" in result.stdout and "98.32" in result.stdout and "96" in result.stdout

@@ -92,9 +92,19 @@ def test_jumbo_frames_default_on_only_where_documented() -> None:
     ebmgn8v = AlibabaAdapter().plan(spec())
     assert (ebmgn8v.extra["jumbo_frames"], ebmgn8v.extra["mtu"]) == (False, 1400)
     assert any("jumbo" in w for w in ebmgn8v.warnings)
-    # An explicit opt-in on an 8th-generation type the docs do not list is the user's call, with a warning.
-    opted = AlibabaAdapter().plan(spec(alibaba={"jumbo_frames": True}))
-    assert (opted.extra["jumbo_frames"], opted.extra["mtu"]) == (True, 8500)
+
+
+def test_jumbo_frames_on_an_undocumented_eighth_generation_type_are_refused_as_the_cloud_would() -> None:
+    # The plan used to accept this opt-in on ebmgn8v while the strict mocked cloud refused enableJumboFrame.
+    with pytest.raises(SpecError) as err:
+        AlibabaAdapter().plan(spec(alibaba={"jumbo_frames": True}))
+    assert [p.path for p in err.value.problems] == ["alibaba.jumbo_frames"]
+    assert "ecs.ebmgn8v.48xlarge" in str(err.value) and "DescribeInstanceTypes" in str(err.value)
+    gn8v = AlibabaAdapter().plan(spec(instance_type="ecs.gn8v-8x.48xlarge", alibaba={"jumbo_frames": True}))
+    assert gn8v.extra["mtu"] == 8500
+    assert all(
+        "enableJumboFrame" in n.inputs for n in preview(spec(instance_type="ecs.gn8v-8x.48xlarge")).of_type(INSTANCE)
+    )
 
 
 # ------------------------------------------------------------------ installer (C1) and metadata (C2)

@@ -180,3 +180,52 @@ def test_the_dispatcher_has_no_live_check_for_clouds_without_one() -> None:
 
     gcp = type("P", (), {"cloud": "gcp"})()
     assert preflight(gcp) == []  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------- a real `up` runs it (review A5)
+
+
+def _real_cluster(tmp_path: Any, monkeypatch: Any) -> tuple[Any, Any]:
+    from conftest import isolated_home, stack_spec
+    from test_automation import FakePulumi
+
+    from provision.ops.cluster import Cluster
+
+    isolated_home(tmp_path, monkeypatch)
+    fake = FakePulumi()
+    return Cluster.from_spec(stack_spec("azure-ndh100-ci"), stack="az-ci", pulumi_command=fake, display="none"), fake
+
+
+def test_a_real_up_asks_the_subscription_first_and_creates_nothing_when_it_cannot_hold_the_cluster(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
+    """Review 2026-12-01 Azure A5: the preflight existed, but no `up` ran it, so an unregistered provider or a zero
+    ND quota still surfaced minutes into `pulumi up`, after the network was billing."""
+    import pytest
+
+    from provision.engine import preflight
+    from provision.spec.errors import SpecError
+
+    account = FakeSubscription(quota={ND_FAMILY: (0, 0), "cores": (0, 5000)})
+    account.providers["Microsoft.NetApp"] = "NotRegistered"
+    monkeypatch.setattr(preflight.ArmAccount, "from_environment", classmethod(lambda cls: account))
+    cluster, fake = _real_cluster(tmp_path, monkeypatch)
+    with pytest.raises(SpecError) as e:
+        cluster.up()
+    assert e.value.exit_code == 2 and sorted(paths(list(e.value.problems))) == ["cloud", "nodes"]
+    assert "az provider register --namespace Microsoft.NetApp" in str(e.value)
+    assert not any(c[:2] == ["stack", "init"] or c[:1] == ["up"] for c in fake.calls)
+
+
+def test_a_subscription_that_cannot_be_asked_is_a_warning_not_a_stop(tmp_path: Any, monkeypatch: Any) -> None:
+    from provision.engine import preflight
+    from provision.spec.errors import UnsupportedError
+
+    def unreachable(cls: Any) -> Any:
+        raise UnsupportedError("the Azure preflight needs AZURE_SUBSCRIPTION_ID; to fix: export it")
+
+    monkeypatch.setattr(preflight.ArmAccount, "from_environment", classmethod(unreachable))
+    cluster, fake = _real_cluster(tmp_path, monkeypatch)
+    result = cluster.up()
+    assert result is not None and any(c[:1] == ["up"] for c in fake.calls)
+    assert any("preflight did not run" in w and "AZURE_SUBSCRIPTION_ID" in w for w in result.warnings)

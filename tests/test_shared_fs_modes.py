@@ -52,8 +52,7 @@ def test_no_node_script_makes_the_shared_root_world_writable(stack: str) -> None
     result = preview(spec)
     assert result.plan.storage is not None, f"{stack} ships a shared filesystem"
     text, chmods = _chmods(result, result.plan.storage.mount)
-    if spec.storage.shared is not None and spec.storage.shared.kind != "cpfs":  # CPFS: mounted by hand, no boot step
-        assert chmods, "the node scripts set the shared root's mode"
+    assert chmods, "the node scripts set the shared root's mode"  # CPFS too: mounted at boot since the lookup step
     assert [(mode, path) for mode, path in chmods if _grants_world_write(mode)] == []
     assert "1777 /shared" not in text and "777 /shared" not in text
 

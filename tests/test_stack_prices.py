@@ -31,9 +31,12 @@ KNOWN_GAPS: dict[str, tuple[str, ...]] = {
     "alibaba-gn8-64": ("compute",),
     # AWS publishes PERSISTENT_2 prices on a script-rendered page (and the Price List API, network needed) not readable
     # here; third-party figures for the 250 tier disagree (~$0.20 vs ~$0.21 per GB-month), so neither is used.
+    # `provision catalog refresh --cloud aws --write` (AmazonFSx price list) closes this gap where the network allows
+    # (tests/test_catalog_refresh_storage.py shows the pipeline pricing these stacks from an answer).
     "aws-p5-64": ("storage (fsx-lustre PERSISTENT_2)",),
     "aws-p5-64-eks": ("storage (fsx-lustre PERSISTENT_2)",),
-    # Likewise Azure Managed Lustre: no Microsoft figure (pricing page, Retail Prices API response) was readable.
+    # Likewise Azure Managed Lustre: no Microsoft figure (pricing page, Retail Prices API response) was readable;
+    # `provision catalog refresh --cloud azure --write` (Azure Managed Lustre meters in eastus) closes it.
     "azure-ndh100-256": ("storage (amlfs AMLFS-Durable-Premium-250)",),
     "azure-ndh100-64": ("storage (amlfs AMLFS-Durable-Premium-250)",),
 }

@@ -9,6 +9,9 @@ Sources (each queried only for the rows the catalog already holds):
 * AWS: the Price List Query API (``pricing:GetProducts``, endpoint in us-east-1; any AWS credentials) for
   on-demand Linux, shared-tenancy prices, and ``ec2:DescribeSpotPriceHistory`` for the lowest current spot
   price in the region. https://docs.aws.amazon.com/awsaccountbilling/latest/aboutv2/using-price-list-query-api.html
+* Storage (FSx for Lustre through the same Price List API, ``ServiceCode=AmazonFSx``; Azure Managed Lustre
+  through the Retail Prices API): see :mod:`provision.catalog.refresh_storage`. A storage price holds for the
+  one region it was read in (the row's ``priced_regions``, else ``refresh_storage.REFERENCE_REGION``).
 * GCP: the Cloud Billing Catalog API (``services/6F81-5844-456A/skus``, Compute Engine; an API key in
   ``GOOGLE_API_KEY``). A machine's price is its GPUs plus its vCPUs and memory at the family's SKUs.
   https://cloud.google.com/billing/docs/reference/rest/v1/services.skus/list
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterable
@@ -31,7 +35,8 @@ from typing import Any
 
 import yaml
 
-from provision.catalog.models import CLOUDS, CloudFile
+from provision.catalog import refresh_storage as storage
+from provision.catalog.models import CLOUDS, CloudFile, FilesystemOffer
 
 AZURE_PRICES_URL = "https://prices.azure.com/api/retail/prices"
 GCP_SKUS_URL = "https://cloudbilling.googleapis.com/v1/services/6F81-5844-456A/skus"
@@ -77,12 +82,14 @@ class PriceChange:
 
 @dataclass
 class RefreshResult:
-    """What a refresh found: changes per field, clouds skipped (with why), rows checked."""
+    """What a refresh found: changes per field, clouds skipped (with why), rows checked, and notes: prices the
+    vendor's answer did not give or gave in a form not used (unknown stays as the catalog has it, and is said)."""
 
     retrieved: date
     changes: list[PriceChange] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     checked: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -90,6 +97,7 @@ class RefreshResult:
             "changes": [c.as_dict() for c in self.changes],
             "skipped": dict(self.skipped),
             "checked": dict(self.checked),
+            "notes": list(self.notes),
         }
 
 
@@ -168,10 +176,14 @@ def aws_on_demand(products: Iterable[str]) -> float | None:
 
 @dataclass
 class AwsSource:
-    """The two AWS calls a refresh makes, injectable for tests."""
+    """The AWS calls a refresh makes, injectable for tests.
+
+    ``fsx_products(region)`` answers ``GetProducts`` for ``AmazonFSx`` in ``region``; ``None``: not checked.
+    """
 
     get_products: Callable[[str, str], list[str]]
     spot_prices: Callable[[str, str], list[float]]
+    fsx_products: Callable[[str], list[str]] | None = None
 
 
 def boto3_aws_source() -> AwsSource:
@@ -217,7 +229,13 @@ def boto3_aws_source() -> AwsSource:
             raise SourceUnavailable(f"ec2:DescribeSpotPriceHistory failed in {region}: {e}") from None
         return [float(h["SpotPrice"]) for h in history.get("SpotPriceHistory", [])]
 
-    return AwsSource(get_products=get_products, spot_prices=spot_prices)
+    def fsx_products(region: str) -> list[str]:
+        try:
+            return storage.boto3_fsx_products(pricing, region)
+        except (BotoCoreError, ClientError) as e:
+            raise SourceUnavailable(f"pricing:GetProducts (AmazonFSx) failed: {e}") from None
+
+    return AwsSource(get_products=get_products, spot_prices=spot_prices, fsx_products=fsx_products)
 
 
 # --------------------------------------------------------------------------------------------- gcp
@@ -369,7 +387,34 @@ def _refresh_azure(f: CloudFile, src: Sources, result: RefreshResult) -> None:
                 east,
             )
             checked += 1
+    checked += _refresh_amlfs(f, src, result)
     result.checked["azure"] = checked
+
+
+def _storage_region(cloud: str, fs: FilesystemOffer) -> str:
+    """The one region a storage row's price is read for: its own ``priced_regions[0]``, else the reference."""
+    return fs.priced_regions[0] if fs.priced_regions else storage.REFERENCE_REGION[cloud]
+
+
+def _refresh_amlfs(f: CloudFile, src: Sources, result: RefreshResult) -> int:
+    rows = [fs for fs in f.filesystems if fs.kind == "amlfs"]
+    checked = 0
+    for region in sorted({_storage_region("azure", fs) for fs in rows}):
+        here = [fs for fs in rows if _storage_region("azure", fs) == region]
+        got = storage.azure_lustre_prices(src.get, region, [fs.tier for fs in here])
+        result.notes.extend(f"azure amlfs {region}: {p}" for p in got.problems)
+        for fs in here:
+            new = got.prices.get(fs.tier)
+            if new is None and not any(p.startswith(f"{fs.tier}:") for p in got.problems):
+                result.notes.append(
+                    f"azure amlfs/{fs.tier} {region}: no meter in the Retail Prices answer "
+                    f"({got.seen} Azure Managed Lustre rows read); the catalog keeps "
+                    f"{'no price' if fs.price_per_tib_month_usd is None else fs.price_per_tib_month_usd}"
+                )
+            item = f"amlfs/{fs.tier}"
+            _compare(result, "azure", item, region, "price_per_tib_month_usd", fs.price_per_tib_month_usd, new)
+            checked += 1
+    return checked
 
 
 def _refresh_aws(f: CloudFile, src: Sources, result: RefreshResult) -> None:
@@ -390,7 +435,35 @@ def _refresh_aws(f: CloudFile, src: Sources, result: RefreshResult) -> None:
                 min(spots) if spots else None,
             )
             checked += 1
+    checked += _refresh_fsx(f, aws, result)
     result.checked["aws"] = checked
+
+
+def _refresh_fsx(f: CloudFile, aws: AwsSource, result: RefreshResult) -> int:
+    rows = [fs for fs in f.filesystems if fs.kind == "fsx-lustre" and storage.fsx_row_keys(fs)]
+    if aws.fsx_products is None:
+        result.notes.append("aws fsx-lustre: not checked (this AWS source reads no AmazonFSx price list)")
+        return 0
+    checked = 0
+    for region in sorted({_storage_region("aws", fs) for fs in rows}):
+        try:
+            got = storage.fsx_lustre_prices(aws.fsx_products(region), region)
+        except SourceUnavailable as e:
+            result.notes.append(f"aws fsx-lustre {region}: not checked ({e})")
+            continue
+        result.notes.extend(f"aws fsx-lustre {region}: {p}" for p in got.problems)
+        for fs in (fs for fs in rows if _storage_region("aws", fs) == region):
+            for name, key in storage.fsx_row_keys(fs).items():
+                old, new = storage.fsx_row_price(fs, name), got.prices.get(key)
+                if new is None and not any(p.startswith(f"{key}:") for p in got.problems):
+                    result.notes.append(
+                        f"aws fsx-lustre/{fs.tier} {name} {region}: no {key} SSD storage row in the Price List "
+                        f"answer ({got.seen} Lustre SSD storage rows read); the catalog keeps "
+                        f"{'no price' if old is None else old}"
+                    )
+                _compare(result, "aws", f"fsx-lustre/{fs.tier}", region, name, old, new)
+                checked += 1
+    return checked
 
 
 def _refresh_gcp(f: CloudFile, src: Sources, result: RefreshResult) -> None:
@@ -446,21 +519,25 @@ def apply_changes(data_dir: Path, result: RefreshResult) -> list[Path]:
 _API_REF = {
     "azure": AZURE_PRICES_URL,
     "aws": "AWS Price List Query API (pricing:GetProducts) and ec2:DescribeSpotPriceHistory",
+    "aws-storage": "AWS Price List Query API (pricing:GetProducts, ServiceCode AmazonFSx)",
     "gcp": GCP_SKUS_URL,
 }
 
 
 def _apply(doc: dict[str, Any], c: PriceChange, retrieved: date) -> None:
+    storage_row = "/" in c.item
     source = {
-        "ref": _API_REF[c.cloud],
+        "ref": _API_REF["aws-storage" if storage_row and c.cloud == "aws" else c.cloud],
         "retrieved": retrieved.isoformat(),
-        "covers": "prices (provision catalog refresh)",
+        "covers": f"prices in {c.region} (provision catalog refresh)"
+        if storage_row
+        else "prices (provision catalog refresh)",
     }
-    if "/" in c.item:
+    if storage_row:
         kind, tier = c.item.split("/", 1)
         for fs in doc["filesystems"]:
             if fs["kind"] == kind and fs["tier"] == tier:
-                fs[c.field] = c.new
+                _apply_storage(fs, c)
                 _add_source(fs, source)
         return
     for row in doc["instances"]:
@@ -468,6 +545,23 @@ def _apply(doc: dict[str, Any], c: PriceChange, retrieved: date) -> None:
             region = row["regions"].setdefault(c.region, {"zones": []})
             region[c.field] = c.new
             _add_source(row, source)
+
+
+def _apply_storage(fs: dict[str, Any], c: PriceChange) -> None:
+    """Set one storage price and scope it: a price read in one region holds there, not everywhere.
+
+    A row that names its regions keeps them (the refresh read the first of them, ``_storage_region``); a row that
+    had no price at all gets this region only; a row priced before for every region (``priced_regions`` empty,
+    its notes say where the figure is from) keeps that scope.
+    """
+    had_price = fs.get("price_per_tib_month_usd") is not None or bool(fs.get("price_per_tib_month_by_throughput"))
+    m = re.fullmatch(r"price_per_tib_month_by_throughput\[(\d+)\]", c.field)
+    if m:
+        fs.setdefault("price_per_tib_month_by_throughput", {})[int(m.group(1))] = c.new
+    else:
+        fs[c.field] = c.new
+    if not fs.get("priced_regions") and not had_price:
+        fs["priced_regions"] = [c.region]
 
 
 def _add_source(row: dict[str, Any], source: dict[str, str]) -> None:

@@ -58,6 +58,8 @@ def _print(doc: dict[str, Any], write: bool) -> None:
     out = console()
     for cloud, why in doc["skipped"].items():
         out.print(f"{cloud}: skipped ({why})", markup=False)
+    for note in doc.get("notes", []):
+        out.print(f"note: {note}", markup=False)
     if not doc["changes"]:
         checked = ", ".join(f"{c} {n}" for c, n in doc["checked"].items()) or "nothing"
         out.print(f"no price changed (rows checked: {checked})")
@@ -69,14 +71,14 @@ def _print(doc: dict[str, Any], write: bool) -> None:
         title_justify="left",
         box=box.SIMPLE_HEAD,
     )
-    for col in ("cloud", "item", "region", "field", "catalog", "vendor API"):
-        table.add_column(col, no_wrap=col in ("item", "catalog", "vendor API"), overflow="fold")
+    for col in ("cloud", "item", "region", "price", "catalog", "API"):
+        table.add_column(col, no_wrap=col != "item", overflow="fold", min_width=16 if col == "item" else None)
     for c in doc["changes"]:
         table.add_row(
             c["cloud"],
             c["item"],
             c["region"],
-            c["field"],
+            _field_label(c["field"]),
             "-" if c["old"] is None else f"{c['old']:g}",
             f"{c['new']:g}",
         )
@@ -85,6 +87,21 @@ def _print(doc: dict[str, Any], write: bool) -> None:
         out.print("written: " + ", ".join(doc.get("written", [])), markup=False)
     else:
         out.print("run again with --write to record these prices in the catalog files")
+
+
+def _field_label(name: str) -> str:
+    """A short label for a price field in the table (``--json`` keeps the field names); ``$`` is USD."""
+    import re
+
+    tier = re.fullmatch(r"price_per_tib_month_by_throughput\[(\d+)\]", name)
+    if tier:
+        return f"$/TiB-mo @{tier.group(1)}MB/s"
+    labels = {
+        "price_per_hour_usd": "$/h",
+        "spot_price_per_hour_usd": "$/h spot",
+        "price_per_tib_month_usd": "$/TiB-mo",
+    }
+    return labels.get(name, name)
 
 
 def register(app: typer.Typer) -> None:

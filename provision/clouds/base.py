@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from typing import Any, ClassVar
 
 from provision.catalog import Catalog, InstanceOffer, load_catalog
+from provision.planning.access import login_warnings
 from provision.planning.cost import estimate, expiry, price_basis_warnings, spend_warnings
 from provision.planning.images import check_image, default_image
 from provision.planning.kubernetes import KubernetesPlan, system_price_note
@@ -148,6 +149,7 @@ class Adapter(ABC):
             )
         warnings.extend(spend_warnings(spec, cost.hourly_usd))
         warnings.extend(price_basis_warnings(spec, offer, res.storage))
+        warnings.extend(login_warnings(spec))
         tags = {
             **spec.tags,
             TAG_CLUSTER: spec.name,

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from provision.planning.plan import ClusterPlan
-from provision.spec.errors import Problem, UnsupportedError
+from provision.spec.errors import Problem, SpecError, UnsupportedError
+from provision.spec.secrets import scrub
 
 #: AWS Service Quotas codes for running On-Demand / Spot instances, by instance family letter.
 #: https://docs.aws.amazon.com/servicequotas/latest/userguide/ (EC2 quotas "Running On-Demand P instances")
@@ -298,3 +299,31 @@ def preflight(plan: ClusterPlan) -> list[Problem]:
     if plan.cloud == "azure":
         return azure_preflight(plan)
     return []
+
+
+def check_before_up(plan: ClusterPlan, account: AzureAccount | None = None) -> str | None:
+    """The live-account checks a real ``up`` runs before it creates anything (Azure), or ``None`` to go on.
+
+    Review 2026-12-01 Azure A5: an unregistered resource provider (MissingSubscriptionRegistration), a zero
+    ND-family quota or a restricted size otherwise surfaces minutes into ``pulumi up``, after the network and
+    storage exist. The AWS checks (:func:`aws_preflight`) stay a library call for now.
+
+    Raises:
+        SpecError: every problem the subscription has with this plan (exit 2); nothing was created.
+
+    Returns:
+        A warning when the subscription could not be asked (no SDK, no ``AZURE_SUBSCRIPTION_ID``, no
+        credential, an API error): the check is advisory then and ``up`` goes on; else ``None``.
+    """
+    if plan.cloud != "azure":
+        return None
+    try:
+        problems = azure_preflight(plan, account)
+    except Exception as e:  # noqa: BLE001 - any failure to *ask* must not stop an up the cloud may accept
+        return (
+            f"the Azure preflight did not run ({type(e).__name__}: {scrub(str(e))[:300]}), so resource providers, "
+            "quota and size restrictions were not checked before creating"
+        )
+    if problems:
+        raise SpecError(f"the Azure subscription cannot hold {plan.name!r} as planned; nothing was created", problems)
+    return None

@@ -247,8 +247,9 @@ class Cluster(NodeAccess, MockOperations):
         plan = self.plan()
         if self.mock:
             return self._mock_up(apply=True)
-        from provision.engine import automation
+        from provision.engine import automation, preflight
 
+        skipped = preflight.check_before_up(plan)  # raises before anything exists when the account says no
         stack = self._open(create=True)
         assert stack is not None  # noqa: S101
         created_at = automation.run_operation(
@@ -268,6 +269,7 @@ class Cluster(NodeAccess, MockOperations):
             )
             self._outputs = {k: v.value for k, v in res.outputs.items()}
             result = p.result(self._outputs)
+            result.warnings += [skipped] if skipped else []
             p.finish(result)
         self._state = "up"
         return result

@@ -30,12 +30,18 @@ IP-based connection).
 
 from __future__ import annotations
 
+import ipaddress
 import shlex
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from provision.planning.plan import ClusterPlan
+    from provision.spec import ClusterSpec
+
+#: The body of the placeholder key the bundled stacks and `size --write-spec` carry (it decodes to
+#: "...provision-example-key-do-not-use"): nobody has its private half.
+EXAMPLE_KEY_BODY = "AAAAC3NzaC1lZDI1NTE5AAAAIHByb3Zpc2lvbi1leGFtcGxlLWtleS1kby1ub3QtdXNl"
 
 #: The local command-line tools each path needs (docs and `provision ssh` errors).
 NEEDS = {
@@ -46,6 +52,14 @@ NEEDS = {
     "head": "only ssh",
     "direct": "a network path to the private IPs (VPN, peering or a host in the network)",
 }
+
+#: Ranges a VPN, peering or interconnect reaches a VNet/VPC from (RFC 1918 and the RFC 6598 shared space).
+#: A public range in allowed_cidrs cannot route to a node's private address (review 2026-12-01, gcp.md B6).
+PRIVATE_RANGES = tuple(
+    ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10")
+)
+#: The option that opens each cloud's private path when it is off (the AWS path, SSM, needs none).
+PATH_OPTION = {"gcp": "gcp.allow_iap_ssh: true", "azure": "azure.bastion: true"}
 
 
 def access_path(plan: ClusterPlan) -> dict[str, Any]:
@@ -78,6 +92,50 @@ def access_path(plan: ClusterPlan) -> dict[str, Any]:
         path["os_login"] = True
     path["needs"] = NEEDS[path["via"]]
     return path
+
+
+def login_warnings(spec: ClusterSpec) -> list[str]:
+    """Why nobody would be able to log in to the planned cluster (review 2026-12-01, ux.md friction 2), or ``[]``.
+
+    The example key of the bundled stacks has no private half anywhere; a spec with no key at all (AWS accepts
+    one) leaves ``provision ssh``, ``exec`` and ``launch`` nothing to log in with. GCP with OS Login (the default)
+    takes the keys from the users' OS Login profiles instead, so no key in the spec is fine there. Private nodes
+    with no private path on and SSH admitted only from public ranges cannot be reached at all (review gcp.md B6).
+    """
+    out = _way_in_warnings(spec)
+    if spec.cloud == "gcp" and getattr(spec.cloud_options(), "os_login", False):
+        return out  # OS Login installs no spec key: its own warning says how people log in
+    keys = spec.access.ssh_public_keys
+    if any(key.split()[1:2] == [EXAMPLE_KEY_BODY] for key in keys):
+        return out + [
+            "access.ssh_public_keys holds the documentation's EXAMPLE key (provision-example), whose private half "
+            "nobody has: nobody can log in to these nodes. Replace it with your own public key (~/.ssh/id_ed25519.pub)."
+        ]
+    if not keys:
+        return out + [
+            "no access.ssh_public_keys: nobody can log in over SSH, so `provision ssh`, `exec` and `launch` cannot "
+            "reach the nodes. Add your public key (~/.ssh/id_ed25519.pub) to access.ssh_public_keys."
+        ]
+    return out
+
+
+def _way_in_warnings(spec: ClusterSpec) -> list[str]:
+    """The ``direct`` path (see :func:`access_path`) with SSH admitted only from public ranges: no way in."""
+    opts = spec.cloud_options()
+    if spec.access.public_head_node or spec.cloud == "aws":
+        return []
+    if (spec.cloud == "gcp" and opts.allow_iap_ssh) or (spec.cloud == "azure" and opts.bastion):
+        return []
+    cidrs = [ipaddress.IPv4Network(c, strict=False) for c in spec.access.allowed_cidrs if ":" not in c]
+    if any(c.subnet_of(r) for c in cidrs for r in PRIVATE_RANGES):
+        return []  # some SSH comes from a network that reaches private addresses (VPN, peering)
+    fix = PATH_OPTION.get(spec.cloud, "access.public_head_node: true")
+    admitted = ", ".join(spec.access.allowed_cidrs) or "no network"
+    return [
+        f"the nodes have private addresses only and there is no way in from outside the cluster's network: SSH is "
+        f"admitted from {admitted}, which cannot route to them, and no private path is on. Set {fix}, or list "
+        "the range of a VPN or peered network in access.allowed_cidrs."
+    ]
 
 
 def node_names(hosts: Sequence[str], path: Mapping[str, Any]) -> list[str]:

@@ -101,13 +101,20 @@ class File:
 
 @dataclass(frozen=True)
 class SharedMount:
-    """The shared filesystem as nodes mount it (checked when rendered)."""
+    """The shared filesystem as nodes mount it (checked when rendered).
+
+    ``source`` is ``host:/path`` when known at deploy time. Otherwise ``source_file`` names the file an earlier
+    step writes on the node (one DNS name, checked again by the mount step) and ``source_path`` the export path;
+    the mount source is then ``<host>:<source_path>`` (Alibaba CPFS, whose export domain only the node can look up).
+    """
 
     source: str
     mount: str
     fstype: str
     options: str
     client: str = ""
+    source_file: str = ""
+    source_path: str = ""
 
 
 def static_file(path: str, source: str, permissions: str = "0644") -> File:
@@ -325,7 +332,13 @@ def render(
         order.append(_step("login-user", "common/steps/login-user.sh"))
     order += steps
     if shared is not None:
-        values.add("SHARED_SOURCE", shared.source, "mount-source", "shared_fs.source")
+        if bool(shared.source) == bool(shared.source_file):
+            raise ValueError("shared mount: give either source or source_file (with source_path)")
+        if shared.source:
+            values.add("SHARED_SOURCE", shared.source, "mount-source", "shared_fs.source")
+        else:
+            values.add("SHARED_SOURCE_FILE", shared.source_file, "path", "shared_fs.source_file")
+            values.add("SHARED_SOURCE_PATH", shared.source_path, "path", "shared_fs.source_path")
         values.add("SHARED_MOUNT", shared.mount, "path", "storage.shared.mount")
         values.add("SHARED_FSTYPE", shared.fstype, "fstype", "shared_fs.fstype")
         values.add("SHARED_OPTIONS", shared.options, "mount-options", "shared_fs.options")

@@ -4,6 +4,16 @@
 # or export can take minutes to answer). Every value was checked against a strict pattern when rendered.
 # shellcheck source=../lib.sh
 . "${PROVISION_ROOT:-}/usr/local/lib/provision/lib.sh"
+# A source known only on the node (Alibaba CPFS: the export's domain, looked up by an earlier step) comes from
+# $SHARED_SOURCE_FILE, which holds one DNS name; it is checked here as strictly as a rendered value.
+if [ -n "${SHARED_SOURCE_FILE:-}" ]; then
+  host=$(head -n 1 "$R$SHARED_SOURCE_FILE" 2>/dev/null || true)
+  if ! [[ $host =~ ^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$ ]]; then
+    pv_log "$SHARED_SOURCE_FILE is missing or does not hold a DNS name (written by an earlier step)"
+    exit 1
+  fi
+  SHARED_SOURCE="$host:$SHARED_SOURCE_PATH"
+fi
 [ -n "${SHARED_SOURCE:-}" ] || exit 0
 mnt="$R$SHARED_MOUNT"
 mkdir -p "$mnt"

@@ -31,6 +31,7 @@ import re
 from typing import Any, ClassVar
 
 from provision.catalog import InstanceOffer
+from provision.clouds.alibaba import ramrole
 from provision.clouds.base import Adapter
 from provision.planning.images import LOOKUP_PREFIX, default_image
 from provision.planning.plan import ClusterPlan
@@ -160,7 +161,14 @@ def _storage_extra(spec: ClusterSpec, res: Resolution, kms_key_id: str | None) -
             "encrypt_type": None,
             "kms_key_id": None,
             "access": "protocol-service",
+            # An export of the file system's root "/" is mounted as <domain>:/share: the console's mount address
+            # for an exported "/" (ACK "Mount a statically provisioned CPFS volume":
+            # cpfs-****.<region>.cpfs.aliyuncs.com:/share).
             "export_path": "/share",
+            # The nodes look the export's domain up at boot with this RAM role (clouds/alibaba/ramrole.py).
+            "lookup_role": ramrole.role_name(spec.name, spec.region),
+            "lookup_policy": ramrole.policy_name(spec.name, spec.region),
+            "nas_endpoint": ramrole.nas_endpoint(spec.region),
         }
     extreme = kind == "nas-extreme"
     return {
@@ -272,6 +280,9 @@ class AlibabaAdapter(Adapter):
     def check(self, spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
         opts = spec.cloud_options()
         kind = _shared_kind(spec, res)
+        if kind == "cpfs":
+            for field, value, rule, fix in ramrole.name_problems(spec.name, spec.region):
+                found.add(field, value, rule, fix)
         if kind == "cpfs-lingjun":
             found.add(
                 "storage.shared.kind",
@@ -326,6 +337,19 @@ class AlibabaAdapter(Adapter):
                 f"cannot be enabled on {res.offer.instance_type}: ECS supports jumbo frames only on 8th-generation "
                 "and later types (RunInstances NetworkOptions.EnableJumboFrame)",
                 "drop alibaba.jumbo_frames (the nodes use MTU 1400 for eRDMA)",
+            )
+        elif opts.jumbo_frames and res.offer is not None and res.offer.family not in JUMBO_FRAME_FAMILIES:
+            # "Specific" 8th-generation types only: a type Alibaba does not document is refused here as the strict
+            # mocked cloud refuses it (clouds/alibaba/strict.py JUMBO_FAMILIES), so a plan never passes what an
+            # account may reject at RunInstances.
+            found.add(
+                "alibaba.jumbo_frames",
+                True,
+                f"is not documented for {res.offer.instance_type}: RunInstances NetworkOptions.EnableJumboFrame "
+                "is supported only by specific 8th-generation and later types, and Alibaba documents it for "
+                f"{', '.join(sorted(JUMBO_FRAME_FAMILIES))} only",
+                "drop alibaba.jumbo_frames (the nodes use MTU 1400 for eRDMA); the per-type answer is "
+                "`aliyun ecs DescribeInstanceTypes --InstanceTypes.1 <type>` (JumboFrameSupport)",
             )
         if spec.access.public_head_node and not spec.access.allowed_cidrs:
             found.add(
@@ -428,8 +452,10 @@ class AlibabaAdapter(Adapter):
         kind = _shared_kind(spec, res)
         if kind == "cpfs":
             out.append(
-                "CPFS is mounted over NFS through its protocol service; pulumi-alicloud 4.0 does not return the "
-                "export's domain, so nodes do not mount it at boot: see the shared_fs output's lookup_command."
+                "CPFS is mounted over NFS through its protocol service at every boot; pulumi-alicloud 4.0 does not "
+                "return the export's domain, so each node looks it up at boot (NAS DescribeProtocolMountTarget) with "
+                "a RAM role limited to that call on this file system; deploying needs RAM rights "
+                "(ram:CreateRole, ram:CreatePolicy, ram:AttachPolicyToRole, ram:PassRole)."
             )
             out.append(cpfs_client_warning(res.storage_size_gib or 0, res.storage.tier if res.storage else None))
             if not spec.region.startswith("cn-"):

@@ -16,7 +16,7 @@ from pulumi_alicloud import ecs
 
 from provision.clouds.alibaba.adapter import auto_release_time, image_lookup
 from provision.clouds.alibaba.network import Network, build_network
-from provision.clouds.alibaba.storage import build_storage
+from provision.clouds.alibaba.storage import Storage, build_storage
 from provision.clouds.alibaba.userdata import user_data
 from provision.planning.outputs import stack_outputs
 from provision.planning.plan import ClusterPlan
@@ -25,7 +25,8 @@ TYPE_TOKEN = "provision:alibaba:Cluster"
 
 
 class AlibabaCluster(pulumi.ComponentResource):
-    """VPC + NAT egress, security group, key pair, deployment sets, nodes and the shared filesystem.
+    """VPC + NAT egress, security group, key pair, deployment sets, nodes and the shared filesystem (with CPFS, also
+    the nodes' RAM role for the boot-time domain lookup: :mod:`provision.clouds.alibaba.storage`).
 
     Attributes:
         ips: private IPs of the nodes by rank (``Output[list[str]]``).
@@ -39,7 +40,8 @@ class AlibabaCluster(pulumi.ComponentResource):
         extra, name, tags = plan.extra, plan.name, dict(plan.tags)
         child = pulumi.ResourceOptions(parent=self)
         net = build_network(plan, self)
-        mount_source, self.shared_fs = build_storage(plan, net, self)
+        storage = build_storage(plan, net, self)
+        self.shared_fs = storage.shared_fs
 
         # ECS key pairs take RSA/ECDSA keys only; without one the nodes get none (login via the user data).
         key = None
@@ -64,13 +66,15 @@ class AlibabaCluster(pulumi.ComponentResource):
             for i in range(len(extra["placement_groups"]))
         ]
         group_of = [i for i, size in enumerate(extra["placement_groups"]) for _ in range(size)]
-        data = (
-            pulumi.Output.from_input(mount_source).apply(lambda src: user_data(plan, src))
-            if mount_source is not None
-            else user_data(plan)
-        )
+        if storage.cpfs is not None:
+            data: Any = storage.cpfs.apply(lambda export: user_data(plan, cpfs=export))
+        elif storage.mount_source is not None:
+            data = pulumi.Output.from_input(storage.mount_source).apply(lambda src: user_data(plan, src))
+        else:
+            data = user_data(plan)
         nodes = [
-            self._node(plan, rank, net, key, data, sets[group_of[rank]] if sets else None) for rank in range(plan.nodes)
+            self._node(plan, rank, net, key, data, sets[group_of[rank]] if sets else None, storage)
+            for rank in range(plan.nodes)
         ]
         self.ips = pulumi.Output.all(*[n.private_ip for n in nodes]).apply(list)
         self.head_public_ip: Any = None
@@ -112,6 +116,7 @@ class AlibabaCluster(pulumi.ComponentResource):
         key: ecs.EcsKeyPair | None,
         data: Any,
         deployment_set: ecs.EcsDeploymentSet | None,
+        storage: Storage,
     ) -> ecs.Instance:
         extra, name, tags = plan.extra, plan.name, dict(plan.tags)
         cards: list[int | None] = extra["eri_cards"]
@@ -176,6 +181,10 @@ class AlibabaCluster(pulumi.ComponentResource):
             system_disk_kms_key_id=extra["kms_key_id"],
             data_disks=disks,
             user_data=data,
+            # The CPFS lookup role, attached at launch so its credentials are in the metadata from the first boot.
+            # pulumi-alicloud 4.0 marks role_name deprecated in favour of ecs.RamRoleAttachment (provider 1.275.0),
+            # which attaches after the instance is running: one more resource per node and a race with the boot.
+            role_name=storage.role_name,
             resource_group_id=extra["resource_group_id"],
             description=f"provision cluster {name}: rank {rank}",
             tags={**tags, "provision-rank": str(rank)},
@@ -185,8 +194,9 @@ class AlibabaCluster(pulumi.ComponentResource):
                 # The provider waits 10 minutes for Running by default (resource_alicloud_instance.go); a
                 # bare-metal GPU node can take longer to boot, as AWS nodes here get 30 minutes.
                 custom_timeouts=pulumi.CustomTimeouts(create="30m", delete="30m"),
-                # Egress (the SNAT entry) must work before the bootstrap downloads drivers.
-                depends_on=[net.snat],
+                # Egress (the SNAT entry) must work before the bootstrap downloads drivers, and the lookup role
+                # must hold its policy before the node's CPFS step asks NAS.
+                depends_on=[net.snat, *storage.ready],
                 # A one-time image lookup must not replace every node when a newer image ships.
                 ignore_changes=["image_id"] if image_lookup(plan) else None,
             ),

@@ -2,7 +2,8 @@
 
 Answers are deterministic (derived from logical names with ``ctx.hex_id``) so golden files stay stable.
 Id formats follow the provider's import ids (``vpc-...``, ``vsw-...``, ``sg-...``, ``i-...``, ``ngw-...``,
-``eip-...``, ``ds-...``, NAS ``<fs_id>:<mount_target_domain>``, CPFS ``cpfs-...``).
+``eip-...``, ``ds-...``, NAS ``<fs_id>:<mount_target_domain>``, CPFS ``cpfs-...``; RAM roles and policies by
+name, ``role:<policy>:<type>:<role>`` for role policy attachments).
 """
 
 from __future__ import annotations
@@ -133,7 +134,37 @@ def resource(args: Any, ctx: MockContext) -> tuple[str, dict[str, Any]]:
         exp = f"exp-{_alnum(ctx, name, 16)}"
         rid = f"{inputs['fileSystemId']}:{inputs['protocolServiceId']}:{exp}"
         return rid, {**inputs, "exportId": exp, "status": "Active"}
+    if typ in _RAM:
+        return _RAM[typ](inputs, ctx)
     raise ValueError(f"the mocked Alibaba cloud has no answer for {typ} ({name}); add one to alibaba/mocks.py")
+
+
+def _ram_role(inputs: dict[str, Any], ctx: MockContext) -> tuple[str, dict[str, Any]]:
+    role = inputs["roleName"]
+    return role, {
+        **inputs,
+        "arn": f"acs:ram::{_ACCOUNT}:role/{role}",
+        "roleId": ctx.num_id(role, 19),
+        "maxSessionDuration": inputs.get("maxSessionDuration", 3600),
+    }
+
+
+def _ram_policy(inputs: dict[str, Any], ctx: MockContext) -> tuple[str, dict[str, Any]]:
+    return inputs["policyName"], {**inputs, "defaultVersion": "v1", "type": "Custom", "attachmentCount": 0}
+
+
+def _ram_role_attachment(inputs: dict[str, Any], ctx: MockContext) -> tuple[str, dict[str, Any]]:
+    # The provider's id: role:<policy_name>:<policy_type>:<role_name> (alicloud_ram_role_policy_attachment import).
+    return f"role:{inputs['policyName']}:{inputs['policyType']}:{inputs['roleName']}", inputs
+
+
+#: The mocked account (16 digits, like Alibaba account ids) for RAM ARNs.
+_ACCOUNT = "1234567890123456"
+_RAM = {
+    "alicloud:ram/role:Role": _ram_role,
+    "alicloud:ram/policy:Policy": _ram_policy,
+    "alicloud:ram/rolePolicyAttachment:RolePolicyAttachment": _ram_role_attachment,
+}
 
 
 def _get_images(args: Any, ctx: MockContext) -> dict[str, Any]:

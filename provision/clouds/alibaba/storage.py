@@ -8,35 +8,57 @@
 * CPFS general-purpose: ``nas.FileSystem(file_system_type="cpfs")`` in the nodes' VPC and vSwitch, then the
   free NFS protocol service (``nas.ProtocolService``, spec General) and one export of ``/``
   (``nas.ProtocolMountTarget``), as in the provider's own example. pulumi-alicloud 4.0 returns the export's
-  id but not its NFS domain (ROS's ``ProtocolMountTargetDomain``), so the ``shared_fs`` output carries a
-  lookup command instead of a ready mount source and the nodes do not mount CPFS at boot.
+  id but not its NFS domain (ROS's ``ProtocolMountTargetDomain``), so the nodes look it up at boot: a RAM role
+  trusting ECS (``ram.Role``) with a policy allowing only ``nas:DescribeProtocolMountTarget`` on this file
+  system (``ram.Policy`` + ``ram.RolePolicyAttachment``) is attached to every node, whose ``cpfs-domain``
+  bootstrap step asks NAS for the domain; the shared-mount step then mounts ``<domain>:/share`` at every boot.
+  The ``shared_fs`` output keeps a lookup command for people.
 
-``retain_on_delete`` keeps the file system itself when the plan says ``retain``.
+``retain_on_delete`` keeps the file system itself when the plan says ``retain``; the RAM role and policy are
+always deleted with the stack.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
-from pulumi_alicloud import nas
+from pulumi_alicloud import nas, ram
 
+from provision.clouds.alibaba import ramrole
 from provision.clouds.alibaba.network import Network
+from provision.clouds.alibaba.userdata import CpfsExport
 from provision.planning.outputs import shared_fs_summary
 from provision.planning.plan import ClusterPlan
 
 CPFS_DOMAIN_VAR = "CPFS_EXPORT_DOMAIN"
 
 
-def build_storage(plan: ClusterPlan, net: Network, parent: pulumi.Resource) -> tuple[Any, Any]:
-    """Create the shared filesystem. Returns ``(mount_source, shared_fs)``, both ``None`` without one.
+@dataclass
+class Storage:
+    """What the nodes need from the shared filesystem.
 
-    ``mount_source`` is an ``Output[str]`` (``domain:/path``) the nodes can mount at boot, or ``None`` when
-    it is not known at deploy time (CPFS).
+    Attributes:
+        mount_source: ``Output[str]`` (``domain:/path``) the nodes mount at boot (NAS), else ``None``.
+        shared_fs: the ``shared_fs`` output (``Output[dict]``), ``None`` without a shared filesystem.
+        cpfs: ``Output[CpfsExport]`` the nodes look up at boot (CPFS), else ``None``.
+        role_name: the nodes' RAM role name (``Output[str]``, CPFS), else ``None``.
+        ready: resources the nodes must wait for (the role's policy attachment).
     """
+
+    mount_source: Any = None
+    shared_fs: Any = None
+    cpfs: Any = None
+    role_name: Any = None
+    ready: list[pulumi.Resource] = field(default_factory=list)
+
+
+def build_storage(plan: ClusterPlan, net: Network, parent: pulumi.Resource) -> Storage:
+    """Create the shared filesystem (and, for CPFS, the nodes' lookup role)."""
     storage: dict[str, Any] | None = plan.extra.get("storage")
     if plan.storage is None or storage is None:
-        return None, None
+        return Storage()
     name, extra = plan.name, plan.extra
     opts = pulumi.ResourceOptions(parent=parent)
     cpfs = storage["access"] == "protocol-service"
@@ -87,6 +109,7 @@ def build_storage(plan: ClusterPlan, net: Network, parent: pulumi.Resource) -> t
             description=f"provision-{name}-root",
             opts=opts,
         )
+        role, attachment = _lookup_role(plan, fs, opts)
         placeholder = f"${{{CPFS_DOMAIN_VAR}}}:{storage['export_path']}"
         summary = shared_fs_summary(plan, placeholder, "nfs", options)
         shared_fs = pulumi.Output.all(fs.id, export.export_id).apply(
@@ -94,6 +117,8 @@ def build_storage(plan: ClusterPlan, net: Network, parent: pulumi.Resource) -> t
                 **summary,
                 "file_system_id": a[0],
                 "export_id": a[1],
+                "mounted_at_boot": True,
+                "boot_lookup": f"the nodes look the export's domain up at boot (RAM role {storage['lookup_role']})",
                 "lookup_command": (
                     f"export {CPFS_DOMAIN_VAR}=$(aliyun nas DescribeProtocolMountTarget --FileSystemId {a[0]} "
                     f"--Filters.1.Key ExportIds --Filters.1.Value {a[1]} "
@@ -101,7 +126,8 @@ def build_storage(plan: ClusterPlan, net: Network, parent: pulumi.Resource) -> t
                 ),
             }
         )
-        return None, shared_fs
+        cpfs_export = pulumi.Output.all(fs.id, export.export_id, role.role_name).apply(lambda a: CpfsExport(*a))
+        return Storage(shared_fs=shared_fs, cpfs=cpfs_export, role_name=role.role_name, ready=[attachment])
 
     group = nas.AccessGroup(
         f"{name}-fs-ag",
@@ -134,4 +160,37 @@ def build_storage(plan: ClusterPlan, net: Network, parent: pulumi.Resource) -> t
     shared_fs = pulumi.Output.all(source, fs.id).apply(
         lambda a: {**shared_fs_summary(plan, a[0], "nfs", options), "file_system_id": a[1]}
     )
-    return source, shared_fs
+    return Storage(mount_source=source, shared_fs=shared_fs)
+
+
+def _lookup_role(plan: ClusterPlan, fs: nas.FileSystem, opts: pulumi.ResourceOptions) -> tuple[ram.Role, Any]:
+    """The nodes' RAM role: trusted by ECS, allowed ``nas:DescribeProtocolMountTarget`` on ``fs`` only."""
+    storage, name = plan.extra["storage"], plan.name
+    role = ram.Role(
+        f"{name}-nodes-role",
+        role_name=storage["lookup_role"],
+        assume_role_policy_document=ramrole.trust_policy(),
+        description=f"provision cluster {name}: CPFS nodes look up their export's NFS domain at boot",
+        # Deleting a role that still has policies attached fails unless forced (ram.Role force); the
+        # attachment is deleted first anyway, as it depends on the role.
+        force=True,
+        tags=dict(plan.tags),
+        opts=opts,
+    )
+    policy = ram.Policy(
+        f"{name}-cpfs-lookup-policy",
+        policy_name=storage["lookup_policy"],
+        policy_document=fs.id.apply(lambda fid: ramrole.lookup_policy(plan.region, fid)),
+        description=f"provision cluster {name}: read the CPFS export's domain (DescribeProtocolMountTarget)",
+        force=True,
+        tags=dict(plan.tags),
+        opts=opts,
+    )
+    attachment = ram.RolePolicyAttachment(
+        f"{name}-cpfs-lookup-attach",
+        policy_name=policy.policy_name,
+        policy_type="Custom",
+        role_name=role.role_name,
+        opts=opts,
+    )
+    return role, attachment

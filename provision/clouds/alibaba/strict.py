@@ -3,15 +3,17 @@
 Alibaba publishes no machine-readable model that pulumi-alicloud's inputs map onto, so the rules
 are the Terraform provider's own ``ValidateFunc`` lists (aliyun/terraform-provider-alicloud,
 ``alicloud/resource_alicloud_*.go``; each rule names its file and field), plus what the ECS and NAS
-API references state and the provider does not check: jumbo-frame support, CPFS create time.
+API references state and the provider does not check: jumbo-frame support, CPFS create time, RAM names and
+policy documents, and that a node's RAM role (and an attachment's role and policy) exists and trusts ECS.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from provision.clouds.alibaba import ramrole
 from provision.clouds.strict import Resource, Violation, check_enum, check_range, timeout_rule
 
 if TYPE_CHECKING:
@@ -121,6 +123,9 @@ RULES: dict[str, tuple[Enum | Range, ...]] = {
         ),
         Enum("networkType", ("internet", "intranet"), "resource_alicloud_nat_gateway.go", "network_type"),
     ),
+    "alicloud:ram/rolePolicyAttachment:RolePolicyAttachment": (
+        Enum("policyType", ("System", "Custom"), "resource_alicloud_ram_role_policy_attachment.go", "policy_type"),
+    ),
     "alicloud:ecs/eipAddress:EipAddress": (
         Enum(
             "internetChargeType",
@@ -191,7 +196,7 @@ HOST_NAME = r"(?![.-])(?!.*[.-]{2})[A-Za-z0-9.-]{2,64}(?<![.-])"
 
 
 def _known() -> frozenset[str]:
-    return frozenset(RULES) | frozenset(NAME_FIELDS) | UNCHECKED
+    return frozenset(RULES) | frozenset(NAME_FIELDS) | UNCHECKED | {ROLE, POLICY}
 
 
 def _provider(file: str, tf_field: str) -> str:
@@ -298,9 +303,83 @@ def storage_rules(res: Resource) -> list[Violation]:
     return timeout_rule(res, "create", NAS_DEFAULT_CREATE_S, CPFS_CREATE_S, CPFS_SOURCE)
 
 
+ROLE = "alicloud:ram/role:Role"
+POLICY = "alicloud:ram/policy:Policy"
+ROLE_ATTACHMENT = "alicloud:ram/rolePolicyAttachment:RolePolicyAttachment"
+
+
+def ram_rules(res: Resource) -> list[Violation]:
+    """RAM role and policy names (CreateRole / CreatePolicy) and the policy language of their documents."""
+    out: list[Violation] = []
+    if res.type in (ROLE, POLICY):
+        text = res.inputs.get("description")
+        if isinstance(text, str) and not 1 <= len(text) <= ramrole.DESCRIPTION_MAX:
+            src = ramrole.ROLE_NAME_SOURCE if res.type == ROLE else ramrole.POLICY_SOURCE
+            out.append(res.violation("description", text, f"must be 1-{ramrole.DESCRIPTION_MAX} characters", src))
+    if res.type == ROLE:
+        name = res.inputs.get("roleName")
+        if isinstance(name, str) and not re.fullmatch(ramrole.ROLE_NAME, name):
+            out.append(res.violation("roleName", name, ramrole.ROLE_NAME_RULE, ramrole.ROLE_NAME_SOURCE))
+        doc = res.inputs.get("assumeRolePolicyDocument")
+        if doc is None:
+            out.append(res.violation("assumeRolePolicyDocument", None, "is required", ramrole.TRUST_SOURCE))
+        out += [
+            res.violation("assumeRolePolicyDocument", doc, rule, ramrole.POLICY_SYNTAX_SOURCE)
+            for rule in ramrole.policy_shape_problems(doc, trust=True)
+        ]
+    elif res.type == POLICY:
+        name = res.inputs.get("policyName")
+        if isinstance(name, str) and not re.fullmatch(ramrole.POLICY_NAME, name):
+            out.append(res.violation("policyName", name, ramrole.POLICY_NAME_RULE, ramrole.POLICY_SOURCE))
+        doc = res.inputs.get("policyDocument")
+        out += [
+            res.violation("policyDocument", doc, rule, f"{ramrole.POLICY_SOURCE}; {ramrole.POLICY_SYNTAX_SOURCE}")
+            for rule in ramrole.policy_shape_problems(doc, trust=False)
+        ]
+    return out
+
+
+def _registered(ctx: MockContext, type_token: str, key: str, value: Any) -> Any:
+    return next((r for r in ctx.find(type_token) if r.inputs.get(key) == value), None)
+
+
+def role_reference_rules(res: Resource, ctx: MockContext) -> list[Violation]:
+    """A node's RAM role and an attachment's role (and custom policy) must exist: in a stack, registered before."""
+    out: list[Violation] = []
+    if res.type == "alicloud:ecs/instance:Instance" and isinstance(res.inputs.get("roleName"), str):
+        name = res.inputs["roleName"]
+        role = _registered(ctx, ROLE, "roleName", name)
+        if role is None:
+            out.append(res.violation("roleName", name, "names no RAM role created in this stack", ramrole.TRUST_SOURCE))
+        elif not ramrole.trusts_ecs(role.inputs.get("assumeRolePolicyDocument")):
+            out.append(
+                res.violation(
+                    "roleName", name, f"role {name} does not trust {ramrole.TRUSTED_SERVICE}", ramrole.TRUST_SOURCE
+                )
+            )
+    elif res.type == ROLE_ATTACHMENT:
+        src = "RAM API reference, AttachPolicyToRole (EntityNotExist.Role / EntityNotExist.Policy)"
+        role = res.inputs.get("roleName")
+        if isinstance(role, str) and _registered(ctx, ROLE, "roleName", role) is None:
+            out.append(res.violation("roleName", role, "names no RAM role created in this stack", src))
+        policy = res.inputs.get("policyName")
+        custom = res.inputs.get("policyType") == "Custom"
+        if custom and isinstance(policy, str) and _registered(ctx, POLICY, "policyName", policy) is None:
+            out.append(res.violation("policyName", policy, "names no custom policy created in this stack", src))
+    return out
+
+
 def check(res: Resource, ctx: MockContext) -> list[Violation]:
     """Every rule this cloud knows for one registration."""
-    return list_rules(res) + instance_rules(res) + sg_rule_rules(res) + name_rules(res) + storage_rules(res)
+    return (
+        list_rules(res)
+        + instance_rules(res)
+        + sg_rule_rules(res)
+        + name_rules(res)
+        + storage_rules(res)
+        + ram_rules(res)
+        + role_reference_rules(res, ctx)
+    )
 
 
 #: Every type this module knows (rules, or deliberately unchecked).

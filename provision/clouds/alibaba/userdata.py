@@ -2,13 +2,20 @@
 
 The ECS API takes user data base64-encoded (pulumi_alicloud ``ecs.Instance.user_data``: "It supports to setting a
 base64-encoded value, and it is the recommended usage"), at most 32 KiB.
+
+Shared storage: NAS mounts the mount target's domain, known at deploy time. CPFS exports have no domain in
+pulumi-alicloud 4.0, so a ``cpfs-domain`` step looks it up on the node (``images/alibaba/provision-cpfs-domain``,
+with the node's RAM role) and writes it to a file; the common ``shared-mount`` step reads that file at every boot.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from provision.clouds.alibaba import ramrole
 from provision.planning.bootstrap import (
+    LIB,
     SharedMount,
     Step,
     base_values,
@@ -47,6 +54,15 @@ def _cuda_repo_distro(os_version: str) -> str:
     return name + release.replace(".", "")
 
 
+@dataclass(frozen=True)
+class CpfsExport:
+    """What the node's CPFS domain lookup needs, known once the export and the role exist."""
+
+    file_system_id: str
+    export_id: str
+    role_name: str
+
+
 def _values(plan: ClusterPlan) -> Any:
     versions = {**DEFAULT_VERSIONS, **plan.image.versions}
     values = base_values(plan)
@@ -81,8 +97,12 @@ def _builds_nccl_tests(plan: ClusterPlan) -> bool:
     return expect is not None and expect["source"] == "build"
 
 
-def render(plan: ClusterPlan, mount_source: str | None = None) -> str:
-    """The ``#cloud-config`` for every node of ``plan``; ``mount_source`` is the NAS mount source when known."""
+def render(plan: ClusterPlan, mount_source: str | None = None, cpfs: CpfsExport | None = None) -> str:
+    """The ``#cloud-config`` for every node of ``plan``.
+
+    ``mount_source`` is the NAS mount source when known at deploy time; ``cpfs`` the CPFS export whose domain the
+    nodes look up at boot (then the shared mount reads the looked-up domain).
+    """
     steps = [Step("gpu-driver", "alibaba/steps/gpu-driver.sh", timeout=3600)]
     if _builds_nccl_tests(plan):
         # Before the nccl-tests build (a common step after the cloud's); not critical, like that build.
@@ -93,16 +113,36 @@ def render(plan: ClusterPlan, mount_source: str | None = None) -> str:
             Step("erdma-mode", "alibaba/steps/erdma-mode.sh", every_boot=True),
         ]
     steps.append(Step("network", "alibaba/steps/network.sh", every_boot=True))
+    values = _values(plan)
+    files = [static_file("/usr/local/lib/provision/provision-net", "alibaba/provision-net", "0755")]
     shared = None
-    if plan.storage is not None and mount_source:
+    options = f"{plan.extra['nfs_options']},_netdev"
+    if plan.storage is not None and cpfs is not None:
+        storage = plan.extra["storage"]
+        values.add("CPFS_FILE_SYSTEM_ID", cpfs.file_system_id, "token", "shared_fs.file_system_id")
+        values.add("CPFS_EXPORT_ID", cpfs.export_id, "token", "shared_fs.export_id")
+        values.add("CPFS_RAM_ROLE", cpfs.role_name, "token", "storage.lookup_role")
+        values.add("NAS_ENDPOINT", storage["nas_endpoint"], "url", "storage.nas_endpoint")
+        files.append(static_file(f"{LIB}/provision-cpfs-domain", "alibaba/provision-cpfs-domain", "0755"))
+        # Once (rerun at the next boot while it fails); the retries inside wait up to ~12 minutes for the export
+        # to settle and the role's credentials to reach the metadata service.
+        steps.append(Step("cpfs-domain", "alibaba/steps/cpfs-domain.sh", timeout=1800))
         shared = SharedMount(
-            mount_source, plan.storage.mount, "nfs", f"{plan.extra['nfs_options']},_netdev", "nfs-common"
+            "",
+            plan.storage.mount,
+            "nfs",
+            options,
+            "nfs-common",
+            source_file=ramrole.DOMAIN_FILE,
+            source_path=storage["export_path"],
         )
+    elif plan.storage is not None and mount_source:
+        shared = SharedMount(mount_source, plan.storage.mount, "nfs", options, "nfs-common")
     return render_bootstrap(
         plan,
-        values=_values(plan),
+        values=values,
         steps=steps,
-        files=[static_file("/usr/local/lib/provision/provision-net", "alibaba/provision-net", "0755")],
+        files=files,
         shared=shared,
         login_keys=tuple(plan.access.ssh_public_keys),
         # auto_release_time releases the node in the cloud; a guest shutdown would only stop (not delete) it.
@@ -111,21 +151,36 @@ def render(plan: ClusterPlan, mount_source: str | None = None) -> str:
     )
 
 
-def user_data(plan: ClusterPlan, mount_source: str | None = None) -> str:
+def user_data(plan: ClusterPlan, mount_source: str | None = None, cpfs: CpfsExport | None = None) -> str:
     """The node's user data, base64-encoded.
 
     Raises:
         ValueError: the user data exceeds the ECS limit, or a value fails its pattern (UnsafeValueError).
     """
-    encoded = gzip_base64(render(plan, mount_source))
+    encoded = gzip_base64(render(plan, mount_source, cpfs))
     if len(encoded) > MAX_USER_DATA_BYTES:
         raise ValueError(f"user data is {len(encoded)} bytes base64, over the ECS limit of {MAX_USER_DATA_BYTES}")
     return encoded
 
 
+def mock_cpfs_export(plan: ClusterPlan) -> CpfsExport:
+    """The CPFS export as the mocked cloud answers (alibaba/mocks.py id formats; ids derived from the names)."""
+    from hashlib import sha256
+
+    def hexid(name: str, n: int) -> str:
+        return sha256(name.encode()).hexdigest()[:n]
+
+    return CpfsExport(
+        f"cpfs-{hexid(f'{plan.name}-fs', 16)}",
+        f"exp-{hexid(f'{plan.name}-fs-export', 16)}",
+        plan.extra["storage"]["lookup_role"],
+    )
+
+
 def mock_user_data(plan: ClusterPlan) -> str:
-    """The user data as the mocked cloud's nodes get it (a NAS mount source in the mocked cloud's format)."""
-    source = f"0a1b2c3d4e-abc12.{plan.region}.nas.aliyuncs.com:/" if plan.storage is not None else None
+    """The user data as the mocked cloud's nodes get it (a NAS mount source in the mocked cloud's format, or the
+    mocked CPFS export the nodes look up)."""
     if plan.storage is not None and (plan.extra.get("storage") or {}).get("access") == "protocol-service":
-        source = None  # CPFS: the mount address is not known at deploy time
+        return render(plan, cpfs=mock_cpfs_export(plan))
+    source = f"0a1b2c3d4e-abc12.{plan.region}.nas.aliyuncs.com:/" if plan.storage is not None else None
     return render(plan, source)

@@ -280,7 +280,7 @@ class AzureAdapter(Adapter):
             out.append(
                 "azure.encryption_at_host needs the EncryptionAtHost feature registered on the subscription (az "
                 "feature register --namespace Microsoft.Compute --name EncryptionAtHost), or the scale set create "
-                "fails; the Azure preflight (provision.engine.preflight.azure_preflight) checks it."
+                "fails; a real `up` checks it first (the Azure preflight)."
             )
         else:
             out.append(

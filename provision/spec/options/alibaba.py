@@ -46,8 +46,9 @@ class AlibabaOptions(CloudOptions):
         default=None,
         description="Jumbo frames (MTU 8500) on eRDMA instance types; without them eRDMA nodes use MTU 1400, as "
         "Alibaba requires for NCCL. Unset: on only for the families Alibaba documents with jumbo frames (gn8v); "
-        "true on another 8th-generation type is your call (check DescribeInstanceTypes JumboFrameSupport); "
-        "7th-generation types have none. Ignored without eRDMA.",
+        "true on a type Alibaba does not document with them is refused (RunInstances supports them only on "
+        "specific 8th-generation and later types; per type: DescribeInstanceTypes JumboFrameSupport). "
+        "Ignored without eRDMA.",
     )
     subscription_months: int | None = Field(
         default=None,

@@ -1,0 +1,149 @@
+"""The CPFS nodes' RAM role: names, documents and the vendor rules they follow (pure: no Pulumi).
+
+A CPFS cluster's nodes look up their export's NFS domain at boot (pulumi-alicloud 4.0 does not return it), so
+they carry a RAM role that may call one read-only NAS action on the cluster's file system and nothing else.
+:mod:`provision.clouds.alibaba.storage` creates the role, the policy and the attachment from these pieces;
+:mod:`provision.clouds.alibaba.strict` checks the same rules on what the program registers.
+
+RAM is account-wide (not regional), so the names carry the cluster name and the region: two clusters in one
+account (or one cluster name in two regions) never share a role.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+#: RAM CreateRole ``RoleName``: "1 to 64 characters in length, and can contain letters, digits, periods (.), and
+#: hyphens (-)" (Resource Management / RAM API reference, CreateRole; read 2026-12-01).
+ROLE_NAME = r"[A-Za-z0-9.-]{1,64}"
+ROLE_NAME_RULE = "1-64 characters: letters, digits, '.' and '-'"
+ROLE_NAME_SOURCE = "RAM API reference, CreateRole RoleName (help/en/resource-management/api-createrole)"
+#: RAM CreatePolicy ``PolicyName``: "1 to 128 characters in length and can contain letters, digits, and hyphens
+#: (-)"; ``PolicyDocument``: "1 to 6,144 characters" (RAM API reference, CreatePolicy; read 2026-12-01).
+POLICY_NAME = r"[A-Za-z0-9-]{1,128}"
+#: CreateRole and CreatePolicy ``Description``: "1 to 1,024 characters in length".
+DESCRIPTION_MAX = 1024
+POLICY_NAME_RULE = "1-128 characters: letters, digits and '-'"
+POLICY_DOCUMENT_MAX = 6144
+POLICY_SOURCE = "RAM API reference, CreatePolicy PolicyName/PolicyDocument (resource-management/api-createpolicy)"
+#: Policy language: ``Version`` is fixed at "1"; each statement has ``Effect`` (Allow/Deny), ``Action`` and, in a
+#: permission policy, ``Resource`` (RAM "Policy structure and syntax"; NAS "RAM authorization": "Version:
+#: Specifies the policy version number. It is fixed at 1").
+POLICY_VERSION = "1"
+POLICY_SYNTAX_SOURCE = "RAM docs, Policy structure and syntax (Version fixed at 1; Effect, Action, Resource)"
+#: An instance RAM role trusts the ECS service: the trust policy's principal is ``{"Service": ["ecs.aliyuncs.com"]}``
+#: and its action ``sts:AssumeRole`` (ECS "Instance RAM roles": create a role whose trusted entity is Alibaba Cloud
+#: Service, ECS; AttachInstanceRamRole refuses other roles).
+TRUSTED_SERVICE = "ecs.aliyuncs.com"
+TRUST_SOURCE = "ECS docs, Instance RAM roles (trusted entity: Alibaba Cloud service ECS, action sts:AssumeRole)"
+#: The one action the nodes need. NAS supports resource-level authorization for it: resource type FileSystem,
+#: ``acs:nas:{#regionId}:{#accountId}:filesystem/{#FileSystemId}`` (CPFS API reference,
+#: DescribeProtocolMountTarget, "Authorization information"). The account is ``*``: the program does not know the
+#: account id without another lookup, and the file system id names one file system whatever the account.
+LOOKUP_ACTION = "nas:DescribeProtocolMountTarget"
+#: NAS API endpoint a VPC node calls: the VPC endpoint ``nas-vpc.<region>.aliyuncs.com`` (NAS / CPFS API reference,
+#: "Endpoints": public nas.<region>.aliyuncs.com, VPC nas-vpc.<region>.aliyuncs.com), reached without the NAT.
+NAS_VPC_ENDPOINT = "https://nas-vpc.{region}.aliyuncs.com"
+#: Where the lookup step writes the domain for the shared-mount step (on the node).
+DOMAIN_FILE = "/var/lib/provision/shared-fs-domain"
+
+
+def role_name(cluster: str, region: str) -> str:
+    return f"{cluster}-{region}-nodes"
+
+
+def policy_name(cluster: str, region: str) -> str:
+    return f"{cluster}-{region}-cpfs-lookup"
+
+
+def nas_endpoint(region: str) -> str:
+    return NAS_VPC_ENDPOINT.format(region=region)
+
+
+def trust_policy() -> str:
+    """The role's trust policy: only ECS instances may assume it."""
+    statement = {"Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"Service": [TRUSTED_SERVICE]}}
+    return json.dumps({"Statement": [statement], "Version": POLICY_VERSION}, sort_keys=True)
+
+
+def lookup_policy(region: str, file_system_id: str) -> str:
+    """The permission policy: DescribeProtocolMountTarget on this file system only."""
+    resource = f"acs:nas:{region}:*:filesystem/{file_system_id}"
+    statement = {"Action": [LOOKUP_ACTION], "Effect": "Allow", "Resource": [resource]}
+    return json.dumps({"Statement": [statement], "Version": POLICY_VERSION}, sort_keys=True)
+
+
+def name_problems(cluster: str, region: str) -> list[tuple[str, str, str, str]]:
+    """``(field, value, rule, fix)`` for each RAM name derived from ``cluster`` and ``region`` that breaks a rule."""
+    out = []
+    for made, pattern, rule, source in (
+        (role_name(cluster, region), ROLE_NAME, ROLE_NAME_RULE, ROLE_NAME_SOURCE),
+        (policy_name(cluster, region), POLICY_NAME, POLICY_NAME_RULE, POLICY_SOURCE),
+    ):
+        if not re.fullmatch(pattern, made):
+            out.append(
+                (
+                    "name",
+                    cluster,
+                    f"makes the CPFS nodes' RAM name {made!r} ({len(made)} characters), which must be {rule} "
+                    f"({source})",
+                    f"shorten the cluster name by {max(1, len(made) - _max_len(pattern))} characters",
+                )
+            )
+    return out
+
+
+def _max_len(pattern: str) -> int:
+    return int(re.search(r",(\d+)\}$", pattern).group(1))  # type: ignore[union-attr]
+
+
+def policy_shape_problems(document: Any, *, trust: bool) -> list[str]:
+    """What breaks the policy language in ``document`` (a JSON string), as rule texts; [] when it is well formed."""
+    if not isinstance(document, str):
+        return []  # unknown at preview
+    if not 1 <= len(document) <= POLICY_DOCUMENT_MAX:
+        return [f"must be 1-{POLICY_DOCUMENT_MAX} characters (is {len(document)})"]
+    try:
+        doc = json.loads(document)
+    except ValueError:
+        return ["is not JSON"]
+    if not isinstance(doc, dict):
+        return ["must be a JSON object"]
+    out = []
+    if doc.get("Version") != POLICY_VERSION:
+        out.append(f"Version must be {POLICY_VERSION!r} (is {doc.get('Version')!r})")
+    statements = doc.get("Statement")
+    if not isinstance(statements, list) or not statements:
+        return [*out, "Statement must be a non-empty list"]
+    for i, s in enumerate(statements):
+        if not isinstance(s, dict):
+            out.append(f"Statement[{i}] must be an object")
+            continue
+        if s.get("Effect") not in ("Allow", "Deny"):
+            out.append(f"Statement[{i}].Effect must be Allow or Deny")
+        if not s.get("Action"):
+            out.append(f"Statement[{i}].Action is required")
+        if trust and not isinstance(s.get("Principal"), dict):
+            out.append(f"Statement[{i}].Principal is required in a trust policy")
+        if trust and s.get("Action") not in ("sts:AssumeRole", ["sts:AssumeRole"]):
+            out.append(f"Statement[{i}].Action of a trust policy must be sts:AssumeRole")
+        if not trust and not s.get("Resource"):
+            out.append(f"Statement[{i}].Resource is required in a permission policy")
+    return out
+
+
+def trusts_ecs(document: Any) -> bool:
+    """Whether a trust policy lets ECS assume the role (what an instance RAM role needs)."""
+    try:
+        doc = json.loads(document)
+        statements = doc["Statement"]
+    except (TypeError, ValueError, KeyError):
+        return False
+    for s in statements if isinstance(statements, list) else []:
+        service = (s.get("Principal") or {}).get("Service") if isinstance(s, dict) else None
+        services = service if isinstance(service, list) else [service]
+        if s.get("Effect") == "Allow" and TRUSTED_SERVICE in services:
+            return True
+    return False
