@@ -197,6 +197,18 @@ def test_mocked_nodes_with_a_transport_fault_name_the_node(stack: str, fault: st
     assert prefix + named[0] in result.lines()
 
 
+def test_an_eri_plan_without_the_gdr_level_setting_fails_the_acceptance() -> None:
+    """GDR over eRDMA needs NCCL_NET_GDR_LEVEL=SYS (GPU-ERI distance SYS): the mocked nodes follow NCCL's rule, so
+    dropping the setting from the plan's env is caught by the acceptance, not by the bandwidth floor."""
+    plan = _eri_plan(2)
+    env = {k: v for k, v in plan.nccl_env.items() if k != "NCCL_NET_GDR_LEVEL"}
+    plan = plan.model_copy(update={"nccl_env": env})
+    with MockNodes(plan, HOSTS[:2], busbw_gbps=100.0) as mock:
+        result = nccl_test(plan, HOSTS[:2], mock.run)
+    assert result.bandwidth_ok and not result.ok
+    assert [f.split(":")[0] for f in result.transports.failures] == ["node 0 (10.0.0.10)", "node 1 (10.0.0.11)"]
+
+
 def test_one_eri_below_the_floor_still_fails_through_the_floor() -> None:
     plan = _eri_plan(3)
     floor = floor_for(plan).busbw_gbps

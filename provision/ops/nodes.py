@@ -244,6 +244,9 @@ class MockNodes:
             "FAKE_MISSING_HOSTS": ",".join(missing),
             "FAKE_NET": net,
             "FAKE_NICS": str(nics),
+            # The GPU-NIC PCIe distance NCCL sees: SYS between a GPU and an ERI (alibabacloud-erdma-controller
+            # docs/erdma-benchmark/README.md section 3.3), so GDR needs NCCL_NET_GDR_LEVEL=SYS there.
+            "FAKE_GDR_DISTANCE": "SYS" if self.plan.fabric == "erdma" else "PIX",
             "FAKE_TRANSPORT_FAULTS": ",".join(transport),
         }
 
