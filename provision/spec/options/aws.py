@@ -44,8 +44,9 @@ class AwsOptions(CloudOptions):
     )
     fsx_efa: bool | None = Field(
         default=None,
-        description="EFA (and GPUDirect Storage) on the FSx for Lustre file system. Default: on when the "
-        "deployment type and size allow it (PERSISTENT_2, size a multiple of the tier's EFA step).",
+        description="EFA on the FSx for Lustre file system: the nodes' Lustre client reaches it over EFA instead "
+        "of TCP. GPUDirect Storage (nvidia-fs) is not set up on the nodes. Default: on when the deployment type "
+        "and size allow it (PERSISTENT_2, size a multiple of the tier's EFA step).",
     )
     placement_group: str | None = Field(
         default=None,
