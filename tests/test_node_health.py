@@ -499,3 +499,11 @@ def test_nccl_test_on_a_real_cluster_prepares_the_nodes_for_mpirun_but_health_do
         assert run == "runner" and prepared == []
     with acceptance.node_runner(cluster, for_mpi=True) as run:
         assert run == "runner" and prepared == [cluster]
+
+
+def test_inject_help_names_every_check_a_fault_can_break() -> None:
+    from provision.cli.nodes import _INJECT
+    from provision.ops.nodes import FAULT_CHECKS
+
+    missing = [check for check in FAULT_CHECKS if check not in (_INJECT.help or "")]
+    assert missing == []

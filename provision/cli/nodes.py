@@ -16,7 +16,11 @@ from provision.cli.common import JsonOpt, TargetArg, console, emit_json, run_com
 
 _MOCK = typer.Option(False, "--mock", help="The mocked cluster (local state) and its mocked nodes.")
 _INJECT = typer.Option(
-    None, "--inject", help="With --mock: break CHECK on node RANK (RANK:CHECK, or RANK-PEER:link). Repeatable."
+    None,
+    "--inject",
+    help="With --mock: break CHECK on node RANK (RANK:CHECK, or RANK-PEER:link). Repeatable. CHECK: gpus, driver, "
+    "cuda, nvlink, fabric, shared_fs, scratch, nccl_tests, bootstrap, bandwidth, link, or an NCCL transport fault "
+    "(net_socket, no_gdr, one_nic).",
 )
 
 
