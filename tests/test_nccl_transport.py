@@ -65,6 +65,22 @@ def test_the_older_bus_id_form_of_the_device_is_read_too() -> None:
     assert [(x.rank, x.dev, x.gdr) for x in parse_links(line)] == [(0, 1, True)]
 
 
+def test_nccl_before_2_12_without_the_connection_index_is_read_too() -> None:
+    # NVIDIA/nccl src/transport/net.cc @ v2.11.4-1: "Channel %02d : %d[%lx] -> %d[%lx] [receive] via NET/%s/%d%s%s"
+    line = "node1:99:100 [1] NCCL INFO Channel 03 : 0[7000] -> 9[a000] [receive] via NET/IB/1/GDRDMA/Shared"
+    assert [(x.rank, x.dev, x.gdr, x.receive) for x in parse_links(line)] == [(9, 1, True, True)]
+
+
+def test_a_line_cut_by_another_ranks_output_is_not_read_as_a_link_without_gpudirect() -> None:
+    # NCCL writes its log to stdout (block-buffered into mpirun's pipe): a buffer boundary can splice another
+    # rank's output into a line. The cut receive line below really had /GDRDMA; it must not count as a link.
+    whole = _info("n0", 0, RECEIVE, 0, 0, 8, 0, 0, 0, "IB", 0, "/GDRDMA", "", "")
+    cut = _info("n0", 1, RECEIVE, 1, 0, 9, 1, 1, 1, "IB", 1, "/GDRDMA", "", "")
+    spliced = cut[: cut.index("/GDRDMA")] + "n1:4321:4322 [3] NCCL INFO NET/IB : Using [0]erdma_0:1/RoCE"
+    links = parse_links("\n".join([whole, spliced]))
+    assert [(x.rank, x.gdr) for x in links] == [(0, True)]
+
+
 def _eri_plan(nodes: int = 2) -> Any:
     return plan_of("alibaba-gn8-ci", nodes=nodes, islands=(nodes,))
 

@@ -43,9 +43,15 @@ if TYPE_CHECKING:
 #: explicitly so that a user's own ``NCCL_DEBUG_SUBSYS`` (say ``COLL``) cannot hide them.
 DEBUG_ENV: tuple[tuple[str, str], ...] = (("NCCL_DEBUG", "INFO"), ("NCCL_DEBUG_SUBSYS", "INIT,NET"))
 
+#: NCCL before 2.12 printed no connection index (``"Channel %02d : "``, net.cc @ v2.11.4-1). The line must end
+#: as the format does (``/GDRDMA``, ``(PCI)``, ``/Shared``, then the newline): NCCL logs to stdout with ``vfprintf``
+#: (``src/debug.cc``), block-buffered into mpirun's pipe, so a buffer cut can splice another rank's output into
+#: a line, and ``... via NET/IB/0`` cut before its ``/GDRDMA`` must not read as a link without GPUDirect.
 _LINE = re.compile(
-    r"NCCL INFO Channel \d+/\d+ : (?P<src>\d+)\[[0-9a-fA-F]+\] -> (?P<dst>\d+)\[[0-9a-fA-F]+\] "
+    r"NCCL INFO Channel \d+(?:/\d+)? : (?P<src>\d+)\[[0-9a-fA-F]+\] -> (?P<dst>\d+)\[[0-9a-fA-F]+\] "
     r"\[(?P<dir>send|receive)\] via NET/(?P<net>[^/\n]+)/(?P<dev>\d+)(?:\(\d+\))?(?P<gdr>/GDRDMA)?"
+    r"(?:\(PCI\))?(?:/Shared)?[ \t\r]*$",
+    re.MULTILINE,
 )
 
 #: Fabrics whose traffic NCCL must carry over RDMA: ``via NET/Socket`` there means NCCL found no usable RDMA device
