@@ -197,3 +197,12 @@ def test_a_ram_name_over_the_limit_is_a_spec_error_on_the_cluster_name(monkeypat
     with pytest.raises(SpecError) as err:
         AlibabaAdapter().plan(stack_spec("alibaba-gn8-64"), now=FIXED_NOW, owner="t", stack="t")
     assert [p.path for p in err.value.problems] == ["name"]
+
+
+def test_the_nodes_call_the_nas_vpc_endpoint_only_where_the_region_has_one() -> None:
+    # Alibaba's CSI driver (pkg/cloud/utils.go regionsCanUseVpcEndpoint) uses nas-vpc.<region> only in the
+    # regions it lists; cn-nanjing and cn-fuzhou are not among them, so nas-vpc there would not resolve.
+    assert ramrole.nas_endpoint("cn-hangzhou") == "https://nas-vpc.cn-hangzhou.aliyuncs.com"
+    assert ramrole.nas_endpoint("cn-wulanchabu") == "https://nas-vpc.cn-wulanchabu.aliyuncs.com"
+    assert ramrole.nas_endpoint("cn-nanjing") == "https://nas.cn-nanjing.aliyuncs.com"
+    assert ramrole.nas_endpoint("cn-fuzhou") == "https://nas.cn-fuzhou.aliyuncs.com"
