@@ -50,11 +50,40 @@ NAS_VPC_ENDPOINT = "https://nas-vpc.{region}.aliyuncs.com"
 #: endpoint elsewhere (kubernetes-sigs/alibaba-cloud-csi-driver pkg/cloud/utils.go ``regionsCanUseVpcEndpoint`` @
 #: a20c3240ff57). Elsewhere the nodes call the public endpoint through the cluster's NAT gateway (SNAT).
 NAS_VPC_REGIONS = frozenset(
-    "cn-hangzhou cn-zhangjiakou cn-shanghai cn-hongkong us-west-1 eu-west-1 ap-southeast-5 cn-huhehaote cn-beijing "
-    "cn-shenzhen eu-central-1 ap-southeast-3 ap-south-1 ap-southeast-2 cn-north-2-gov-1 ap-southeast-1 us-east-1 "
-    "cn-chengdu cn-wulanchabu cn-guangzhou ap-northeast-1 cn-heyuan-acdr-1 cn-beijing-finance-1 ap-southeast-7 "
-    "cn-heyuan me-central-1 ap-northeast-2 cn-hangzhou-finance cn-qingdao cn-shanghai-finance-1 cn-shenzhen-finance-1 "
-    "ap-southeast-6".split()
+    [
+        "cn-hangzhou",
+        "cn-zhangjiakou",
+        "cn-shanghai",
+        "cn-hongkong",
+        "us-west-1",
+        "eu-west-1",
+        "ap-southeast-5",
+        "cn-huhehaote",
+        "cn-beijing",
+        "cn-shenzhen",
+        "eu-central-1",
+        "ap-southeast-3",
+        "ap-south-1",
+        "ap-southeast-2",
+        "cn-north-2-gov-1",
+        "ap-southeast-1",
+        "us-east-1",
+        "cn-chengdu",
+        "cn-wulanchabu",
+        "cn-guangzhou",
+        "ap-northeast-1",
+        "cn-heyuan-acdr-1",
+        "cn-beijing-finance-1",
+        "ap-southeast-7",
+        "cn-heyuan",
+        "me-central-1",
+        "ap-northeast-2",
+        "cn-hangzhou-finance",
+        "cn-qingdao",
+        "cn-shanghai-finance-1",
+        "cn-shenzhen-finance-1",
+        "ap-southeast-6",
+    ]
 )
 NAS_PUBLIC_ENDPOINT = "https://nas.{region}.aliyuncs.com"
 #: Where the lookup step writes the domain for the shared-mount step (on the node).
