@@ -30,6 +30,36 @@ def root() -> Path:
     return ROOT
 
 
+#: AWS settings a developer or CI runner may have that would let a test reach a real AWS account (credentials,
+#: profiles) or the network (the instance metadata service, which botocore asks when nothing else gives
+#: credentials). A real ``up`` asks the account first (engine.preflight.check_before_up); in tests it must find
+#: no credentials and say so, unless moto (which sets its own fake keys) answers.
+AWS_ENV = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_ROLE_ARN",
+)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_real_aws_account(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """No test (nor a CLI it runs in a subprocess) can find real AWS credentials or ask the metadata service."""
+    missing = tmp_path_factory.mktemp("aws") / "none"
+    with pytest.MonkeyPatch.context() as mp:
+        for name in AWS_ENV:
+            mp.delenv(name, raising=False)
+        mp.setenv("AWS_EC2_METADATA_DISABLED", "true")
+        mp.setenv("AWS_SHARED_CREDENTIALS_FILE", str(missing))
+        mp.setenv("AWS_CONFIG_FILE", str(missing))
+        yield
+
+
 #: Environment a developer may have set that would leak a real backend or passphrase into a test.
 PULUMI_ENV = ("PULUMI_BACKEND_URL", "PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE")
 

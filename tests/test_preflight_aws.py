@@ -82,3 +82,73 @@ def test_preflight_reports_a_zone_that_does_not_offer_the_type(aws) -> None:
     )
     assert [p.path for p in problems] == ["zone"]
     assert all(z in problems[0].fix for z in offered)
+
+
+# ------------------------------------------------------------------ a real `up` asks the account first
+
+
+def _real_cluster(tmp_path: Any, monkeypatch: Any) -> tuple[Any, Any]:
+    from conftest import isolated_home, stack_spec
+    from test_automation import FakePulumi
+
+    from provision.ops.cluster import Cluster
+
+    isolated_home(tmp_path, monkeypatch)
+    fake = FakePulumi()
+    return Cluster.from_spec(stack_spec("aws-p5-ci"), stack="aws-ci", pulumi_command=fake, display="none"), fake
+
+
+def _answers(limit: float, zones: list[str]) -> Any:
+    """An AWS account stand-in: the zones offering p5.48xlarge and the on-demand P quota (botocore Stubbers)."""
+    ec2 = boto3.client("ec2", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    stub = Stubber(ec2)
+    offerings = [{"InstanceType": "p5.48xlarge", "LocationType": "availability-zone", "Location": z} for z in zones]
+    stub.add_response("describe_instance_type_offerings", {"InstanceTypeOfferings": offerings})
+    stub.activate()
+    sq = boto3.client("service-quotas", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    quota = Stubber(sq)
+    quota.add_response("get_service_quota", {"Quota": {"QuotaCode": "L-417A185B", "Value": limit}})
+    quota.activate()
+    return lambda service, region: ec2 if service == "ec2" else sq
+
+
+def test_a_real_up_asks_the_account_first_and_creates_nothing_when_it_cannot_hold_the_cluster(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
+    """A new account's P quota is 0 and us-east-1a may not offer p5: before, both surfaced at CreateFleet, after the
+    VPC, the FSx file system and the placement group existed (the preflight was a library call nobody made)."""
+    from provision.engine import preflight
+    from provision.spec.errors import SpecError
+
+    answers = _answers(limit=0, zones=["us-east-1b"])
+    monkeypatch.setattr(preflight, "aws_preflight", lambda plan, client=None: _real_preflight(plan, answers))
+    cluster, fake = _real_cluster(tmp_path, monkeypatch)
+    with pytest.raises(SpecError) as e:
+        cluster.up()
+    assert e.value.exit_code == 2 and sorted(p.path for p in e.value.problems) == ["nodes", "zone"]
+    assert "us-east-1b" in str(e.value) and "L-417A185B" in str(e.value)
+    assert not any(c[:2] == ["stack", "init"] or c[:1] == ["up"] for c in fake.calls)
+
+
+def test_an_account_that_fits_goes_on_without_a_warning(tmp_path: Any, monkeypatch: Any) -> None:
+    from provision.engine import preflight
+
+    answers = _answers(limit=10_000, zones=["us-east-1a", "us-east-1b"])
+    monkeypatch.setattr(preflight, "aws_preflight", lambda plan, client=None: _real_preflight(plan, answers))
+    cluster, fake = _real_cluster(tmp_path, monkeypatch)
+    result = cluster.up()
+    assert result is not None and any(c[:1] == ["up"] for c in fake.calls)
+    assert not any("preflight" in w for w in result.warnings)
+
+
+def test_an_account_that_cannot_be_asked_is_a_warning_not_a_stop(tmp_path: Any, monkeypatch: Any) -> None:
+    # The test session has no AWS credentials and no metadata service (conftest), as a runner without them would.
+    cluster, fake = _real_cluster(tmp_path, monkeypatch)
+    result = cluster.up()
+    assert result is not None and any(c[:1] == ["up"] for c in fake.calls)
+    warning = next(w for w in result.warnings if "preflight did not run" in w)
+    assert "NoCredentialsError" in warning and "vCPU quota" in warning
+
+
+def _real_preflight(plan: Any, client: Any) -> Any:
+    return aws_preflight(plan, client=client)

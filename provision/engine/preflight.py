@@ -301,29 +301,39 @@ def preflight(plan: ClusterPlan) -> list[Problem]:
     return []
 
 
-def check_before_up(plan: ClusterPlan, account: AzureAccount | None = None) -> str | None:
-    """The live-account checks a real ``up`` runs before it creates anything (Azure), or ``None`` to go on.
+def check_before_up(
+    plan: ClusterPlan,
+    account: AzureAccount | None = None,
+    aws_client: Callable[[str, str], Any] | None = None,
+) -> str | None:
+    """The live-account checks a real ``up`` runs before it creates anything (AWS, Azure), or ``None`` to go on.
 
     Review 2026-12-01 Azure A5: an unregistered resource provider (MissingSubscriptionRegistration), a zero
     ND-family quota or a restricted size otherwise surfaces minutes into ``pulumi up``, after the network and
-    storage exist. The AWS checks (:func:`aws_preflight`) stay a library call for now.
+    storage exist. AWS likewise: a new account's P-instance vCPU quota is 0 and a zone may not offer the type
+    (InsufficientInstanceCapacity / VcpuLimitExceeded at CreateFleet, after the VPC and FSx exist).
 
     Raises:
-        SpecError: every problem the subscription has with this plan (exit 2); nothing was created.
+        SpecError: every problem the account has with this plan (exit 2); nothing was created.
 
     Returns:
-        A warning when the subscription could not be asked (no SDK, no ``AZURE_SUBSCRIPTION_ID``, no
-        credential, an API error): the check is advisory then and ``up`` goes on; else ``None``.
+        A warning when the account could not be asked (no SDK, no credentials, no ``AZURE_SUBSCRIPTION_ID``,
+        an API error such as AccessDenied): the check is advisory then and ``up`` goes on; else ``None``.
     """
-    if plan.cloud != "azure":
+    if plan.cloud not in ("aws", "azure"):
         return None
+    if plan.cloud == "aws":
+        label, checked = "AWS account", "zone offerings and the vCPU quota"
+    else:
+        label, checked = "Azure subscription", "resource providers, quota and size restrictions"
     try:
-        problems = azure_preflight(plan, account)
+        problems = aws_preflight(plan, aws_client) if plan.cloud == "aws" else azure_preflight(plan, account)
     except Exception as e:  # noqa: BLE001 - any failure to *ask* must not stop an up the cloud may accept
+        cloud = label.split()[0]
         return (
-            f"the Azure preflight did not run ({type(e).__name__}: {scrub(str(e))[:300]}), so resource providers, "
-            "quota and size restrictions were not checked before creating"
+            f"the {cloud} preflight did not run ({type(e).__name__}: {scrub(str(e))[:300]}), so {checked} were not "
+            "checked before creating"
         )
     if problems:
-        raise SpecError(f"the Azure subscription cannot hold {plan.name!r} as planned; nothing was created", problems)
+        raise SpecError(f"the {label} cannot hold {plan.name!r} as planned; nothing was created", problems)
     return None
