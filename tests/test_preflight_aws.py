@@ -152,3 +152,49 @@ def test_an_account_that_cannot_be_asked_is_a_warning_not_a_stop(tmp_path: Any, 
 
 def _real_preflight(plan: Any, client: Any) -> Any:
     return aws_preflight(plan, client=client)
+
+
+def test_a_failover_try_the_account_refuses_moves_on_to_the_next_and_creates_nothing_for_it(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
+    """The preflight runs per failover try; a zone that does not offer the type is a capacity answer for that try,
+    so the next try is made (nothing of the refused one exists) instead of stopping the whole `up`."""
+    from conftest import isolated_home, stack_spec
+    from test_automation import FakePulumi
+
+    from provision.engine import preflight
+    from provision.ops.cluster import Cluster
+    from provision.spec.errors import SpecError
+
+    zones_asked: list[str | None] = []
+
+    def account(plan: Any, client: Any = None) -> Any:
+        zones_asked.append(plan.zone)
+        return _real_preflight(plan, _answers(limit=10_000, zones=["us-east-1b"]))
+
+    monkeypatch.setattr(preflight, "aws_preflight", account)
+    isolated_home(tmp_path, monkeypatch)
+    data = stack_spec("aws-p5-ci").model_dump(mode="json", exclude_none=True)
+    fake = FakePulumi()
+    cluster = Cluster.from_spec(
+        {**data, "failover": [{"zone": "us-east-1b"}]}, stack="aws-fo", pulumi_command=fake, display="none"
+    )
+    result = cluster.up()
+    assert zones_asked == ["us-east-1a", "us-east-1b"]
+    assert result is not None and cluster.plan().zone == "us-east-1b"
+    assert [c[:1] for c in fake.calls].count(["up"]) == 1  # one up: the refused try ran no pulumi up
+
+    # Every try refused: one error naming each try's problem, still exit 2.
+    monkeypatch.setattr(
+        preflight, "aws_preflight", lambda plan, client=None: _real_preflight(plan, _answers(limit=0, zones=["x"]))
+    )
+    isolated_home(tmp_path / "again", monkeypatch)
+    fake = FakePulumi()
+    cluster = Cluster.from_spec(
+        {**data, "failover": [{"zone": "us-east-1b"}]}, stack="aws-fo2", pulumi_command=fake, display="none"
+    )
+    with pytest.raises(SpecError) as e:
+        cluster.up()
+    text = str(e.value)
+    assert e.value.exit_code == 2 and "us-east-1a on-demand" in text and "us-east-1b on-demand" in text
+    assert not any(c[:1] == ["up"] for c in fake.calls)

@@ -21,6 +21,14 @@ from provision.planning.plan import ClusterPlan
 from provision.spec.errors import Problem, SpecError, UnsupportedError
 from provision.spec.secrets import scrub
 
+
+class PreflightError(SpecError):
+    """The live account cannot hold the plan (a zone not offering the type, a quota, a restricted size): exit 2.
+
+    Raised before anything exists, so a ``failover`` option may be tried next at no cost.
+    """
+
+
 #: AWS Service Quotas codes for running On-Demand / Spot instances, by instance family letter.
 #: https://docs.aws.amazon.com/servicequotas/latest/userguide/ (EC2 quotas "Running On-Demand P instances")
 AWS_ON_DEMAND_QUOTA = {"p": "L-417A185B"}
@@ -314,7 +322,7 @@ def check_before_up(
     (InsufficientInstanceCapacity / VcpuLimitExceeded at CreateFleet, after the VPC and FSx exist).
 
     Raises:
-        SpecError: every problem the account has with this plan (exit 2); nothing was created.
+        PreflightError: every problem the account has with this plan (exit 2); nothing was created.
 
     Returns:
         A warning when the account could not be asked (no SDK, no credentials, no ``AZURE_SUBSCRIPTION_ID``,
@@ -335,5 +343,5 @@ def check_before_up(
             "checked before creating"
         )
     if problems:
-        raise SpecError(f"the {label} cannot hold {plan.name!r} as planned; nothing was created", problems)
+        raise PreflightError(f"the {label} cannot hold {plan.name!r} as planned; nothing was created", problems)
     return None

@@ -20,6 +20,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +33,7 @@ from provision.ops.signals import sigterm_as_interrupt
 from provision.ops.targets import check_stack_name, resolve_cluster
 from provision.planning.outputs import render_hostfile
 from provision.spec import ClusterSpec
-from provision.spec.errors import CapacityError, CloudError, QuotaError, UnsupportedError
+from provision.spec.errors import CapacityError, CloudError, Problem, QuotaError, UnsupportedError
 
 if TYPE_CHECKING:
     from pulumi import automation as auto
@@ -216,12 +217,28 @@ class Cluster(NodeAccess, MockOperations):
         self._use_try(start)
         if not yes and not self._confirm(f"bring up {self.stack}", self.plan()):
             return None
+        from provision.engine.preflight import PreflightError
+
         last = failover.tries(self.spec) - 1
         failed: list[str] = []
+        refused: list[Problem] = []
         for i in range(start, last + 1):
             self._use_try(i)
             try:
                 return self._up_once()
+            except PreflightError as e:
+                # The account said no before anything existed: the next try costs nothing to attempt.
+                named = [replace(p, rule=f"{failover.describe(self.spec, i)}: {p.rule}") for p in e.problems]
+                if i == last:
+                    if not refused and not failed:
+                        raise
+                    tried = f" (before: {'; '.join(failed)})" if failed else ""
+                    raise PreflightError(
+                        f"no try of {self.stack!r} fits the account{tried}; the refused tries created nothing",
+                        [*refused, *named],
+                    ) from None
+                refused += named
+                self._print(f"{failover.describe(self.spec, i)} does not fit the account; trying the next")
             except QuotaError:
                 raise
             except CapacityError as e:
