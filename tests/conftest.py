@@ -60,6 +60,20 @@ def no_real_aws_account(tmp_path_factory: pytest.TempPathFactory) -> Any:
         yield
 
 
+@pytest.fixture(scope="module", autouse=True)
+def aws_env_restored() -> Any:
+    """Each module leaves the AWS variables as it found them: a module fixture that sets credentials around moto
+    (moto restores its own, a MonkeyPatch opened before it restores moto's fake keys) must not hand them on to
+    a later module's real ``up``, whose preflight would then call the real endpoint."""
+    before = {name: os.environ.get(name) for name in AWS_ENV}
+    yield
+    for name, value in before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 #: Environment a developer may have set that would leak a real backend or passphrase into a test.
 PULUMI_ENV = ("PULUMI_BACKEND_URL", "PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE")
 

@@ -24,7 +24,8 @@ TYPES = ("p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge", "p4d.24xlarge", "p4de.2
 @pytest.fixture(scope="module")
 def aws() -> Iterator[dict[str, Any]]:
     """One mocked account for the module (moto start-up is the slow part); tests tag what they create."""
-    with pytest.MonkeyPatch.context() as mp, mock_aws():
+    # moto first: it sets and later restores fake keys; the MonkeyPatch inside it restores its own changes first.
+    with mock_aws(), pytest.MonkeyPatch.context() as mp:
         for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SECURITY_TOKEN", "AWS_SESSION_TOKEN"):
             mp.setenv(var, "testing")
         mp.setenv("AWS_DEFAULT_REGION", REGION)

@@ -142,7 +142,11 @@ def test_an_account_that_fits_goes_on_without_a_warning(tmp_path: Any, monkeypat
 
 
 def test_an_account_that_cannot_be_asked_is_a_warning_not_a_stop(tmp_path: Any, monkeypatch: Any) -> None:
-    # The test session has no AWS credentials and no metadata service (conftest), as a runner without them would.
+    # No AWS credentials and no metadata service (conftest does this for the session too), as on a runner without.
+    from conftest import AWS_ENV
+
+    for name in AWS_ENV:
+        monkeypatch.delenv(name, raising=False)
     cluster, fake = _real_cluster(tmp_path, monkeypatch)
     result = cluster.up()
     assert result is not None and any(c[:1] == ["up"] for c in fake.calls)
