@@ -47,12 +47,17 @@ AWS_ENV = (
 )
 
 
+#: Azure settings that would let a real ``up``'s preflight ask a real subscription (ArmAccount.from_environment).
+AZURE_ENV = ("AZURE_SUBSCRIPTION_ID", "AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET", "AZURE_TENANT_ID")
+
+
 @pytest.fixture(scope="session", autouse=True)
-def no_real_aws_account(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """No test (nor a CLI it runs in a subprocess) can find real AWS credentials or ask the metadata service."""
+def no_real_cloud_account(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """No test (nor a CLI it runs in a subprocess) can find real AWS or Azure credentials or ask a metadata
+    service."""
     missing = tmp_path_factory.mktemp("aws") / "none"
     with pytest.MonkeyPatch.context() as mp:
-        for name in AWS_ENV:
+        for name in (*AWS_ENV, *AZURE_ENV):
             mp.delenv(name, raising=False)
         mp.setenv("AWS_EC2_METADATA_DISABLED", "true")
         mp.setenv("AWS_SHARED_CREDENTIALS_FILE", str(missing))
