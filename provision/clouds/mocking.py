@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import ipaddress
 import json
@@ -28,6 +27,7 @@ from typing import Any
 import pulumi
 from pulumi.runtime.mocks import MockMonitor
 
+from provision.clouds import mockids
 from provision.clouds.strict import Resource, Violation, go_duration_seconds
 
 #: Pulumi package prefix of a type token -> our cloud folder.
@@ -136,10 +136,10 @@ class MockContext:
 
     def hex_id(self, name: str, length: int = 17) -> str:
         """A stable hex id derived from the logical name (golden files stay stable)."""
-        return hashlib.sha256(name.encode()).hexdigest()[:length]
+        return mockids.hex_id(name, length)
 
     def num_id(self, name: str, digits: int = 19) -> str:
-        return str(int(hashlib.sha256(name.encode()).hexdigest(), 16))[:digits]
+        return mockids.num_id(name, digits)
 
     def ips(self, cidr: str, count: int, skip: int = 4) -> list[str]:
         """``count`` addresses from ``cidr`` after the ``skip`` the cloud reserves."""

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from provision.clouds.mocking import MockContext
+from provision.clouds.mockids import hex_id
+
+if TYPE_CHECKING:  # annotations only: the id formats below are read without Pulumi (userdata.mock_cpfs_export)
+    from provision.clouds.mocking import MockContext
 
 #: Documentation range (RFC 5737 TEST-NET-2) for public EIPs, so no real address appears in tests.
 _PUBLIC_NET = "198.51.100.0/24"
@@ -21,6 +24,16 @@ _IMAGE_DATE = "20250917"
 
 def _alnum(ctx: MockContext, name: str, length: int) -> str:
     return ctx.hex_id(name, length)
+
+
+def cpfs_file_system_id(name: str) -> str:
+    """The mocked id of the CPFS file system with logical name ``name``."""
+    return f"cpfs-{hex_id(name, 16)}"
+
+
+def cpfs_export_id(name: str) -> str:
+    """The mocked export id of the CPFS protocol mount target with logical name ``name``."""
+    return f"exp-{hex_id(name, 16)}"
 
 
 def _find_by_id(ctx: MockContext, rid: str) -> Any:
@@ -53,7 +66,7 @@ def _instance(name: str, inputs: dict[str, Any], ctx: MockContext) -> tuple[str,
 def _file_system(name: str, inputs: dict[str, Any], ctx: MockContext) -> str:
     kind = inputs.get("fileSystemType", "standard")
     if kind == "cpfs":
-        return f"cpfs-{_alnum(ctx, name, 16)}"
+        return cpfs_file_system_id(name)
     if kind == "extreme":
         return f"extreme-{_alnum(ctx, name, 8)}"
     return _alnum(ctx, name, 10)
@@ -131,7 +144,7 @@ def resource(args: Any, ctx: MockContext) -> tuple[str, dict[str, Any]]:
         ptc = f"ptc-{_alnum(ctx, name, 16)}"
         return f"{inputs['fileSystemId']}:{ptc}", {**inputs, "protocolServiceId": ptc, "status": "Running"}
     if typ == "alicloud:nas/protocolMountTarget:ProtocolMountTarget":
-        exp = f"exp-{_alnum(ctx, name, 16)}"
+        exp = cpfs_export_id(name)
         rid = f"{inputs['fileSystemId']}:{inputs['protocolServiceId']}:{exp}"
         return rid, {**inputs, "exportId": exp, "status": "Active"}
     if typ in _RAM:

@@ -164,15 +164,12 @@ def user_data(plan: ClusterPlan, mount_source: str | None = None, cpfs: CpfsExpo
 
 
 def mock_cpfs_export(plan: ClusterPlan) -> CpfsExport:
-    """The CPFS export as the mocked cloud answers (alibaba/mocks.py id formats; ids derived from the names)."""
-    from hashlib import sha256
-
-    def hexid(name: str, n: int) -> str:
-        return sha256(name.encode()).hexdigest()[:n]
+    """The CPFS export as the mocked cloud answers it (the ids of storage.py's logical names, alibaba/mocks.py)."""
+    from provision.clouds.alibaba.mocks import cpfs_export_id, cpfs_file_system_id
 
     return CpfsExport(
-        f"cpfs-{hexid(f'{plan.name}-fs', 16)}",
-        f"exp-{hexid(f'{plan.name}-fs-export', 16)}",
+        cpfs_file_system_id(f"{plan.name}-fs"),
+        cpfs_export_id(f"{plan.name}-fs-export"),
         plan.extra["storage"]["lookup_role"],
     )
 
