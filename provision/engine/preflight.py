@@ -14,7 +14,8 @@ errors are reported by the cloud at creation.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from provision.planning.plan import ClusterPlan
@@ -297,16 +298,29 @@ class ArmAccount:
         return {str(u.name.value): (float(u.current_value), float(u.limit)) for u in self._compute.usage.list(region)}
 
 
-def preflight(plan: ClusterPlan) -> list[Problem]:
+def preflight(
+    plan: ClusterPlan,
+    account: AzureAccount | None = None,
+    aws_client: Callable[[str, str], Any] | None = None,
+) -> list[Problem]:
     """The live-account checks for ``plan``'s cloud (AWS, Azure); ``[]`` where none exist yet (GCP, Alibaba).
 
     Needs the cloud's credentials and SDKs (the cloud's extra); asks the account, creates nothing.
     """
     if plan.cloud == "aws":
-        return aws_preflight(plan)
+        return aws_preflight(plan, aws_client)
     if plan.cloud == "azure":
-        return azure_preflight(plan)
+        return azure_preflight(plan, account)
     return []
+
+
+#: Per cloud with a preflight: what is asked (for the error) and what it checks (for the warning when it cannot).
+_ASKED: Mapping[str, tuple[str, str]] = MappingProxyType(
+    {
+        "aws": ("AWS account", "zone offerings and the vCPU quota"),
+        "azure": ("Azure subscription", "resource providers, quota and size restrictions"),
+    }
+)
 
 
 def check_before_up(
@@ -328,14 +342,11 @@ def check_before_up(
         A warning when the account could not be asked (no SDK, no credentials, no ``AZURE_SUBSCRIPTION_ID``,
         an API error such as AccessDenied): the check is advisory then and ``up`` goes on; else ``None``.
     """
-    if plan.cloud not in ("aws", "azure"):
+    if plan.cloud not in _ASKED:
         return None
-    if plan.cloud == "aws":
-        label, checked = "AWS account", "zone offerings and the vCPU quota"
-    else:
-        label, checked = "Azure subscription", "resource providers, quota and size restrictions"
+    label, checked = _ASKED[plan.cloud]
     try:
-        problems = aws_preflight(plan, aws_client) if plan.cloud == "aws" else azure_preflight(plan, account)
+        problems = preflight(plan, account, aws_client)
     except Exception as e:  # noqa: BLE001 - any failure to *ask* must not stop an up the cloud may accept
         cloud = label.split()[0]
         return (
