@@ -236,9 +236,12 @@ class TransportCheck:
 
 def summarize(links: Sequence[NetLink], ranks: Sequence[int], hosts: Sequence[str], gpus: int) -> list[NodeTransport]:
     """Per node of ``ranks`` (cluster ranks, in the run's order: MPI rank // ``gpus`` indexes them)."""
+    by_node: dict[int, list[NetLink]] = {}
+    for link in links:
+        by_node.setdefault(link.rank // max(gpus, 1), []).append(link)
     out = []
     for i, node in enumerate(ranks):
-        mine = [link for link in links if link.rank // max(gpus, 1) == i]
+        mine = by_node.get(i, [])
         out.append(
             NodeTransport(
                 node,
