@@ -39,9 +39,10 @@ if TYPE_CHECKING:
     from provision.planning.plan import ClusterPlan
     from provision.spec import ClusterSpec
 
-#: The body of the placeholder key the bundled stacks and `size --write-spec` carry (it decodes to
+#: The placeholder public key the bundled stacks and `size --write-spec` carry (its body decodes to
 #: "...provision-example-key-do-not-use"): nobody has its private half.
-EXAMPLE_KEY_BODY = "AAAAC3NzaC1lZDI1NTE5AAAAIHByb3Zpc2lvbi1leGFtcGxlLWtleS1kby1ub3QtdXNl"
+EXAMPLE_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHByb3Zpc2lvbi1leGFtcGxlLWtleS1kby1ub3QtdXNl provision-example"
+EXAMPLE_KEY_BODY = EXAMPLE_KEY.split()[1]
 
 #: The local command-line tools each path needs (docs and `provision ssh` errors).
 NEEDS = {

@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from provision.catalog import load_catalog
+from provision.planning.access import EXAMPLE_KEY  # the shipped stacks' placeholder key: a spec that plans; replace it
 from provision.planning.sizing.curve import curve
 from provision.planning.sizing.models import DEFAULT_DEADLINE_DAYS, SizingReport, format_count
 
@@ -21,8 +22,6 @@ TTL_MARGIN = 1.10
 MAX_TTL_HOURS = 90 * 24
 #: A project id to replace: GCP specs need one (gcp.project).
 GCP_PROJECT_PLACEHOLDER = "my-gcp-project"
-#: The shipped stacks' EXAMPLE public key (not a real one): a placeholder so the spec plans; replace it.
-EXAMPLE_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHByb3Zpc2lvbi1leGFtcGxlLWtleS1kby1ub3QtdXNl provision-example"
 
 
 def spec_for(report: SizingReport, cloud: str) -> tuple[dict[str, Any], list[str]]:
