@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterable
@@ -555,9 +554,9 @@ def _apply_storage(fs: dict[str, Any], c: PriceChange) -> None:
     its notes say where the figure is from) keeps that scope.
     """
     had_price = fs.get("price_per_tib_month_usd") is not None or bool(fs.get("price_per_tib_month_by_throughput"))
-    m = re.fullmatch(r"price_per_tib_month_by_throughput\[(\d+)\]", c.field)
-    if m:
-        fs.setdefault("price_per_tib_month_by_throughput", {})[int(m.group(1))] = c.new
+    tier = storage.field_throughput(c.field)
+    if tier is not None:
+        fs.setdefault("price_per_tib_month_by_throughput", {})[tier] = c.new
     else:
         fs[c.field] = c.new
     if not fs.get("priced_regions") and not had_price:

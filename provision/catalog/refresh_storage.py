@@ -139,12 +139,21 @@ def fsx_lustre_prices(products: Iterable[str], region: str) -> TierPrices:
     return out.settle()
 
 
+def throughput_field(tier: int) -> str:
+    """The change-field name of one throughput tier's price: ``price_per_tib_month_by_throughput[250]``."""
+    return f"price_per_tib_month_by_throughput[{tier}]"
+
+
+def field_throughput(field_name: str) -> int | None:
+    """The tier a :func:`throughput_field` name carries (``None`` for any other field)."""
+    m = re.fullmatch(r"price_per_tib_month_by_throughput\[(\d+)\]", field_name)
+    return int(m.group(1)) if m else None
+
+
 def fsx_row_keys(fs: FilesystemOffer) -> dict[str, str]:
     """Catalog field -> tier key for one FSx row: each throughput tier's price, or the flat price."""
     if fs.tier.startswith("PERSISTENT") and fs.throughput_mbps_per_tib:
-        return {
-            f"price_per_tib_month_by_throughput[{t}]": fsx_tier_key("PERSISTENT", t) for t in fs.throughput_mbps_per_tib
-        }
+        return {throughput_field(t): fsx_tier_key("PERSISTENT", t) for t in fs.throughput_mbps_per_tib}
     if fs.tier.startswith("SCRATCH"):
         return {"price_per_tib_month_usd": fsx_tier_key("SCRATCH", None)}
     return {}
@@ -152,9 +161,9 @@ def fsx_row_keys(fs: FilesystemOffer) -> dict[str, str]:
 
 def fsx_row_price(fs: FilesystemOffer, field_name: str) -> float | None:
     """The catalog's current value of ``field_name`` (as :func:`fsx_row_keys` names it) on ``fs``."""
-    m = re.fullmatch(r"price_per_tib_month_by_throughput\[(\d+)\]", field_name)
-    if m:
-        return fs.price_per_tib_month_by_throughput.get(int(m.group(1)))
+    tier = field_throughput(field_name)
+    if tier is not None:
+        return fs.price_per_tib_month_by_throughput.get(tier)
     value = getattr(fs, field_name)
     return None if value is None else float(value)
 

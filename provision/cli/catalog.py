@@ -91,11 +91,11 @@ def _print(doc: dict[str, Any], write: bool) -> None:
 
 def _field_label(name: str) -> str:
     """A short label for a price field in the table (``--json`` keeps the field names); ``$`` is USD."""
-    import re
+    from provision.catalog.refresh_storage import field_throughput
 
-    tier = re.fullmatch(r"price_per_tib_month_by_throughput\[(\d+)\]", name)
-    if tier:
-        return f"$/TiB-mo @{tier.group(1)}MB/s"
+    tier = field_throughput(name)
+    if tier is not None:
+        return f"$/TiB-mo @{tier}MB/s"
     labels = {
         "price_per_hour_usd": "$/h",
         "spot_price_per_hour_usd": "$/h spot",
