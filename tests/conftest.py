@@ -92,6 +92,19 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+#: A real-format ed25519 public key for specs in tests (no private half is used anywhere).
+TEST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFuklxbbk6t4b9QFinnkHIycCB4EVKbeaSXofdzno6PC t@h"
+#: The smallest AWS spec that plans; tests build variants with ``{**MINIMAL_SPEC, ...}`` or :func:`set_dotted`.
+MINIMAL_SPEC: dict[str, Any] = {
+    "name": "t1",
+    "cloud": "aws",
+    "region": "us-east-1",
+    "gpu": "H100",
+    "nodes": 2,
+    "access": {"ssh_public_keys": [TEST_KEY], "allowed_cidrs": ["203.0.113.0/24"]},
+}
+
+
 def set_dotted(doc: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
     """A deep copy of ``doc`` with ``value`` at the dotted path (``access.ssh_user``), parents made as needed."""
     out = json.loads(json.dumps(doc))

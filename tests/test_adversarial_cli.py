@@ -17,21 +17,12 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import CANARY_PRIVATE_KEY, CANARY_TOKEN, leaked_canary, set_dotted
+from conftest import CANARY_PRIVATE_KEY, CANARY_TOKEN, MINIMAL_SPEC, leaked_canary, set_dotted
 from typer.testing import CliRunner
 
 from provision.cli.app import app
 
-KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFuklxbbk6t4b9QFinnkHIycCB4EVKbeaSXofdzno6PC t@h"
-BASE: dict[str, Any] = {
-    "name": "t1",
-    "cloud": "aws",
-    "region": "us-east-1",
-    "gpu": "H100",
-    "nodes": 2,
-    "access": {"ssh_public_keys": [KEY], "allowed_cidrs": ["203.0.113.0/24"]},
-    "lifetime": {"ttl": "6h"},
-}
+BASE: dict[str, Any] = {**MINIMAL_SPEC, "lifetime": {"ttl": "6h"}}
 CLOUD_BASES: dict[str, dict[str, Any]] = {
     "aws": BASE,
     "gcp": {**BASE, "cloud": "gcp", "region": "us-central1", "gcp": {"project": "my-project-1", "os_login": False}},

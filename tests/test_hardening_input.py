@@ -14,7 +14,16 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import CANARY_BODY_LINE, CANARY_PRIVATE_KEY, CANARY_TOKEN, isolated_home, leaked_canary, set_dotted
+from conftest import (
+    CANARY_BODY_LINE,
+    CANARY_PRIVATE_KEY,
+    CANARY_TOKEN,
+    MINIMAL_SPEC,
+    TEST_KEY,
+    isolated_home,
+    leaked_canary,
+    set_dotted,
+)
 from typer.testing import CliRunner
 
 from provision.cli.app import app
@@ -23,15 +32,7 @@ from provision.spec.loading import load_spec
 from provision.spec.models import ClusterSpec
 
 runner = CliRunner()
-PUB = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFuklxbbk6t4b9QFinnkHIycCB4EVKbeaSXofdzno6PC t@h"
-BASE: dict[str, Any] = {
-    "name": "t1",
-    "cloud": "aws",
-    "region": "us-east-1",
-    "gpu": "H100",
-    "nodes": 2,
-    "access": {"ssh_public_keys": [PUB], "allowed_cidrs": ["203.0.113.0/24"]},
-}
+BASE: dict[str, Any] = MINIMAL_SPEC
 
 
 @pytest.fixture(autouse=True)
@@ -250,7 +251,7 @@ def test_the_same_folder_for_shared_and_scratch_is_refused() -> None:
     "cidrs", [["0.0.0.0/1", "128.0.0.0/1"], ["::/1", "8000::/1"], ["0.0.0.0/2", "64.0.0.0/2", "128.0.0.0/1"]]
 )
 def test_cidrs_that_together_cover_the_internet_need_the_opt_in(cidrs: list[str]) -> None:
-    access = {"ssh_public_keys": [PUB], "allowed_cidrs": cidrs}
+    access = {"ssh_public_keys": [TEST_KEY], "allowed_cidrs": cidrs}
     with pytest.raises(SpecError, match="cover the whole internet"):
         load_spec({**BASE, "access": access})
     assert load_spec({**BASE, "access": {**access, "allow_world_ssh": True}}).access.allowed_cidrs
@@ -258,7 +259,7 @@ def test_cidrs_that_together_cover_the_internet_need_the_opt_in(cidrs: list[str]
 
 def test_duplicate_and_contained_cidrs_are_merged() -> None:
     cidrs = ["203.0.113.0/24", "198.51.100.0/24", "203.0.113.0/24", "203.0.113.128/25"]
-    spec = load_spec({**BASE, "access": {"ssh_public_keys": [PUB], "allowed_cidrs": cidrs}})
+    spec = load_spec({**BASE, "access": {"ssh_public_keys": [TEST_KEY], "allowed_cidrs": cidrs}})
     assert spec.access.allowed_cidrs == ("203.0.113.0/24", "198.51.100.0/24")
 
 
