@@ -16,6 +16,7 @@ import yaml
 
 from provision.catalog.models import (
     CLOUDS,
+    CloudFacts,
     CloudFile,
     FilesystemOffer,
     GpuFile,
@@ -26,10 +27,13 @@ from provision.catalog.models import (
 
 __all__ = [
     "Catalog",
+    "CloudFacts",
     "FilesystemOffer",
     "GpuModel",
     "InstanceOffer",
     "NetworkPrices",
+    "cloud_facts",
+    "cloud_of_package",
     "load_catalog",
     "read_cloud_files",
     "suggest",
@@ -119,6 +123,24 @@ def _read(name: str) -> object:
 def read_cloud_files() -> dict[str, CloudFile]:
     """Every ``data/<cloud>.yaml`` document as validated, uncached (``provision catalog refresh`` edits them)."""
     return {cloud: CloudFile.model_validate(_read(f"{cloud}.yaml")) for cloud in CLOUDS}
+
+
+@cache
+def cloud_facts(cloud: str) -> CloudFacts:
+    """The ``facts:`` header of ``data/<cloud>.yaml`` (package, region key, tag field, filesystem preference).
+
+    Raises:
+        KeyError: ``cloud`` is not one of ``CLOUDS``.
+    """
+    if cloud not in CLOUDS:
+        raise KeyError(f"{cloud!r} is not a cloud; the clouds are {', '.join(CLOUDS)}")
+    doc = _read(f"{cloud}.yaml")
+    return CloudFacts.model_validate(doc.get("facts") if isinstance(doc, dict) else None)
+
+
+def cloud_of_package(package: str) -> str | None:
+    """The cloud whose Pulumi provider has type-token prefix ``package`` (``azure-native`` -> ``azure``)."""
+    return next((c for c in CLOUDS if cloud_facts(c).pulumi_package == package), None)
 
 
 @cache

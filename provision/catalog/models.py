@@ -322,11 +322,44 @@ class GpuModel(_Row):
     sources: tuple[Source, ...] = Field(min_length=1)
 
 
+class CloudFacts(_Row):
+    """What the layers below ``clouds/`` know about a cloud: the ``facts:`` header of ``data/<cloud>.yaml``.
+
+    One place per fact (``docs/adding-a-cloud.md``): the mocked cloud, the policy rules, the planner and the
+    stack config all read these instead of keeping their own per-cloud tables.
+    """
+
+    pulumi_package: str = Field(
+        pattern=r"^[a-z][a-z0-9-]*$",
+        description="The type-token prefix of the cloud's Pulumi provider (``aws`` in ``aws:ec2/vpc:Vpc``).",
+    )
+    pulumi_module: str = Field(
+        pattern=r"^[a-z_][a-z0-9_]*$", description="The provider's Python SDK module, e.g. ``pulumi_aws``."
+    )
+    provider_region_key: str = Field(
+        pattern=r"^[a-z][a-z0-9-]*:[a-zA-Z]+$",
+        description="The provider config key that sets the default region, e.g. ``aws:region``.",
+    )
+    region_from_provider: bool = Field(
+        description="Resources go where the provider points (no region input of their own), so a stack of this "
+        "cloud must set ``provider_region_key``.",
+    )
+    tag_field: Literal["tags", "labels"] = Field(
+        description="The resource input that holds provision's tags (GCP calls them labels)."
+    )
+    filesystems: tuple[FilesystemKind, ...] = Field(
+        min_length=1,
+        description="Shared filesystems in order of preference when prices cannot decide (``storage.kind: auto``);"
+        " the first is the cloud's default parallel filesystem.",
+    )
+
+
 class CloudFile(_Row):
     """One ``data/<cloud>.yaml`` document."""
 
     version: str = Field(description="Date the file's figures were last reviewed, YYYY-MM-DD.")
     cloud: Cloud
+    facts: CloudFacts
     instances: tuple[InstanceOffer, ...]
     filesystems: tuple[FilesystemOffer, ...]
     network: NetworkPrices

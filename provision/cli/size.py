@@ -117,11 +117,11 @@ def _write_spec(report: Any, cloud: str | None, path: str) -> str:
 
     import yaml
 
+    from provision.catalog.models import CLOUDS as clouds
     from provision.planning.sizing.handoff import spec_for
     from provision.spec import load_spec
     from provision.spec.errors import Problem, SpecError
 
-    clouds = ("aws", "gcp", "azure", "alibaba")
     c = (cloud or "").strip().lower()
     if c not in clouds:
         raise SpecError(

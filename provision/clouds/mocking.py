@@ -21,17 +21,24 @@ import importlib
 import ipaddress
 import json
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import pulumi
 from pulumi.runtime.mocks import MockMonitor
 
+from provision.catalog import cloud_facts
+from provision.catalog.models import CLOUDS
 from provision.clouds import mockids
 from provision.clouds.strict import Resource, Violation, go_duration_seconds
 
-#: Pulumi package prefix of a type token -> our cloud folder.
-PACKAGE_CLOUD = {"aws": "aws", "gcp": "gcp", "azure-native": "azure", "alicloud": "alibaba", "kubernetes": "k8s"}
+#: Pulumi package prefix of a type token -> our cloud folder: each cloud's ``facts.pulumi_package``
+#: (``catalog/data/<cloud>.yaml``), plus the Kubernetes objects of ``clouds/k8s``.
+PACKAGE_CLOUD: Mapping[str, str] = MappingProxyType(
+    {**{cloud_facts(c).pulumi_package: c for c in CLOUDS}, "kubernetes": "k8s"}
+)
 
 
 class UnknownInvokeError(Exception):

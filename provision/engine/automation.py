@@ -416,10 +416,11 @@ def write_config(stack: auto.Stack, spec: ClusterSpec, now: datetime, *, created
 
 def failover_config(index: int, cloud: str, region: str) -> dict[str, auto.ConfigValue]:
     """Config that makes a bare ``pulumi up`` build failover try ``index``: the try and its provider region."""
-    from provision.clouds.base import PROVIDER_REGION_KEYS
+    from provision.catalog import cloud_facts
     from provision.clouds.failover import CONFIG_KEY as FAILOVER_KEY
 
-    return {FAILOVER_KEY: auto.ConfigValue(str(index)), PROVIDER_REGION_KEYS[cloud]: auto.ConfigValue(region)}
+    key = cloud_facts(cloud).provider_region_key
+    return {FAILOVER_KEY: auto.ConfigValue(str(index)), key: auto.ConfigValue(region)}
 
 
 def set_stack_tags(stack: auto.Stack, tags: Mapping[str, str]) -> None:

@@ -42,6 +42,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from provision.catalog import cloud_facts
 from provision.ops.cluster import Cluster
 from provision.spec import PROJECT, ClusterSpec, load_spec
 from provision.spec.errors import MISSING, BudgetError, CloudError, Problem, ProvisionError, UnsupportedError
@@ -59,8 +60,6 @@ if TYPE_CHECKING:
 RUN_ID_VARS = ("GITHUB_RUN_ID", "CI_JOB_ID", "BUILDKITE_JOB_ID")
 #: Longest cluster name the spec allows (``NAME_PATTERN``).
 NAME_MAX = 40
-#: The default provider's region key, for clouds whose resources go where the provider points.
-REGION_CONFIG = {"aws": "aws:region", "alibaba": "alicloud:region"}
 _UNSAFE = re.compile(r"[^A-Za-z0-9-]+")
 _SAFE_FILE = re.compile(r"[^A-Za-z0-9._-]")
 
@@ -229,7 +228,9 @@ def provider_config(spec: ClusterSpec, source: Path | None, stack: str) -> dict[
                 "give the value through the environment (e.g. AWS_PROFILE, ALIBABA_CLOUD_ACCESS_KEY_SECRET)"
             )
         config.update(plain)
-    key = REGION_CONFIG.get(spec.cloud)
+    # The default provider's region, for clouds whose resources go where the provider points (catalog facts).
+    facts = cloud_facts(spec.cloud)
+    key = facts.provider_region_key if facts.region_from_provider else None
     if key and key not in config and source_stack != stack:
         config[key] = spec.region
     return config

@@ -36,7 +36,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from provision.clouds.base import TAG_EXPIRES, parse_label_time
-from provision.ops.policy_rules import _AWS_VM, _GCP_VM, _TAG_KEY, Context, Resource, _items
+from provision.ops.policy_rules import _AWS_VM, _GCP_VM, Context, Resource, _items, tag_field
 from provision.spec.secrets import decoded
 
 EKS_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -47,7 +47,7 @@ _DURATION = re.compile(r"^([0-9]+)(\.[0-9]{1,9})?s$")
 
 
 def _expiry(r: Resource) -> str:
-    labels = ("nodeConfig", "resourceLabels") if r.type == GKE_NODE_POOL else (_TAG_KEY.get(r.cloud, "tags"),)
+    labels = ("nodeConfig", "resourceLabels") if r.type == GKE_NODE_POOL else (tag_field(r.cloud) or "tags",)
     tags = r.get(*labels)
     return str(tags.get(TAG_EXPIRES, "")) if isinstance(tags, Mapping) else ""
 

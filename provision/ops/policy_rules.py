@@ -22,11 +22,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from provision.catalog import cloud_facts, cloud_of_package
+from provision.catalog.models import CLOUDS
 from provision.clouds.base import TAG_CLUSTER, TAG_EXPIRES, TAG_OWNER
 from provision.spec.secrets import decoded, find_in_data
 
-#: Pulumi package of a type token -> cloud.
-_PACKAGE_CLOUD = {"aws": "aws", "gcp": "gcp", "azure-native": "azure", "alicloud": "alibaba"}
 REQUIRED_TAGS = (TAG_CLUSTER, TAG_OWNER, TAG_EXPIRES)
 
 
@@ -46,7 +46,7 @@ class Resource:
 
     @property
     def cloud(self) -> str:
-        return _PACKAGE_CLOUD.get(self.type.split(":", 1)[0], "")
+        return cloud_of_package(self.type.split(":", 1)[0]) or ""
 
     @property
     def kind(self) -> str:
@@ -478,8 +478,10 @@ def check_secrets(r: Resource, ctx: Context) -> list[str]:
 
 # ---------------------------------------------------------------------- PRV-TAG-001
 
-_TAG_KEY = {"aws": "tags", "gcp": "labels", "azure": "tags", "alibaba": "tags"}
-_SDK = {"aws": "pulumi_aws", "gcp": "pulumi_gcp", "azure": "pulumi_azure_native", "alibaba": "pulumi_alicloud"}
+
+def tag_field(cloud: str) -> str | None:
+    """The input that holds provision's tags on ``cloud`` (``facts.tag_field``: ``labels`` on GCP); None: no cloud."""
+    return cloud_facts(cloud).tag_field if cloud in CLOUDS else None
 
 
 def taggable(type_token: str) -> bool | None:
@@ -491,18 +493,19 @@ def taggable(type_token: str) -> bool | None:
     import inspect
 
     package, _, rest = type_token.partition(":")
-    cloud = _PACKAGE_CLOUD.get(package)
+    cloud = cloud_of_package(package)
     module_path, _, cls = rest.partition(":")
     if cloud is None or not cls:
         return None
     module = module_path.split("/", 1)[0]
+    sdk = cloud_facts(cloud).pulumi_module
     try:
-        mod = importlib.import_module(f"{_SDK[cloud]}.{module}" if module != "index" else _SDK[cloud])
+        mod = importlib.import_module(f"{sdk}.{module}" if module != "index" else sdk)
         args = getattr(mod, f"{cls}Args")
     except (ImportError, AttributeError):
         return None
     params = inspect.signature(args.__init__).parameters
-    return ("labels" if cloud == "gcp" else "tags") in params
+    return tag_field(cloud) in params
 
 
 def _missing_tags(tags: Any) -> list[str]:
@@ -511,7 +514,7 @@ def _missing_tags(tags: Any) -> list[str]:
 
 
 def check_tags(r: Resource, ctx: Context) -> list[str]:
-    key = _TAG_KEY.get(r.cloud)
+    key = tag_field(r.cloud)
     if key is None:
         return []
     known = taggable(r.type)

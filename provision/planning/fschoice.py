@@ -12,16 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from provision.catalog import Catalog, FilesystemOffer
+from provision.catalog import Catalog, FilesystemOffer, cloud_facts
 from provision.planning.cost import storage_hourly_usd
-
-#: Services ``auto`` prefers on each cloud when prices cannot decide: parallel filesystems first.
-PREFERENCE: dict[str, tuple[str, ...]] = {
-    "aws": ("fsx-lustre",),
-    "gcp": ("managed-lustre", "parallelstore", "filestore"),
-    "azure": ("amlfs", "netapp"),
-    "alibaba": ("cpfs", "cpfs-lingjun", "nas-extreme", "nas"),
-}
 
 
 @dataclass(frozen=True)
@@ -76,7 +68,8 @@ def fits(
     skip_scratch: bool = False,
 ) -> list[FilesystemFit]:
     """Every catalog row on ``cloud`` that fits the request, best first (see the module docstring)."""
-    prefer = PREFERENCE.get(cloud, ())
+    # Services ``auto`` prefers when prices cannot decide, parallel filesystems first (catalog facts).
+    prefer = cloud_facts(cloud).filesystems
     out = []
     for offer in catalog.filesystems_for(cloud):
         if kinds is not None and offer.kind not in kinds:

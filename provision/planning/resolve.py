@@ -10,16 +10,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 
-from provision.catalog import Catalog, FilesystemOffer, InstanceOffer, suggest
+from provision.catalog import Catalog, FilesystemOffer, InstanceOffer, cloud_facts, suggest
 from provision.planning.cost import stale_catalog_warning
 from provision.planning.fschoice import fits, minimum
 from provision.spec import ClusterSpec
 from provision.spec.errors import ProblemCollector
 
-#: Each cloud's managed parallel filesystem: what ``kind: auto`` prefers when prices cannot decide.
-#: ``kind: auto`` itself picks the cheapest service and tier that fits (:mod:`provision.planning.fschoice`);
-#: read the chosen kind from ``Resolution.storage.kind``, not from this table.
-DEFAULT_SHARED_KIND = {"aws": "fsx-lustre", "gcp": "managed-lustre", "azure": "amlfs", "alibaba": "cpfs"}
+
+def default_shared_kind(cloud: str) -> str:
+    """The cloud's managed parallel filesystem: what ``kind: auto`` prefers when prices cannot decide.
+
+    The first of the cloud's ``facts.filesystems`` (``catalog/data/<cloud>.yaml``). ``kind: auto`` itself picks
+    the cheapest service and tier that fits (:mod:`provision.planning.fschoice`); read the chosen kind from
+    ``Resolution.storage.kind``, not from here.
+    """
+    return cloud_facts(cloud).filesystems[0]
 
 
 def shared_kind(spec: ClusterSpec, res: Resolution | None = None) -> str | None:
@@ -31,7 +36,7 @@ def shared_kind(spec: ClusterSpec, res: Resolution | None = None) -> str | None:
         return shared.kind
     if res is not None and res.storage is not None:
         return res.storage.kind
-    return DEFAULT_SHARED_KIND[spec.cloud]
+    return default_shared_kind(spec.cloud)
 
 
 @dataclass
@@ -230,7 +235,7 @@ def _auto_storage(spec: ClusterSpec, catalog: Catalog, res: Resolution, found: P
     kinds: tuple[str, ...] = tuple(sorted({r.kind for r in rows}))
     if shared.size_gib is None and shared.tier is None:
         # No size to fit: the cloud's parallel filesystem at its smallest size (cheapest tier among them).
-        kinds = (DEFAULT_SHARED_KIND[spec.cloud],)
+        kinds = (default_shared_kind(spec.cloud),)
         rows = [r for r in rows if r.kind in kinds]
     want = shared.throughput_mbps_per_tib
     size = shared.size_gib if shared.size_gib is not None else min(minimum(r) for r in rows)

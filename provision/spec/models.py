@@ -14,7 +14,7 @@ import math
 import posixpath
 import re
 from datetime import timedelta
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -26,7 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from provision.catalog.models import CLOUDS, Consumption, FabricKind, FilesystemKind
+from provision.catalog.models import CLOUDS, Cloud, Consumption, FabricKind, FilesystemKind
 from provision.spec.errors import MISSING, Problem
 from provision.spec.options.alibaba import AlibabaOptions
 from provision.spec.options.aws import AwsOptions
@@ -439,7 +439,7 @@ class ClusterSpec(_Model):
     """One GPU training cluster, on any of the four clouds."""
 
     name: str = Field(pattern=NAME_PATTERN, description="2-40 characters: lowercase letters, digits, '-'.")
-    cloud: Literal["aws", "gcp", "azure", "alibaba"] = Field(description="Cloud provider.")
+    cloud: Cloud = Field(description="Cloud provider.")
     region: str = Field(min_length=1, description="Region, e.g. us-east-1, us-central1, eastus, cn-wulanchabu.")
     zone: str | None = Field(default=None, description="Zone; chosen from the catalog when absent.")
     gpu: str | None = Field(
@@ -516,8 +516,9 @@ class ClusterSpec(_Model):
 
     def cloud_options(self) -> Any:
         """This cloud's option model (its defaults when the spec gives none)."""
-        defaults = {"aws": AwsOptions, "gcp": GcpOptions, "azure": AzureOptions, "alibaba": AlibabaOptions}
-        return getattr(self, self.cloud) or defaults[self.cloud]()
+        # The section's own model (the field named after the cloud, ``X | None``) gives the defaults.
+        model = next(a for a in get_args(type(self).model_fields[self.cloud].annotation) if a is not type(None))
+        return getattr(self, self.cloud) or model()
 
 
 def _gpu_shorthand_parts(gpu: str) -> tuple[str, int | None]:

@@ -41,7 +41,7 @@ from provision.planning.kubernetes import (
     NodePoolPlan,
     system_pool,
 )
-from provision.planning.resolve import DEFAULT_SHARED_KIND, Resolution
+from provision.planning.resolve import Resolution, default_shared_kind
 from provision.spec import ClusterSpec
 from provision.spec.errors import ProblemCollector
 
@@ -384,7 +384,7 @@ def kubernetes_plan(spec: ClusterSpec, res: Resolution, vm_env: dict[str, str]) 
     shared = spec.storage.shared
     storage_kind = None
     if shared is not None and shared.kind != "none" and res.storage is not None:
-        storage_kind = DEFAULT_SHARED_KIND["gcp"] if shared.kind == "auto" else shared.kind
+        storage_kind = default_shared_kind("gcp") if shared.kind == "auto" else shared.kind
     claim = "shared" if storage_kind else None
     sched = spec.scheduler
     cidrs = tuple(spec.access.allowed_cidrs)
