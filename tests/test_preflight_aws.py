@@ -9,7 +9,7 @@ import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 
-from provision.engine.preflight import aws_preflight
+from provision.clouds.aws.preflight import aws_preflight
 from provision.spec import load_spec
 
 
@@ -117,7 +117,7 @@ def test_a_real_up_asks_the_account_first_and_creates_nothing_when_it_cannot_hol
 ) -> None:
     """A new account's P quota is 0 and us-east-1a may not offer p5: before, both surfaced at CreateFleet, after the
     VPC, the FSx file system and the placement group existed (the preflight was a library call nobody made)."""
-    from provision.engine import preflight
+    from provision.clouds.aws import preflight
     from provision.spec.errors import SpecError
 
     answers = _answers(limit=0, zones=["us-east-1b"])
@@ -131,7 +131,7 @@ def test_a_real_up_asks_the_account_first_and_creates_nothing_when_it_cannot_hol
 
 
 def test_an_account_that_fits_goes_on_without_a_warning(tmp_path: Any, monkeypatch: Any) -> None:
-    from provision.engine import preflight
+    from provision.clouds.aws import preflight
 
     answers = _answers(limit=10_000, zones=["us-east-1a", "us-east-1b"])
     monkeypatch.setattr(preflight, "aws_preflight", lambda plan, client=None: _real_preflight(plan, answers))
@@ -166,7 +166,7 @@ def test_a_failover_try_the_account_refuses_moves_on_to_the_next_and_creates_not
     from conftest import isolated_home, stack_spec
     from test_automation import FakePulumi
 
-    from provision.engine import preflight
+    from provision.clouds.aws import preflight
     from provision.ops.cluster import Cluster
     from provision.spec.errors import SpecError
 

@@ -8,7 +8,7 @@ from typing import Any
 from test_azure_plan import azure_spec
 
 from provision.clouds.azure.adapter import AzureAdapter
-from provision.engine.preflight import azure_preflight
+from provision.clouds.azure.preflight import azure_preflight
 from provision.spec import load_spec
 
 ND_FAMILY = "standardNDSH100v5Family"
@@ -144,7 +144,7 @@ def test_every_problem_is_reported_at_once() -> None:
 def test_the_live_account_reads_the_sdk_models_it_gets(monkeypatch: Any) -> None:
     # The real adapter, fed the azure-mgmt-compute models an ARM answer deserialises to (no network).
     models = __import__("azure.mgmt.compute.models", fromlist=["ResourceSku", "Usage"])
-    from provision.engine.preflight import ArmAccount
+    from provision.clouds.azure.preflight import ArmAccount
 
     class Credential:
         def get_token(self, *scopes: str, **kw: Any) -> Any:  # never called: no request is made
@@ -203,7 +203,7 @@ def test_a_real_up_asks_the_subscription_first_and_creates_nothing_when_it_canno
     ND quota still surfaced minutes into `pulumi up`, after the network was billing."""
     import pytest
 
-    from provision.engine import preflight
+    from provision.clouds.azure import preflight
     from provision.spec.errors import SpecError
 
     account = FakeSubscription(quota={ND_FAMILY: (0, 0), "cores": (0, 5000)})
@@ -218,7 +218,7 @@ def test_a_real_up_asks_the_subscription_first_and_creates_nothing_when_it_canno
 
 
 def test_a_subscription_that_cannot_be_asked_is_a_warning_not_a_stop(tmp_path: Any, monkeypatch: Any) -> None:
-    from provision.engine import preflight
+    from provision.clouds.azure import preflight
     from provision.spec.errors import UnsupportedError
 
     def unreachable(cls: Any) -> Any:

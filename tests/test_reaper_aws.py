@@ -8,8 +8,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from provision.clouds.aws.sweeper import TAG_RETAIN, AwsSweeper
 from provision.clouds.base import TAG_CLUSTER, TAG_EXPIRES, label_time
-from provision.ops.reaper import TAG_RETAIN, AwsSweeper
 
 REGION = "us-east-1"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
@@ -187,6 +187,10 @@ def test_reaper_reports_tagged_resources_it_cannot_delete_and_deletes_the_rest(a
 #: then the network from the inside out, then the global IAM entities (profiles hold roles).
 DELETION_ORDER = [
     "instance",
+    "eks-pod-identity",
+    "eks-addon",
+    "eks-nodegroup",
+    "eks-cluster",
     "fsx",
     "launch-template",
     "placement-group",
@@ -219,6 +223,10 @@ DELETE_CALLS = {
     "delete_key_pair": "key-pair",
     "delete_instance_profile": "instance-profile",
     "delete_role": "iam-role",
+    "delete_pod_identity_association": "eks-pod-identity",
+    "delete_addon": "eks-addon",
+    "delete_nodegroup": "eks-nodegroup",
+    "delete_cluster": "eks-cluster",
 }
 
 
@@ -258,7 +266,8 @@ def test_reaper_deletes_every_kind_through_its_own_call_in_dependency_order(aws)
     real = boto3.client
     sweeper = AwsSweeper(REGION, client=lambda svc, reg: Recording(real(svc, region_name=reg)), sleep=lambda s: None)
     (expired,) = sweeper.find(NOW)
-    present = [k for k in DELETION_ORDER if k != "placement-group"]
+    # No placement groups in moto; EKS has its own test (below).
+    present = [k for k in DELETION_ORDER if k != "placement-group" and not k.startswith("eks-")]
     assert {r.split(":")[0] for r in expired.resources} == set(present)
     deleted = sweeper.delete(expired, NOW)
     kinds = [DELETE_CALLS[c] for c in calls]
@@ -270,3 +279,120 @@ def test_reaper_deletes_every_kind_through_its_own_call_in_dependency_order(aws)
     left = [r.split(":")[0] for c in sweeper.find(NOW) for r in c.resources]
     assert left == ["key-pair"]
     assert tuple(DELETION_ORDER) == AwsSweeper.KINDS
+
+
+def test_an_expired_eks_cluster_is_found_and_deleted_node_groups_first(aws) -> None:
+    """The EKS graph (aws-p5-64-eks) registers a cluster and node groups: the sweep once listed neither (they
+    stayed behind, holding ENIs in the VPC). Node groups go before the cluster, which refuses while they exist."""
+    tags = {TAG_CLUSTER: "old", TAG_EXPIRES: label_time(NOW - timedelta(hours=1))}
+    eks = boto3.client("eks", region_name=REGION)
+    role = "arn:aws:iam::123456789012:role/eks"
+    eks.create_cluster(name="old", roleArn=role, resourcesVpcConfig={"subnetIds": ["subnet-1"]}, tags=tags)
+    eks.create_nodegroup(clusterName="old", nodegroupName="gpu", nodeRole=role, subnets=["subnet-1"], tags=tags)
+    sweeper = AwsSweeper(REGION, sleep=lambda s: None)
+    (found,) = sweeper.find(NOW)
+    assert sorted(found.resources) == ["eks-cluster:old", "eks-nodegroup:old/gpu"]
+    assert sweeper.delete(found, NOW) == ["eks-nodegroup:old/gpu", "eks-cluster:old"]
+    assert eks.list_clusters()["clusters"] == []
+
+
+class _ReferencedGroups:
+    """EC2 as AWS answers DeleteSecurityGroup (moto deletes regardless): ``DependencyViolation`` while another
+    group of the VPC has a rule naming the group (API_DeleteSecurityGroup)."""
+
+    def __init__(self, inner: object) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+    def delete_security_group(self, GroupId: str) -> object:  # noqa: N803 - the boto3 keyword
+        from botocore.exceptions import ClientError
+
+        for group in self._inner.describe_security_groups()["SecurityGroups"]:  # type: ignore[attr-defined]
+            rules = group.get("IpPermissions", []) + group.get("IpPermissionsEgress", [])
+            named = {pair["GroupId"] for rule in rules for pair in rule.get("UserIdGroupPairs", [])}
+            if group["GroupId"] != GroupId and GroupId in named:
+                error = {"Error": {"Code": "DependencyViolation", "Message": f"{GroupId} has a dependent object"}}
+                raise ClientError(error, "DeleteSecurityGroup")
+        return self._inner.delete_security_group(GroupId=GroupId)  # type: ignore[attr-defined]
+
+
+def test_security_groups_that_reference_each_other_are_deleted_after_their_rules(aws) -> None:
+    """The node and FSx groups reference each other (clouds/aws/network.py); AWS refuses to delete a referenced
+    group and no retry clears a mutual reference, so the sweep stopped at the groups and left the network."""
+    expires = NOW - timedelta(hours=1)
+    ids = _cluster("old", expires)
+    ec2 = boto3.client("ec2", region_name=REGION)
+    tags = [{"ResourceType": "security-group", "Tags": _tags("old", expires)}]
+    fsx_sg = ec2.create_security_group(
+        GroupName="old-fsx", Description="fsx", VpcId=ids["vpc"], TagSpecifications=tags
+    )["GroupId"]
+    for group, other in ((ids["sg"], fsx_sg), (fsx_sg, ids["sg"])):
+        ec2.authorize_security_group_ingress(
+            GroupId=group, IpPermissions=[{"IpProtocol": "-1", "UserIdGroupPairs": [{"GroupId": other}]}]
+        )
+    real = boto3.client
+
+    def client(service: str, region: str) -> object:
+        inner = real(service, region_name=region)
+        return _ReferencedGroups(inner) if service == "ec2" else inner
+
+    sweeper = AwsSweeper(REGION, client=client, sleep=lambda s: None)
+    (found,) = sweeper.find(NOW)
+    deleted = sweeper.delete(found, NOW)
+    assert {f"security-group:{ids['sg']}", f"security-group:{fsx_sg}", f"vpc:{ids['vpc']}"} <= set(deleted)
+    assert ec2.describe_vpcs(VpcIds=[]).get("Vpcs", []) == [v for v in ec2.describe_vpcs()["Vpcs"] if v["IsDefault"]]
+
+
+def test_the_subnet_waits_for_the_file_system_whose_delete_is_asynchronous(aws) -> None:
+    """DeleteFileSystem returns at once and the file system stays DELETING for minutes, its ENIs holding the
+    subnet (DeleteSubnet: DependencyViolation). The sweep gave up after ~15 s of retries; it now waits for FSx."""
+    ids = _cluster("old", NOW - timedelta(hours=1))
+    polls = {"left": 0}
+    real = boto3.client
+
+    class SlowFsx:
+        def __init__(self, inner: object) -> None:
+            self._inner = inner
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self._inner, name)
+
+        def delete_file_system(self, FileSystemId: str) -> object:  # noqa: N803 - the boto3 keyword
+            polls["left"] = 3  # DELETING for three DescribeFileSystems calls
+            return {"FileSystemId": FileSystemId, "Lifecycle": "DELETING"}
+
+        def describe_file_systems(self, **kwargs: object) -> object:
+            if kwargs.get("FileSystemIds") and polls["left"] > 0:
+                polls["left"] -= 1
+                if polls["left"] == 0:
+                    self._inner.delete_file_system(FileSystemId=ids["fs"])  # type: ignore[attr-defined]
+                return {"FileSystems": [{"FileSystemId": ids["fs"], "Lifecycle": "DELETING"}]}
+            return self._inner.describe_file_systems(**kwargs)  # type: ignore[attr-defined]
+
+    class HeldSubnet:
+        def __init__(self, inner: object) -> None:
+            self._inner = inner
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self._inner, name)
+
+        def delete_subnet(self, SubnetId: str) -> object:  # noqa: N803 - the boto3 keyword
+            from botocore.exceptions import ClientError
+
+            if polls["left"] > 0:
+                error = {"Error": {"Code": "DependencyViolation", "Message": "the file system's ENIs are in use"}}
+                raise ClientError(error, "DeleteSubnet")
+            return self._inner.delete_subnet(SubnetId=SubnetId)  # type: ignore[attr-defined]
+
+    def client(service: str, region: str) -> object:
+        inner = real(service, region_name=region)
+        return {"fsx": SlowFsx, "ec2": HeldSubnet}.get(service, lambda c: c)(inner)
+
+    sleeps: list[float] = []
+    sweeper = AwsSweeper(REGION, client=client, sleep=sleeps.append)
+    (found,) = sweeper.find(NOW)
+    deleted = sweeper.delete(found, NOW)
+    assert f"fsx:{ids['fs']}" in deleted and f"subnet:{ids['subnet']}" in deleted and f"vpc:{ids['vpc']}" in deleted
+    assert polls["left"] == 0 and sleeps  # it polled (and slept) until the file system was gone

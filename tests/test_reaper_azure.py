@@ -11,9 +11,9 @@ import pytest
 from azure.core.exceptions import ClientAuthenticationError, ResourceNotFoundError
 from typer.testing import CliRunner
 
-from provision.cli import reap as reap_cli
 from provision.cli.app import app
-from provision.ops.reap_azure import FORCE_DELETION_TYPES, AzureSweeper
+from provision.clouds.azure.sweeper import FORCE_DELETION_TYPES, AzureSweeper
+from provision.ops import reaper
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -100,8 +100,8 @@ def test_reap_cli_sweeps_a_subscription_and_deletes_with_yes(
     client: Client, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
     monkeypatch.setenv("PROVISION_HOME", str(tmp_path))
-    monkeypatch.setattr("provision.ops.reap_azure._client", lambda sub: client)
-    monkeypatch.setattr("provision.ops.reap_azure.datetime", _Frozen)
+    monkeypatch.setattr("provision.clouds.azure.sweeper._client", lambda sub: client)
+    monkeypatch.setattr("provision.clouds.azure.sweeper.datetime", _Frozen)
     result = CliRunner().invoke(
         app, ["reap", "--mock", "--azure-subscription", "00000000-0000-4000-8000-000000000001", "--yes", "--json"]
     )
@@ -120,6 +120,6 @@ class _Frozen(datetime):
 def test_azure_refusals_are_clear_errors_with_exit_1(client: Client) -> None:
     client.resource_groups.deny = True
     with pytest.raises(Exception) as err:
-        reap_cli.sweep_azure("sub-1", yes=False, client=client)
+        reaper.sweep("azure", "sub-1", delete=False, client=client)
     assert "sweeping Azure subscription sub-1 failed" in str(err.value)
     assert getattr(err.value, "exit_code", None) == 1

@@ -14,6 +14,7 @@ from test_automation import FakePulumi
 from typer.testing import CliRunner
 
 from provision.cli.app import app
+from provision.clouds.aws.sweeper import AwsSweeper
 from provision.engine.mockstate import MockStore, run_mock
 from provision.ops import reaper
 
@@ -130,7 +131,7 @@ def test_reap_aws_region_without_credentials_exits_1_without_a_traceback(monkeyp
     def no_credentials(self: Any, now: Any = None) -> Any:
         raise NoCredentialsError()
 
-    monkeypatch.setattr(reaper.AwsSweeper, "find", no_credentials)
+    monkeypatch.setattr(AwsSweeper, "find", no_credentials)
     result = CliRunner().invoke(app, ["reap", "--mock", "--aws-region", "us-east-1", "--json"])
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
     doc = json.loads(result.stdout)

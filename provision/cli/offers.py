@@ -13,7 +13,6 @@ import typer
 
 from provision.cli.common import JsonOpt, console, emit_json, run_command
 
-CLOUD_NAMES = ("aws", "gcp", "azure", "alibaba")
 CAPACITIES = ("on-demand", "spot", "reservation", "capacity-block", "flex-start")
 SORTS = ("price", "gpu-price", "cloud")
 
@@ -23,6 +22,7 @@ def _check(
 ) -> tuple[Any, ...]:
     """Parse and check every filter at once; returns (cloud, gpu, capacities, sort, gpus)."""
     from provision.catalog import load_catalog, suggest
+    from provision.catalog.models import CLOUDS as CLOUD_NAMES
     from provision.spec.errors import Problem, SpecError
     from provision.spec.models import MAX_GPUS
     from provision.spec.units import ascii_digits
@@ -123,6 +123,20 @@ def offers(
         _print_missing_clouds(rows, cloud, gpu)
     else:
         _print_types(rows, region)
+        if cloud:
+            _print_limits(cloud.strip().lower())
+
+
+def _print_limits(cloud: str) -> None:
+    """What provision's path on ``cloud`` cannot do (the adapter's ``limits``), under its offers."""
+    from provision.clouds.base import get_adapter, limit_lines
+
+    lines = limit_lines(get_adapter(cloud).limits)
+    if lines:
+        out = console()
+        out.print(f"provision on {cloud} cannot give:", markup=False)
+        for line in lines:
+            out.print(f"  - {line}", markup=False)
 
 
 def _in_region(o: Any, region: str | None) -> bool:
@@ -219,7 +233,9 @@ def _print_clusters(rows: list[dict[str, Any]]) -> None:
 
 def _print_missing_clouds(rows: list[dict[str, Any]], cloud: str | None, gpu: str | None) -> None:
     """Name each cloud the cheapest-cluster table leaves out, and why: no offer at all, or none priced."""
-    clouds = [cloud.strip().lower()] if cloud else list(CLOUD_NAMES)
+    from provision.catalog.models import CLOUDS
+
+    clouds = [cloud.strip().lower()] if cloud else list(CLOUDS)
     what = f"{gpu} " if gpu else ""
     out = console()
     for c in clouds:

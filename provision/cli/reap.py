@@ -56,9 +56,9 @@ def register(app: typer.Typer) -> None:
                 for c in reaper.expired_pulumi_stacks(errors=errors):
                     reap_one({**c.as_dict(), "source": "pulumi-stack"}, lambda c=c: reaper.reap_pulumi_stack(c.cluster))
             for region in aws_region:
-                found.extend(_sweep_aws(region, yes))
+                found.extend(reaper.sweep("aws", region, yes))
             for subscription in azure_subscription:
-                found.extend(sweep_azure(subscription, yes))
+                found.extend(reaper.sweep("azure", subscription, yes))
             return {"expired": found, "deleted": yes, "errors": errors}
 
         doc = run_command(as_json, go)
@@ -85,65 +85,6 @@ def register(app: typer.Typer) -> None:
         if not yes:
             out.print("run again with --yes to delete them", markup=False)
         raise typer.Exit(code)
-
-
-def _sweep_aws(region: str, yes: bool) -> list[dict[str, Any]]:
-    """Expired clusters in one AWS region by tag (deleted with ``yes``); AWS failures become ``ProvisionError`` s.
-
-    Raises:
-        UnsupportedError: boto3 is not installed. CloudError: AWS refused (no credentials, access denied, ...).
-    """
-    from provision.ops import reaper
-    from provision.spec.errors import CloudError, UnsupportedError
-
-    try:
-        from botocore.exceptions import BotoCoreError, ClientError
-    except ImportError:
-        raise UnsupportedError(
-            "--aws-region needs boto3, which is not installed. To fix: pip install 'provision[aws]'"
-        ) from None
-    rows = []
-    try:
-        sweeper = reaper.AwsSweeper(region)
-        for c in sweeper.find():
-            row = {**c.as_dict(), "source": "aws-tags"}
-            if yes:
-                row["deleted"] = sweeper.delete(c)
-            rows.append(row)
-    except (BotoCoreError, ClientError) as e:
-        code = e.response.get("Error", {}).get("Code", "") if isinstance(e, ClientError) else type(e).__name__
-        raise CloudError(f"sweeping AWS region {region} failed: {e}", code=code) from None
-    return rows
-
-
-def sweep_azure(subscription: str, yes: bool, client: Any = None) -> list[dict[str, Any]]:
-    """Expired clusters in one Azure subscription by tag (deleted with ``yes``); failures become ``ProvisionError`` s.
-
-    Raises:
-        UnsupportedError: the Azure SDK is not installed. CloudError: Azure refused (no credentials, access denied).
-    """
-    from provision.spec.errors import CloudError, UnsupportedError
-
-    try:
-        from azure.core.exceptions import AzureError
-
-        from provision.ops.reap_azure import AzureSweeper
-    except ImportError:
-        raise UnsupportedError(
-            "--azure-subscription needs the Azure SDK, which is not installed. To fix: pip install 'provision[azure]'"
-        ) from None
-    rows = []
-    try:
-        sweeper = AzureSweeper(subscription, client=client)
-        for c in sweeper.find():
-            row = {**c.as_dict(), "source": "azure-tags"}
-            if yes:
-                row["deleted"] = sweeper.delete(c)
-            rows.append(row)
-    except AzureError as e:
-        code = str(getattr(e, "error_code", "") or type(e).__name__)
-        raise CloudError(f"sweeping Azure subscription {subscription} failed: {e.message}", code=code) from None
-    return rows
 
 
 #: AWS region names (us-east-1, ap-southeast-3, us-gov-west-1) and Azure subscription ids (GUIDs), in ASCII.

@@ -16,10 +16,14 @@ import importlib
 import importlib.util
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from datetime import datetime, timezone
+from enum import Enum
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 from provision.catalog import Catalog, InstanceOffer, load_catalog
+from provision.catalog.models import CLOUDS
 from provision.planning.access import login_warnings
 from provision.planning.cost import estimate, expiry, price_basis_warnings, spend_warnings
 from provision.planning.images import check_image, default_image
@@ -27,20 +31,13 @@ from provision.planning.kubernetes import KubernetesPlan, system_price_note
 from provision.planning.plan import ClusterPlan, ImagePlan, StoragePlan
 from provision.planning.resolve import Resolution, resolve
 from provision.spec import ClusterSpec
-from provision.spec.errors import ProblemCollector, SpecError, UnsupportedError
+from provision.spec.errors import Problem, ProblemCollector, SpecError, UnsupportedError
 
 #: Tags every resource carries (contract: the reaper and cost reports rely on them).
 TAG_CLUSTER = "provision-cluster"
 TAG_OWNER = "provision-owner"
 TAG_EXPIRES = "provision-expires-at"
 TAG_STACK = "provision-stack"
-#: The Pulumi provider config key that sets each cloud's default region.
-PROVIDER_REGION_KEYS = {
-    "aws": "aws:region",
-    "gcp": "gcp:region",
-    "azure": "azure-native:location",
-    "alibaba": "alicloud:region",
-}
 #: Tag value that marks a resource the user chose to keep (storage.shared.retain).
 TAG_RETAIN = "provision-retain"
 
@@ -69,6 +66,53 @@ def default_owner() -> str:
     return re.sub(r"[^a-z0-9_-]", "-", user.lower())[:63] or "unknown"
 
 
+class Limit(str, Enum):
+    """What a cloud's path may not do: the keys of :attr:`Adapter.limits`, one vocabulary for every cloud."""
+
+    ARM64 = "arm64"
+    KUBERNETES = "kubernetes"
+    PUBLIC_HEAD_NODE = "public_head_node"
+    LIFETIME = "lifetime"
+    GANG_SIZE = "gang_size"
+    SPOT_GANG = "spot_gang"
+    ALL_OR_NOTHING = "all_or_nothing"
+    SPOT_MAX_PRICE = "spot_max_price"
+    CAPACITY_BLOCK = "capacity_block"
+    CAPACITY_RESERVATION = "capacity_reservation"
+    FABRIC_ISLAND = "fabric_island"
+    FABRIC_INTERFACES = "fabric_interfaces"
+    FILESYSTEM = "filesystem"
+
+    @property
+    def label(self) -> str:
+        """What the limit is about, for people."""
+        return _LIMIT_LABELS[self]
+
+
+_LIMIT_LABELS: Mapping[Limit, str] = MappingProxyType(
+    {
+        Limit.ARM64: "arm64 (NVIDIA Grace) hosts",
+        Limit.KUBERNETES: "scheduler.kind: kubernetes",
+        Limit.PUBLIC_HEAD_NODE: "a public head node",
+        Limit.LIFETIME: "deleting everything at the expiry",
+        Limit.GANG_SIZE: "all-or-nothing node count",
+        Limit.SPOT_GANG: "all-or-nothing spot nodes",
+        Limit.ALL_OR_NOTHING: "all-or-nothing on-demand or spot nodes",
+        Limit.SPOT_MAX_PRICE: "a spot max price",
+        Limit.CAPACITY_BLOCK: "capacity blocks",
+        Limit.CAPACITY_RESERVATION: "capacity reservations",
+        Limit.FABRIC_ISLAND: "nodes in one fabric island",
+        Limit.FABRIC_INTERFACES: "fabric interfaces per node",
+        Limit.FILESYSTEM: "shared filesystems",
+    }
+)
+
+
+def limit_lines(limits: Mapping[Limit, str]) -> list[str]:
+    """The one rendering of a cloud's limits: ``<what>: <reason>`` per limit, in :class:`Limit` order."""
+    return [f"{limit.label}: {limits[limit]}" for limit in Limit if limit in limits]
+
+
 class Adapter(ABC):
     """One cloud. Subclasses set the class attributes and implement the hooks."""
 
@@ -77,12 +121,44 @@ class Adapter(ABC):
     extra: ClassVar[str]
     #: Python modules ``build`` needs; checked before importing ``components``.
     sdk_modules: ClassVar[tuple[str, ...]]
-    #: What this cloud cannot do, with the reason (shown in errors and ``provision offers``).
-    limits: ClassVar[dict[str, str]] = {}
+    #: What this cloud's path cannot do, with the reason (shown in errors and ``provision offers --cloud``).
+    limits: ClassVar[Mapping[Limit, str]] = {}
     #: What deletes the nodes in the cloud at the expiry (``None``: nothing but the reaper).
     lifetime_mechanism: ClassVar[str | None] = None
     #: What ends managed-Kubernetes nodes at the expiry (``scheduler: kubernetes``); None: as the VMs.
     kubernetes_lifetime_mechanism: ClassVar[str | None] = None
+    #: The live-account check before a real ``up``, declared by every cloud: (what is asked, what it checks),
+    #: e.g. ``("AWS account", "zone offerings and the vCPU quota")``, implemented as ``preflight(plan, session)``
+    #: in ``clouds/<cloud>/preflight.py``; ``None``: the cloud has none (capacity errors come at creation).
+    preflight_asks: ClassVar[tuple[str, str] | None] = None
+    #: What the cloud's tag sweeper sweeps (``"region"``, ``"subscription"``) when the state is gone, declared by
+    #: every cloud: ``sweep(target, delete, client)`` in ``clouds/<cloud>/sweeper.py``; ``None``: it has none.
+    sweeper: ClassVar[str | None] = None
+
+    # ------------------------------------------------------------------ hooks into the cloud's account
+    def preflight(self, plan: ClusterPlan, session: Any = None) -> list[Problem]:
+        """Problems the live account has with ``plan`` (``[]`` when none, or when the cloud has no preflight).
+
+        ``session`` is what the cloud's check asks (its client factory or account; tests pass fakes), ``None``:
+        the real account from the environment. Imports ``clouds/<cloud>/preflight.py`` only when called.
+        """
+        if self.preflight_asks is None:
+            return []
+        module = importlib.import_module(f"provision.clouds.{self.cloud}.preflight")
+        return module.preflight(plan, session)  # type: ignore[no-any-return]
+
+    def sweep(self, target: str, delete: bool, client: Any = None) -> list[dict[str, Any]]:
+        """Expired clusters found by their tags in ``target`` (deleted with ``delete``), one report row each.
+
+        Calls ``sweep`` of ``clouds/<cloud>/sweeper.py`` (imported only when called); ``client``: tests pass fakes.
+
+        Raises:
+            UnsupportedError: this cloud declares no sweeper.
+        """
+        if self.sweeper is None:
+            raise UnsupportedError(f"{self.cloud} has no tag sweeper; `provision reap` reaches it through its stacks")
+        module = importlib.import_module(f"provision.clouds.{self.cloud}.sweeper")
+        return module.sweep(target, delete, client)  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------ plan (pure)
     def plan(
@@ -221,11 +297,11 @@ class Adapter(ABC):
         """What ``plan`` lacks for ``offer`` (a catalog row listed for ``offers`` and ``size``), or ``None``.
 
         Every node image and bootstrap step provision ships is x86_64 (``images/<cloud>.yaml``); NVIDIA Grace
-        hosts (GB200) are arm64. ``limits["arm64"]`` names what else the cloud's path would need.
+        hosts (GB200) are arm64. ``limits[Limit.ARM64]`` names what else the cloud's path would need.
         """
         if offer.cpu_arch == "x86_64":
             return None
-        extra = self.limits.get("arm64")
+        extra = self.limits.get(Limit.ARM64)
         return (
             f"its hosts are {offer.cpu_arch} (NVIDIA Grace) and provision ships x86_64 node images and bootstrap "
             "only" + (f"; also missing: {extra}" if extra else "")
@@ -298,7 +374,7 @@ class Adapter(ABC):
             "scheduler.kind",
             "kubernetes",
             f"is not supported on {self.cloud} yet: "
-            + self.limits.get("kubernetes", "no managed Kubernetes path exists for this cloud"),
+            + self.limits.get(Limit.KUBERNETES, "no managed Kubernetes path exists for this cloud"),
             "use scheduler.kind: none (plain VMs), or a gcp / aws cluster for Kubernetes",
         )
 
@@ -348,13 +424,33 @@ class Adapter(ABC):
 
 # ---------------------------------------------------------------------- registry
 
-#: cloud -> "module:Class". Adapter modules are pure; importing one loads no cloud SDK.
-ADAPTERS: dict[str, str] = {
-    "aws": "provision.clouds.aws.adapter:AwsAdapter",
-    "gcp": "provision.clouds.gcp.adapter:GcpAdapter",
-    "azure": "provision.clouds.azure.adapter:AzureAdapter",
-    "alibaba": "provision.clouds.alibaba.adapter:AlibabaAdapter",
-}
+#: cloud -> its adapter module, one per cloud of the catalog (``catalog.models.CLOUDS``). The module defines
+#: exactly one :class:`Adapter` subclass whose ``cloud`` is that cloud. Adapter modules are pure; importing
+#: one loads no cloud SDK.
+ADAPTERS: Mapping[str, str] = MappingProxyType({c: f"provision.clouds.{c}.adapter" for c in CLOUDS})
+
+
+def adapter_class(cloud: str) -> type[Adapter]:
+    """The :class:`Adapter` subclass of ``cloud`` (its module imported on first use).
+
+    Raises:
+        UnsupportedError: no adapter is registered for ``cloud``, or its module does not define exactly one.
+    """
+    module_name = ADAPTERS.get(cloud)
+    if module_name is None:
+        raise UnsupportedError(f"no adapter for cloud {cloud!r}; to fix: use one of {', '.join(ADAPTERS)}")
+    module = importlib.import_module(module_name)
+    found = [
+        c
+        for c in vars(module).values()
+        if isinstance(c, type) and issubclass(c, Adapter) and c.__module__ == module_name and c.cloud == cloud
+    ]
+    if len(found) != 1:
+        raise UnsupportedError(
+            f"{module_name} defines {len(found)} adapters of cloud {cloud!r}; to fix: define exactly one "
+            "Adapter subclass with that `cloud` (docs/adding-a-cloud.md)"
+        )
+    return found[0]
 
 
 def get_adapter(cloud: str) -> Adapter:
@@ -363,12 +459,7 @@ def get_adapter(cloud: str) -> Adapter:
     Raises:
         UnsupportedError: no adapter is registered for ``cloud``.
     """
-    target = ADAPTERS.get(cloud)
-    if target is None:
-        raise UnsupportedError(f"no adapter for cloud {cloud!r}; to fix: use one of {', '.join(ADAPTERS)}")
-    module_name, _, cls_name = target.partition(":")
-    cls = getattr(importlib.import_module(module_name), cls_name)
-    return cls()  # type: ignore[no-any-return]
+    return adapter_class(cloud)()
 
 
 def plan_spec(spec: ClusterSpec, **kwargs: Any) -> ClusterPlan:

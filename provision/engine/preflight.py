@@ -1,25 +1,20 @@
 """Checks against the live cloud account before anything is created: offerings and quota.
 
-The catalog says what a cloud sells; the account says what it will sell *you*: AZ names map to
-different physical zones per account, GPU types are offered in fewer zones than the region
-lists, and new accounts have a P-instance vCPU quota of 0. These checks turn such failures,
-which would otherwise surface minutes into ``pulumi up``, into problems reported up front.
-
-AWS (boto3: zone offerings, P-instance vCPU quota) and Azure (resource providers, SKU restrictions,
-family vCPU quota, the EncryptionAtHost feature) are checked here; each takes a client or account object,
-so the checks run offline against fakes. On other clouds the plan's catalog checks apply and capacity
-errors are reported by the cloud at creation.
+The catalog says what a cloud sells; the account says what it will sell *you*. Each cloud that can be asked
+declares its check in its own folder (``clouds/<cloud>/preflight.py``, reached through
+:meth:`provision.clouds.base.Adapter.preflight`, and what it asks in ``Adapter.preflight_asks``): AWS asks
+zone offerings and the P-instance vCPU quota, Azure resource providers, size restrictions and quota. This
+module only dispatches and never names a cloud. On clouds without one the plan's catalog checks apply and
+capacity errors are reported by the cloud at creation.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Mapping
-from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any
 
+from provision.clouds.base import get_adapter
 from provision.planning.plan import ClusterPlan
-from provision.spec.errors import Problem, SpecError, UnsupportedError
+from provision.spec.errors import Problem, SpecError
 from provision.spec.secrets import scrub
 
 
@@ -30,310 +25,20 @@ class PreflightError(SpecError):
     """
 
 
-#: AWS Service Quotas codes for running On-Demand / Spot instances, by instance family letter.
-#: https://docs.aws.amazon.com/servicequotas/latest/userguide/ (EC2 quotas "Running On-Demand P instances")
-AWS_ON_DEMAND_QUOTA = {"p": "L-417A185B"}
-AWS_SPOT_QUOTA = {"p": "L-7212CCBC"}
+def preflight(plan: ClusterPlan, session: Any = None) -> list[Problem]:
+    """The live-account checks for ``plan``'s cloud; ``[]`` where the cloud declares none.
 
-
-def aws_preflight(plan: ClusterPlan, client: Callable[[str, str], Any] | None = None) -> list[Problem]:
-    """Problems that would stop ``plan`` in this AWS account (empty when none found).
-
-    Args:
-        plan: an AWS plan.
-        client: ``(service, region) -> boto3 client`` factory (tests pass moto or stubs).
+    ``session`` is what the cloud's check asks (a client factory on AWS, an account on Azure; tests pass fakes);
+    ``None`` asks the real account. Needs the cloud's credentials and SDKs (its extra); creates nothing.
     """
-    if client is None:
-        import boto3
-
-        client = lambda service, region: boto3.client(service, region_name=region)  # noqa: E731
-    problems: list[Problem] = []
-    ec2 = client("ec2", plan.region)
-    if plan.zone:
-        offered = ec2.describe_instance_type_offerings(
-            LocationType="availability-zone",
-            Filters=[{"Name": "instance-type", "Values": [plan.instance_type]}],
-        )["InstanceTypeOfferings"]
-        zones = sorted({o["Location"] for o in offered})
-        if plan.zone not in zones:
-            problems.append(
-                Problem(
-                    "zone",
-                    plan.zone,
-                    f"does not offer {plan.instance_type} in this account",
-                    f"use one of: {', '.join(zones)}" if zones else "use another region",
-                )
-            )
-    if plan.capacity.type in ("on-demand", "spot"):
-        codes = AWS_ON_DEMAND_QUOTA if plan.capacity.type == "on-demand" else AWS_SPOT_QUOTA
-        code = codes.get(plan.instance_type[0])
-        if code:
-            quota = client("service-quotas", plan.region).get_service_quota(ServiceCode="ec2", QuotaCode=code)
-            limit = float(quota["Quota"]["Value"])
-            needed = plan.nodes * plan.offer.vcpus
-            if needed > limit:
-                problems.append(
-                    Problem(
-                        "nodes",
-                        plan.nodes,
-                        f"needs {needed} vCPUs of {plan.capacity.type} P instances but the account's quota "
-                        f"({code}) in {plan.region} is {limit:g}",
-                        f"request a quota increase to {needed} in the Service Quotas console, or use fewer nodes",
-                    )
-                )
-    return problems
+    return get_adapter(plan.cloud).preflight(plan, session)
 
 
-# ---------------------------------------------------------------------- Azure
+def check_before_up(plan: ClusterPlan, session: Any = None) -> str | None:
+    """The live-account checks a real ``up`` runs before it creates anything, or ``None`` to go on.
 
-
-class AzureAccount(Protocol):
-    """What the Azure preflight asks a subscription (tests pass fakes; :class:`ArmAccount` asks ARM)."""
-
-    def provider_state(self, namespace: str) -> str:
-        """The resource provider's registrationState, e.g. ``Registered`` or ``NotRegistered``."""
-        ...
-
-    def feature_state(self, namespace: str, feature: str) -> str:
-        """A preview feature's state on the subscription, e.g. ``Registered`` or ``NotRegistered``."""
-        ...
-
-    def sku(self, region: str, size: str) -> dict[str, Any] | None:
-        """The compute SKU as ``{"family", "restrictions": [{"type", "reason", "zones"}], "capabilities": {}}``,
-        or ``None`` when the region does not list it for the subscription."""
-        ...
-
-    def usages(self, region: str) -> dict[str, tuple[float, float]]:
-        """Compute usage in ``region``: usage name -> (current value, limit)."""
-        ...
-
-
-#: Resource providers each plan needs registered; PUTs to an unregistered namespace fail with
-#: MissingSubscriptionRegistration (Azure "Resource providers and types": register before use).
-AZURE_PROVIDERS = ("Microsoft.Compute", "Microsoft.Network")
-AZURE_STORAGE_PROVIDERS = {"amlfs": "Microsoft.StorageCache", "netapp": "Microsoft.NetApp"}
-#: Regional vCPU usage names of "az vm list-usage": all regular VMs, and all Spot/low-priority VMs.
-AZURE_REGIONAL_CORES = "cores"
-AZURE_SPOT_CORES = "lowPriorityCores"
-
-
-def azure_preflight(plan: ClusterPlan, account: AzureAccount | None = None) -> list[Problem]:
-    """Problems that would stop ``plan`` in this Azure subscription, before anything is created or billed.
-
-    Checks resource-provider registration (Compute, Network, and StorageCache or NetApp for the shared
-    filesystem), that the size is offered to the subscription in the region and zone (resource SKU
-    restrictions), the vCPU quota of the size's family (ND families often start at 0) and the regional
-    total, and, when ``azure.encryption_at_host`` is on, the EncryptionAtHost feature and the size's
-    ``EncryptionAtHostSupported`` capability (disks-enable-host-based-encryption-cli).
-
-    Args:
-        plan: an Azure plan.
-        account: the subscription to ask; default :class:`ArmAccount` from ``AZURE_SUBSCRIPTION_ID`` and
-            azure-identity's default credential.
-    """
-    account = account or ArmAccount.from_environment()
-    problems: list[Problem] = []
-    extra = plan.extra
-    needed_providers = list(AZURE_PROVIDERS)
-    fs = extra.get("filesystem")
-    if fs is not None:
-        needed_providers.append(AZURE_STORAGE_PROVIDERS[fs["kind"]])
-    for namespace in needed_providers:
-        state = account.provider_state(namespace)
-        if state != "Registered":
-            problems.append(
-                Problem(
-                    "cloud",
-                    namespace,
-                    f"resource provider {namespace} is {state} on this subscription, so creating its resources fails "
-                    "(MissingSubscriptionRegistration)",
-                    f"az provider register --namespace {namespace} --wait",
-                )
-            )
-    sku = account.sku(plan.region, plan.instance_type)
-    if sku is None:
-        problems.append(
-            Problem(
-                "instance_type",
-                plan.instance_type,
-                f"is not offered to this subscription in {plan.region}",
-                f"az vm list-skus -l {plan.region} --size {plan.instance_type}; use another region or ask support",
-            )
-        )
-        return problems
-    problems += _azure_restrictions(plan, sku)
-    problems += _azure_quota(plan, sku, account.usages(plan.region))
-    if extra["encryption_at_host"]:
-        state = account.feature_state("Microsoft.Compute", "EncryptionAtHost")
-        if state != "Registered":
-            problems.append(
-                Problem(
-                    "azure.encryption_at_host",
-                    True,
-                    f"needs the Microsoft.Compute/EncryptionAtHost feature, which is {state} on this subscription",
-                    "az feature register --namespace Microsoft.Compute --name EncryptionAtHost, then az provider "
-                    "register -n Microsoft.Compute; or set azure.encryption_at_host: false",
-                )
-            )
-        if str(sku.get("capabilities", {}).get("EncryptionAtHostSupported", "True")).lower() == "false":
-            problems.append(
-                Problem(
-                    "azure.encryption_at_host",
-                    True,
-                    f"{plan.instance_type} does not support encryption at host (EncryptionAtHostSupported: False)",
-                    "set azure.encryption_at_host: false",
-                )
-            )
-    return problems
-
-
-def _azure_restrictions(plan: ClusterPlan, sku: dict[str, Any]) -> list[Problem]:
-    out = []
-    for restriction in sku.get("restrictions", []):
-        reason = restriction.get("reason") or "restricted"
-        if restriction.get("type") == "Location":
-            out.append(
-                Problem(
-                    "instance_type",
-                    plan.instance_type,
-                    f"is restricted for this subscription in {plan.region} ({reason})",
-                    "ask Azure support to enable the size in this region (a quota/SKU access request), or use another "
-                    "region",
-                )
-            )
-        elif restriction.get("type") == "Zone" and plan.zone and plan.zone in restriction.get("zones", []):
-            out.append(
-                Problem(
-                    "zone",
-                    plan.zone,
-                    f"cannot host {plan.instance_type} for this subscription ({reason})",
-                    "use a zone the size is not restricted in, or drop zone",
-                )
-            )
-    return out
-
-
-def _azure_quota(plan: ClusterPlan, sku: dict[str, Any], usages: dict[str, tuple[float, float]]) -> list[Problem]:
-    needed = plan.nodes * plan.offer.vcpus
-    spot = plan.capacity.type == "spot"
-    # Spot VMs count against the regional low-priority quota only; regular VMs against their family and the
-    # regional total ("Check vCPU quotas": az vm list-usage).
-    checks = [(AZURE_SPOT_CORES, "Spot vCPUs")] if spot else [(sku["family"], f"{sku['family']} vCPUs")]
-    if not spot:
-        checks.append((AZURE_REGIONAL_CORES, "regional vCPUs"))
-    out = []
-    for name, label in checks:
-        if name not in usages:
-            continue
-        current, limit = usages[name]
-        if current + needed > limit:
-            out.append(
-                Problem(
-                    "nodes",
-                    plan.nodes,
-                    f"needs {needed} {label} but the quota in {plan.region} is {limit:g} with {current:g} in use",
-                    f"request a quota increase to at least {current + needed:g} ({name}) in the portal's Quotas page, "
-                    "or use fewer nodes",
-                )
-            )
-    return out
-
-
-def _text(value: Any) -> str:
-    """An SDK enum member's wire value (``str()`` of one gives ``EnumClass.MEMBER``), or the string itself."""
-    return str(getattr(value, "value", value))
-
-
-class ArmAccount:
-    """:class:`AzureAccount` over the Azure management SDKs (azure-identity, azure-mgmt-resource,
-    azure-mgmt-resource-features, azure-mgmt-compute), imported only when a live preflight runs."""
-
-    def __init__(self, subscription_id: str, credential: Any = None) -> None:
-        try:
-            from azure.identity import DefaultAzureCredential
-            from azure.mgmt.compute import ComputeManagementClient
-            from azure.mgmt.resource.features import FeatureClient
-            from azure.mgmt.resource.resources import ResourceManagementClient
-        except ImportError as e:  # pragma: no cover - depends on the installed extras
-            raise UnsupportedError(
-                f"the Azure preflight needs the Azure management SDKs ({e.name} is missing); to fix: pip install "
-                "'provision[azure]'"
-            ) from e
-        credential = credential or DefaultAzureCredential()
-        self._resources = ResourceManagementClient(credential, subscription_id)
-        self._features = FeatureClient(credential, subscription_id)
-        self._compute = ComputeManagementClient(credential, subscription_id)
-
-    @classmethod
-    def from_environment(cls) -> ArmAccount:
-        subscription = os.environ.get("AZURE_SUBSCRIPTION_ID")
-        if not subscription:
-            raise UnsupportedError("the Azure preflight needs AZURE_SUBSCRIPTION_ID; to fix: export it")
-        return cls(subscription)
-
-    def provider_state(self, namespace: str) -> str:
-        return _text(self._resources.providers.get(namespace).registration_state)
-
-    def feature_state(self, namespace: str, feature: str) -> str:
-        properties = self._features.features.get(namespace, feature).properties
-        return _text(properties.state) if properties is not None else "NotRegistered"
-
-    def sku(self, region: str, size: str) -> dict[str, Any] | None:
-        for sku in self._compute.resource_skus.list(filter=f"location eq '{region}'"):
-            if sku.resource_type != "virtualMachines" or sku.name != size:
-                continue
-            restrictions = [
-                {
-                    "type": _text(r.type),
-                    "reason": _text(r.reason_code) if r.reason_code else None,
-                    "zones": list((r.restriction_info.zones if r.restriction_info else None) or []),
-                }
-                for r in sku.restrictions or []
-            ]
-            capabilities = {c.name: c.value for c in sku.capabilities or []}
-            return {"family": sku.family, "restrictions": restrictions, "capabilities": capabilities}
-        return None
-
-    def usages(self, region: str) -> dict[str, tuple[float, float]]:
-        return {str(u.name.value): (float(u.current_value), float(u.limit)) for u in self._compute.usage.list(region)}
-
-
-def preflight(
-    plan: ClusterPlan,
-    account: AzureAccount | None = None,
-    aws_client: Callable[[str, str], Any] | None = None,
-) -> list[Problem]:
-    """The live-account checks for ``plan``'s cloud (AWS, Azure); ``[]`` where none exist yet (GCP, Alibaba).
-
-    Needs the cloud's credentials and SDKs (the cloud's extra); asks the account, creates nothing.
-    """
-    if plan.cloud == "aws":
-        return aws_preflight(plan, aws_client)
-    if plan.cloud == "azure":
-        return azure_preflight(plan, account)
-    return []
-
-
-#: Per cloud with a preflight: what is asked (for the error) and what it checks (for the warning when it cannot).
-_ASKED: Mapping[str, tuple[str, str]] = MappingProxyType(
-    {
-        "aws": ("AWS account", "zone offerings and the vCPU quota"),
-        "azure": ("Azure subscription", "resource providers, quota and size restrictions"),
-    }
-)
-
-
-def check_before_up(
-    plan: ClusterPlan,
-    account: AzureAccount | None = None,
-    aws_client: Callable[[str, str], Any] | None = None,
-) -> str | None:
-    """The live-account checks a real ``up`` runs before it creates anything (AWS, Azure), or ``None`` to go on.
-
-    Review 2026-12-01 Azure A5: an unregistered resource provider (MissingSubscriptionRegistration), a zero
-    ND-family quota or a restricted size otherwise surfaces minutes into ``pulumi up``, after the network and
-    storage exist. AWS likewise: a new account's P-instance vCPU quota is 0 and a zone may not offer the type
-    (InsufficientInstanceCapacity / VcpuLimitExceeded at CreateFleet, after the VPC and FSx exist).
+    A zone not offering the type, a zero quota or an unregistered resource provider otherwise surfaces minutes
+    into ``pulumi up``, after the network and storage exist.
 
     Raises:
         PreflightError: every problem the account has with this plan (exit 2); nothing was created.
@@ -342,11 +47,12 @@ def check_before_up(
         A warning when the account could not be asked (no SDK, no credentials, no ``AZURE_SUBSCRIPTION_ID``,
         an API error such as AccessDenied): the check is advisory then and ``up`` goes on; else ``None``.
     """
-    if plan.cloud not in _ASKED:
+    adapter = get_adapter(plan.cloud)
+    if adapter.preflight_asks is None:
         return None
-    label, checked = _ASKED[plan.cloud]
+    label, checked = adapter.preflight_asks
     try:
-        problems = preflight(plan, account, aws_client)
+        problems = adapter.preflight(plan, session)
     except Exception as e:  # noqa: BLE001 - any failure to *ask* must not stop an up the cloud may accept
         cloud = label.split()[0]
         return (

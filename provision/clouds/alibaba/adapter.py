@@ -28,11 +28,12 @@ from __future__ import annotations
 import ipaddress
 import math
 import re
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from provision.catalog import InstanceOffer
 from provision.clouds.alibaba import ramrole
-from provision.clouds.base import Adapter
+from provision.clouds.base import Adapter, Limit
 from provision.planning.images import LOOKUP_PREFIX, default_image
 from provision.planning.plan import ClusterPlan
 from provision.planning.resolve import Resolution, shared_kind
@@ -266,14 +267,17 @@ class AlibabaAdapter(Adapter):
     extra: ClassVar[str] = "alibaba"
     sdk_modules: ClassVar[tuple[str, ...]] = ("pulumi_alicloud",)
     lifetime_mechanism = "ECS auto_release_time on each instance"
-    limits: ClassVar[dict[str, str]] = {
-        "kubernetes": "ACK is not wired yet. Missing: an ACK managed cluster with a GN8 node pool whose nodes "
+    sweeper: ClassVar[str | None] = None
+    preflight_asks: ClassVar[tuple[str, str] | None] = None
+    limits: ClassVar[Mapping[Limit, str]] = {
+        Limit.KUBERNETES: "ACK is not wired yet. Missing: an ACK managed cluster with a GN8 node pool whose nodes "
         "carry ERIs, Alibaba's eRDMA controller (ack-erdma-controller, aliyun/erdma resources in pods), the CPFS "
         "CSI volume, and RRSA for pod identity",
-        "cpfs-lingjun": _LINGJUN_REASON,
-        "placement": f"a LowLatency deployment set holds at most {DEPLOYMENT_SET_MAX} nodes and no spot nodes",
-        "eri": f"ecs.Instance creates at most {MAX_INLINE_ERIS} ERIs (primary + one secondary) per node",
-        "lifetime": "auto_release_time applies to pay-as-you-go (and spot) nodes only, not to subscriptions",
+        Limit.FILESYSTEM: _LINGJUN_REASON,
+        Limit.FABRIC_ISLAND: f"a LowLatency deployment set holds at most {DEPLOYMENT_SET_MAX} nodes and no spot nodes",
+        Limit.FABRIC_INTERFACES: f"ecs.Instance creates at most {MAX_INLINE_ERIS} ERIs (primary + one secondary) "
+        "per node",
+        Limit.LIFETIME: "auto_release_time applies to pay-as-you-go (and spot) nodes only, not to subscriptions",
     }
 
     # ------------------------------------------------------------------ checks

@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from provision.catalog import InstanceOffer
 from provision.clouds.aws import kubeplan
-from provision.clouds.base import Adapter
+from provision.clouds.base import Adapter, Limit
 from provision.planning.images import LOOKUP_PREFIX
 from provision.planning.kubernetes import KubernetesPlan
 from provision.planning.resolve import Resolution
@@ -125,12 +126,14 @@ class AwsAdapter(Adapter):
         "a scheduled action on each EKS node group's Auto Scaling group sets min, max and desired capacity "
         "to 0 at the expiry (the EKS control plane, NAT and FSx stay until `down` or `reap`)"
     )
-    limits: ClassVar[dict[str, str]] = {
-        "nodes": f"an EC2 Fleet gang (all or nothing) holds at most {FLEET_MAX_NODES} nodes; "
+    sweeper: ClassVar[str | None] = "region"
+    preflight_asks: ClassVar[tuple[str, str] | None] = ("AWS account", "zone offerings and the vCPU quota")
+    limits: ClassVar[Mapping[Limit, str]] = {
+        Limit.GANG_SIZE: f"an EC2 Fleet gang (all or nothing) holds at most {FLEET_MAX_NODES} nodes; "
         "larger clusters use aws.allocation: asg",
-        "spot+asg": "an ASG replaces interrupted Spot nodes one by one, so it never gives a gang; "
+        Limit.SPOT_GANG: "an ASG replaces interrupted Spot nodes one by one, so it never gives a gang; "
         "Spot runs on the instant fleet",
-        "ttl": "EC2 has no instance TTL: nodes run a shutdown timer (shutdown = terminate); FSx and the "
+        Limit.LIFETIME: "EC2 has no instance TTL: nodes run a shutdown timer (shutdown = terminate); FSx and the "
         "VPC need the reaper",
     }
 

@@ -18,11 +18,12 @@ Azure facts this file relies on (each checked at its source):
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from provision.catalog import InstanceOffer
 from provision.clouds.azure import rules
-from provision.clouds.base import Adapter
+from provision.clouds.base import Adapter, Limit
 from provision.planning.resolve import Resolution, shared_kind
 from provision.spec import ClusterSpec
 from provision.spec.errors import REDACTED, ProblemCollector
@@ -75,19 +76,28 @@ class AzureAdapter(Adapter):
     cloud = "azure"
     extra = "azure"
     sdk_modules = ("pulumi", "pulumi_azure_native")
-    limits: ClassVar[dict[str, str]] = {
-        "kubernetes": "AKS is not wired yet. Missing: an AKS cluster with an ND H100 v5 node pool in one "
+    sweeper: ClassVar[str | None] = "subscription"
+    preflight_asks: ClassVar[tuple[str, str] | None] = (
+        "Azure subscription",
+        "resource providers, quota and size restrictions",
+    )
+    limits: ClassVar[Mapping[Limit, str]] = {
+        Limit.KUBERNETES: "AKS is not wired yet. Missing: an AKS cluster with an ND H100 v5 node pool in one "
         "InfiniBand placement group, the NVIDIA Network Operator (RDMA shared device plugin for the 8 IB HCAs, "
         "rdma/ib resources in pods), Azure Managed Lustre through its CSI driver, and Workload Identity",
-        "lifetime": "Azure cannot delete a VM at a set time (ScheduledAction is preview-only and only deallocates): "
+        Limit.LIFETIME: "Azure cannot delete a VM at a set time (ScheduledAction is preview-only and only "
+        "deallocates): "
         "the nodes delete their resource group at the expiry through a role scoped to it, which needs Owner or "
         "User Access Administrator rights to create (azure.delete_at_expiry).",
-        "ib-island": "InfiniBand spans one single-placement-group scale set: 100 VMs, 300 after a support request.",
-        "public_head_node": "A Uniform scale set gives every instance the same NIC; one public node is not possible.",
-        "capacity-reservation": "On-demand capacity reservations exclude ND-series, proximity placement groups and "
+        Limit.FABRIC_ISLAND: "InfiniBand spans one single-placement-group scale set: 100 VMs, 300 after a "
+        "support request.",
+        Limit.PUBLIC_HEAD_NODE: "A Uniform scale set gives every instance the same NIC; one public node is not "
+        "possible.",
+        Limit.CAPACITY_RESERVATION: "On-demand capacity reservations exclude ND-series, proximity placement groups and "
         "single-placement-group scale sets.",
         # Azure/azhpc-images builds ND GB200 v6 images for aarch64 separately from the x86_64 ubuntu-hpc image.
-        "arm64": "an arm64 ubuntu-hpc image pin in images/azure.yaml (azhpc-images builds the ND GB200 v6 image for "
+        Limit.ARM64: "an arm64 ubuntu-hpc image pin in images/azure.yaml (azhpc-images builds the ND GB200 v6 image "
+        "for "
         "aarch64) and the GB200 NVLink-domain (NVL72, 18 VMs) placement",
     }
 

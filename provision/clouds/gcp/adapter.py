@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from provision.catalog import InstanceOffer
-from provision.clouds.base import Adapter
+from provision.clouds.base import Adapter, Limit
 from provision.clouds.gcp import kubeplan, layout
 from provision.planning.images import default_image
 from provision.planning.kubernetes import KubernetesPlan
@@ -173,17 +174,19 @@ class GcpAdapter(Adapter):
         "node_config.max_run_duration on every GKE node pool deletes each node after the cluster's lifetime "
         "(a node GKE re-creates gets a fresh duration; the GKE control plane stays until `down` or `reap`)"
     )
-    limits: ClassVar[dict[str, str]] = {
-        "public_head_node": "nodes are managed instance group members (one template): none gets an external IP; "
+    sweeper: ClassVar[str | None] = None
+    preflight_asks: ClassVar[tuple[str, str] | None] = None
+    limits: ClassVar[Mapping[Limit, str]] = {
+        Limit.PUBLIC_HEAD_NODE: "nodes are managed instance group members (one template): none gets an external IP; "
         "reach them through IAP (gcp.allow_iap_ssh) or a VPN",
-        "capacity-block": "GCP sells no capacity blocks; use reservation (calendar-mode future reservations) "
+        Limit.CAPACITY_BLOCK: "GCP sells no capacity blocks; use reservation (calendar-mode future reservations) "
         "or flex-start",
-        "spot max price": "GCP Spot VMs have no bid price",
-        "all-or-nothing on-demand/spot": "GCP creates MIG VMs all at once only with flex-start (resize "
+        Limit.SPOT_MAX_PRICE: "GCP Spot VMs have no bid price",
+        Limit.ALL_OR_NOTHING: "GCP creates MIG VMs all at once only with flex-start (resize "
         "request) or reservation-bound capacity (bulk mode)",
         # Google Cloud "Arm VMs on Compute" (A4X: public Arm OS images only) and "About workload policies in MIGs"
         # (A4X sub-blocks need a workload policy with an accelerator topology).
-        "arm64": "an arm64 accelerator image pin in images/gcp.yaml and arm64 builds of the RDMA steps (gIB NCCL "
+        Limit.ARM64: "an arm64 accelerator image pin in images/gcp.yaml and arm64 builds of the RDMA steps (gIB NCCL "
         "plugin), and A4X's NVLink-domain placement (a workload policy with an accelerator topology over a "
         "reserved sub-block of 18 VMs)",
     }
@@ -194,7 +197,7 @@ class GcpAdapter(Adapter):
             found.add(
                 "access.public_head_node",
                 True,
-                "is not supported on GCP: " + self.limits["public_head_node"],
+                "is not supported on GCP: " + self.limits[Limit.PUBLIC_HEAD_NODE],
                 "set it to false and use gcp.allow_iap_ssh: true (IAP) or a VPN",
             )
         if spec.capacity.max_price_per_hour_usd is not None:

@@ -1,4 +1,4 @@
-"""The Azure sweep of ``provision reap``: expired clusters by resource-group tags, without Pulumi state.
+"""The Azure sweeper of ``provision reap --azure-subscription``: expired clusters by resource-group tags.
 
 Every Azure cluster lives in one resource group (plus a separate data group when its filesystem
 is retained) tagged ``provision-cluster`` and ``provision-expires-at``. The sweep lists the
@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from provision.clouds.base import TAG_CLUSTER, TAG_EXPIRES, TAG_RETAIN, parse_label_time
-from provision.ops.reaper import ExpiredCluster
+from provision.clouds.sweep import ExpiredCluster
 
 #: Scale sets are force-deleted with their group: no graceful shutdown to wait for at an expiry.
 FORCE_DELETION_TYPES = "Microsoft.Compute/virtualMachineScaleSets"
@@ -100,3 +100,43 @@ class AzureSweeper:
                 poller.result()
             deleted.append(f"resourceGroup/{name}")
         return deleted
+
+
+#: What the group deletion leaves: the expiry role definition lives at the subscription (it costs nothing;
+#: ``provision down`` removes it).
+KEPT = {"azure-native:authorization:RoleDefinition": "kept at the subscription; `provision down` removes it"}
+
+
+def coverage(type_token: str) -> str | None:
+    """How the sweep removes a resource of ``type_token`` (every Azure resource lives in the cluster's group)."""
+    if type_token in KEPT:
+        return KEPT[type_token]
+    return "with its resource group" if type_token.startswith("azure-native:") else None
+
+
+def sweep(subscription: str, delete: bool, client: Any = None) -> list[dict[str, Any]]:
+    """The sweeper hook: expired clusters in one subscription by tag (deleted with ``delete``), as report rows.
+
+    Raises:
+        UnsupportedError: the Azure SDK is not installed. CloudError: Azure refused (no credentials, access denied).
+    """
+    from provision.spec.errors import CloudError, UnsupportedError
+
+    try:
+        from azure.core.exceptions import AzureError
+    except ImportError:
+        raise UnsupportedError(
+            "--azure-subscription needs the Azure SDK, which is not installed. To fix: pip install 'provision[azure]'"
+        ) from None
+    rows = []
+    try:
+        sweeper = AzureSweeper(subscription, client=client)
+        for c in sweeper.find():
+            row = {**c.as_dict(), "source": "azure-tags"}
+            if delete:
+                row["deleted"] = sweeper.delete(c)
+            rows.append(row)
+    except AzureError as e:
+        code = str(getattr(e, "error_code", "") or type(e).__name__)
+        raise CloudError(f"sweeping Azure subscription {subscription} failed: {e.message}", code=code) from None
+    return rows
