@@ -34,6 +34,7 @@ PIECES = (
     "tag field",
     "provider region key",
     "SDK modules",
+    "way in",
     "images file",
     "preflight hook",
     "sweeper hook",
@@ -83,7 +84,7 @@ def registration_gaps(cloud: str) -> list[str]:
         gaps.append(f"catalog facts: a valid `facts:` header in provision/catalog/data/{cloud}.yaml")
         gaps += [
             f"{piece}: no catalog facts to read it from"
-            for piece in ("filesystem preference", "tag field", "provider region key")
+            for piece in ("filesystem preference", "tag field", "provider region key", "way in")
         ]
     else:
         from provision.catalog import load_catalog
@@ -95,6 +96,11 @@ def registration_gaps(cloud: str) -> list[str]:
             gaps.append("tag field: tags or labels")
         if not facts.provider_region_key.startswith(f"{facts.pulumi_package}:"):
             gaps.append(f"provider region key: {facts.provider_region_key} is not a {facts.pulumi_package} key")
+        option = facts.private_path.option if facts.private_path else None
+        field = ClusterSpec.model_fields.get(cloud)
+        models = [a for a in getattr(field.annotation, "__args__", ()) if a is not type(None)] if field else []
+        if option is not None and not any(option in m.model_fields for m in models):
+            gaps.append(f"way in: facts.private_path.option {option!r} is not an option of the {cloud} section")
     if cls is not None and facts is not None and facts.pulumi_module not in cls.sdk_modules:
         gaps.append(f"SDK modules: the adapter's sdk_modules lack {facts.pulumi_module}")
     elif cls is None or facts is None:

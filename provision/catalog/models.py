@@ -322,6 +322,16 @@ class GpuModel(_Row):
     sources: tuple[Source, ...] = Field(min_length=1)
 
 
+class PrivatePath(_Row):
+    """The cloud's private way in to nodes without a public address (``planning/access.py`` renders it)."""
+
+    via: Literal["ssm", "iap", "bastion"] = Field(description="SSM Session Manager, IAP TCP forwarding, Bastion.")
+    option: str | None = Field(
+        pattern=r"^[a-z_]+$",
+        description="The cloud's spec option (``<cloud>.<option>``) that turns it on; null: always on.",
+    )
+
+
 class CloudFacts(_Row):
     """What the layers below ``clouds/`` know about a cloud: the ``facts:`` header of ``data/<cloud>.yaml``.
 
@@ -346,6 +356,9 @@ class CloudFacts(_Row):
     )
     tag_field: Literal["tags", "labels"] = Field(
         description="The resource input that holds provision's tags (GCP calls them labels)."
+    )
+    private_path: PrivatePath | None = Field(
+        description="The private way in to the nodes; null when the cloud has none (a public head node or a VPN).",
     )
     filesystems: tuple[FilesystemKind, ...] = Field(
         min_length=1,

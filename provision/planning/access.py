@@ -35,7 +35,10 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from provision.catalog import cloud_facts
+
 if TYPE_CHECKING:
+    from provision.catalog.models import PrivatePath
     from provision.planning.plan import ClusterPlan
     from provision.spec import ClusterSpec
 
@@ -59,8 +62,15 @@ NEEDS = {
 PRIVATE_RANGES = tuple(
     ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10")
 )
-#: The option that opens each cloud's private path when it is off (the AWS path, SSM, needs none).
-PATH_OPTION = {"gcp": "gcp.allow_iap_ssh: true", "azure": "azure.bastion: true"}
+
+
+def private_path_on(cloud: str, options: Any) -> PrivatePath | None:
+    """The cloud's private path (``facts.private_path`` of ``catalog/data/<cloud>.yaml``) when ``options`` turn it
+    on (SSM is always on; IAP and Bastion are opt-in), else ``None``."""
+    private = cloud_facts(cloud).private_path
+    if private is None or (private.option is not None and not getattr(options, private.option, False)):
+        return None
+    return private
 
 
 def access_path(plan: ClusterPlan) -> dict[str, Any]:
@@ -71,15 +81,16 @@ def access_path(plan: ClusterPlan) -> dict[str, Any]:
     """
     opts = plan.options
     path: dict[str, Any] = {"user": plan.access.ssh_user, "region": plan.region, "zone": plan.zone}
+    private = private_path_on(plan.cloud, opts)
     if plan.access.public_head_node:
         path["via"] = "head"
-    elif plan.cloud == "aws":
+    elif private is not None and private.via == "ssm":
         path["via"] = "ssm"
-    elif plan.cloud == "gcp" and getattr(opts, "allow_iap_ssh", False):
+    elif private is not None and private.via == "iap":
         path["via"] = "iap"
         path["project"] = plan.extra.get("project")
         path["zone"] = plan.extra.get("zone") or plan.zone
-    elif plan.cloud == "azure" and plan.extra.get("bastion"):
+    elif private is not None and private.via == "bastion" and plan.extra.get("bastion"):
         path["via"] = "bastion"
         path["bastion"] = {
             "name": plan.extra["bastion"]["name"],
@@ -122,15 +133,13 @@ def login_warnings(spec: ClusterSpec) -> list[str]:
 
 def _way_in_warnings(spec: ClusterSpec) -> list[str]:
     """The ``direct`` path (see :func:`access_path`) with SSH admitted only from public ranges: no way in."""
-    opts = spec.cloud_options()
-    if spec.access.public_head_node or spec.cloud == "aws":
-        return []
-    if (spec.cloud == "gcp" and opts.allow_iap_ssh) or (spec.cloud == "azure" and opts.bastion):
+    if spec.access.public_head_node or private_path_on(spec.cloud, spec.cloud_options()) is not None:
         return []
     cidrs = [ipaddress.IPv4Network(c, strict=False) for c in spec.access.allowed_cidrs if ":" not in c]
     if any(c.subnet_of(r) for c in cidrs for r in PRIVATE_RANGES):
         return []  # some SSH comes from a network that reaches private addresses (VPN, peering)
-    fix = PATH_OPTION.get(spec.cloud, "access.public_head_node: true")
+    private = cloud_facts(spec.cloud).private_path
+    fix = f"{spec.cloud}.{private.option}: true" if private and private.option else "access.public_head_node: true"
     admitted = ", ".join(spec.access.allowed_cidrs) or "no network"
     return [
         f"the nodes have private addresses only and there is no way in from outside the cluster's network: SSH is "
