@@ -226,3 +226,19 @@ def test_an_unknown_region_is_refused_with_the_close_matches(args: tuple[str, ..
 def test_a_known_region_in_any_case_still_lists_offers() -> None:
     rows = json.loads(invoke("offers", "--cloud", "aws", "--region", "US-EAST-1", "--json").stdout)
     assert rows and all("us-east-1" in r["regions"] for r in rows)
+
+
+def test_offers_of_one_cloud_name_what_provision_cannot_do_there() -> None:
+    """``Adapter.limits`` said it was shown in ``provision offers``; nothing read it. One renderer now lists the
+    typed limits under the cloud's offers (text only; --json keeps its rows)."""
+    from provision.clouds.base import Limit, get_adapter, limit_lines
+
+    azure = get_adapter("azure")
+    assert all(isinstance(k, Limit) for k in azure.limits)
+    result = invoke("offers", "--cloud", "azure")
+    assert result.exit_code == 0
+    text = " ".join(result.stdout.split())
+    assert "provision on azure cannot give:" in text
+    for line in limit_lines(azure.limits):
+        assert " ".join(line.split()) in text
+    assert "cannot give" not in invoke("offers", "--cloud", "azure", "--json").stdout
