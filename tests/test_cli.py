@@ -192,11 +192,12 @@ def test_plan_in_a_real_process(case: Case, as_json: bool, tmp_path: Path) -> No
         assert all(f"  - {p}: " in proc.stderr for p in case.paths)
 
 
-def test_module_entry_point_runs(tmp_path: Path) -> None:
+@pytest.mark.parametrize("module", ["provision", "provision.cli"])
+def test_module_entry_point_runs(module: str, tmp_path: Path) -> None:
     path = write_spec(tmp_path, CASES_BY_ID["name-uppercase"].data)
 
     proc = subprocess.run(
-        [sys.executable, "-m", "provision.cli", "plan", str(path), "--json"],
+        [sys.executable, "-m", module, "plan", str(path), "--json"],
         capture_output=True,
         text=True,
         cwd=tmp_path,
