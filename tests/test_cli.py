@@ -1,6 +1,6 @@
 """The `provision` command: exit codes, --json documents, no tracebacks, no secrets echoed.
 
-Contract (DESIGN.md): exit 0 success, 2 the user's input is wrong, 3 refused by policy or budget,
+Contract (docs/contracts.md): exit 0 success, 2 the user's input is wrong, 3 refused by policy or budget,
 1 anything else; with --json every command prints exactly one JSON document on stdout.
 Bad specs come from the table in test_spec_errors.py, written to a YAML file and planned.
 """
@@ -25,7 +25,7 @@ from provision.spec import ClusterSpec, load_spec
 
 runner = CliRunner()
 
-#: Plan contract keys (DESIGN.md, "provision plan").
+#: Plan contract keys (docs/contracts.md, "provision plan").
 PLAN_KEYS = {
     "cloud",
     "region",
@@ -41,7 +41,7 @@ PLAN_KEYS = {
     "expires_at",
     "warnings",
 }
-#: Offer contract keys (DESIGN.md, "provision offers").
+#: Offer contract keys (docs/contracts.md, "provision offers").
 OFFER_KEYS = {
     "cloud",
     "instance_type",
