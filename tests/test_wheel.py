@@ -23,6 +23,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
+#: One wheel build and a few subprocess runs (about a minute of wall time): part of the default run.
+pytestmark = pytest.mark.slow
+
 #: What the build reads: pyproject.toml, setup.py (the package list), README.md (the long description),
 #: the package, and the two top-level folders the wheel ships as package data.
 BUILD_INPUTS = ("pyproject.toml", "setup.py", "README.md", "provision", "images", "stacks")
