@@ -1,6 +1,6 @@
 """The `provision` command: exit codes, --json documents, no tracebacks, no secrets echoed.
 
-Contract (DESIGN.md): exit 0 success, 2 the user's input is wrong, 3 refused by policy or budget,
+Contract (docs/contracts.md): exit 0 success, 2 the user's input is wrong, 3 refused by policy or budget,
 1 anything else; with --json every command prints exactly one JSON document on stdout.
 Bad specs come from the table in test_spec_errors.py, written to a YAML file and planned.
 """
@@ -25,7 +25,7 @@ from provision.spec import ClusterSpec, load_spec
 
 runner = CliRunner()
 
-#: Plan contract keys (DESIGN.md, "provision plan").
+#: Plan contract keys (docs/contracts.md, "provision plan").
 PLAN_KEYS = {
     "cloud",
     "region",
@@ -41,7 +41,7 @@ PLAN_KEYS = {
     "expires_at",
     "warnings",
 }
-#: Offer contract keys (DESIGN.md, "provision offers").
+#: Offer contract keys (docs/contracts.md, "provision offers").
 OFFER_KEYS = {
     "cloud",
     "instance_type",
@@ -192,11 +192,12 @@ def test_plan_in_a_real_process(case: Case, as_json: bool, tmp_path: Path) -> No
         assert all(f"  - {p}: " in proc.stderr for p in case.paths)
 
 
-def test_module_entry_point_runs(tmp_path: Path) -> None:
+@pytest.mark.parametrize("module", ["provision", "provision.cli"])
+def test_module_entry_point_runs(module: str, tmp_path: Path) -> None:
     path = write_spec(tmp_path, CASES_BY_ID["name-uppercase"].data)
 
     proc = subprocess.run(
-        [sys.executable, "-m", "provision.cli", "plan", str(path), "--json"],
+        [sys.executable, "-m", module, "plan", str(path), "--json"],
         capture_output=True,
         text=True,
         cwd=tmp_path,

@@ -16,7 +16,7 @@ from provision.spec.models import ClusterSpec
 STACKS = sorted(
     p.name[len("Pulumi.") : -len(".yaml")] for p in (Path(__file__).parent.parent / "stacks").glob("Pulumi.*.yaml")
 )
-#: The spec's name rule (DESIGN.md): ``^[a-z][a-z0-9-]{0,38}[a-z0-9]$``, so 40 characters at most.
+#: The spec's name rule (docs/contracts.md): ``^[a-z][a-z0-9-]{0,38}[a-z0-9]$``, so 40 characters at most.
 LONGEST = 40
 
 #: Stacks the strict mock refuses until the cloud-code fixes of issue 11 item 2 (engineer "cloudfix") land.

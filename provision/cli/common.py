@@ -70,9 +70,14 @@ def run_command(as_json: bool, fn: Callable[[], T]) -> T:
         console(stderr=True).print("interrupted", markup=False)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except (ProvisionError, OSError) as e:
-        if isinstance(e, OSError):  # an unwritable ~/.provision, a full disk, ...
+        if isinstance(e, OSError):  # an unwritable ~/.provision, a full disk, a file that is gone, ...
             where = f" ({e.filename})" if e.filename else ""
-            e = ProvisionError(f"{e.strerror or e}{where}. To fix: check that path's permissions and free space")
+            fix = (
+                "check that the path exists"
+                if isinstance(e, FileNotFoundError)
+                else "check that path's permissions and free space"
+            )
+            e = ProvisionError(f"{e.strerror or e}{where}. To fix: {fix}")
         if as_json:
             emit_json(e.as_dict())
         else:

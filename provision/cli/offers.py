@@ -1,6 +1,6 @@
 """``provision offers``: the catalog's GPU instance types, or whole clusters across clouds cheapest first.
 
-Without ``--gpus`` it lists instance types (one row each, the contract in DESIGN.md). With ``--gpus N`` it
+Without ``--gpus`` it lists instance types (one row each, the contract in docs/contracts.md). With ``--gpus N`` it
 lists every way to buy an N-GPU cluster (cloud x type x region x capacity type) with the hourly total of
 compute + storage + network (:mod:`provision.planning.cluster_offers`). Filters are case-insensitive.
 """

@@ -393,7 +393,7 @@ class Adapter(ABC):
 
     # ------------------------------------------------------------------ build (Pulumi)
     def build(self, plan: ClusterPlan) -> dict[str, Any]:
-        """Create the cluster's Pulumi resources; returns the stack outputs (see DESIGN.md).
+        """Create the cluster's Pulumi resources; returns the stack outputs (see docs/contracts.md).
 
         Raises:
             UnsupportedError: this cloud's SDK is not installed (names the pip extra).

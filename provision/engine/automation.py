@@ -319,12 +319,13 @@ def _wait_forwarding_interrupts(proc: subprocess.Popen[str]) -> tuple[int, int]:
 
 
 def project_root(start: Path | None = None) -> Path | None:
-    """The folder with the project's ``Pulumi.yaml``: ``start``, the working directory, or the checkout."""
-    candidates = [start] if start else [Path.cwd(), Path(__file__).resolve().parents[2]]
-    for c in candidates:
-        if c is not None and (c / "Pulumi.yaml").exists():
-            return c
-    return None
+    """The folder with the project's ``Pulumi.yaml``: ``start``, else the working directory; ``None`` without one.
+
+    Where the package's code lives plays no part: an installed provision (or a checkout used from
+    another folder) without a ``Pulumi.yaml`` at hand works in ``<home>/project`` (:func:`workspace_settings`).
+    """
+    folder = start or Path.cwd()
+    return folder if (folder / "Pulumi.yaml").exists() else None
 
 
 def open_stack(

@@ -40,7 +40,7 @@ class PreviewResult:
         return found[0]
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON shape of ``provision preview --json`` (DESIGN.md)."""
+        """The JSON shape of ``provision preview --json`` (docs/contracts.md)."""
         return {
             "plan": self.plan.summary(),
             "resources": [{"type": r.type, "name": r.name, "inputs": r.inputs} for r in self.resources if r.custom],

@@ -47,11 +47,11 @@ class Cluster(NodeAccess, MockOperations):
 
     Args:
         target: a :class:`~provision.spec.models.ClusterSpec`, a spec mapping, a path to a spec or
-            stack YAML file, or a stack name in ``stacks/``.
+            stack YAML file, or a stack name in ``stacks/`` (the project's, else those shipped with provision).
         stack: the Pulumi stack (default: the stack name of the target, else the spec's name).
         mock: run against the mocked cloud with local state instead of the real cloud.
-        root: the folder with ``Pulumi.yaml`` and ``stacks/`` (default: the working
-            directory or the checkout this package runs from).
+        root: the folder with ``Pulumi.yaml`` and ``stacks/`` (default: the working directory
+            when it holds a ``Pulumi.yaml``, else a project folder under ``$PROVISION_HOME``).
         display: progress display: ``auto``, ``rich``, ``notebook``, ``plain`` or ``none``.
         pulumi_command: the ``pulumi.automation.PulumiCommand`` to run (default: the
             installed CLI; tests pass a fake).

@@ -25,7 +25,7 @@ import yaml
 from provision.ops.nccl_transport import DEBUG_ENV, TransportCheck, check_transports
 from provision.ops.nodes import NodeRunner
 from provision.planning.bootstrap import NCCL_TESTS_BIN
-from provision.planning.images import images_dir
+from provision.planning.images import image_text
 from provision.planning.launch import ClusterFacts, launch_line
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ class Floor:
 
 @cache
 def _floors() -> dict[str, Any]:
-    return yaml.safe_load((images_dir() / "nccl-floors.yaml").read_text(encoding="utf-8"))
+    return yaml.safe_load(image_text("nccl-floors.yaml"))
 
 
 def floor_row(instance_type: str) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from provision.planning.images import images_dir
+from provision.planning.images import image_text
 from provision.planning.values import PATTERNS as PATTERNS
 from provision.planning.values import UnsafeValueError as UnsafeValueError
 from provision.planning.values import checked
@@ -87,7 +87,7 @@ class Step:
     text: str | None = None
 
     def body(self) -> str:
-        return self.text if self.text is not None else (images_dir() / self.script).read_text(encoding="utf-8")
+        return self.text if self.text is not None else image_text(self.script)
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ class SharedMount:
 
 def static_file(path: str, source: str, permissions: str = "0644") -> File:
     """A file whose content is ``images/<source>`` as shipped."""
-    return File(path, (images_dir() / source).read_text(encoding="utf-8"), permissions)
+    return File(path, image_text(source), permissions)
 
 
 def nccl_files(env: dict[str, str]) -> list[File]:

@@ -19,7 +19,6 @@ Entry shape::
 from __future__ import annotations
 
 import re
-import sys
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from provision.spec.errors import Problem, SpecError
+from provision.spec.shipped import read_shipped, shipped_dir
 
 if TYPE_CHECKING:
     from provision.catalog import InstanceOffer
@@ -37,22 +37,26 @@ LOOKUP_PREFIX = "lookup:"
 
 
 def images_dir() -> Path:
-    """The ``images/`` folder: beside the package in a checkout, else installed data files."""
-    for candidate in (
-        Path(__file__).resolve().parents[2] / "images",
-        Path(sys.prefix) / "share" / "provision" / "images",
-    ):
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError("the images/ folder of provision is missing; reinstall provision")
+    """The ``images/`` folder shipped with provision (:func:`provision.spec.shipped.shipped_dir`).
+
+    Raises:
+        ProvisionError: it is missing (a broken install), with the fix.
+    """
+    return shipped_dir("images")
+
+
+def image_text(relative: str) -> str:
+    """The text of ``images/<relative>``.
+
+    Raises:
+        ProvisionError: the file is missing (a broken install), with the fix.
+    """
+    return read_shipped("images", relative)
 
 
 @cache
 def _entries(cloud: str) -> tuple[dict[str, Any], ...]:
-    path = images_dir() / f"{cloud}.yaml"
-    if not path.exists():
-        return ()
-    doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    doc = yaml.safe_load(image_text(f"{cloud}.yaml")) or {}
     return tuple(doc.get("images", ()))
 
 
@@ -136,7 +140,7 @@ _EXAMPLES = {
 @cache
 def compat_rules() -> dict[str, Any]:
     """``images/compat.yaml``: version compatibility rules, each with its source."""
-    return yaml.safe_load((images_dir() / "compat.yaml").read_text(encoding="utf-8")) or {}
+    return yaml.safe_load(image_text("compat.yaml")) or {}
 
 
 def version_tuple(text: str) -> tuple[int, ...]:

@@ -16,7 +16,7 @@ from provision.spec.units import format_time
 if TYPE_CHECKING:
     from provision.planning.plan import ClusterPlan
 
-#: Output names (contract: DESIGN.md "Outputs").
+#: Output names (contract: docs/contracts.md, "Stack outputs").
 OUTPUT_NAMES = (
     "cluster",
     "cloud",

@@ -111,7 +111,7 @@ class ClusterPlan(_Frozen):
         raise IndexError(rank)
 
     def summary(self) -> dict[str, Any]:
-        """The JSON shape of ``provision plan`` (contract in DESIGN.md)."""
+        """The JSON shape of ``provision plan`` (contract in docs/contracts.md)."""
         return {
             "name": self.name,
             "cloud": self.cloud,

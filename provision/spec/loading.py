@@ -306,12 +306,33 @@ def load_spec_file(path: str | Path) -> ClusterSpec:
 
 
 def stacks_dir(root: Path | None = None) -> Path:
-    """The project's ``stacks/`` folder: under ``root``, the working directory, or the package checkout."""
-    candidates = [root] if root else [Path.cwd(), Path(__file__).resolve().parents[2]]
-    for c in candidates:
-        if c is not None and (c / "stacks").is_dir():
-            return c / "stacks"
+    """The project's own ``stacks/`` folder: under ``root``, else under the working directory (may not exist)."""
     return (root or Path.cwd()) / "stacks"
+
+
+def stack_dirs(root: Path | None = None) -> list[Path]:
+    """Where stack names are looked up, first match wins: the project's ``stacks/`` (when it exists), then
+    the stacks shipped with provision (:func:`provision.spec.shipped.shipped_dir`)."""
+    from provision.spec.shipped import shipped_dir
+
+    own = stacks_dir(root)
+    shipped = shipped_dir("stacks")
+    dirs = [own] if _is_dir(own) else []
+    return dirs if dirs and _same_dir(own, shipped) else [*dirs, shipped]
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
+
+
+def _same_dir(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except (OSError, RuntimeError):
+        return False
 
 
 def _exists(path: Path) -> bool:
@@ -323,23 +344,25 @@ def _exists(path: Path) -> bool:
 
 
 def target_path(target: str, root: Path | None = None) -> Path:
-    """Resolve a CLI target: a path to a YAML file, or a stack name in ``stacks/``."""
+    """Resolve a CLI target: a path to a YAML file, or a stack name (the project's, then shipped: stack_dirs)."""
     p = Path(target)
     if p.suffix in (".yaml", ".yml") or _exists(p):
         return p
-    stack_file = stacks_dir(root) / f"Pulumi.{target}.yaml"
-    if _exists(stack_file):
-        return stack_file
+    dirs = stack_dirs(root)
+    for folder in dirs:
+        stack_file = folder / f"Pulumi.{target}.yaml"
+        if _exists(stack_file):
+            return stack_file
     from provision.catalog import suggest
 
-    known = sorted(f.name[len("Pulumi.") : -len(".yaml")] for f in stacks_dir(root).glob("Pulumi.*.yaml"))
+    known = sorted({f.name[len("Pulumi.") : -len(".yaml")] for d in dirs for f in d.glob("Pulumi.*.yaml")})
     hints = suggest(target, known)
     fix = (
         f"did you mean {' or '.join(hints)}?"
         if hints
         else f"use one of: {', '.join(known)} or a YAML path"
         if known
-        else f"give a path to a spec YAML file (no stacks found in {stacks_dir(root)})"
+        else f"give a path to a spec YAML file (no stacks found in {', '.join(map(str, dirs))})"
     )
     raise SpecError(problems=[Problem("target", target, "is neither a stack in stacks/ nor a YAML file", fix)])
 

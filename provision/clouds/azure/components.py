@@ -248,5 +248,5 @@ class AzureCluster(pulumi.ComponentResource):
 
 
 def build(plan: ClusterPlan) -> dict[str, Any]:
-    """Create the cluster described by ``plan``; returns the stack outputs (DESIGN.md)."""
+    """Create the cluster described by ``plan``; returns the stack outputs (docs/contracts.md)."""
     return AzureCluster(plan).outputs

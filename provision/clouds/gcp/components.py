@@ -293,7 +293,7 @@ class GcpCluster(pulumi.ComponentResource):
 
 
 def build(plan: ClusterPlan) -> dict[str, Any]:
-    """Create the cluster's resources; returns the stack outputs (DESIGN.md).
+    """Create the cluster's resources; returns the stack outputs (docs/contracts.md).
 
     Raises:
         SpecError: the plan's labels break GCP's rules (before any resource exists).

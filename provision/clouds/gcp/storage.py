@@ -19,7 +19,7 @@ from pulumi_gcp import compute, filestore, lustre, parallelstore, servicenetwork
 
 from provision.clouds.gcp.layout import physical_name
 from provision.clouds.gcp.network import Networks
-from provision.planning.images import images_dir
+from provision.planning.images import image_text
 from provision.planning.outputs import shared_fs_summary
 from provision.planning.plan import ClusterPlan
 
@@ -159,7 +159,7 @@ def build_storage(plan: ClusterPlan, nets: Networks, parent: pulumi.Resource) ->
 
 
 def _snippet(name: str) -> str:
-    return (images_dir() / "gcp" / name).read_text(encoding="utf-8")
+    return image_text(f"gcp/{name}")
 
 
 def _fstab_mount(plan: ClusterPlan, source: str, fs_type: str, client: str | None) -> str:

@@ -18,7 +18,7 @@ from provision.planning.bootstrap import (
     static_file,
 )
 from provision.planning.bootstrap import render as render_bootstrap
-from provision.planning.images import images_dir
+from provision.planning.images import image_text
 
 if TYPE_CHECKING:
     from provision.planning.plan import ClusterPlan
@@ -96,7 +96,7 @@ def render(plan: ClusterPlan, mount_script: str = "") -> str:
 
 def gcp_snippet(name: str) -> str:
     """A GCP script snippet of ``images/gcp`` (the storage clients ``storage.py`` inlines)."""
-    return (images_dir() / "gcp" / name).read_text(encoding="utf-8")
+    return image_text(f"gcp/{name}")
 
 
 def mock_user_data(plan: ClusterPlan) -> str:

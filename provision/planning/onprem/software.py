@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from provision.planning.images import images_dir
+from provision.planning.images import image_text
 from provision.planning.onprem.models import SoftwareItem
 
 #: Which layer each version key belongs to, in checklist order.
@@ -36,8 +36,7 @@ _LAYERS: tuple[tuple[str, str, str], ...] = (
 
 @cache
 def _entries() -> tuple[dict[str, Any], ...]:
-    path = images_dir() / "onprem.yaml"
-    doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    doc = yaml.safe_load(image_text("onprem.yaml")) or {}
     return tuple(doc.get("images", ()))
 
 
