@@ -115,8 +115,16 @@ def test_70b_on_2t_tokens_gives_a_full_bill_of_materials(r70, b70) -> None:
     assert len(d["assumptions"]) >= 10 and any("rack" in a for a in d["assumptions"])
 
 
-def test_7b_gives_a_single_server_and_says_why() -> None:
-    b = plan_build(size_training("7B", "2T"))
+def test_7b_with_default_options_builds_a_cluster_that_meets_the_default_deadline() -> None:
+    report = size_training("7B", "2T")
+    b = plan_build(report)
+    assert b.decision.topology == "cluster" and b.decision.servers == report.cluster.nodes
+    assert b.decision.cluster_days <= report.cluster.deadline_days == 30
+    assert "default deadline" in b.decision.reason
+
+
+def test_7b_that_one_server_trains_within_the_deadline_gives_a_single_server_and_says_why() -> None:
+    b = plan_build(size_training("7B", "50B"))
     assert b.decision.topology == "single-server" and b.decision.servers == 1
     assert "10B" in b.decision.reason and "days" in b.decision.reason
     assert b.fabric.tiers == 0 and not [li for li in b.lines if li.category == "compute fabric"]

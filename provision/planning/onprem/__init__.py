@@ -249,7 +249,8 @@ def _assumptions(cat: OnpremCatalog, run: SizedRun, fab: Any, notes: list[str]) 
         sourced.append(f"{a.description}: {a.value:g} {a.unit} ({a.sources[0].url}, read {a.sources[0].retrieved})")
     return (
         "server count, GPU count and training time come from the sizing planner (its own assumptions apply); "
-        "models under ~10B parameters that fit one server get one server unless --gpus or a deadline asks for more",
+        "models under ~10B parameters that fit one server get one server unless --gpus asks for more or one server "
+        "misses the deadline (--deadline-days, or the sizing planner's default as for plain `size`)",
         f"fabric: {fab.rule}" if fab.tiers else "fabric: none (one server)",
         "non-blocking: every leaf has as many uplinks as node ports; every leaf uplink is cabled (the DGX SuperPOD "
         "practice of building the full scalable unit); one NIC per GPU rail",
