@@ -111,7 +111,8 @@ def test_70b_on_2t_tokens_gives_a_full_bill_of_materials(r70, b70) -> None:
         d["power"]["it_kw_max"] * r70.inputs.pue
     )
     assert d["power"]["racks"] >= math.ceil(d["decision"]["servers"] / d["power"]["servers_per_rack"])
-    assert d["costs"]["capex_priced_usd"] > 0 and d["costs"]["three_year_own_usd"] > d["costs"]["capex_priced_usd"]
+    assert d["costs"]["capex_priced_usd"] > 0
+    assert d["costs"]["three_year_own_priced_usd"] > d["costs"]["capex_priced_usd"]
     assert len(d["assumptions"]) >= 10 and any("rack" in a for a in d["assumptions"])
 
 
@@ -242,16 +243,16 @@ def test_own_versus_rent_prices_the_same_gpu_hours(r70, b70, cat) -> None:
     assert rows["on-demand"].three_year_usd == pytest.approx(c.busy_gpu_hours_3y * per_gpu)
     disc = cat.assumption("commit_discount_3y_aws").value
     assert rows["committed-3y"].three_year_usd == pytest.approx(gpus * HOURS_PER_YEAR * YEARS * per_gpu * (1 - disc))
-    assert rows["on-demand"].vs_own == pytest.approx(rows["on-demand"].three_year_usd / c.three_year_own_usd)
     alibaba = [r for r in c.rent if r.cloud == "alibaba"]
     assert alibaba and all(r.three_year_usd is None or r.note for r in alibaba)
 
 
 def test_cost_over_time_starts_at_capital_and_rentals_at_zero(b70) -> None:
     c = b70.costs
-    assert c.series["own"][0] == pytest.approx(c.capex_priced_usd)
-    assert c.series["own"][-1] == pytest.approx(c.three_year_own_usd)
-    rentals = [k for k in c.series if k != "own"]
+    own = "own, priced lines only (a floor)"  # the 70B build has unpriced lines
+    assert c.series[own][0] == pytest.approx(c.capex_priced_usd)
+    assert c.series[own][-1] == pytest.approx(c.three_year_own_priced_usd)
+    rentals = [k for k in c.series if not k.startswith("own")]
     assert rentals and all(c.series[k][0] == 0 for k in rentals)
     svg = cost_chart_svg(c)
     assert svg.startswith("<svg") and svg.count("<polyline") == len(c.series)
@@ -332,3 +333,45 @@ def test_200g_ndr_nics_split_the_ndr_switch_and_hdr_nics_use_the_hdr_switch(cat,
     assert a100.fabric.switch == "nvidia-qm8700" and a100.fabric.radix == 40
     links = next(li for li in a100.lines if li.category == "fabric links" and li.priced_in is None)
     assert links.total_usd is None  # the catalog's priced link is a 400G one
+
+
+def _costs_of(cat, build, run, lines):
+    from provision.planning.onprem.costs import plan_costs
+
+    return plan_costs(
+        cat,
+        lines,
+        gpus=build.decision.gpus,
+        sized_gpu=run.inputs.gpu,
+        run_gpu_hours=run.compute.gpu_hours,
+        server_typical_kw_total=build.power.it_kw_typical,
+        infra_kw=0.0,
+        pue=run.inputs.pue,
+        electricity_usd_per_kwh=run.inputs.electricity_usd_per_kwh,
+        utilisation=run.inputs.utilisation,
+        clouds=tuple(c.model_dump(mode="json") for c in run.clouds),
+    )
+
+
+def test_an_unpriced_line_makes_own_versus_rent_unknown_and_names_it(r70, b70, cat) -> None:
+    c = b70.costs
+    assert c.unpriced and c.three_year_own_usd is None
+    own = next(r for r in c.rent if r.capacity == "own")
+    assert own.usd_per_gpu_hour is None and own.three_year_usd is None and own.vs_own is None
+    assert all(line in own.note for line in c.unpriced) and "unknown" in own.note
+    assert all(r.vs_own is None for r in c.rent)  # no ratio against the priced lines alone
+
+    server = next(li for li in b70.lines if li.category == "servers")
+    unpriced_server = tuple(
+        li.model_copy(update={"unit_usd": None, "total_usd": None}) if li is server else li for li in b70.lines
+    )
+    nothing = _costs_of(cat, b70, r70, unpriced_server)
+    assert nothing.three_year_own_usd is None and any(server.item in u for u in nothing.unpriced)
+
+
+def test_a_fully_priced_build_is_compared_with_renting(r70, b70, cat) -> None:
+    priced = tuple(li for li in b70.lines if li.total_usd is not None)
+    c = _costs_of(cat, b70, r70, priced)
+    assert not c.unpriced and c.three_year_own_usd == pytest.approx(c.three_year_own_priced_usd)
+    rows = {r.capacity: r for r in c.rent if r.cloud == "aws"}
+    assert rows["on-demand"].vs_own == pytest.approx(rows["on-demand"].three_year_usd / c.three_year_own_usd)

@@ -69,6 +69,13 @@ def _usd(v: float | None) -> str:
     return f"${v / 1e6:,.2f}M" if v >= 1e6 else f"${v:,.0f}"
 
 
+def _unknown_or(value: float | None, text: str, *, own: bool) -> str:
+    """A figure, or why there is none: owning's cost is "unknown" (a line is unpriced); a rent price is "-"."""
+    if value is not None:
+        return text
+    return "unknown" if own else "-"
+
+
 def _table(title: str, columns: list[tuple[str, dict[str, Any]]]) -> Any:
     from rich.table import Table
 
@@ -168,9 +175,9 @@ def print_build(b: dict[str, Any], csv_path: str | None = None) -> None:
     for r in c["rent"]:
         rent.add_row(
             escape(r["option"] + (f" ({r['note']})" if r["note"] else "")),
-            "-" if r["usd_per_gpu_hour"] is None else f"{r['usd_per_gpu_hour']:,.2f}",
-            _usd(r["three_year_usd"]),
-            "-" if r["vs_own"] is None else f"{r['vs_own']:.2f}",
+            _unknown_or(r["usd_per_gpu_hour"], f"{r['usd_per_gpu_hour'] or 0:,.2f}", own=r["capacity"] == "own"),
+            "unknown" if r["capacity"] == "own" and r["three_year_usd"] is None else _usd(r["three_year_usd"]),
+            "unknown" if r["vs_own"] is None else f"{r['vs_own']:.2f}",
         )
     out.print(rent)
     from provision.planning.onprem.export import cost_chart_text

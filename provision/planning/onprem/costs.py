@@ -35,6 +35,18 @@ def capex(lines: tuple[LineItem, ...]) -> tuple[dict[str, float | None], float, 
     return by, priced, tuple(unpriced)
 
 
+def _own_note(unpriced: tuple[str, ...], floor_3y: float | None, energy: float | None) -> str:
+    """Why owning's cost is unknown, naming each missing line and what the priced ones come to."""
+    why = []
+    if unpriced:
+        why.append(f"unknown: unpriced {', '.join(unpriced)}")
+        if floor_3y is not None:
+            why.append(f"the priced lines alone come to ${floor_3y:,.0f} over 3 years, a floor")
+    if energy is None:
+        why.append("unknown: no published server power for the energy cost")
+    return "; ".join(why)
+
+
 def _spot(cloud: str, instance_type: str | None, region: str | None) -> float | None:
     if not instance_type or not region:
         return None
@@ -75,7 +87,10 @@ def plan_costs(
     if server_typical_kw_total is not None:
         kwh = (server_typical_kw_total * utilisation + infra_kw) * HOURS_PER_YEAR * pue
         energy = kwh * electricity_usd_per_kwh
-    own_3y = priced + YEARS * ((energy or 0.0) + support) if energy is not None else None
+    floor_3y = priced + YEARS * (energy + support) if energy is not None else None
+    # Any unpriced line (a server, a switch, the racks) makes owning's cost unknown: no ratio is drawn from the
+    # priced lines alone, which would understate owning by whatever the missing lines cost.
+    own_3y = None if unpriced else floor_3y
     busy = gpus * HOURS_PER_YEAR * YEARS * utilisation
     network = sum(v or 0.0 for k, v in by.items() if k in ("compute fabric", "fabric links"))
     share = network / priced if priced else None
@@ -87,7 +102,7 @@ def plan_costs(
             usd_per_gpu_hour=own_3y / busy if own_3y and busy else None,
             three_year_usd=own_3y,
             vs_own=1.0 if own_3y else None,
-            note=f"priced lines only; {len(unpriced)} unpriced line(s) left out" if unpriced else "",
+            note=_own_note(unpriced, floor_3y, energy),
         )
     ]
     run_rent: dict[str, float | None] = {}
@@ -132,9 +147,12 @@ def plan_costs(
                 )
             )
     series: dict[str, tuple[float | None, ...]] = {}
-    if own_3y is not None:
-        monthly = ((energy or 0.0) + support) / 12
-        series["own"] = tuple(priced + monthly * m for m in MONTHS)
+    if floor_3y is not None and energy is not None:
+        monthly = (energy + support) / 12
+        # Unpriced lines: the curve is the priced lines' floor and its name says so.
+        series["own" if own_3y is not None else "own, priced lines only (a floor)"] = tuple(
+            priced + monthly * m for m in MONTHS
+        )
     for capacity, (cost, cloud) in sorted(best.items()):
         series[f"{capacity} ({cloud})"] = tuple(cost / (12 * YEARS) * m for m in MONTHS)
     return CostPlan(
@@ -146,6 +164,7 @@ def plan_costs(
         support_usd_per_year=support,
         support_percent=support_pct,
         three_year_own_usd=own_3y,
+        three_year_own_priced_usd=floor_3y,
         busy_gpu_hours_3y=busy,
         network_share=share,
         rent=tuple(rows),

@@ -168,7 +168,8 @@ class CostPlan(_Model):
     energy_usd_per_year: float | None
     support_usd_per_year: float
     support_percent: float
-    three_year_own_usd: float | None
+    three_year_own_usd: float | None  # None when a line is unpriced: owning's cost is then unknown
+    three_year_own_priced_usd: float | None  # the priced lines alone: a floor, never compared as the cost
     busy_gpu_hours_3y: float
     network_share: float | None
     rent: tuple[RentRow, ...]
