@@ -163,7 +163,8 @@ def test_vendor_picks_that_vendors_server(r70) -> None:
 def test_roce_picks_a_server_and_an_ethernet_switch(r70) -> None:
     b = plan_build(r70, fabric="roce")
     assert b.fabric.kind == "roce" and b.fabric.switch == "nvidia-sn5600"
-    assert not b.server.id.startswith("dgx")  # the DGX rows list InfiniBand only
+    # A server whose NICs are listed as running it is preferred to one whose NICs are unknown.
+    assert "roce" in next(s for s in load_onprem().servers if s.id == b.server.id).fabrics
     assert not any("SHARP plugin" in (i.version or "") for i in b.software)
 
 
@@ -173,7 +174,7 @@ def test_roce_picks_a_server_and_an_ethernet_switch(r70) -> None:
         ({"vendor": "acme"}, "--vendor", "is not a vendor"),
         ({"vendor": "huawei"}, "--vendor", "sells no H100 server"),
         ({"fabric": "ethernet"}, "--fabric", "infiniband or roce"),
-        ({"vendor": "nvidia", "fabric": "roce"}, "--fabric", "is not offered"),
+        ({"vendor": "hpe", "fabric": "roce"}, "--fabric", "is not offered"),
     ],
 )
 def test_bad_build_options_name_the_option(r70, kwargs, path, text) -> None:
@@ -375,3 +376,12 @@ def test_a_fully_priced_build_is_compared_with_renting(r70, b70, cat) -> None:
     assert not c.unpriced and c.three_year_own_usd == pytest.approx(c.three_year_own_priced_usd)
     rows = {r.capacity: r for r in c.rent if r.cloud == "aws"}
     assert rows["on-demand"].vs_own == pytest.approx(rows["on-demand"].three_year_usd / c.three_year_own_usd)
+
+
+@pytest.mark.parametrize(("vendor", "server"), [("nvidia", "dgx-h100"), ("dell", "dell-xe9680-h100")])
+def test_roce_builds_on_hgx_h100_platforms_with_a_spectrum_x_fabric(r70, vendor: str, server: str) -> None:
+    """NVIDIA's HGX AI Factory reference designs put HGX H100/H200 on Spectrum-X Ethernet: RoCE is not only for
+    servers whose NICs are unknown."""
+    b = plan_build(r70, vendor=vendor, fabric="roce")
+    assert b.server.id == server
+    assert b.fabric.kind == "roce" and b.fabric.switch == "nvidia-sn5600" and b.fabric.tiers == 2
