@@ -184,9 +184,15 @@ def test_bad_build_options_name_the_option(r70, kwargs, path, text) -> None:
     assert text in str(err.value) and "to fix:" in str(err.value)
 
 
+def test_a_blackwell_server_is_in_the_catalog_and_builds() -> None:
+    b = plan_build(size_training("70B", "2T", gpu="B200"))
+    assert b.server.id == "dgx-b200" and b.server.accelerators == 8
+    assert b.decision.servers > 1 and b.fabric.kind == "infiniband"
+
+
 def test_a_gpu_without_an_onprem_server_is_named() -> None:
     with pytest.raises(SpecError) as err:
-        plan_build(size_training("70B", "2T", gpu="B200"))
+        plan_build(size_training("70B", "2T", gpu="H20"))
     assert err.value.problems[0].path == "--gpu" and "H100" in err.value.problems[0].fix
 
 
