@@ -427,3 +427,20 @@ def test_an_instance_row_naming_a_gpu_gpus_yaml_lacks_is_refused_with_the_row(mo
             catalog.load_catalog()
     finally:
         catalog.load_catalog.cache_clear()
+
+
+def test_no_spot_price_is_a_copy_of_the_on_demand_price() -> None:
+    """A spot figure equal to the on-demand list price is a copy, not a market price: it is null (unknown)."""
+    copies = [
+        f"{o.cloud} {o.instance_type} {region}"
+        for o in load_catalog().instances
+        for region, row in o.regions.items()
+        if row.spot_price_per_hour_usd is not None and row.spot_price_per_hour_usd == row.price_per_hour_usd
+    ]
+    assert copies == []
+
+
+def test_every_spot_price_has_a_dated_source() -> None:
+    for o in load_catalog().instances:
+        if any(r.spot_price_per_hour_usd is not None for r in o.regions.values()):
+            assert any("spot" in s.covers for s in o.sources), (o.cloud, o.instance_type)
