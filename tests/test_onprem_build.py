@@ -391,3 +391,12 @@ def test_roce_builds_on_hgx_h100_platforms_with_a_spectrum_x_fabric(r70, vendor:
     b = plan_build(r70, vendor=vendor, fabric="roce")
     assert b.server.id == server
     assert b.fabric.kind == "roce" and b.fabric.switch == "nvidia-sn5600" and b.fabric.tiers == 2
+
+
+def test_the_build_states_performance_per_watt(b70) -> None:
+    s = next(s for s in load_onprem().servers if s.id == b70.server.id)
+    peak = s.accelerator_bf16_dense_tflops * s.accelerators
+    assert b70.power.server_bf16_tflops_per_watt == pytest.approx(peak / (s.power_max_kw * 1000))
+    # the whole build draws more than its servers (fabric, storage, management): less per watt
+    assert b70.power.bf16_tflops_per_watt == pytest.approx(peak * b70.decision.servers / (b70.power.it_kw_max * 1000))
+    assert b70.power.bf16_tflops_per_watt < b70.power.server_bf16_tflops_per_watt

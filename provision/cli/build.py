@@ -209,7 +209,13 @@ def print_build(b: dict[str, Any], csv_path: str | None = None) -> None:
 def _power(p: dict[str, Any]) -> str:
     if p["it_kw_max"] is None:
         return "unknown (no published server power)"
-    return (
+    text = (
         f"IT {p['it_kw_max']:,.1f} kW max ({p['it_kw_typical']:,.1f} typical), facility {p['facility_kw']:,.1f} kW "
         f"at PUE {p['pue']:g}; {p['rack_kw']:,.1f} kW per rack"
     )
+    if p.get("bf16_tflops_per_watt") is not None:
+        text += (
+            f"; {p['bf16_tflops_per_watt']:.3f} dense BF16 TFLOPS/W at maximum power "
+            f"({p['server_bf16_tflops_per_watt']:.3f} per server alone)"
+        )
+    return text

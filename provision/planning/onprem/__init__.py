@@ -39,6 +39,17 @@ def _switch_key(kind: str, nic: str) -> str:
     return "infiniband-hdr" if hdr else kind
 
 
+def _per_watt(server: Any, servers: int, server_max_kw: float | None, it_kw_max: float | None) -> dict[str, Any]:
+    """Dense BF16 peak TFLOPS per watt of maximum power, for the build and for one server (energy efficiency)."""
+    peak = (server.accelerator_bf16_dense_tflops or 0.0) * (server.accelerators or 0)
+    if not peak:
+        return {}
+    return {
+        "bf16_tflops_per_watt": peak * servers / (it_kw_max * 1000) if it_kw_max else None,
+        "server_bf16_tflops_per_watt": peak / (server_max_kw * 1000) if server_max_kw else None,
+    }
+
+
 def sized_run(report: Any) -> SizedRun:
     """The build planner's view of a sizing report (``provision.planning.sizing.SizingReport``).
 
@@ -163,6 +174,7 @@ def plan_build(
     lines += mgmt
     others = _powered(cat, fab, counted, storage)
     power = plan_power(cat, decision.servers, max_kw, typical_kw, cfg.cooling, others, run.pue, cfg.rack_units)
+    power = power.model_copy(update=_per_watt(server, decision.servers, max_kw, power.it_kw_max))
     lines += rack_lines(power.racks, power.liquid_cooling)
     infra_kw = sum(p.count * (p.max_w or 0.0) for p in others) / 1000
     costs = plan_costs(

@@ -148,6 +148,14 @@ class PowerPlan(_Model):
     support_racks: int
     racks: int
     excluded: tuple[str, ...] = Field(default=(), description="Parts with no published power figure.")
+    bf16_tflops_per_watt: float | None = Field(
+        default=None,
+        description="Performance per watt: the build's dense BF16 peak TFLOPS over its IT maximum watts (servers, "
+        "fabric, storage, management); None when a peak or a power figure is unknown.",
+    )
+    server_bf16_tflops_per_watt: float | None = Field(
+        default=None, description="The same for one accelerator server alone (its peak over its maximum power)."
+    )
 
 
 class RentRow(_Model):
