@@ -400,3 +400,17 @@ def test_the_build_states_performance_per_watt(b70) -> None:
     # the whole build draws more than its servers (fabric, storage, management): less per watt
     assert b70.power.bf16_tflops_per_watt == pytest.approx(peak * b70.decision.servers / (b70.power.it_kw_max * 1000))
     assert b70.power.bf16_tflops_per_watt < b70.power.server_bf16_tflops_per_watt
+
+
+def test_renting_is_also_compared_with_neocloud_per_gpu_hour_prices(b70, cat) -> None:
+    rows = {r.cloud: r for r in b70.costs.rent if r.note.startswith("neocloud")}
+    assert {"runpod", "lambda", "vastai"} <= set(rows)
+    runpod = cat.assumption("neocloud_runpod_on_demand_h100")
+    assert rows["runpod"].usd_per_gpu_hour == runpod.value
+    assert rows["runpod"].three_year_usd == pytest.approx(runpod.value * b70.costs.busy_gpu_hours_3y)
+    every_hour = b70.decision.gpus * HOURS_PER_YEAR * YEARS
+    assert rows["lambda"].three_year_usd == pytest.approx(rows["lambda"].usd_per_gpu_hour * every_hour)
+    assert all("third-party figure read 2026-12-01" in r.note for r in rows.values())
+    # a GPU with no neocloud figure gets no neocloud row
+    a100 = plan_build(size_training("70B", "2T", gpu="A100-80GB"))
+    assert not [r for r in a100.costs.rent if r.note.startswith("neocloud")]

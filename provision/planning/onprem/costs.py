@@ -47,6 +47,45 @@ def _own_note(unpriced: tuple[str, ...], floor_3y: float | None, energy: float |
     return "; ".join(why)
 
 
+def _neocloud_rows(
+    cat: OnpremCatalog,
+    gpu: str,
+    busy: float,
+    every_hour: float,
+    own_3y: float | None,
+    best: dict[str, tuple[float, str]],
+) -> list[RentRow]:
+    """Neoclouds' public per-GPU-hour prices for ``gpu`` (assumptions ``neocloud_<provider>_<capacity>_<gpu>``).
+
+    On-demand and spot are paid for the busy GPU-hours; a reservation bills every hour, like a commitment.
+    """
+    out = []
+    suffix = "_" + gpu.lower().replace("-", "_")
+    for a in cat.assumptions:
+        if not a.id.startswith("neocloud_") or not a.id.endswith(suffix):
+            continue
+        provider, _, capacity = a.id.removeprefix("neocloud_").removesuffix(suffix).partition("_")
+        kind = capacity.replace("_", "-")
+        cost = a.value * (every_hour if kind == "reserved" else busy)
+        if kind in ("on-demand", "spot") and (kind not in best or cost < best[kind][0]):
+            best[kind] = (cost, provider)
+        read = a.sources[0].retrieved.isoformat() if a.sources else "undated"
+        out.append(
+            RentRow(
+                option=f"{provider} {gpu} {kind}",
+                cloud=provider,
+                capacity=kind,  # type: ignore[arg-type]
+                usd_per_gpu_hour=a.value,
+                three_year_usd=cost,
+                vs_own=cost / own_3y if own_3y else None,
+                note=f"neocloud; third-party figure read {read}"
+                + ("; reservation term not stated" if kind == "reserved" else "")
+                + ("; interruptible" if kind == "spot" else ""),
+            )
+        )
+    return out
+
+
 def _spot(cloud: str, instance_type: str | None, region: str | None) -> float | None:
     if not instance_type or not region:
         return None
@@ -146,6 +185,7 @@ def plan_costs(
                     note=(extra + missing + note).strip("; "),
                 )
             )
+    rows.extend(_neocloud_rows(cat, sized_gpu, busy, gpus * HOURS_PER_YEAR * YEARS, own_3y, best))
     series: dict[str, tuple[float | None, ...]] = {}
     if floor_3y is not None and energy is not None:
         monthly = (energy + support) / 12

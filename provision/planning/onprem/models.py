@@ -161,7 +161,7 @@ class PowerPlan(_Model):
 class RentRow(_Model):
     option: str
     cloud: str | None = None
-    capacity: Literal["own", "on-demand", "spot", "committed-3y"]
+    capacity: Literal["own", "on-demand", "spot", "committed-3y", "reserved"]
     usd_per_gpu_hour: float | None
     three_year_usd: float | None
     vs_own: float | None
