@@ -382,3 +382,65 @@ def test_newer_generations_are_rows_with_their_hosts_and_consumption(cat) -> Non
     assert b200 == {("aws", "p6-b200.48xlarge"), ("gcp", "a4-highgpu-8g")}
     assert cat.gpu("H800").bf16_dense_tflops == cat.gpu("H100").bf16_dense_tflops
     assert cat.gpu("gb200-nvl72").name == "GB200"
+
+
+def test_every_gpu_row_states_its_generation_and_nvswitch_with_a_source() -> None:
+    """Data quality: the planner and the health check read these facts from the row, never from a default."""
+    from provision.catalog.models import GPU_GENERATIONS
+
+    cat = load_catalog()
+    for g in cat.gpus:
+        assert g.generation in GPU_GENERATIONS, g.name
+        assert isinstance(g.nvswitch, bool), g.name
+        assert any("generation" in s.covers and "nvswitch" in s.covers for s in g.sources), g.name
+    assert {o.gpu for o in cat.instances} <= {g.name for g in cat.gpus}
+
+
+def test_a_gpu_row_with_an_unknown_or_missing_generation_is_refused_by_name() -> None:
+    import pydantic
+
+    from provision.catalog.models import GpuModel
+
+    row = load_catalog().gpu("H100").model_dump()
+    with pytest.raises(pydantic.ValidationError, match="gpus.yaml row 'H100': generation 'volta' is not one of"):
+        GpuModel.model_validate({**row, "generation": "volta"})
+    for field in ("generation", "nvswitch"):
+        with pytest.raises(pydantic.ValidationError, match=field):
+            GpuModel.model_validate({k: v for k, v in row.items() if k != field})
+
+
+def test_an_instance_row_naming_a_gpu_gpus_yaml_lacks_is_refused_with_the_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    import provision.catalog as catalog
+
+    real = catalog._read
+
+    def read(name: str) -> object:
+        data = real(name)
+        if name == "aws.yaml":
+            data["instances"][0]["gpu"] = "L40S"
+        return data
+
+    monkeypatch.setattr(catalog, "_read", read)
+    catalog.load_catalog.cache_clear()
+    try:
+        with pytest.raises(ValueError, match=r"aws.yaml row '[^']+': gpu 'L40S'"):
+            catalog.load_catalog()
+    finally:
+        catalog.load_catalog.cache_clear()
+
+
+def test_no_spot_price_is_a_copy_of_the_on_demand_price() -> None:
+    """A spot figure equal to the on-demand list price is a copy, not a market price: it is null (unknown)."""
+    copies = [
+        f"{o.cloud} {o.instance_type} {region}"
+        for o in load_catalog().instances
+        for region, row in o.regions.items()
+        if row.spot_price_per_hour_usd is not None and row.spot_price_per_hour_usd == row.price_per_hour_usd
+    ]
+    assert copies == []
+
+
+def test_every_spot_price_has_a_dated_source() -> None:
+    for o in load_catalog().instances:
+        if any(r.spot_price_per_hour_usd is not None for r in o.regions.values()):
+            assert any("spot" in s.covers for s in o.sources), (o.cloud, o.instance_type)

@@ -36,11 +36,19 @@ def test_plain_size_json_has_no_build() -> None:
     assert result.exit_code == 0 and "build" not in json.loads(result.stdout)
 
 
-def test_7b_build_is_one_server() -> None:
-    result = invoke("size", "--params", "7B", "--tokens", "2T", "--build", "--json")
+def test_7b_build_is_one_server_when_one_server_meets_the_deadline() -> None:
+    result = invoke("size", "--params", "7B", "--tokens", "50B", "--build", "--json")
     b = json.loads(result.stdout)["build"]
     assert b["decision"]["topology"] == "single-server" and b["decision"]["servers"] == 1
     assert b["fabric"]["tiers"] == 0
+
+
+def test_7b_build_with_default_options_is_the_cluster_sizing_chose_for_the_default_deadline() -> None:
+    result = invoke("size", "--params", "7B", "--tokens", "2T", "--build", "--json")
+    doc = json.loads(result.stdout)
+    b = doc["build"]
+    assert b["decision"]["topology"] == "cluster" and b["decision"]["servers"] == doc["cluster"]["nodes"]
+    assert b["decision"]["cluster_days"] <= doc["cluster"]["deadline_days"]
 
 
 def test_table_fits_80_columns() -> None:

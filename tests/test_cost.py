@@ -369,3 +369,34 @@ def test_plan_refuses_a_cap_below_one_hour() -> None:
         adapter.plan(spec(lifetime__max_cost_usd=100), catalog=TEST_CATALOG, now=FIXED_NOW)
 
     assert [p.path for p in info.value.problems] == ["lifetime.max_cost_usd"]
+
+
+def test_a_spot_plan_states_the_spot_cost_offers_ranks_by_within_one_percent() -> None:
+    """plan prices spot nodes at on-demand (the cap's upper bound) and states the spot figure beside it; that
+    figure and `offers`' row for the same nodes agree."""
+    import re
+
+    from spec_cases.base import BASES
+    from test_spec_errors import mutate
+
+    from provision.catalog import load_catalog
+    from provision.clouds.validate import load_and_plan
+    from provision.planning.cluster_offers import cluster_offers
+
+    data = mutate(
+        BASES["aws"],
+        {"region": "us-east-2", "gpus": 64, "instance_type": "p5.48xlarge", "capacity.type": "spot"},
+    )
+    plan = load_and_plan(data)
+    (line,) = [w for w in plan.warnings if w.startswith("spot:")]
+    stated = float(re.search(r"\$([\d,.]+)/h with storage and network", line).group(1).replace(",", ""))
+
+    (row,) = [
+        r
+        for r in cluster_offers(load_catalog(), 64, gpu="H100", region="us-east-2", capacity=("spot",))
+        if r.instance_type == "p5.48xlarge"
+    ]
+    assert row.hourly_usd is not None and abs(stated - row.hourly_usd) / row.hourly_usd < 0.01
+    spot = load_catalog().instance("aws", "p5.48xlarge").regions["us-east-2"].spot_price_per_hour_usd
+    assert f"${spot:,.2f}/node-h" in line and "read 20" in line  # the catalog's dated figure
+    assert plan.cost.compute_hourly_usd > spot * plan.nodes  # the estimate and cap stay on-demand

@@ -189,12 +189,13 @@ def test_gke_a4_pool_uses_the_b200_accelerator_and_a3_ultras_rdma_networks() -> 
 
 
 def test_gb200_sizes_as_blackwell_with_the_widened_unfitted_range() -> None:
-    from provision.planning.sizing.calibration import GENERATION
+    from provision.catalog import load_catalog
 
+    cat = load_catalog()
     gb200 = size_training("70B", "2T", gpu="GB200", gpus=512).compute
     b200 = size_training("70B", "2T", gpu="B200", gpus=512).compute
 
-    assert GENERATION["GB200"] == GENERATION["B200"] == "blackwell"
+    assert cat.gpu("GB200").generation == cat.gpu("B200").generation == "blackwell"  # catalog facts, not code
     assert gb200.effective_mfu == pytest.approx(b200.effective_mfu)  # same calibrated fraction of a higher peak
     assert gb200.gpu_hours < b200.gpu_hours  # 2,500 vs 2,250 dense BF16 TFLOPS
     ratio = lambda c: c.gpu_hours_range[1] / c.gpu_hours_range[0]  # noqa: E731

@@ -420,16 +420,31 @@ def test_real_clusters_need_provision_exec_for_node_commands() -> None:
         ssh_runner(object())
 
 
-def test_lookup_images_are_held_to_the_driver_branch_and_pcie_gpus_expect_no_nvlink() -> None:
+def test_lookup_images_are_held_to_the_driver_branch_and_an_unknown_gpu_is_an_error() -> None:
     from provision.planning.bootstrap import health_expectations
 
     aws = health_expectations(plan_of("aws-p5-64"))
     assert plan_of("aws-p5-64").image.ref.startswith("lookup:") and aws["driver"] == "595" and aws["nvlink"] is True
     azure = health_expectations(plan_of("azure-ndh100-64"))
     assert azure["driver"] == "560.35.03"  # a pinned marketplace version: the exact driver
-    pcie = plan_of("aws-p5-64")
-    pcie = pcie.model_copy(update={"offer": pcie.offer.model_copy(update={"gpu": "L40S"})})
-    assert health_expectations(pcie)["nvlink"] is False
+    unknown = plan_of("aws-p5-64")
+    unknown = unknown.model_copy(update={"offer": unknown.offer.model_copy(update={"gpu": "L40S"})})
+    with pytest.raises(ValueError, match="'L40S' has no row in catalog/data/gpus.yaml"):
+        health_expectations(unknown)  # no catalog row, no NVSwitch fact: never a silent default
+
+
+def test_the_nvlink_check_follows_the_catalog_rows_nvswitch_fact(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    import provision.planning.bootstrap as bootstrap
+    from provision.catalog import load_catalog
+    from provision.planning.bootstrap import health_expectations
+
+    real = load_catalog()
+    rows = tuple(g.model_copy(update={"nvswitch": False}) if g.name == "H100" else g for g in real.gpus)
+    monkeypatch.setattr(bootstrap, "load_catalog", lambda: dataclasses.replace(real, gpus=rows))
+
+    assert health_expectations(plan_of("aws-p5-64"))["nvlink"] is False
 
 
 def test_ssh_runner_plugs_onto_provision_exec(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -111,12 +111,21 @@ def test_70b_on_2t_tokens_gives_a_full_bill_of_materials(r70, b70) -> None:
         d["power"]["it_kw_max"] * r70.inputs.pue
     )
     assert d["power"]["racks"] >= math.ceil(d["decision"]["servers"] / d["power"]["servers_per_rack"])
-    assert d["costs"]["capex_priced_usd"] > 0 and d["costs"]["three_year_own_usd"] > d["costs"]["capex_priced_usd"]
+    assert d["costs"]["capex_priced_usd"] > 0
+    assert d["costs"]["three_year_own_priced_usd"] > d["costs"]["capex_priced_usd"]
     assert len(d["assumptions"]) >= 10 and any("rack" in a for a in d["assumptions"])
 
 
-def test_7b_gives_a_single_server_and_says_why() -> None:
-    b = plan_build(size_training("7B", "2T"))
+def test_7b_with_default_options_builds_a_cluster_that_meets_the_default_deadline() -> None:
+    report = size_training("7B", "2T")
+    b = plan_build(report)
+    assert b.decision.topology == "cluster" and b.decision.servers == report.cluster.nodes
+    assert b.decision.cluster_days <= report.cluster.deadline_days == 30
+    assert "default deadline" in b.decision.reason
+
+
+def test_7b_that_one_server_trains_within_the_deadline_gives_a_single_server_and_says_why() -> None:
+    b = plan_build(size_training("7B", "50B"))
     assert b.decision.topology == "single-server" and b.decision.servers == 1
     assert "10B" in b.decision.reason and "days" in b.decision.reason
     assert b.fabric.tiers == 0 and not [li for li in b.lines if li.category == "compute fabric"]
@@ -154,7 +163,8 @@ def test_vendor_picks_that_vendors_server(r70) -> None:
 def test_roce_picks_a_server_and_an_ethernet_switch(r70) -> None:
     b = plan_build(r70, fabric="roce")
     assert b.fabric.kind == "roce" and b.fabric.switch == "nvidia-sn5600"
-    assert not b.server.id.startswith("dgx")  # the DGX rows list InfiniBand only
+    # A server whose NICs are listed as running it is preferred to one whose NICs are unknown.
+    assert "roce" in next(s for s in load_onprem().servers if s.id == b.server.id).fabrics
     assert not any("SHARP plugin" in (i.version or "") for i in b.software)
 
 
@@ -164,7 +174,7 @@ def test_roce_picks_a_server_and_an_ethernet_switch(r70) -> None:
         ({"vendor": "acme"}, "--vendor", "is not a vendor"),
         ({"vendor": "huawei"}, "--vendor", "sells no H100 server"),
         ({"fabric": "ethernet"}, "--fabric", "infiniband or roce"),
-        ({"vendor": "nvidia", "fabric": "roce"}, "--fabric", "is not offered"),
+        ({"vendor": "hpe", "fabric": "roce"}, "--fabric", "is not offered"),
     ],
 )
 def test_bad_build_options_name_the_option(r70, kwargs, path, text) -> None:
@@ -174,9 +184,15 @@ def test_bad_build_options_name_the_option(r70, kwargs, path, text) -> None:
     assert text in str(err.value) and "to fix:" in str(err.value)
 
 
+def test_a_blackwell_server_is_in_the_catalog_and_builds() -> None:
+    b = plan_build(size_training("70B", "2T", gpu="B200"))
+    assert b.server.id == "dgx-b200" and b.server.accelerators == 8
+    assert b.decision.servers > 1 and b.fabric.kind == "infiniband"
+
+
 def test_a_gpu_without_an_onprem_server_is_named() -> None:
     with pytest.raises(SpecError) as err:
-        plan_build(size_training("70B", "2T", gpu="B200"))
+        plan_build(size_training("70B", "2T", gpu="H20"))
     assert err.value.problems[0].path == "--gpu" and "H100" in err.value.problems[0].fix
 
 
@@ -234,16 +250,16 @@ def test_own_versus_rent_prices_the_same_gpu_hours(r70, b70, cat) -> None:
     assert rows["on-demand"].three_year_usd == pytest.approx(c.busy_gpu_hours_3y * per_gpu)
     disc = cat.assumption("commit_discount_3y_aws").value
     assert rows["committed-3y"].three_year_usd == pytest.approx(gpus * HOURS_PER_YEAR * YEARS * per_gpu * (1 - disc))
-    assert rows["on-demand"].vs_own == pytest.approx(rows["on-demand"].three_year_usd / c.three_year_own_usd)
     alibaba = [r for r in c.rent if r.cloud == "alibaba"]
     assert alibaba and all(r.three_year_usd is None or r.note for r in alibaba)
 
 
 def test_cost_over_time_starts_at_capital_and_rentals_at_zero(b70) -> None:
     c = b70.costs
-    assert c.series["own"][0] == pytest.approx(c.capex_priced_usd)
-    assert c.series["own"][-1] == pytest.approx(c.three_year_own_usd)
-    rentals = [k for k in c.series if k != "own"]
+    own = "own, priced lines only (a floor)"  # the 70B build has unpriced lines
+    assert c.series[own][0] == pytest.approx(c.capex_priced_usd)
+    assert c.series[own][-1] == pytest.approx(c.three_year_own_priced_usd)
+    rentals = [k for k in c.series if not k.startswith("own")]
     assert rentals and all(c.series[k][0] == 0 for k in rentals)
     svg = cost_chart_svg(c)
     assert svg.startswith("<svg") and svg.count("<polyline") == len(c.series)
@@ -324,3 +340,77 @@ def test_200g_ndr_nics_split_the_ndr_switch_and_hdr_nics_use_the_hdr_switch(cat,
     assert a100.fabric.switch == "nvidia-qm8700" and a100.fabric.radix == 40
     links = next(li for li in a100.lines if li.category == "fabric links" and li.priced_in is None)
     assert links.total_usd is None  # the catalog's priced link is a 400G one
+
+
+def _costs_of(cat, build, run, lines):
+    from provision.planning.onprem.costs import plan_costs
+
+    return plan_costs(
+        cat,
+        lines,
+        gpus=build.decision.gpus,
+        sized_gpu=run.inputs.gpu,
+        run_gpu_hours=run.compute.gpu_hours,
+        server_typical_kw_total=build.power.it_kw_typical,
+        infra_kw=0.0,
+        pue=run.inputs.pue,
+        electricity_usd_per_kwh=run.inputs.electricity_usd_per_kwh,
+        utilisation=run.inputs.utilisation,
+        clouds=tuple(c.model_dump(mode="json") for c in run.clouds),
+    )
+
+
+def test_an_unpriced_line_makes_own_versus_rent_unknown_and_names_it(r70, b70, cat) -> None:
+    c = b70.costs
+    assert c.unpriced and c.three_year_own_usd is None
+    own = next(r for r in c.rent if r.capacity == "own")
+    assert own.usd_per_gpu_hour is None and own.three_year_usd is None and own.vs_own is None
+    assert all(line in own.note for line in c.unpriced) and "unknown" in own.note
+    assert all(r.vs_own is None for r in c.rent)  # no ratio against the priced lines alone
+
+    server = next(li for li in b70.lines if li.category == "servers")
+    unpriced_server = tuple(
+        li.model_copy(update={"unit_usd": None, "total_usd": None}) if li is server else li for li in b70.lines
+    )
+    nothing = _costs_of(cat, b70, r70, unpriced_server)
+    assert nothing.three_year_own_usd is None and any(server.item in u for u in nothing.unpriced)
+
+
+def test_a_fully_priced_build_is_compared_with_renting(r70, b70, cat) -> None:
+    priced = tuple(li for li in b70.lines if li.total_usd is not None)
+    c = _costs_of(cat, b70, r70, priced)
+    assert not c.unpriced and c.three_year_own_usd == pytest.approx(c.three_year_own_priced_usd)
+    rows = {r.capacity: r for r in c.rent if r.cloud == "aws"}
+    assert rows["on-demand"].vs_own == pytest.approx(rows["on-demand"].three_year_usd / c.three_year_own_usd)
+
+
+@pytest.mark.parametrize(("vendor", "server"), [("nvidia", "dgx-h100"), ("dell", "dell-xe9680-h100")])
+def test_roce_builds_on_hgx_h100_platforms_with_a_spectrum_x_fabric(r70, vendor: str, server: str) -> None:
+    """NVIDIA's HGX AI Factory reference designs put HGX H100/H200 on Spectrum-X Ethernet: RoCE is not only for
+    servers whose NICs are unknown."""
+    b = plan_build(r70, vendor=vendor, fabric="roce")
+    assert b.server.id == server
+    assert b.fabric.kind == "roce" and b.fabric.switch == "nvidia-sn5600" and b.fabric.tiers == 2
+
+
+def test_the_build_states_performance_per_watt(b70) -> None:
+    s = next(s for s in load_onprem().servers if s.id == b70.server.id)
+    peak = s.accelerator_bf16_dense_tflops * s.accelerators
+    assert b70.power.server_bf16_tflops_per_watt == pytest.approx(peak / (s.power_max_kw * 1000))
+    # the whole build draws more than its servers (fabric, storage, management): less per watt
+    assert b70.power.bf16_tflops_per_watt == pytest.approx(peak * b70.decision.servers / (b70.power.it_kw_max * 1000))
+    assert b70.power.bf16_tflops_per_watt < b70.power.server_bf16_tflops_per_watt
+
+
+def test_renting_is_also_compared_with_neocloud_per_gpu_hour_prices(b70, cat) -> None:
+    rows = {r.cloud: r for r in b70.costs.rent if r.note.startswith("neocloud")}
+    assert {"runpod", "lambda", "vastai"} <= set(rows)
+    runpod = cat.assumption("neocloud_runpod_on_demand_h100")
+    assert rows["runpod"].usd_per_gpu_hour == runpod.value
+    assert rows["runpod"].three_year_usd == pytest.approx(runpod.value * b70.costs.busy_gpu_hours_3y)
+    every_hour = b70.decision.gpus * HOURS_PER_YEAR * YEARS
+    assert rows["lambda"].three_year_usd == pytest.approx(rows["lambda"].usd_per_gpu_hour * every_hour)
+    assert all("third-party figure read 2026-12-01" in r.note for r in rows.values())
+    # a GPU with no neocloud figure gets no neocloud row
+    a100 = plan_build(size_training("70B", "2T", gpu="A100-80GB"))
+    assert not [r for r in a100.costs.rent if r.note.startswith("neocloud")]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import yaml
 from rich.console import Console
 from typer.testing import CliRunner
 
+from provision.catalog import load_catalog
 from provision.cli.app import app
 from provision.planning.sizing import size_training
 from provision.planning.sizing.handoff import curve, spec_for
@@ -94,9 +96,28 @@ def test_report_fits_80_columns_without_cutting_numbers(monkeypatch: pytest.Monk
     screen = Console(width=80, record=True)
     monkeypatch.setattr(size_cli, "console", lambda stderr=False: screen)
 
-    size_cli.print_report(size_training("70B", "2T").as_dict())
+    report = size_training("70B", "2T").as_dict()
+    size_cli.print_report(report)
 
     text = screen.export_text()
     assert all(len(line) <= 80 for line in text.splitlines())
     table = text[text.index("recommended cluster per cloud") : text.index("fabric:")]
-    assert "$5,870,933" in table and "…" not in table
+    widest = max(c["total_usd"] for c in report["clouds"] if c["total_usd"] is not None)
+    assert f"${widest:,.0f}" in table and "…" not in table
+
+
+@pytest.mark.parametrize("cloud", ["aws", "gcp", "azure"])
+def test_written_spec_carries_the_zone_plan_would_choose_and_a_cost_cap_plan_accepts(cloud: str) -> None:
+    from provision.cli.size import _cost_cap
+    from provision.clouds.validate import load_and_plan
+
+    report = size_training("7B", "200B")
+    spec, _ = spec_for(report, cloud)
+    note = _cost_cap(spec)
+    plan = load_and_plan(spec)  # the cap equals the projection for the ttl: accepted, not exceeded
+
+    option = next(o for o in report.clouds if o.cloud == cloud)
+    zones = load_catalog().instance(cloud, option.instance_type).regions[option.region].zones
+    assert spec.get("zone") == (zones[0] if zones else None) == plan.zone
+    assert spec["lifetime"]["max_cost_usd"] == math.ceil(plan.cost.lifetime_usd)
+    assert "max_cost_usd" in note

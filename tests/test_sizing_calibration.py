@@ -18,7 +18,7 @@ from provision.spec.errors import SpecError
 
 HELD_OUT = [r for r in RUNS if not r.fit]
 #: Cluster sizes the papers report, where they do (they only move MFU above 8,192 GPUs).
-GPUS = {"Llama 3.1 405B": 16_384, "DeepSeek-V3": 2048}
+GPUS = {r.name: r.gpus for r in RUNS if r.gpus}
 
 
 @pytest.mark.parametrize("run", HELD_OUT, ids=[r.name for r in HELD_OUT])
@@ -46,7 +46,46 @@ def test_the_fit_uses_only_the_runs_the_issue_names() -> None:
 
     assert fitted == {r.name for r in RUNS if r.fit}
     assert fitted.isdisjoint(r.name for r in HELD_OUT)
-    assert 0.1 < cal.sigma < 0.4  # the fit's error, reported as the range
+    for line in cal.lines.values():
+        assert 0.1 < line.sigma < 0.5  # each generation's own leave-one-out error, reported as its range
+
+
+def test_hopper_is_fitted_on_more_than_llama_3_and_each_generation_has_its_own_error() -> None:
+    cal = calibration(load_catalog())
+    hopper, ampere = cal.lines["hopper"], cal.lines["ampere"]
+
+    assert len(hopper.runs) >= 5 and {"Llama 3 8B", "Llama 3 70B"} < set(hopper.runs)
+    assert hopper.sigma != ampere.sigma
+    # Validated by leave-one-out: every fitted run refitted without itself; at least 80% inside its range.
+    assert {name for name, _ in hopper.left_out} == set(hopper.runs)
+    assert hopper.coverage >= 0.8 and ampere.coverage >= 0.8
+
+
+def test_held_out_published_figures_lie_inside_the_printed_range_for_at_least_80_percent() -> None:
+    inside = 0
+    for run in HELD_OUT:
+        low, high = size_training(
+            run.params,
+            run.tokens,
+            gpu=run.gpu,
+            active_params=run.active_params if run.active_params != run.params else None,
+            precision=run.precision,
+            gpus=GPUS.get(run.name, 2048),
+        ).compute.gpu_hours_range
+        inside += low <= run.gpu_hours <= high
+    assert {r.gpu for r in HELD_OUT} >= {"A100-80GB", "H100", "H800"}
+    assert inside / len(HELD_OUT) >= 0.8
+
+
+def test_a_small_hopper_model_is_not_sized_at_the_two_point_lines_pessimism() -> None:
+    """Phi-3-mini (3.8B) reported 25% effective MFU on 512 H100; the Llama-3-only line implied about 12% at 2B."""
+    assert size_training("2B", "1T", gpus=512).compute.effective_mfu > 0.15
+
+
+def test_a_generation_without_a_line_is_an_error_naming_the_catalog_row() -> None:
+    cal = calibration(load_catalog())
+    with pytest.raises(ValueError, match="gpus.yaml row 'X1': generation 'volta' has no calibration line"):
+        cal.mfu("X1", "volta", 7e9)
 
 
 def test_default_mfu_depends_on_gpu_and_model_size_not_a_constant() -> None:

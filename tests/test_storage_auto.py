@@ -97,3 +97,50 @@ def test_plan_of_an_auto_spec_builds_the_chosen_kind() -> None:
 
     assert plan.storage.kind == "filestore" and plan.storage.size_gib == 4096
     assert plan.cost.storage_hourly_usd == pytest.approx(256.0 * 4 / 730, abs=1e-4)
+
+
+def _gcp_image_specs() -> list[tuple[str, str]]:
+    """One (instance type, region) per shipped GCP image (images/gcp.yaml: one entry per fabric, and the default)."""
+    seen: dict[str, tuple[str, str]] = {}
+    for o in load_catalog().instances_for(cloud="gcp"):
+        if o.fabric == "tcpx":
+            continue  # its image entry is usable only with a pinned image.id (the TCPX kernel), whose OS is the user's
+        region = "us-central1" if "us-central1" in o.regions else sorted(o.regions)[0]
+        seen.setdefault(o.fabric, (o.instance_type, region))
+    return sorted(seen.values())
+
+
+@pytest.mark.parametrize("tib", [8, 12, 20, 36, 100])
+@pytest.mark.parametrize(("instance_type", "region"), _gcp_image_specs())
+def test_gcp_auto_plans_on_every_shipped_image(instance_type: str, region: str, tib: int) -> None:
+    """auto chooses only what the node image mounts: Parallelstore's client is published for Ubuntu 22.04, so on
+    the Ubuntu 24.04 A3 Mega image auto passes it over instead of choosing it and then refusing the plan."""
+    from provision.clouds.validate import load_and_plan
+
+    offer = load_catalog().instance("gcp", instance_type)
+    data = mutate(
+        BASES["gcp"],
+        {
+            "instance_type": instance_type,
+            "gpu": offer.gpu,
+            "gpus": 2 * offer.gpus_per_node,
+            "region": region,
+            "storage.shared.kind": "auto",
+            "storage.shared.size_gib": f"{tib}TiB",
+            "capacity.type": "on-demand" if "on-demand" in offer.consumption else "spot",
+        },
+    )
+    plan = load_and_plan(data)
+    assert plan.storage is not None and plan.storage.size_gib >= tib * 1024
+    if offer.fabric == "tcpxo":  # the A3 Mega image is Ubuntu 24.04
+        assert plan.storage.kind != "parallelstore"
+
+
+def test_an_auto_scratch_pick_says_it_is_not_replicated() -> None:
+    _, res, found = resolved("aws", kind="auto", size_gib="8TiB")
+
+    assert not found
+    assert res.storage.tier == "SCRATCH_2"  # the cheapest fit at 8 TiB
+    assert any("not replicated" in w and "SCRATCH_2" in w for w in res.warnings)
+    _, persistent, _ = resolved("aws", kind="auto", size_gib="8TiB", tier="PERSISTENT_2")
+    assert not any("not replicated" in w for w in persistent.warnings)

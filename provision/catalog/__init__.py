@@ -157,6 +157,16 @@ def load_catalog() -> Catalog:
         wrong += [fs.tier for fs in f.filesystems if fs.cloud != f.cloud]
         if wrong:
             raise ValueError(f"{f.cloud}.yaml holds rows of another cloud: {wrong}")
+    known = {g.name for g in gpus.gpus}
+    unknown = [
+        f"{o.cloud}.yaml row {o.instance_type!r}: gpu {o.gpu!r}"
+        for f in files
+        for o in f.instances
+        if o.gpu not in known
+    ]
+    if unknown:
+        # The planner and the health check read a type's GPU facts (generation, NVSwitch) from gpus.yaml.
+        raise ValueError(f"instance rows name a GPU that gpus.yaml does not hold: {'; '.join(unknown)}")
     return Catalog(
         version=max([gpus.version, *(f.version for f in files)]),
         reviewed={f.cloud: date.fromisoformat(f.version) for f in files},

@@ -308,11 +308,23 @@ class NetworkPrices(_Row):
         return None if price is None else price * self.nat_public_ips
 
 
+#: Accelerator architectures the catalog knows. The sizing planner's calibration
+#: (planning/sizing/calibration.py) fits or borrows one MFU line per generation; a row naming any other value
+#: is refused when the catalog loads, with the row's name.
+GpuGeneration = Literal["ampere", "hopper", "blackwell", "cdna3"]
+GPU_GENERATIONS: tuple[str, ...] = get_args(GpuGeneration)
+
+
 class GpuModel(_Row):
-    """Facts about an accelerator model used by the sizing planner."""
+    """Facts about an accelerator model used by the sizing planner and the node health check."""
 
     name: str
     vendor: Literal["nvidia", "amd"]
+    generation: str = Field(description=f"Architecture, one of {', '.join(GPU_GENERATIONS)}; required, no default.")
+    nvswitch: bool = Field(
+        description="Its 8-GPU board (HGX/DGX, or the NVL72 rack) joins every GPU through NVSwitch, so the node "
+        "health check expects every NVLink up; false for parts without NVLink switching (AMD's Infinity Fabric)."
+    )
     memory_gib: float = Field(gt=0)
     bf16_dense_tflops: float = Field(gt=0, description="Dense BF16 peak TFLOP/s without sparsity.")
     fp8_dense_tflops: float | None = Field(default=None, gt=0)
@@ -320,6 +332,16 @@ class GpuModel(_Row):
     server_power_kw: float | None = Field(default=None, gt=0, description="Max power of an 8-GPU server.")
     aliases: tuple[str, ...] = ()
     sources: tuple[Source, ...] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _known_generation(self) -> GpuModel:
+        if self.generation not in GPU_GENERATIONS:
+            raise ValueError(
+                f"gpus.yaml row {self.name!r}: generation {self.generation!r} is not one of "
+                f"{', '.join(GPU_GENERATIONS)} (add the architecture to catalog/models.py GpuGeneration and a "
+                "calibration line or borrow in planning/sizing/calibration.py)"
+            )
+        return self
 
 
 class PrivatePath(_Row):

@@ -69,6 +69,13 @@ def _usd(v: float | None) -> str:
     return f"${v / 1e6:,.2f}M" if v >= 1e6 else f"${v:,.0f}"
 
 
+def _unknown_or(value: float | None, text: str, *, own: bool) -> str:
+    """A figure, or why there is none: owning's cost is "unknown" (a line is unpriced); a rent price is "-"."""
+    if value is not None:
+        return text
+    return "unknown" if own else "-"
+
+
 def _table(title: str, columns: list[tuple[str, dict[str, Any]]]) -> Any:
     from rich.table import Table
 
@@ -168,9 +175,9 @@ def print_build(b: dict[str, Any], csv_path: str | None = None) -> None:
     for r in c["rent"]:
         rent.add_row(
             escape(r["option"] + (f" ({r['note']})" if r["note"] else "")),
-            "-" if r["usd_per_gpu_hour"] is None else f"{r['usd_per_gpu_hour']:,.2f}",
-            _usd(r["three_year_usd"]),
-            "-" if r["vs_own"] is None else f"{r['vs_own']:.2f}",
+            _unknown_or(r["usd_per_gpu_hour"], f"{r['usd_per_gpu_hour'] or 0:,.2f}", own=r["capacity"] == "own"),
+            "unknown" if r["capacity"] == "own" and r["three_year_usd"] is None else _usd(r["three_year_usd"]),
+            "unknown" if r["vs_own"] is None else f"{r['vs_own']:.2f}",
         )
     out.print(rent)
     from provision.planning.onprem.export import cost_chart_text
@@ -202,7 +209,13 @@ def print_build(b: dict[str, Any], csv_path: str | None = None) -> None:
 def _power(p: dict[str, Any]) -> str:
     if p["it_kw_max"] is None:
         return "unknown (no published server power)"
-    return (
+    text = (
         f"IT {p['it_kw_max']:,.1f} kW max ({p['it_kw_typical']:,.1f} typical), facility {p['facility_kw']:,.1f} kW "
         f"at PUE {p['pue']:g}; {p['rack_kw']:,.1f} kW per rack"
     )
+    if p.get("bf16_tflops_per_watt") is not None:
+        text += (
+            f"; {p['bf16_tflops_per_watt']:.3f} dense BF16 TFLOPS/W at maximum power "
+            f"({p['server_bf16_tflops_per_watt']:.3f} per server alone)"
+        )
+    return text

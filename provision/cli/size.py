@@ -133,10 +133,34 @@ def _write_spec(report: Any, cloud: str | None, path: str) -> str:
     except ValueError as e:
         raise SpecError("no spec to write", [Problem("--cloud", c, str(e), "pick another --cloud")]) from None
     load_spec(spec)  # the spec models accept it, or this raises with every problem
+    notes.append(_cost_cap(spec))
     header = "".join(f"# {n}\n" for n in ["Written by provision size.", *notes])
     target = Path(path)
     target.write_text(header + yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
     return str(target)
+
+
+def _cost_cap(spec: dict[str, Any]) -> str:
+    """Set ``lifetime.max_cost_usd`` to what `plan` projects for the spec's ttl; the note says what happened."""
+    import math
+
+    from provision.clouds.validate import load_and_plan
+    from provision.spec.errors import ProvisionError
+
+    ttl = spec.get("lifetime", {}).get("ttl")
+    if ttl is None:
+        return "no lifetime.max_cost_usd: the spec has no ttl to price"
+    try:
+        cost = load_and_plan(spec).cost
+    except ProvisionError as e:
+        return f"no lifetime.max_cost_usd: plan does not price this spec yet ({e})"
+    if cost.lifetime_usd is None:
+        return "no lifetime.max_cost_usd: the nodes have no catalog price"
+    spec["lifetime"]["max_cost_usd"] = math.ceil(cost.lifetime_usd)
+    note = f"lifetime.max_cost_usd {math.ceil(cost.lifetime_usd):,} is what plan projects for the ttl ({ttl})"
+    if cost.unpriced:
+        note += f"; it leaves out what the catalog does not price: {', '.join(cost.unpriced)}"
+    return note
 
 
 def _plot(report: Any) -> None:

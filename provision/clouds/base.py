@@ -224,7 +224,7 @@ class Adapter(ABC):
                 )
             )
         warnings.extend(spend_warnings(spec, cost.hourly_usd))
-        warnings.extend(price_basis_warnings(spec, offer, res.storage))
+        warnings.extend(price_basis_warnings(spec, offer, res.storage, nodes, cost))
         warnings.extend(login_warnings(spec))
         tags = {
             **spec.tags,

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from provision.catalog import load_catalog
 from provision.planning.images import image_text
 from provision.planning.values import PATTERNS as PATTERNS
 from provision.planning.values import UnsafeValueError as UnsafeValueError
@@ -153,8 +154,12 @@ def expiry_units(expires_at: datetime) -> list[File]:
     ]
 
 
-#: GPU models sold as 8-GPU HGX boards with NVSwitch (NVIDIA HGX A100 / H100 / H200 / H20 platform specs).
-NVSWITCH_GPUS = frozenset({"A100", "H100", "H200", "H20", "H800", "A800", "B200"})
+def _nvswitch(gpu: str) -> bool:
+    """Whether the catalog's GPU row ``gpu`` sits on an NVSwitch board; an unknown GPU is an error naming it."""
+    row = load_catalog().gpu(gpu)
+    if row is None:
+        raise ValueError(f"GPU {gpu!r} has no row in catalog/data/gpus.yaml: its NVSwitch fact is unknown")
+    return row.nvswitch
 
 
 def gpu_model(plan: ClusterPlan) -> str:
@@ -179,8 +184,9 @@ def health_expectations(plan: ClusterPlan, **fabric: Any) -> dict[str, Any]:
         "gpu_vendor": plan.offer.gpu_vendor,
         "gpus": plan.gpus_per_node,
         "gpu_model": gpu_model(plan),
-        # 8-GPU HGX (SXM) boards have NVSwitch: every NVLink must be up. PCIe parts (L4, L40S) have no NVLink.
-        "nvlink": nvidia and plan.gpus_per_node == 8 and gpu_model(plan) in NVSWITCH_GPUS,
+        # 8-GPU HGX (SXM) boards have NVSwitch: every NVLink must be up. The fact is the catalog GPU row's
+        # (catalog/data/gpus.yaml `nvswitch`, required on every row); PCIe parts (L4, L40S) have no NVLink.
+        "nvlink": nvidia and plan.gpus_per_node == 8 and _nvswitch(plan.offer.gpu),
         "driver": driver,
         "cuda": versions.get("cuda") if nvidia else None,
         "fabric": plan.fabric,

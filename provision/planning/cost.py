@@ -60,8 +60,18 @@ def network_parts(catalog: Catalog, cloud: str, region: str, nodes: int) -> list
     ]
 
 
-def price_basis_warnings(spec: ClusterSpec, offer: InstanceOffer, storage: FilesystemOffer | None) -> list[str]:
-    """What the estimate's figures are, where that is not the plain on-demand list price in this region."""
+def price_basis_warnings(
+    spec: ClusterSpec,
+    offer: InstanceOffer,
+    storage: FilesystemOffer | None,
+    nodes: int | None = None,
+    cost: CostEstimate | None = None,
+) -> list[str]:
+    """What the estimate's figures are, where that is not the plain on-demand list price in this region.
+
+    With ``nodes`` and ``cost``, a spot plan also states what the same nodes cost at the catalog's spot price
+    (the figure ``offers`` ranks by), next to the on-demand figure the cap is checked against.
+    """
     out = []
     if storage is not None and not storage.priced_in(spec.region):
         out.append(
@@ -80,7 +90,10 @@ def price_basis_warnings(spec: ClusterSpec, offer: InstanceOffer, storage: Files
     out.extend(_contract_price_warnings(spec, offer))
     if spec.capacity.type != "on-demand" and spec.lifetime.hourly_price_usd is None:
         price, basis = offer.capacity_price(spec.region, spec.capacity.type)
-        if price is not None and basis == "on-demand list price":
+        spot = _spot_line(spec, offer, nodes, cost) if spec.capacity.type == "spot" and price is not None else None
+        if spot is not None:
+            out.append(spot)
+        elif price is not None and basis == "on-demand list price":
             out.append(f"prices are on-demand list prices; {spec.capacity.type} capacity usually costs less.")
         elif price is not None:
             out.append(
@@ -88,6 +101,24 @@ def price_basis_warnings(spec: ClusterSpec, offer: InstanceOffer, storage: Files
                 "set lifetime.hourly_price_usd to the rate you pay."
             )
     return out
+
+
+def _spot_line(spec: ClusterSpec, offer: InstanceOffer, nodes: int | None, cost: CostEstimate | None) -> str | None:
+    """The expected cost at the catalog's dated spot price beside the on-demand cap basis; None without one."""
+    row = offer.regions.get(spec.region)
+    spot = row.spot_price_per_hour_usd if row is not None else None
+    on_demand = row.price_per_hour_usd if row is not None else None
+    if spot is None or on_demand is None or nodes is None or cost is None or cost.compute_hourly_usd is None:
+        return None
+    read = [s.retrieved.isoformat() for s in offer.sources if "spot" in s.covers]
+    when = f"read {read[0]}" if read else "date not recorded"
+    expected = None if cost.hourly_usd is None else cost.hourly_usd - cost.compute_hourly_usd + spot * nodes
+    total = f", ${expected:,.2f}/h with storage and network (the figure `offers` ranks by)" if expected else ""
+    return (
+        f"spot: the estimate and the cost cap use the on-demand list price (${on_demand:,.2f}/node-h), an upper "
+        f"bound; at the catalog's spot price (${spot:,.2f}/node-h in {spec.region}, {when}; spot prices move) the "
+        f"{nodes} nodes cost ${spot * nodes:,.2f}/h{total}."
+    )
 
 
 def _contract_price_warnings(spec: ClusterSpec, offer: InstanceOffer) -> list[str]:

@@ -15,6 +15,23 @@ from dataclasses import dataclass
 from provision.catalog import Catalog, FilesystemOffer, cloud_facts
 from provision.planning.cost import storage_hourly_usd
 
+#: Node operating systems a service's client runs on, where the vendor limits them. Parallelstore: Google's
+#: "Connect from Compute Engine" guide lists HPC Rocky Linux 8, Ubuntu 22.04 LTS and Debian 12 images for the DAOS
+#: client (https://cloud.google.com/parallelstore/docs/connect-from-compute-engine, read 2026-12-01); the node
+#: images this project ships are Ubuntu, so 22.04 is the one they can be (the GCP adapter refuses the rest).
+MOUNT_OS: dict[str, tuple[str, ...]] = {"parallelstore": ("ubuntu-22.04",)}
+
+
+def mountable(offer: FilesystemOffer, node_os: str | None) -> bool:
+    """Whether nodes running ``node_os`` can mount ``offer`` (``None``: unknown, e.g. a custom image: not limited)."""
+    need = MOUNT_OS.get(offer.kind)
+    return need is None or node_os is None or node_os in need
+
+
+def unreplicated(offer: FilesystemOffer) -> bool:
+    """Scratch tiers keep one copy of the data (FSx SCRATCH_1/2, Parallelstore SCRATCH): a server failure loses it."""
+    return "scratch" in offer.tier.lower()
+
 
 @dataclass(frozen=True)
 class FilesystemFit:
@@ -66,8 +83,13 @@ def fits(
     throughput_mbps_per_tib: int | None = None,
     kinds: tuple[str, ...] | None = None,
     skip_scratch: bool = False,
+    node_os: str | None = None,
 ) -> list[FilesystemFit]:
-    """Every catalog row on ``cloud`` that fits the request, best first (see the module docstring)."""
+    """Every catalog row on ``cloud`` that fits the request, best first (see the module docstring).
+
+    With ``node_os``, rows whose client does not run on it (:data:`MOUNT_OS`) are left out: auto never chooses
+    a service the nodes cannot mount.
+    """
     # Services ``auto`` prefers when prices cannot decide, parallel filesystems first (catalog facts).
     prefer = cloud_facts(cloud).filesystems
     out = []
@@ -76,7 +98,9 @@ def fits(
             continue
         if region is not None and offer.regions and region not in offer.regions:
             continue
-        if skip_scratch and "scratch" in offer.tier.lower():
+        if skip_scratch and unreplicated(offer):
+            continue
+        if not mountable(offer, node_os):
             continue
         size = smallest_allowed(offer, size_gib)
         tier = _throughput(offer, throughput_mbps_per_tib)

@@ -12,9 +12,10 @@ from datetime import date, datetime, timezone
 
 from provision.catalog import Catalog, FilesystemOffer, InstanceOffer, cloud_facts, suggest
 from provision.planning.cost import stale_catalog_warning
-from provision.planning.fschoice import fits, minimum
+from provision.planning.fschoice import MOUNT_OS, fits, minimum, mountable, unreplicated
+from provision.planning.images import default_image
 from provision.spec import ClusterSpec
-from provision.spec.errors import ProblemCollector
+from provision.spec.errors import ProblemCollector, SpecError
 
 
 def default_shared_kind(cloud: str) -> str:
@@ -239,9 +240,18 @@ def _auto_storage(spec: ClusterSpec, catalog: Catalog, res: Resolution, found: P
         rows = [r for r in rows if r.kind in kinds]
     want = shared.throughput_mbps_per_tib
     size = shared.size_gib if shared.size_gib is not None else min(minimum(r) for r in rows)
-    options = [
+    node_os = _node_os(spec, res)
+    every = [
         f for f in fits(catalog, spec.cloud, spec.region, size, want, kinds) if shared.tier is None or f.offer in rows
     ]
+    options = [f for f in every if mountable(f.offer, node_os)]
+    if every and options and every[0] is not options[0]:
+        skipped = every[0].offer
+        res.warnings.append(
+            f"storage.shared.kind auto skipped {skipped.kind} {skipped.tier}: its client needs "
+            f"{' or '.join(MOUNT_OS[skipped.kind])} and the node image runs {node_os}; pin such an image with "
+            f"image.id and set storage.shared.kind: {skipped.kind} to use it."
+        )
     if not options:
         smallest = sorted(rows, key=minimum)
         listed = ", ".join(f"{r.kind} {r.tier} from {minimum(r)} GiB" for r in smallest[:4])
@@ -260,6 +270,12 @@ def _auto_storage(spec: ClusterSpec, catalog: Catalog, res: Resolution, found: P
             f"storage.shared.size_gib {shared.size_gib} is rounded up to {best.size_gib} GiB, the next size "
             f"{best.offer.kind} {best.offer.tier} allows."
         )
+    if unreplicated(best.offer):
+        res.warnings.append(
+            f"storage.shared.kind auto chose {best.offer.kind} {best.offer.tier}, a scratch tier: not replicated, "
+            "a file server failure loses data; copy checkpoints elsewhere or set storage.shared.tier to a "
+            "persistent one."
+        )
     unpriced = [f for f in options if f.hourly_usd is None]
     if best.hourly_usd is not None and unpriced:
         names = ", ".join(f"{f.offer.kind} {f.offer.tier}" for f in unpriced[:4])
@@ -272,6 +288,16 @@ def _auto_storage(spec: ClusterSpec, catalog: Catalog, res: Resolution, found: P
             f"storage.shared.kind auto chose {best.offer.kind} {best.offer.tier}: no fitting {spec.cloud} filesystem "
             "has a catalog price, so the choice follows the smallest size, then the cloud's parallel filesystem."
         )
+
+
+def _node_os(spec: ClusterSpec, res: Resolution) -> str | None:
+    """The OS of the image the nodes will boot, when the plan knows it (not for a custom ``image.id``)."""
+    if spec.image.id or res.offer is None or res.fabric is None:
+        return None
+    try:
+        return default_image(spec, res.offer, res.fabric).versions.get("os")
+    except SpecError:
+        return None  # the image check reports it
 
 
 def _check_storage(spec: ClusterSpec, catalog: Catalog, res: Resolution, found: ProblemCollector) -> None:
@@ -358,14 +384,16 @@ def resolve(spec: ClusterSpec, catalog: Catalog, found: ProblemCollector, today:
         res.warnings.append(stale)
     _check_gpu(spec, catalog, found)
     region_ok = _check_region(spec, catalog, found)
-    _check_storage(spec, catalog, res, found)
     offer = _choose_offer(spec, catalog, found) if region_ok or spec.instance_type else None
     if offer is None:
+        _check_storage(spec, catalog, res, found)
         return res
     res.offer = offer
     if region_ok:
         _check_placement(spec, offer, res, found)
     _check_count(spec, offer, res, found)
     _check_fabric(spec, offer, catalog, res, found)
+    # After the offer and fabric: `kind: auto` chooses only services the node image can mount.
+    _check_storage(spec, catalog, res, found)
     _check_capacity(spec, offer, found)
     return res

@@ -39,6 +39,17 @@ def _switch_key(kind: str, nic: str) -> str:
     return "infiniband-hdr" if hdr else kind
 
 
+def _per_watt(server: Any, servers: int, server_max_kw: float | None, it_kw_max: float | None) -> dict[str, Any]:
+    """Dense BF16 peak TFLOPS per watt of maximum power, for the build and for one server (energy efficiency)."""
+    peak = (server.accelerator_bf16_dense_tflops or 0.0) * (server.accelerators or 0)
+    if not peak:
+        return {}
+    return {
+        "bf16_tflops_per_watt": peak * servers / (it_kw_max * 1000) if it_kw_max else None,
+        "server_bf16_tflops_per_watt": peak / (server_max_kw * 1000) if server_max_kw else None,
+    }
+
+
 def sized_run(report: Any) -> SizedRun:
     """The build planner's view of a sizing report (``provision.planning.sizing.SizingReport``).
 
@@ -163,6 +174,7 @@ def plan_build(
     lines += mgmt
     others = _powered(cat, fab, counted, storage)
     power = plan_power(cat, decision.servers, max_kw, typical_kw, cfg.cooling, others, run.pue, cfg.rack_units)
+    power = power.model_copy(update=_per_watt(server, decision.servers, max_kw, power.it_kw_max))
     lines += rack_lines(power.racks, power.liquid_cooling)
     infra_kw = sum(p.count * (p.max_w or 0.0) for p in others) / 1000
     costs = plan_costs(
@@ -249,7 +261,8 @@ def _assumptions(cat: OnpremCatalog, run: SizedRun, fab: Any, notes: list[str]) 
         sourced.append(f"{a.description}: {a.value:g} {a.unit} ({a.sources[0].url}, read {a.sources[0].retrieved})")
     return (
         "server count, GPU count and training time come from the sizing planner (its own assumptions apply); "
-        "models under ~10B parameters that fit one server get one server unless --gpus or a deadline asks for more",
+        "models under ~10B parameters that fit one server get one server unless --gpus asks for more or one server "
+        "misses the deadline (--deadline-days, or the sizing planner's default as for plain `size`)",
         f"fabric: {fab.rule}" if fab.tiers else "fabric: none (one server)",
         "non-blocking: every leaf has as many uplinks as node ports; every leaf uplink is cabled (the DGX SuperPOD "
         "practice of building the full scalable unit); one NIC per GPU rail",

@@ -35,6 +35,57 @@ def capex(lines: tuple[LineItem, ...]) -> tuple[dict[str, float | None], float, 
     return by, priced, tuple(unpriced)
 
 
+def _own_note(unpriced: tuple[str, ...], floor_3y: float | None, energy: float | None) -> str:
+    """Why owning's cost is unknown, naming each missing line and what the priced ones come to."""
+    why = []
+    if unpriced:
+        why.append(f"unknown: unpriced {', '.join(unpriced)}")
+        if floor_3y is not None:
+            why.append(f"the priced lines alone come to ${floor_3y:,.0f} over 3 years, a floor")
+    if energy is None:
+        why.append("unknown: no published server power for the energy cost")
+    return "; ".join(why)
+
+
+def _neocloud_rows(
+    cat: OnpremCatalog,
+    gpu: str,
+    busy: float,
+    every_hour: float,
+    own_3y: float | None,
+    best: dict[str, tuple[float, str]],
+) -> list[RentRow]:
+    """Neoclouds' public per-GPU-hour prices for ``gpu`` (assumptions ``neocloud_<provider>_<capacity>_<gpu>``).
+
+    On-demand and spot are paid for the busy GPU-hours; a reservation bills every hour, like a commitment.
+    """
+    out = []
+    suffix = "_" + gpu.lower().replace("-", "_")
+    for a in cat.assumptions:
+        if not a.id.startswith("neocloud_") or not a.id.endswith(suffix):
+            continue
+        provider, _, capacity = a.id.removeprefix("neocloud_").removesuffix(suffix).partition("_")
+        kind = capacity.replace("_", "-")
+        cost = a.value * (every_hour if kind == "reserved" else busy)
+        if kind in ("on-demand", "spot") and (kind not in best or cost < best[kind][0]):
+            best[kind] = (cost, provider)
+        read = a.sources[0].retrieved.isoformat() if a.sources else "undated"
+        out.append(
+            RentRow(
+                option=f"{provider} {gpu} {kind}",
+                cloud=provider,
+                capacity=kind,  # type: ignore[arg-type]
+                usd_per_gpu_hour=a.value,
+                three_year_usd=cost,
+                vs_own=cost / own_3y if own_3y else None,
+                note=f"neocloud; third-party figure read {read}"
+                + ("; reservation term not stated" if kind == "reserved" else "")
+                + ("; interruptible" if kind == "spot" else ""),
+            )
+        )
+    return out
+
+
 def _spot(cloud: str, instance_type: str | None, region: str | None) -> float | None:
     if not instance_type or not region:
         return None
@@ -75,7 +126,10 @@ def plan_costs(
     if server_typical_kw_total is not None:
         kwh = (server_typical_kw_total * utilisation + infra_kw) * HOURS_PER_YEAR * pue
         energy = kwh * electricity_usd_per_kwh
-    own_3y = priced + YEARS * ((energy or 0.0) + support) if energy is not None else None
+    floor_3y = priced + YEARS * (energy + support) if energy is not None else None
+    # Any unpriced line (a server, a switch, the racks) makes owning's cost unknown: no ratio is drawn from the
+    # priced lines alone, which would understate owning by whatever the missing lines cost.
+    own_3y = None if unpriced else floor_3y
     busy = gpus * HOURS_PER_YEAR * YEARS * utilisation
     network = sum(v or 0.0 for k, v in by.items() if k in ("compute fabric", "fabric links"))
     share = network / priced if priced else None
@@ -87,7 +141,7 @@ def plan_costs(
             usd_per_gpu_hour=own_3y / busy if own_3y and busy else None,
             three_year_usd=own_3y,
             vs_own=1.0 if own_3y else None,
-            note=f"priced lines only; {len(unpriced)} unpriced line(s) left out" if unpriced else "",
+            note=_own_note(unpriced, floor_3y, energy),
         )
     ]
     run_rent: dict[str, float | None] = {}
@@ -131,10 +185,14 @@ def plan_costs(
                     note=(extra + missing + note).strip("; "),
                 )
             )
+    rows.extend(_neocloud_rows(cat, sized_gpu, busy, gpus * HOURS_PER_YEAR * YEARS, own_3y, best))
     series: dict[str, tuple[float | None, ...]] = {}
-    if own_3y is not None:
-        monthly = ((energy or 0.0) + support) / 12
-        series["own"] = tuple(priced + monthly * m for m in MONTHS)
+    if floor_3y is not None and energy is not None:
+        monthly = (energy + support) / 12
+        # Unpriced lines: the curve is the priced lines' floor and its name says so.
+        series["own" if own_3y is not None else "own, priced lines only (a floor)"] = tuple(
+            priced + monthly * m for m in MONTHS
+        )
     for capacity, (cost, cloud) in sorted(best.items()):
         series[f"{capacity} ({cloud})"] = tuple(cost / (12 * YEARS) * m for m in MONTHS)
     return CostPlan(
@@ -146,6 +204,7 @@ def plan_costs(
         support_usd_per_year=support,
         support_percent=support_pct,
         three_year_own_usd=own_3y,
+        three_year_own_priced_usd=floor_3y,
         busy_gpu_hours_3y=busy,
         network_share=share,
         rent=tuple(rows),

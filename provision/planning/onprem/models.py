@@ -148,12 +148,20 @@ class PowerPlan(_Model):
     support_racks: int
     racks: int
     excluded: tuple[str, ...] = Field(default=(), description="Parts with no published power figure.")
+    bf16_tflops_per_watt: float | None = Field(
+        default=None,
+        description="Performance per watt: the build's dense BF16 peak TFLOPS over its IT maximum watts (servers, "
+        "fabric, storage, management); None when a peak or a power figure is unknown.",
+    )
+    server_bf16_tflops_per_watt: float | None = Field(
+        default=None, description="The same for one accelerator server alone (its peak over its maximum power)."
+    )
 
 
 class RentRow(_Model):
     option: str
     cloud: str | None = None
-    capacity: Literal["own", "on-demand", "spot", "committed-3y"]
+    capacity: Literal["own", "on-demand", "spot", "committed-3y", "reserved"]
     usd_per_gpu_hour: float | None
     three_year_usd: float | None
     vs_own: float | None
@@ -168,7 +176,8 @@ class CostPlan(_Model):
     energy_usd_per_year: float | None
     support_usd_per_year: float
     support_percent: float
-    three_year_own_usd: float | None
+    three_year_own_usd: float | None  # None when a line is unpriced: owning's cost is then unknown
+    three_year_own_priced_usd: float | None  # the priced lines alone: a floor, never compared as the cost
     busy_gpu_hours_3y: float
     network_share: float | None
     rent: tuple[RentRow, ...]

@@ -102,12 +102,7 @@ def decide(run: SizedRun, server: GpuServer) -> Decision:
     cluster_servers = max(1, math.ceil(run.gpus / per))
     cluster_days = run.gpu_hours / (cluster_servers * per) / 24
     small = run.params < SINGLE_SERVER_PARAMS
-    single = (
-        not run.gpus_given
-        and small
-        and run.fits_one_node
-        and (not run.deadline_given or one_days <= run.deadline_days * (1 + 1e-9))
-    )
+    single = not run.gpus_given and small and run.fits_one_node and one_days <= run.deadline_days * (1 + 1e-9)
     if single:
         reason = (
             f"single server: {run.params / 1e9:g}B parameters is under the ~10B the reference gives for one multi-GPU "
@@ -134,8 +129,10 @@ def decide(run: SizedRun, server: GpuServer) -> Decision:
         why.append(f"{run.params / 1e9:g}B parameters is above the ~10B one multi-GPU server suits")
     if not run.fits_one_node:
         why.append(f"the model states do not fit one server's {per} GPUs")
-    if run.deadline_given and one_days > run.deadline_days:
-        why.append(f"one server would take {one_days:,.1f} days, more than the {run.deadline_days:g}-day deadline")
+    if not run.gpus_given and one_days > run.deadline_days:
+        # The deadline applies as it does to plain `size`: given, or the sizing planner's default.
+        kind = "deadline" if run.deadline_given else "default deadline (--deadline-days to change it)"
+        why.append(f"one server would take {one_days:,.1f} days, more than the {run.deadline_days:g}-day {kind}")
     if small and not why:
         why.append("the sizing planner chose a cluster")
     return Decision(

@@ -32,6 +32,7 @@ from provision.planning.sizing.calibration import (
     FP8_SPEEDUP,
     GOODPUT,
     GOODPUT_SOURCE,
+    INTERVAL_Z,
     LARGEST_FITTED_GPUS,
     RUNS,
 )
@@ -236,7 +237,7 @@ def size_training(
             effective_mfu=eff,
             effective_mfu_range=(e_low, e_high),
             gpu_hours_range=(low_h, high_h),
-            fit_error=calibration(cat).sigma,
+            fit_error=calibration(cat).line(model.name, model.generation)[0].sigma,
         ),
         memory=memory,
         cluster=cluster,
@@ -244,7 +245,7 @@ def size_training(
         storage=_storage(cat, req),
         layout=layout,
         buy_vs_rent=_buy_vs_rent(cat, req, model, cluster),
-        assumptions=_assumptions(req, model, memory, per_node),
+        assumptions=_assumptions(cat, req, model, memory, per_node),
         warnings=_warnings(req, memory, cluster, layout, chosen),
     )
 
@@ -326,7 +327,20 @@ def _cluster(
     )
 
 
-def _assumptions(req: SizingInputs, gpu: GpuModel, memory: MemoryEstimate, per_node: int) -> tuple[str, ...]:
+def _error_text(cat: Catalog, gpu: GpuModel) -> str:
+    """How the range for ``gpu``'s generation was made and validated (leave-one-out)."""
+    line, borrowed = calibration(cat).line(gpu.name, gpu.generation)
+    left_out = ", ".join(f"{name} {ratio:.2f}x" for name, ratio in line.left_out)
+    return (
+        f"low/high are the 80% interval exp(-/+ {INTERVAL_Z} x {line.sigma:.3f}), the {line.generation} line's own "
+        f"leave-one-out error{' (borrowed)' if borrowed else ''}: each fitted run left out in turn lands at {left_out} "
+        f"of its reported GPU-hours, {line.coverage:.0%} inside its range"
+    )
+
+
+def _assumptions(
+    cat: Catalog, req: SizingInputs, gpu: GpuModel, memory: MemoryEstimate, per_node: int
+) -> tuple[str, ...]:
     states = " + ".join(f"{v:g} {k}" for k, v in memory.bytes_per_param.items())
     fitted = ", ".join(r.name for r in RUNS if r.fit)
     held_out = ", ".join(r.name for r in RUNS if not r.fit)
@@ -335,9 +349,9 @@ def _assumptions(req: SizingInputs, gpu: GpuModel, memory: MemoryEstimate, per_n
         if req.mfu is not None
         else (
             f"MFU from a fit of ln(MFU x goodput) = a + b ln(N_active/10B) per GPU generation on {fitted} (reported "
-            f"GPU-hours; sources in calibration.py); held-out runs checked within 0.67x-1.5x: {held_out}; low/high "
-            "are exp(-/+ the fit's residual standard deviation); Blackwell/AMD use the Hopper line with a 1.5x wider "
-            "range; above 8,192 GPUs MFU falls 7% per doubling (Llama 3 Table 4: 430 -> 400 TFLOPS, 8K -> 16K H100)"
+            f"GPU-hours; sources in calibration.py); held-out runs checked within 0.67x-1.5x: {held_out}; "
+            f"{_error_text(cat, gpu)}; Blackwell/AMD use the Hopper line with a 1.5x wider range; above 8,192 GPUs "
+            "MFU falls 7% per doubling (Llama 3 Table 4: 430 -> 400 TFLOPS, 8K -> 16K H100)"
         )
     )
     return (

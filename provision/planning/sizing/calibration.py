@@ -6,10 +6,17 @@ checkpoint stalls, evaluation), so the fit absorbs them; the planner splits it i
 goodput factor whose default comes from Llama 3 (see :data:`GOODPUT`).
 
 Model: ``ln(effective MFU) = a_gen + b_gen * ln(N_active / 10B)``, one line per GPU generation (Ampere,
-Hopper), fitted by least squares on the runs the issue names (``fit=True`` below). The error is the
-residual standard deviation of ``ln MFU`` pooled over the generations; low/high are ``exp(-/+ sigma)``
-around the expectation. Runs with ``fit=False`` are held out: tests check that the expected GPU-hours land
-within 0.67x-1.5x of what each paper reports.
+Hopper), fitted by least squares on the ``fit=True`` runs below. A GPU's generation is its catalog row's
+(``catalog/data/gpus.yaml`` ``generation``); a generation with neither a line nor a borrowed one is an error
+naming that row, never a silent default.
+
+Each generation has its own error, validated by leave-one-out: every fitted run is left out in turn, the line
+refitted on the others, and the left-out run's log error recorded. ``sigma`` is the root mean square of those
+errors (not the in-sample residual, which understates what an unseen run does), and the printed range is the
+80% normal interval ``exp(-/+ 1.2816 sigma)`` around the expectation; ``coverage`` is the share of
+left-out runs that fell inside their own range. Runs with ``fit=False`` are held out entirely: tests check that
+the expected GPU-hours land within 0.67x-1.5x of what each paper reports and that at least 80% of the reported
+figures lie inside the printed range.
 
 Adjustments, each from a published figure:
 
@@ -22,6 +29,7 @@ Adjustments, each from a published figure:
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 #: Llama 3 (arXiv 2407.21783, section 3.3.4): "higher than 90% effective training time" over a 54-day
@@ -48,17 +56,11 @@ UNFITTED_WIDENING = 1.5
 #: Effective MFU is never predicted above this (no published large run reports more).
 MFU_CEILING = 0.60
 
-GENERATION = {
-    "A100-40GB": "ampere",
-    "A100-80GB": "ampere",
-    "H100": "hopper",
-    "H200": "hopper",
-    "H800": "hopper",
-    "H20": "hopper",
-    "B200": "blackwell",
-    "GB200": "blackwell",
-    "MI300X": "cdna3",
-}
+#: Two-sided 80% interval of a normal error: the printed range is expected * exp(-/+ INTERVAL_Z * sigma).
+INTERVAL_Z = 1.2816
+#: When the runs below were read from their sources.
+RUNS_RETRIEVED = "2026-12-01"
+
 #: Generations with no published run in the fit borrow this line.
 BORROWED = {"blackwell": "hopper", "cdna3": "hopper"}
 
@@ -78,6 +80,7 @@ class PublishedRun:
     precision: str
     fit: bool
     source: str
+    gpus: int | None = None  # the cluster size the source states, where it states one
 
 
 RUNS: tuple[PublishedRun, ...] = (
@@ -133,6 +136,57 @@ RUNS: tuple[PublishedRun, ...] = (
         True,
         f"{_TABLE15}; 366B tokens per the BLOOM paper (arXiv 2211.05100)",
     ),
+    # Hopper beyond Llama 3: other labs' runs, with the GPU count and days (or GPU-hours) their sources state.
+    PublishedRun(
+        "DeepSeek LLM 67B",
+        "H800",
+        67e9,
+        67e9,
+        1e12,
+        300.6e3,
+        "bf16",
+        True,
+        "DeepSeek-V2 paper (arXiv 2405.04434) s3.2.3: on the H800 cluster 'DeepSeek 67B requires 300.6K GPU hours' "
+        "per trillion tokens",
+    ),
+    PublishedRun(
+        "DeepSeek-V2",
+        "H800",
+        236e9,
+        21e9,
+        1e12,
+        172.8e3,
+        "bf16",
+        True,
+        "DeepSeek-V2 paper (arXiv 2405.04434) s3.2.3: 'DeepSeek-V2 needs only 172.8K GPU hours' per trillion tokens "
+        "on H800 (236B total, 21B activated)",
+    ),
+    PublishedRun(
+        "Phi-3-mini (Apr 2024)",
+        "H100",
+        3.8e9,
+        3.8e9,
+        3.3e12,
+        512 * 7 * 24,
+        "bf16",
+        True,
+        "huggingface.co/microsoft/Phi-3-mini-4k-instruct model card, first release: 'GPUs: 512 H100-80G', "
+        "'Training time: 7 days', 'Training data: 3.3T tokens', 3.8B parameters",
+        gpus=512,
+    ),
+    PublishedRun(
+        "Phi-3-medium",
+        "H100",
+        14e9,
+        14e9,
+        4.8e12,
+        512 * 42 * 24,
+        "bf16",
+        True,
+        "huggingface.co/microsoft/Phi-3-medium-128k-instruct model card: 'GPUs: 512 H100-80G', 'Training time: "
+        "42 days', 'Training data: 4.8T tokens', 14B parameters",
+        gpus=512,
+    ),
     # ---- held out: not used in the fit
     PublishedRun("LLaMA 7B", "A100-80GB", 6.7e9, 6.7e9, 1.0e12, 82_432, "bf16", False, _TABLE15),
     PublishedRun("LLaMA 13B", "A100-80GB", 13e9, 13e9, 1.0e12, 135_168, "bf16", False, _TABLE15),
@@ -170,6 +224,7 @@ RUNS: tuple[PublishedRun, ...] = (
         "bf16",
         False,
         "llama3_1 MODEL_CARD.md (30.84M GPU-h); 15.6T tokens per arXiv 2407.21783",
+        gpus=16_384,
     ),
     PublishedRun(
         "DeepSeek-V3",
@@ -181,40 +236,92 @@ RUNS: tuple[PublishedRun, ...] = (
         "fp8",
         False,
         "DeepSeek-V3 technical report (arXiv 2412.19437): 2664K H800 GPU-hours of pre-training on 14.8T tokens",
+        gpus=2048,
+    ),
+    PublishedRun(
+        "Phi-3-mini (Jun 2024)",
+        "H100",
+        3.8e9,
+        3.8e9,
+        4.9e12,
+        512 * 10 * 24,
+        "bf16",
+        False,
+        "huggingface.co/microsoft/Phi-3-mini-4k-instruct model card, June 2024 update: 'GPUs: 512 H100-80G', "
+        "'Training time: 10 days', 'Training data: 4.9T tokens'",
+        gpus=512,
+    ),
+    PublishedRun(
+        "Phi-4",
+        "H100",
+        14e9,
+        14e9,
+        9.8e12,
+        1920 * 21 * 24,
+        "bf16",
+        False,
+        "huggingface.co/microsoft/phi-4 model card: '1920 H100-80G', '21 days', '9.8T tokens', 14B parameters",
+        gpus=1920,
     ),
 )
 
 
 @dataclass(frozen=True)
 class LineFit:
-    """``ln MFU = intercept + slope * ln(N_active / 10B)`` for one generation."""
+    """``ln MFU = intercept + slope * ln(N_active / 10B)`` for one generation, with its leave-one-out error."""
 
     generation: str
     intercept: float
     slope: float
     runs: tuple[str, ...]
+    sigma: float  # root mean square of the leave-one-out log errors
+    coverage: float  # share of left-out runs inside their own printed range
+    left_out: tuple[tuple[str, float], ...]  # (run, predicted / reported GPU-hours) with the run left out
 
 
 @dataclass(frozen=True)
 class Calibration:
     lines: dict[str, LineFit]
-    sigma: float
+
+    def line(self, gpu: str, generation: str) -> tuple[LineFit, bool]:
+        """The line a GPU of ``generation`` sizes with, and whether it is borrowed from another generation.
+
+        Raises:
+            ValueError: the generation has neither a fitted nor a borrowed line; names the catalog row.
+        """
+        if generation in self.lines:
+            return self.lines[generation], False
+        if generation in BORROWED and BORROWED[generation] in self.lines:
+            return self.lines[BORROWED[generation]], True
+        raise ValueError(
+            f"gpus.yaml row {gpu!r}: generation {generation!r} has no calibration line (fitted: "
+            f"{', '.join(sorted(self.lines))}; borrowed: {', '.join(sorted(BORROWED))}); add published runs on "
+            "it to planning/sizing/calibration.py RUNS or a borrow to BORROWED"
+        )
 
     def mfu(
-        self, gpu: str, active_params: float, precision: str = "bf16", gpus: int | None = None
+        self,
+        gpu: str,
+        generation: str,
+        active_params: float,
+        precision: str = "bf16",
+        gpus: int | None = None,
     ) -> tuple[float, float, float]:
         """(low, expected, high) *effective* MFU against the BF16 peak (goodput included)."""
-        gen = GENERATION.get(gpu, "hopper")
-        line = self.lines[BORROWED.get(gen, gen)]
-        ln = line.intercept + line.slope * math.log(active_params / 1e10)
-        expected = math.exp(ln)
-        if precision == "fp8":
-            expected *= FP8_SPEEDUP
-        if gpus is not None and gpus > SCALE_KNEE_GPUS:
-            expected *= (gpus / SCALE_KNEE_GPUS) ** SCALE_EXPONENT
+        line, borrowed = self.line(gpu, generation)
+        expected = math.exp(line.intercept + line.slope * math.log(active_params / 1e10)) * _adjustment(precision, gpus)
         expected = min(expected, MFU_CEILING)
-        sigma = self.sigma * (UNFITTED_WIDENING if gen in BORROWED else 1.0)
-        return expected * math.exp(-sigma), expected, min(expected * math.exp(sigma), MFU_CEILING)
+        sigma = line.sigma * (UNFITTED_WIDENING if borrowed else 1.0)
+        half = INTERVAL_Z * sigma
+        return expected * math.exp(-half), expected, min(expected * math.exp(half), MFU_CEILING)
+
+
+def _adjustment(precision: str, gpus: int | None) -> float:
+    """The FP8 and cluster-size factors on the fitted BF16 line."""
+    factor = FP8_SPEEDUP if precision == "fp8" else 1.0
+    if gpus is not None and gpus > SCALE_KNEE_GPUS:
+        factor *= (gpus / SCALE_KNEE_GPUS) ** SCALE_EXPONENT
+    return factor
 
 
 def effective_mfu(run: PublishedRun, bf16_peak_tflops: float) -> float:
@@ -222,27 +329,45 @@ def effective_mfu(run: PublishedRun, bf16_peak_tflops: float) -> float:
     return 6 * run.active_params * run.tokens / (run.gpu_hours * 3600 * bf16_peak_tflops * 1e12)
 
 
-def fit(peaks: dict[str, float], runs: tuple[PublishedRun, ...] = RUNS) -> Calibration:
-    """Least-squares lines per generation on the ``fit=True`` runs; ``peaks`` maps GPU -> dense BF16 TFLOPS."""
+def _line(pts: list[tuple[float, float]]) -> tuple[float, float]:
+    n = len(pts)
+    mx = sum(p[0] for p in pts) / n
+    my = sum(p[1] for p in pts) / n
+    sxx = sum((p[0] - mx) ** 2 for p in pts)
+    slope = sum((p[0] - mx) * (p[1] - my) for p in pts) / sxx if sxx > 0 else 0.0
+    return my - slope * mx, slope
+
+
+def fit(gpus: Mapping[str, tuple[float, str]], runs: tuple[PublishedRun, ...] = RUNS) -> Calibration:
+    """Least-squares lines per generation on the ``fit=True`` runs, each with its leave-one-out error.
+
+    ``gpus`` maps a GPU name to its catalog (dense BF16 TFLOPS, generation).
+
+    Raises:
+        ValueError: a run's GPU is not in ``gpus``, or a generation has fewer than three runs (no left-out error).
+    """
     by_gen: dict[str, list[tuple[float, float, str]]] = {}
     for r in runs:
         if not r.fit:
             continue
+        if r.gpu not in gpus:
+            raise ValueError(f"published run {r.name!r}: GPU {r.gpu!r} is not a gpus.yaml row")
+        peak, generation = gpus[r.gpu]
         x = math.log(r.active_params / 1e10)
-        y = math.log(effective_mfu(r, peaks[r.gpu]))
-        by_gen.setdefault(GENERATION[r.gpu], []).append((x, y, r.name))
+        y = math.log(effective_mfu(r, peak) / _adjustment(r.precision, r.gpus))
+        by_gen.setdefault(generation, []).append((x, y, r.name))
     lines = {}
-    ss = 0.0
-    dof = 0
-    for gen, pts in by_gen.items():
-        n = len(pts)
-        mx = sum(p[0] for p in pts) / n
-        my = sum(p[1] for p in pts) / n
-        sxx = sum((p[0] - mx) ** 2 for p in pts)
-        slope = sum((p[0] - mx) * (p[1] - my) for p in pts) / sxx if sxx > 0 else 0.0
-        intercept = my - slope * mx
-        lines[gen] = LineFit(gen, intercept, slope, tuple(p[2] for p in pts))
-        ss += sum((p[1] - intercept - slope * p[0]) ** 2 for p in pts)
-        dof += n - 2
-    sigma = math.sqrt(ss / dof) if dof > 0 else 0.3
-    return Calibration(lines=lines, sigma=sigma)
+    for gen, named in by_gen.items():
+        if len(named) < 3:
+            raise ValueError(f"generation {gen!r}: {len(named)} fitted runs; a line with an error needs three")
+        pts = [(x, y) for x, y, _ in named]
+        intercept, slope = _line(pts)
+        errors = []
+        for i, (x, y) in enumerate(pts):
+            a, b = _line(pts[:i] + pts[i + 1 :])
+            errors.append(y - a - b * x)  # ln(reported MFU / predicted) = ln(predicted hours / reported hours)
+        sigma = math.sqrt(sum(e * e for e in errors) / len(errors))
+        inside = sum(abs(e) < INTERVAL_Z * sigma for e in errors) / len(errors)
+        left_out = tuple((name, math.exp(e)) for (_, _, name), e in zip(named, errors, strict=True))
+        lines[gen] = LineFit(gen, intercept, slope, tuple(n for *_, n in named), sigma, inside, left_out)
+    return Calibration(lines=lines)

@@ -92,15 +92,13 @@ def _gpus_per_node(cat: Catalog, gpu: GpuModel) -> int:
 
 
 @cache
-def _calibration(a100_peak: float, h100_peak: float) -> Calibration:
-    return fit({"A100-40GB": a100_peak, "A100-80GB": a100_peak, "H100": h100_peak, "H800": h100_peak})
+def _calibration(gpus: tuple[tuple[str, float, str], ...]) -> Calibration:
+    return fit({name: (peak, generation) for name, peak, generation in gpus})
 
 
 def calibration(cat: Catalog) -> Calibration:
-    """The MFU fit on published runs, with the catalog's BF16 peaks."""
-    a100, h100 = cat.gpu("A100-80GB"), cat.gpu("H100")
-    assert a100 is not None and h100 is not None  # noqa: S101  # shipped catalog rows
-    return _calibration(a100.bf16_dense_tflops, h100.bf16_dense_tflops)
+    """The MFU fit on published runs, with the catalog's BF16 peaks and generations."""
+    return _calibration(tuple((g.name, g.bf16_dense_tflops, g.generation) for g in cat.gpus))
 
 
 def active(req: SizingInputs) -> float:
@@ -126,7 +124,7 @@ def effective_mfu(cat: Catalog, req: SizingInputs, gpu: GpuModel, gpus: int | No
     if req.mfu is not None:
         eff = req.mfu * req.goodput
         return eff, eff, eff
-    low, expected, high = calibration(cat).mfu(gpu.name, active(req), req.precision, gpus)
+    low, expected, high = calibration(cat).mfu(gpu.name, gpu.generation, active(req), req.precision, gpus)
     scale = req.goodput / GOODPUT
     return low * scale, expected * scale, high * scale
 

@@ -54,6 +54,11 @@ def spec_for(report: SizingReport, cloud: str) -> tuple[dict[str, Any], list[str
         "gpus": option.gpus,
         "instance_type": option.instance_type,
     }
+    zones = offer.regions[option.region].zones if offer is not None and option.region in offer.regions else ()
+    if zones:
+        # The zone `plan` would choose (the catalog's first), written out: zonal services (Azure Managed Lustre)
+        # then go to the nodes' zone, and the spec says where it runs.
+        spec["zone"] = zones[0]
     notes = [
         f"{option.gpus} x {option.gpu} on {option.nodes} x {option.instance_type} in {option.region}, "
         f"{option.wall_hours / 24 if option.wall_hours else 0:,.1f} days expected",
