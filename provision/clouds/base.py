@@ -17,14 +17,14 @@ import importlib.util
 import re
 from abc import ABC, abstractmethod
 from datetime import datetime, timezone
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic
 
 from provision.catalog import Catalog, InstanceOffer, load_catalog
 from provision.planning.access import login_warnings
 from provision.planning.cost import estimate, expiry, price_basis_warnings, spend_warnings
 from provision.planning.images import check_image, default_image
 from provision.planning.kubernetes import KubernetesPlan, system_price_note
-from provision.planning.plan import ClusterPlan, ImagePlan, StoragePlan
+from provision.planning.plan import ClusterPlan, ImagePlan, P, StoragePlan
 from provision.planning.resolve import Resolution, resolve
 from provision.spec import ClusterSpec
 from provision.spec.errors import ProblemCollector, SpecError, UnsupportedError
@@ -69,8 +69,12 @@ def default_owner() -> str:
     return re.sub(r"[^a-z0-9_-]", "-", user.lower())[:63] or "unknown"
 
 
-class Adapter(ABC):
-    """One cloud. Subclasses set the class attributes and implement the hooks."""
+class Adapter(ABC, Generic[P]):
+    """One cloud. Subclasses set the class attributes and implement the hooks.
+
+    Generic in the cloud's part of the plan (``AwsAdapter(Adapter[AwsPlan])``): :meth:`extra_plan` returns it,
+    :meth:`plan` carries it as ``ClusterPlan[P].extra`` and the cloud's ``build`` reads it typed.
+    """
 
     cloud: ClassVar[str]
     #: The pip extra that installs this cloud's SDK, e.g. ``aws`` for ``provision[aws]``.
@@ -93,7 +97,7 @@ class Adapter(ABC):
         now: datetime | None = None,
         owner: str | None = None,
         stack: str | None = None,
-    ) -> ClusterPlan:
+    ) -> ClusterPlan[P]:
         """Resolve ``spec`` into a plan.
 
         Args:
@@ -176,7 +180,7 @@ class Adapter(ABC):
                 offer=res.storage,
             )
         if k8s is not None:
-            image = ImagePlan(ref=k8s.extra["node_image"], source=f"{k8s.control_plane.service} managed node image")
+            image = ImagePlan(ref=k8s.extra.node_image, source=f"{k8s.control_plane.service} managed node image")
             # Under Kubernetes the environment is the one pods see (their interface names and paths).
             nccl_env = dict(k8s.job.env)
         else:
@@ -311,12 +315,12 @@ class Adapter(ABC):
         note = system_price_note(self.cloud, spec.region, k8s.system_pool)
         return [note] if note else []
 
-    def extra_plan(self, spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
-        """Cloud-specific decisions to carry into ``build`` (JSON-serialisable)."""
-        return {}
+    @abstractmethod
+    def extra_plan(self, spec: ClusterSpec, res: Resolution) -> P:
+        """The cloud's own decisions to carry into ``build`` (``ClusterPlan.extra``; ``clouds/<cloud>/plan.py``)."""
 
     # ------------------------------------------------------------------ build (Pulumi)
-    def build(self, plan: ClusterPlan) -> dict[str, Any]:
+    def build(self, plan: ClusterPlan[P]) -> dict[str, Any]:
         """Create the cluster's Pulumi resources; returns the stack outputs (see DESIGN.md).
 
         Raises:
@@ -357,7 +361,7 @@ ADAPTERS: dict[str, str] = {
 }
 
 
-def get_adapter(cloud: str) -> Adapter:
+def get_adapter(cloud: str) -> Adapter[Any]:
     """The adapter for ``cloud`` (imported on first use).
 
     Raises:
@@ -371,6 +375,6 @@ def get_adapter(cloud: str) -> Adapter:
     return cls()  # type: ignore[no-any-return]
 
 
-def plan_spec(spec: ClusterSpec, **kwargs: Any) -> ClusterPlan:
+def plan_spec(spec: ClusterSpec, **kwargs: Any) -> ClusterPlan[Any]:
     """Shortcut: ``get_adapter(spec.cloud).plan(spec, **kwargs)``."""
     return get_adapter(spec.cloud).plan(spec, **kwargs)

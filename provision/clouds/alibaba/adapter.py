@@ -34,7 +34,7 @@ from provision.catalog import InstanceOffer
 from provision.clouds.alibaba import ramrole
 from provision.clouds.base import Adapter
 from provision.planning.images import LOOKUP_PREFIX, default_image
-from provision.planning.plan import ClusterPlan
+from provision.planning.plan import ClusterPlan, UntypedPlan
 from provision.planning.resolve import Resolution, shared_kind
 from provision.spec import ClusterSpec
 from provision.spec.errors import ProblemCollector, SpecError
@@ -259,7 +259,7 @@ def cpfs_client_warning(size_gib: int, tier: str | None) -> str:
     )
 
 
-class AlibabaAdapter(Adapter):
+class AlibabaAdapter(Adapter[UntypedPlan]):
     """GN8 (ebmgn8v, gn8v) and GN7 (ebmgn7ex, gn7e) clusters; see the module docstring for the allocation."""
 
     cloud: ClassVar[str] = "alibaba"
@@ -510,5 +510,5 @@ class AlibabaAdapter(Adapter):
             "NCCL_NET_GDR_LEVEL": "SYS",
         }
 
-    def extra_plan(self, spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
-        return decide(spec, res)
+    def extra_plan(self, spec: ClusterSpec, res: Resolution) -> UntypedPlan:
+        return UntypedPlan(**decide(spec, res))

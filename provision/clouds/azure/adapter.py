@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 from provision.catalog import InstanceOffer
 from provision.clouds.azure import rules
 from provision.clouds.base import Adapter
+from provision.planning.plan import UntypedPlan
 from provision.planning.resolve import Resolution, shared_kind
 from provision.spec import ClusterSpec
 from provision.spec.errors import REDACTED, ProblemCollector
@@ -71,7 +72,7 @@ def rccl_env(gpus: int) -> dict[str, str]:
     }
 
 
-class AzureAdapter(Adapter):
+class AzureAdapter(Adapter[UntypedPlan]):
     cloud = "azure"
     extra = "azure"
     sdk_modules = ("pulumi", "pulumi_azure_native")
@@ -337,7 +338,10 @@ class AzureAdapter(Adapter):
     def _storage_kind(spec: ClusterSpec, res: Resolution) -> str | None:
         return shared_kind(spec, res)
 
-    def extra_plan(self, spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
+    def extra_plan(self, spec: ClusterSpec, res: Resolution) -> UntypedPlan:
+        return UntypedPlan(**self._decisions(spec, res))
+
+    def _decisions(self, spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
         opts: AzureOptions = spec.cloud_options()
         name = spec.name
         cluster_rg, data_rg = resource_group_names(name)

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from provision.catalog import InstanceOffer
 from provision.clouds.base import Adapter
 from provision.clouds.gcp import kubeplan, layout
 from provision.planning.images import default_image
 from provision.planning.kubernetes import KubernetesPlan
-from provision.planning.plan import ImagePlan
+from provision.planning.plan import ImagePlan, UntypedPlan
 from provision.planning.resolve import Resolution, shared_kind
 from provision.spec import LABEL_KEY_PATTERN, LABEL_VALUE_PATTERN, ClusterSpec
 from provision.spec.errors import Problem, ProblemCollector, SpecError
@@ -162,7 +162,7 @@ def _cidr(path: str, value: str, found: ProblemCollector) -> ipaddress.IPv4Netwo
     return net
 
 
-class GcpAdapter(Adapter):
+class GcpAdapter(Adapter[UntypedPlan]):
     cloud: ClassVar[str] = "gcp"
     extra: ClassVar[str] = "gcp"
     sdk_modules: ClassVar[tuple[str, ...]] = ("pulumi_gcp",)
@@ -408,8 +408,8 @@ class GcpAdapter(Adapter):
         # No GPU fabric (A2): NCCL's socket transport over the one gVNIC.
         return {"NCCL_SOCKET_IFNAME": "^lo,docker", "NCCL_CROSS_NIC": "0"}
 
-    def extra_plan(self, spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
-        return layout.decide(spec, res)
+    def extra_plan(self, spec: ClusterSpec, res: Resolution) -> UntypedPlan:
+        return UntypedPlan(**layout.decide(spec, res))
 
     # ------------------------------------------------------------------ scheduler: kubernetes (GKE)
     def check_kubernetes(self, spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:

@@ -39,6 +39,7 @@ from provision.planning.kubernetes import (
     JobProfile,
     KubernetesPlan,
     NodePoolPlan,
+    UntypedKubernetesPlan,
     system_pool,
 )
 from provision.planning.resolve import DEFAULT_SHARED_KIND, Resolution
@@ -429,5 +430,5 @@ def kubernetes_plan(spec: ClusterSpec, res: Resolution, vm_env: dict[str, str]) 
         gpu_pool=_gpu_pool(spec, res, networks),
         addons=tuple(_addons(fabric, storage_kind)),
         job=job_profile(spec, res, networks, claim, vm_env),
-        extra=extra,
+        extra=UntypedKubernetesPlan(**extra),
     )
