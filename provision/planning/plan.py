@@ -17,7 +17,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 
-from provision.catalog.models import FilesystemOffer, InstanceOffer
+from provision.catalog.models import Cloud, FilesystemOffer, InstanceOffer
 from provision.planning.kubernetes import ByKey, KubernetesJson, KubernetesPlan
 from provision.spec import AccessSpec, CapacitySpec, ClusterSpec, ScratchStorage
 from provision.spec.options import AnyCloudOptions
@@ -241,7 +241,7 @@ class PlanJson(_Frozen):
     """
 
     name: str
-    cloud: str
+    cloud: Cloud
     region: str
     zone: str | None
     instance_type: str
