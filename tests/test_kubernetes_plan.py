@@ -128,7 +128,7 @@ def test_gke_flex_start_pool_grows_from_zero_without_compact_placement() -> None
     spec = variant("gcp-a3-64-gke", capacity={"type": "flex-start"}, lifetime={"ttl": "24h"})
     k = plan_of(spec).kubernetes
     assert (k.gpu_pool.min_nodes, k.gpu_pool.max_nodes) == (0, 8)
-    assert k.extra["flex_start"] and not k.extra["compact"] and k.extra["max_run_duration_s"] == 24 * 3600
+    assert k.extra.flex_start and not k.extra.compact and k.extra.max_run_duration_s == 24 * 3600
 
 
 # ---------------------------------------------------------------------- job documents

@@ -153,7 +153,7 @@ class ClusterPlan(_Frozen, Generic[P]):
 
     spec: ClusterSpec = Field(exclude=True)
     name: str
-    cloud: str
+    cloud: Cloud
     region: str
     zone: str | None
     instance_type: str

@@ -1,7 +1,8 @@
 """GCP adapter: the pure plan for A3 (TCPX, TCPXO, RDMA) and A2 clusters.
 
 Imports no Pulumi and no cloud SDK. The decisions live in :mod:`provision.clouds.gcp.layout`
-(``plan.extra``); :mod:`provision.clouds.gcp.components` turns them into resources:
+(``plan.extra``, a :class:`~provision.clouds.gcp.plan.GcpPlan`);
+:mod:`provision.clouds.gcp.components` turns them into resources:
 
 * one VPC per NIC network as Google publishes for each machine type, firewalls, Cloud NAT;
 * one regional instance template + one zonal MIG (gang allocation: resize request for flex-start,
@@ -20,9 +21,10 @@ from typing import ClassVar
 from provision.catalog import InstanceOffer
 from provision.clouds.base import Adapter
 from provision.clouds.gcp import kubeplan, layout
+from provision.clouds.gcp.plan import GcpPlan
 from provision.planning.images import default_image
 from provision.planning.kubernetes import KubernetesPlan
-from provision.planning.plan import ImagePlan, UntypedPlan
+from provision.planning.plan import ImagePlan
 from provision.planning.resolve import Resolution, shared_kind
 from provision.spec import LABEL_KEY_PATTERN, LABEL_VALUE_PATTERN, ClusterSpec
 from provision.spec.errors import Problem, ProblemCollector, SpecError
@@ -162,7 +164,7 @@ def _cidr(path: str, value: str, found: ProblemCollector) -> ipaddress.IPv4Netwo
     return net
 
 
-class GcpAdapter(Adapter[UntypedPlan]):
+class GcpAdapter(Adapter[GcpPlan]):
     cloud: ClassVar[str] = "gcp"
     extra: ClassVar[str] = "gcp"
     sdk_modules: ClassVar[tuple[str, ...]] = ("pulumi_gcp",)
@@ -260,7 +262,7 @@ class GcpAdapter(Adapter[UntypedPlan]):
         offer = res.offer
         if offer is None or opts.max_topology_distance is None:
             return
-        kind = layout.placement(spec, offer)["kind"]
+        kind = layout.placement(spec, offer).kind
         if kind != "workload-policy":
             found.add(
                 "gcp.max_topology_distance",
@@ -408,8 +410,8 @@ class GcpAdapter(Adapter[UntypedPlan]):
         # No GPU fabric (A2): NCCL's socket transport over the one gVNIC.
         return {"NCCL_SOCKET_IFNAME": "^lo,docker", "NCCL_CROSS_NIC": "0"}
 
-    def extra_plan(self, spec: ClusterSpec, res: Resolution) -> UntypedPlan:
-        return UntypedPlan(**layout.decide(spec, res))
+    def extra_plan(self, spec: ClusterSpec, res: Resolution) -> GcpPlan:
+        return layout.decide(spec, res)
 
     # ------------------------------------------------------------------ scheduler: kubernetes (GKE)
     def check_kubernetes(self, spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
