@@ -112,28 +112,6 @@ class KubernetesCloudPlan(_Frozen):
     node_image: str = Field(description="The image the GPU nodes boot, in words (the service manages it).")
 
 
-class ByKey:
-    """Transitional: read a model's extra (undeclared) fields by key, like the mapping it replaced."""
-
-    def _items(self) -> dict[str, Any]:
-        return getattr(self, "__pydantic_extra__", None) or {}
-
-    def __getitem__(self, key: str) -> Any:
-        return self._items()[key]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self._items()
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self._items().get(key, default)
-
-
-class UntypedKubernetesPlan(ByKey, KubernetesCloudPlan):
-    """Transitional: the managed-Kubernetes decisions of a cloud whose ``plan.py`` is not written yet."""
-
-    model_config = ConfigDict(extra="allow")
-
-
 class KubernetesPlan(_Frozen):
     """Everything the cloud's ``kubernetes.py`` builds, and its cost."""
 

@@ -18,7 +18,7 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 
 from provision.catalog.models import Cloud, FilesystemOffer, InstanceOffer
-from provision.planning.kubernetes import ByKey, KubernetesJson, KubernetesPlan
+from provision.planning.kubernetes import KubernetesJson, KubernetesPlan
 from provision.spec import AccessSpec, CapacitySpec, ClusterSpec, ScratchStorage
 from provision.spec.options import AnyCloudOptions
 from provision.spec.units import format_time
@@ -70,35 +70,6 @@ class CloudPlan(PlanPart):
     def nccl_nics(self) -> int | None:
         """NICs per node NCCL should spread over when the plan fixes them itself (Alibaba's ERIs), else None."""
         return None
-
-
-class UntypedPlan(ByKey, CloudPlan):
-    """Transitional: the decisions of a cloud whose ``plan.py`` is not written yet, as the adapter's mapping.
-
-    Kept in key order (the ``extra`` object of ``provision plan --json``); readable by key like the mapping
-    it wraps. Each cloud moves to its own typed model; the accessors read the keys the clouds use today.
-    """
-
-    model_config = ConfigDict(extra="allow")
-
-    def managed_bastion(self) -> Bastion | None:
-        if not self.get("bastion"):
-            return None
-        return Bastion(
-            name=self["bastion"]["name"],
-            resource_group=self.get("network_resource_group") or self["resource_group"],
-            scale_sets=tuple(island["vmss"] for island in self.get("islands", [])),
-        )
-
-    def iap_tunnel(self) -> IapTunnel | None:
-        return IapTunnel(project=self.get("project"), zone=self.get("zone")) if "project" in self else None
-
-    def identity_login(self) -> bool:
-        return bool(self.get("os_login"))
-
-    def nccl_nics(self) -> int | None:
-        cards = self.get("eri_cards")
-        return None if cards is None else len(cards)
 
 
 #: The cloud part of a plan; ``ClusterPlan[AwsPlan]`` in a cloud's own code.

@@ -24,7 +24,7 @@ from pulumi_azure_native import authorization, compute, managedidentity, resourc
 
 from provision.clouds.azure.expiry import ROLE_ACTIONS, role_guid, role_name
 from provision.clouds.azure.network import Network, build_bastion, build_network
-from provision.clouds.azure.plan import AzurePlan
+from provision.clouds.azure.plan import AzurePlan, Island
 from provision.clouds.azure.rules import vmss_hostnames
 from provision.clouds.azure.storage import SharedFs, build_filesystem
 from provision.clouds.azure.userdata import custom_data
@@ -157,7 +157,7 @@ class AzureCluster(pulumi.ComponentResource):
 
     def _scale_set(
         self,
-        island: dict[str, Any],
+        island: Island,
         ppg: compute.ProximityPlacementGroup | None,
         boot: pulumi.Output[str],
         opts: pulumi.ResourceOptions,

@@ -255,6 +255,7 @@ def build_bastion(
     """
     name = plan.name
     bastion = plan.extra.bastion
+    assert bastion is not None  # noqa: S101 - built only when the plan has a bastion
     subnet = network.Subnet(
         f"{name}-bastion",
         subnet_name="AzureBastionSubnet",

@@ -41,7 +41,9 @@ class ImageReference(PlanPart):
 
 
 class Maintenance(PlanPart):
-    day_of_week: str
+    """The Managed Lustre weekly maintenance window."""
+
+    day_of_week: Literal["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
     time_of_day_utc: str
 
 

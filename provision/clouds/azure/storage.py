@@ -71,7 +71,8 @@ def _amlfs(
         filesystem_subnet=subnet.id,
         zones=[fs.zone] if fs.zone else None,
         maintenance_window=storagecache.AmlFilesystemMaintenanceWindowArgs(
-            day_of_week=fs.maintenance.day_of_week, time_of_day_utc=fs.maintenance.time_of_day_utc
+            day_of_week=storagecache.MaintenanceDayOfWeekType(fs.maintenance.day_of_week),
+            time_of_day_utc=fs.maintenance.time_of_day_utc,
         ),
         tags=tags,
         opts=opts,
