@@ -331,7 +331,7 @@ def test_nas_is_reachable_only_from_the_node_vswitch(gn8: Any) -> None:
     )
     assert fs.inputs["encryptType"] == 1 and "capacity" not in fs.inputs
     rule = gn8.one("alicloud:nas/accessRule:AccessRule")
-    assert rule.inputs["sourceCidrIp"] == gn8.plan.extra["vswitch_cidr"]
+    assert rule.inputs["sourceCidrIp"] == gn8.plan.extra.vswitch_cidr
     assert (rule.inputs["rwAccessType"], rule.inputs["userAccessType"]) == ("RDWR", "no_squash")
     target = gn8.one("alicloud:nas/mountTarget:MountTarget")
     group = gn8.one("alicloud:nas/accessGroup:AccessGroup")
@@ -377,7 +377,7 @@ def test_image_is_looked_up_once_and_exported_as_image_pin(gn8: Any) -> None:
 
 
 def test_hostfile_lists_private_ips_from_the_vswitch_by_rank(gn8: Any) -> None:
-    net = ipaddress.ip_network(gn8.plan.extra["vswitch_cidr"])
+    net = ipaddress.ip_network(gn8.plan.extra.vswitch_cidr)
     assert len(gn8.outputs["hosts"]) == 3 and all(ipaddress.ip_address(ip) in net for ip in gn8.outputs["hosts"])
     assert gn8.outputs["hostfile"].splitlines()[0] == f"{gn8.outputs['hosts'][0]} slots=8"
 

@@ -106,9 +106,9 @@ def test_plan_puts_an_eri_on_every_card_the_type_offers(
     instance_type: str, region: str, cards: list[int | None], jumbo: bool, nccl_hca: str | None
 ) -> None:
     p = plan(spec(instance_type=instance_type, region=region, zone=f"{region}-{'l' if 'beijing' in region else 'i'}"))
-    assert p.extra["eri_cards"] == cards
-    assert p.extra["jumbo_frames"] is jumbo
-    assert p.extra["mtu"] == (8500 if jumbo else 1400 if cards else 1500)
+    assert list(p.extra.eri_cards) == cards
+    assert p.extra.jumbo_frames is jumbo
+    assert p.extra.mtu == (8500 if jumbo else 1400 if cards else 1500)
     assert p.nccl_env.get("NCCL_IB_HCA") == nccl_hca
     assert p.nccl_env["NCCL_SOCKET_IFNAME"] == "eth0"
     assert p.nccl_env["NCCL_IB_DISABLE"] == ("0" if nccl_hca else "1")
@@ -116,7 +116,7 @@ def test_plan_puts_an_eri_on_every_card_the_type_offers(
 
 def test_plan_with_fabric_none_on_an_erdma_type_gets_no_eri() -> None:
     p = plan(spec(fabric="none"))
-    assert p.extra["eri_cards"] == [] and p.extra["jumbo_frames"] is False
+    assert p.extra.eri_cards == () and p.extra.jumbo_frames is False
     assert p.nccl_env["NCCL_IB_DISABLE"] == "1"
 
 
@@ -124,8 +124,8 @@ def test_plan_erdma_without_jumbo_frames_uses_mtu_1400() -> None:
     # Alibaba, "Enable eRDMA on a GPU-accelerated instance": with NCCL's LL128 protocol the MTU must be 8500 with
     # jumbo frames and 1400 without them; a wrong MTU causes data consistency problems.
     p = plan(spec(alibaba={"jumbo_frames": False}))
-    assert p.extra["jumbo_frames"] is False and p.extra["mtu"] == 1400
-    assert p.extra["eri_cards"] == [0, 1]
+    assert p.extra.jumbo_frames is False and p.extra.mtu == 1400
+    assert p.extra.eri_cards == (0, 1)
 
 
 def test_nccl_env_for_erdma_lets_nccl_pick_the_ipv4_rocev2_gid_per_device() -> None:
@@ -153,28 +153,28 @@ def test_nccl_env_for_erdma_lets_nccl_pick_the_ipv4_rocev2_gid_per_device() -> N
 )
 def test_plan_splits_nodes_into_lowlatency_deployment_sets_of_at_most_20(nodes: int, groups: list[int]) -> None:
     p = plan(spec(nodes=nodes))
-    assert p.extra["placement_groups"] == groups
+    assert list(p.extra.placement_groups) == groups
     assert sum(groups) in (0, nodes) and all(g <= DEPLOYMENT_SET_MAX for g in groups)
     assert any("deployment sets" in w for w in p.warnings) is (nodes > DEPLOYMENT_SET_MAX)
 
 
 def test_plan_without_placement_option_creates_no_deployment_set() -> None:
-    assert plan(spec(alibaba={"placement": "none"})).extra["placement_groups"] == []
+    assert plan(spec(alibaba={"placement": "none"})).extra.placement_groups == ()
 
 
 def test_plan_spot_nodes_get_no_deployment_set_and_a_warning() -> None:
     cat = catalog_with(ecs_ebmgn8v_48xlarge={"consumption": ["on-demand", "spot"]})
     p = plan(spec(capacity={"type": "spot", "max_price_per_hour_usd": 20}), cat)
-    assert p.extra["placement_groups"] == []
-    assert p.extra["spot_strategy"] == "SpotWithPriceLimit" and p.extra["spot_price_limit"] == 20
+    assert p.extra.placement_groups == ()
+    assert p.extra.spot_strategy == "SpotWithPriceLimit" and p.extra.spot_price_limit == 20
     assert any("cannot join a deployment set" in w for w in p.warnings)
     assert any("currency" in w for w in p.warnings)
 
 
 def test_plan_reservation_targets_the_private_pool() -> None:
     p = plan(spec(capacity={"type": "reservation", "reservation": "crp-bp67acfmxazb4p0001"}))
-    assert p.extra["private_pool_id"] == "crp-bp67acfmxazb4p0001"
-    assert p.extra["charge_type"] == "PostPaid" and p.extra["spot_strategy"] == "NoSpot"
+    assert p.extra.private_pool_id == "crp-bp67acfmxazb4p0001"
+    assert p.extra.charge_type == "PostPaid" and p.extra.spot_strategy == "NoSpot"
 
 
 # ---------------------------------------------------------------- lifetime: auto_release_time
@@ -203,8 +203,8 @@ def test_no_auto_release_time_without_a_lifetime() -> None:
 
 def test_subscription_nodes_have_no_auto_release_time() -> None:
     p = plan(spec(alibaba={"subscription_months": 1}))
-    assert p.extra["charge_type"] == "PrePaid" and p.extra["period_months"] == 1
-    assert p.extra["auto_release"] is False and auto_release_time(p) is None
+    assert p.extra.charge_type == "PrePaid" and p.extra.period_months == 1
+    assert p.extra.auto_release is False and auto_release_time(p) is None
     assert any("force_delete" in w for w in p.warnings)
 
 
@@ -257,14 +257,15 @@ def test_plan_rejects_cpfs_lingjun_with_the_reason() -> None:
     ],
 )
 def test_plan_storage_decisions(shared: dict[str, Any], expected: dict[str, Any]) -> None:
-    storage = plan(spec(storage={"shared": shared})).extra["storage"]
-    assert {k: storage[k] for k in expected} == expected
+    storage = plan(spec(storage={"shared": shared})).extra.storage
+    assert storage is not None
+    assert {k: getattr(storage, k) for k in expected} == expected
 
 
 def test_plan_extreme_nas_uses_the_users_kms_key() -> None:
     p = plan(spec(storage={"shared": {"kind": "nas-extreme", "size_gib": 100}}, alibaba={"kms_key_id": "key-hzz1"}))
-    assert p.extra["storage"]["encrypt_type"] == 2 and p.extra["storage"]["kms_key_id"] == "key-hzz1"
-    assert p.extra["kms_key_id"] == "key-hzz1"
+    assert p.extra.storage.encrypt_type == 2 and p.extra.storage.kms_key_id == "key-hzz1"
+    assert p.extra.kms_key_id == "key-hzz1"
 
 
 def test_plan_rejects_cpfs_below_the_catalog_minimum() -> None:
@@ -274,9 +275,9 @@ def test_plan_rejects_cpfs_below_the_catalog_minimum() -> None:
 
 def test_plan_retaining_cpfs_retains_the_network_it_lives_in() -> None:
     p = plan(spec(storage={"shared": {"kind": "cpfs", "retain": True}}))
-    assert p.extra["retain_network"] is True
+    assert p.extra.retain_network is True
     assert any("retained with it" in w for w in p.warnings)
-    assert plan(spec(storage={"shared": {"kind": "nas", "retain": True}})).extra["retain_network"] is False
+    assert plan(spec(storage={"shared": {"kind": "nas", "retain": True}})).extra.retain_network is False
 
 
 # ---------------------------------------------------------------- other checks, all reported at once
@@ -303,13 +304,13 @@ ECDSA_KEY = "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTY
 def test_plan_key_pair_takes_the_first_key_ecs_can_import(keys: list[str], key_pair: str) -> None:
     # ECS ImportKeyPair takes rsa, dsa and ecdsa keys only: an ed25519 key pair would fail at `pulumi up`.
     p = plan(spec(access={"ssh_public_keys": keys}))
-    assert p.extra["key_pair_public_key"] == key_pair
+    assert p.extra.key_pair_public_key == key_pair
     assert not any("key pair" in w for w in p.warnings)
 
 
 def test_plan_ed25519_only_gets_no_key_pair_and_a_warning() -> None:
     p = plan(spec())
-    assert p.extra["key_pair_public_key"] is None
+    assert p.extra.key_pair_public_key is None
     assert any("ImportKeyPair" in w and "ubuntu" in w for w in p.warnings)
 
 
@@ -362,7 +363,7 @@ def test_plan_pinned_image_needs_no_lookup() -> None:
 @pytest.mark.parametrize("stack", ["alibaba-gn8-64", "alibaba-gn8-ci"])
 def test_stacks_plan(stack: str) -> None:
     p = plan(stack_spec(stack))
-    assert p.instance_type == "ecs.ebmgn8v.48xlarge" and p.extra["eri_cards"] == [0, 1]
+    assert p.instance_type == "ecs.ebmgn8v.48xlarge" and p.extra.eri_cards == (0, 1)
     assert p.gpus == (64 if stack.endswith("64") else 16)
 
 
@@ -388,6 +389,6 @@ def test_cpfs_plan_says_the_nodes_mount_at_boot_and_what_rights_deploying_needs(
     text = " ".join(p.warnings)
     assert "at every boot" in text and "do not mount" not in text
     assert "ram:PassRole" in text and "ram:CreateRole" in text
-    storage = p.extra["storage"]
-    assert storage["lookup_role"] == f"{p.name}-{p.region}-nodes"
-    assert storage["nas_endpoint"] == f"https://nas-vpc.{p.region}.aliyuncs.com"
+    storage = p.extra.storage
+    assert storage.lookup_role == f"{p.name}-{p.region}-nodes"
+    assert storage.nas_endpoint == f"https://nas-vpc.{p.region}.aliyuncs.com"

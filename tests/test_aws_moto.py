@@ -47,7 +47,7 @@ def test_catalog_efa_counts_match_ec2(aws: dict[str, Any], instance_type: str) -
     cards = {c["NetworkCardIndex"]: c for c in info["NetworkCards"]}
     layout = efa_interfaces("efa", offer.fabric_interfaces, offer.network_cards)
     for nic in layout:
-        assert nic["type"] in cards[nic["card"]]["InterfaceTypes"]
+        assert nic.type in cards[nic.card]["InterfaceTypes"]
     assert cards[0]["MaximumNetworkInterfaces"] >= 2
 
 
@@ -56,7 +56,7 @@ def test_launch_template_round_trips_the_efa_layout(aws: dict[str, Any]) -> None
     assert offer is not None
     layout = efa_interfaces("efa", offer.fabric_interfaces, offer.network_cards)
     nics = [
-        {"NetworkCardIndex": n["card"], "DeviceIndex": n["device"], "InterfaceType": n["type"],
+        {"NetworkCardIndex": n.card, "DeviceIndex": n.device, "InterfaceType": n.type,
          "SubnetId": aws["subnet"], "DeleteOnTermination": True}
         for n in layout
     ]  # fmt: skip

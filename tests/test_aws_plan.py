@@ -20,6 +20,7 @@ from provision.clouds.aws.adapter import (
     fsx_efa_allowed,
     vpc_layout,
 )
+from provision.clouds.aws.plan import Fsx, NetworkInterface, PlacementGroup
 from provision.planning.bootstrap import parse
 from provision.spec import load_spec
 from provision.spec.errors import SpecError
@@ -74,23 +75,23 @@ def test_efa_layout_follows_catalog_cards(instance_type: str, entries: int, card
     assert offer is not None and offer.network_cards == cards
     layout = efa_interfaces("efa", offer.fabric_interfaces, offer.network_cards)
     assert len(layout) == entries
-    assert layout[0] == {"card": 0, "device": 0, "type": "interface"}
-    assert layout[1] == {"card": 0, "device": 1, "type": "efa-only"}
-    assert [n["card"] for n in layout[2:]] == list(range(1, cards))
-    assert {n["device"] for n in layout[2:]} == {0}
-    assert {n["type"] for n in layout[1:]} == {"efa-only"}
-    assert sorted({n["card"] for n in layout}) == list(range(cards))
+    assert layout[0] == NetworkInterface(card=0, device=0, type="interface")
+    assert layout[1] == NetworkInterface(card=0, device=1, type="efa-only")
+    assert [n.card for n in layout[2:]] == list(range(1, cards))
+    assert {n.device for n in layout[2:]} == {0}
+    assert {n.type for n in layout[1:]} == {"efa-only"}
+    assert sorted({n.card for n in layout}) == list(range(cards))
     # Only the primary takes an IP: one subnet address per node.
-    assert sum(n["type"] == "interface" for n in layout) == 1
+    assert sum(n.type == "interface" for n in layout) == 1
 
 
 def test_efa_layout_is_one_ena_interface_without_fabric() -> None:
-    assert efa_interfaces("none", 32, 32) == [{"card": 0, "device": 0, "type": "interface"}]
+    assert efa_interfaces("none", 32, 32) == (NetworkInterface(card=0, device=0, type="interface"),)
 
 
 def test_plan_carries_p5_layout_and_nccl_env() -> None:
     p = plan()
-    assert len(p.extra["efa_interfaces"]) == 33
+    assert len(p.extra.efa_interfaces) == 33
     assert p.fabric_interfaces == 32
     assert p.nccl_env == EFA_ENV
     assert p.nccl_env["FI_PROVIDER"] == "efa"
@@ -110,7 +111,7 @@ def test_plan_carries_p5_layout_and_nccl_env() -> None:
 def test_plan_without_fabric_has_socket_env_only() -> None:
     p = plan(fabric="none")
     assert p.nccl_env == {"NCCL_SOCKET_IFNAME": "^docker,lo,veth"}
-    assert p.extra["efa_interfaces"] == [{"card": 0, "device": 0, "type": "interface"}]
+    assert p.extra.efa_interfaces == (NetworkInterface(card=0, device=0, type="interface"),)
 
 
 def test_vpc_layout_quarters_the_vpc() -> None:
@@ -212,22 +213,22 @@ def test_fsx_efa_size_steps(tier: str, size: int, tput: int | None, ok: bool) ->
 
 def test_plan_turns_on_fsx_efa_when_the_size_allows() -> None:
     shared = {"kind": "fsx-lustre", "tier": "PERSISTENT_2", "size_gib": 19200, "throughput_mbps_per_tib": 250}
-    fsx = plan(storage={"shared": shared}).extra["fsx"]
-    assert fsx == {
-        "deployment_type": "PERSISTENT_2",
-        "storage_capacity": 19200,
-        "per_unit_storage_throughput": 250,
-        "efa": True,
-        "metadata_mode": "AUTOMATIC",
-        "lustre_version": "2.15",
-        "retain": False,
-    }
+    fsx = plan(storage={"shared": shared}).extra.fsx
+    assert fsx == Fsx(
+        deployment_type="PERSISTENT_2",
+        storage_capacity=19200,
+        per_unit_storage_throughput=250,
+        efa=True,
+        metadata_mode="AUTOMATIC",
+        lustre_version="2.15",
+        retain=False,
+    )
 
 
 def test_plan_warns_when_fsx_runs_without_efa() -> None:
     shared = {"kind": "fsx-lustre", "tier": "PERSISTENT_2", "size_gib": 2400, "throughput_mbps_per_tib": 250}
     p = plan(storage={"shared": shared})
-    assert p.extra["fsx"]["efa"] is False
+    assert p.extra.fsx.efa is False
     assert any("without EFA" in w and "19200" in w for w in p.warnings)
 
 
@@ -238,14 +239,15 @@ def test_plan_rejects_forced_fsx_efa_on_scratch() -> None:
 
 
 def test_scratch_fsx_has_no_throughput_or_metadata() -> None:
-    fsx = plan(storage={"shared": {"kind": "fsx-lustre", "tier": "SCRATCH_2", "size_gib": 1200}}).extra["fsx"]
-    assert fsx["per_unit_storage_throughput"] is None and fsx["metadata_mode"] is None and fsx["efa"] is False
+    fsx = plan(storage={"shared": {"kind": "fsx-lustre", "tier": "SCRATCH_2", "size_gib": 1200}}).extra.fsx
+    assert fsx is not None and fsx.per_unit_storage_throughput is None and fsx.metadata_mode is None
+    assert fsx.efa is False
 
 
 def test_plan_warns_that_retained_storage_keeps_its_network() -> None:
     shared = {"kind": "fsx-lustre", "tier": "SCRATCH_2", "size_gib": 1200, "retain": True}
     p = plan(storage={"shared": shared})
-    assert p.extra["fsx"]["retain"] is True
+    assert p.extra.fsx.retain is True
     assert any("retain" in w and "VPC" in w for w in p.warnings)
 
 
@@ -254,22 +256,22 @@ def test_plan_warns_that_retained_storage_keeps_its_network() -> None:
 
 def test_capacity_block_plan_uses_block_market_without_placement_group() -> None:
     p = plan(zone="us-east-1a", capacity={"type": "capacity-block", "reservation": "cr-0123456789abcdef0"})
-    assert p.extra["market"]["target_capacity_type"] == "capacity-block"
-    assert p.extra["market"]["market_type"] == "capacity-block"
-    assert p.extra["market"]["all_or_nothing"] is False
-    assert p.extra["placement_group"] == {"create": False, "name": None}
+    assert p.extra.market.target_capacity_type == "capacity-block"
+    assert p.extra.market.market_type == "capacity-block"
+    assert p.extra.market.all_or_nothing is False
+    assert p.extra.placement_group == PlacementGroup(create=False, name=None)
     assert any("Capacity Block" in w for w in p.warnings)
 
 
 def test_reservation_on_fleet_targets_a_resource_group() -> None:
     p = plan(zone="us-east-1a", capacity={"type": "reservation", "reservation": "cr-0123456789abcdef0"})
-    assert p.extra["market"]["reservation_group"] is True
+    assert p.extra.market.reservation_group is True
     asg = plan(
         zone="us-east-1a",
         capacity={"type": "reservation", "reservation": "cr-0123456789abcdef0"},
         aws={"allocation": "asg"},
     )
-    assert asg.extra["market"]["reservation_group"] is False
+    assert asg.extra.market.reservation_group is False
 
 
 def test_plan_warns_about_lifetime_enforcement() -> None:
@@ -281,10 +283,10 @@ def test_plan_warns_about_lifetime_enforcement() -> None:
 def test_lookup_image_is_carried_and_warned() -> None:
     p = plan()
     assert p.image.ref.startswith("lookup:/aws/service/deeplearning/ami/x86_64/")
-    assert p.extra["image_lookup"] == p.image.ref.removeprefix("lookup:")
+    assert p.extra.image_lookup == p.image.ref.removeprefix("lookup:")
     assert any("image_pin" in w for w in p.warnings)
     pinned = plan(image={"id": "ami-0123456789abcdef0"})
-    assert pinned.extra["image_lookup"] is None and pinned.image.ref == "ami-0123456789abcdef0"
+    assert pinned.extra.image_lookup is None and pinned.image.ref == "ami-0123456789abcdef0"
 
 
 def test_adapter_module_imports_no_pulumi() -> None:
@@ -319,12 +321,12 @@ def test_user_data_adds_only_keys_beyond_the_key_pair() -> None:
 def test_fido_key_goes_to_user_data_instead_of_a_key_pair() -> None:
     fido = "sk-ssh-ed25519@openssh.com AAAAGnNrLXNzaC1lZDI1NTE5QG9wZW5zc2guY29tAAAAIFRlc3Q= fido"
     p = plan(access={"ssh_public_keys": [fido, KEY]})
-    assert p.extra["ssh"]["key_pair"] is False
+    assert p.extra.ssh.key_pair is False
     script = userdata.render(p)
     assert fido in script and KEY in script
 
 
 def test_asg_timer_fires_after_the_scheduled_scale_to_zero() -> None:
     p = plan(lifetime={"ttl": "6h"}, aws={"allocation": "asg"})
-    assert p.extra["lifetime"]["asg_schedule"] is True
+    assert p.extra.lifetime.asg_schedule is True
     assert "OnCalendar=2026-11-29 18:15:00 UTC" in userdata.render(p)

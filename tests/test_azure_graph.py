@@ -180,7 +180,7 @@ def test_nsg_admits_ssh_from_the_allowed_cidrs_and_only_the_clusters_own_subnets
     # Azure's default rule 65000 AllowVnetInBound admits every port from the VirtualNetwork service tag,
     # which grows to cover peered VNets and VPN-connected networks (the documented way to reach these
     # private nodes): without the final deny, any peered network could reach every port regardless of allowed_cidrs.
-    subnets = cluster.plan.extra["subnets"]
+    subnets = cluster.plan.extra.subnets
     assert _node_rules(cluster) == [
         (100, "Allow", ["203.0.113.0/24"], "22"),
         (110, "Allow", [subnets["nodes"]], "*"),
@@ -242,7 +242,7 @@ def test_netapp_volume_sits_on_a_delegated_subnet_and_exports_to_the_nodes_only(
     assert (pool["serviceLevel"], volume["serviceLevel"], volume["protocolTypes"]) == ("Premium", "Premium", ["NFSv3"])
     assert volume["subnetId"] == subnet.id
     [rule] = volume["exportPolicy"]["rules"]
-    assert rule["allowedClients"] == result.plan.extra["subnets"]["nodes"]
+    assert rule["allowedClients"] == result.plan.extra.subnets["nodes"]
     assert result.outputs["shared_fs"]["mount_command"].startswith("sudo mkdir -p /shared && sudo mount -t nfs")
 
 
@@ -281,7 +281,7 @@ def test_split_cluster_has_one_scale_set_per_island_and_outputs_agree() -> None:
     ]
     hosts = result.outputs["hosts"]
     assert len(hosts) == len(set(hosts)) == 256
-    prefixes = [i["computer_name_prefix"] for i in result.plan.extra["islands"]]
+    prefixes = [i.computer_name_prefix for i in result.plan.extra.islands]
     assert [hosts[0], hosts[86], hosts[171]] == [f"{p}000000" for p in prefixes]
 
 
@@ -342,7 +342,7 @@ def test_a_reservation_group_in_the_plan_reaches_the_scale_set_profile() -> None
         "/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/rg1/providers/"
         "Microsoft.Compute/capacityReservationGroups/crg1"
     )
-    plan = plan.model_copy(update={"extra": {**plan.extra, "capacity_reservation_group": group}})
+    plan = plan.model_copy(update={"extra": plan.extra.model_copy(update={"capacity_reservation_group": group})})
     mocks = CloudMocks(region=plan.region)
     pulumi.runtime.settings.ROOT.set(None)
     install_mocks(mocks, project="provision", stack="mock", preview=False)

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from provision.catalog import load_catalog
 from provision.clouds.azure import rules
 from provision.clouds.azure.adapter import AzureAdapter
+from provision.clouds.azure.plan import ImageReference
 from provision.spec import load_spec
 from provision.spec.errors import SpecError
 
@@ -69,12 +70,12 @@ def problems(**overrides: Any) -> dict[str, Any]:
 def test_plan_splits_256_nodes_into_three_even_islands_when_asked() -> None:
     p = plan(nodes=256, azure={"split_islands": True})
     assert p.islands == (86, 85, 85)
-    islands = p.extra["islands"]
+    islands = p.extra.islands
     assert any("one NCCL job cannot span them" in w and "NCCL_IB_DISABLE=1" in w for w in p.warnings)
-    assert [i["nodes"] for i in islands] == [86, 85, 85]
-    assert [i["first_rank"] for i in islands] == [0, 86, 171]
+    assert [i.nodes for i in islands] == [86, 85, 85]
+    assert [i.first_rank for i in islands] == [0, 86, 171]
     # Three scale sets in ONE proximity placement group (one datacenter for the Ethernet path between islands).
-    assert len({i["vmss"] for i in islands}) == 3 and len({i["ppg"] for i in islands}) == 1
+    assert len({i.vmss for i in islands}) == 3 and len({i.ppg for i in islands}) == 1
     assert p.island_of(85) == 0 and p.island_of(86) == 1 and p.island_of(255) == 2
     assert any("3 InfiniBand islands" in w for w in p.warnings)
 
@@ -92,7 +93,7 @@ def test_plan_rejects_a_cluster_above_the_island_size_without_opt_in(field: str,
 def test_plan_keeps_one_island_up_to_a_raised_island_cap() -> None:
     p = plan(nodes=256, azure={"max_island_nodes": 300})
     assert p.islands == (256,)
-    assert p.extra["single_placement_group"] is True
+    assert p.extra.single_placement_group is True
 
 
 def test_options_refuse_an_island_cap_above_300() -> None:
@@ -112,8 +113,8 @@ def test_islands_are_as_few_and_as_even_as_the_cap_allows(nodes: int, cap: int) 
 def test_plan_without_infiniband_uses_one_scale_set_without_placement_group() -> None:
     p = plan(nodes=150, fabric="none")
     assert p.islands == (150,)
-    assert p.extra["single_placement_group"] is False
-    assert p.extra["islands"][0]["ppg"] is None
+    assert p.extra.single_placement_group is False
+    assert p.extra.islands[0].ppg is None
     assert p.nccl_env["NCCL_IB_DISABLE"] == "1"
 
 
@@ -164,17 +165,17 @@ def test_plan_rejects_a_public_head_node() -> None:
 
 
 def test_plan_keeps_the_computer_name_prefix_within_15_characters() -> None:
-    [island] = plan(name="a-very-long-cluster-name-for-test").extra["islands"]
-    assert island["computer_name_prefix"] == "a-very-long-clu"
-    [island] = plan(name="abcdefghijklmn-x").extra["islands"]
-    assert island["computer_name_prefix"] == "abcdefghijklmn"
+    [island] = plan(name="a-very-long-cluster-name-for-test").extra.islands
+    assert island.computer_name_prefix == "a-very-long-clu"
+    [island] = plan(name="abcdefghijklmn-x").extra.islands
+    assert island.computer_name_prefix == "abcdefghijklmn"
 
 
 def test_plan_gives_every_island_its_own_computer_name_prefix() -> None:
     # A Uniform scale set names its VMs <prefix><instance id in 6 base-36 digits>, and every scale set
     # counts from 000000: islands sharing a prefix would boot duplicate hostnames into one VNet.
-    islands = plan(name="a-very-long-cluster-name-for-test", nodes=256, azure={"split_islands": True}).extra["islands"]
-    prefixes = [i["computer_name_prefix"] for i in islands]
+    islands = plan(name="a-very-long-cluster-name-for-test", nodes=256, azure={"split_islands": True}).extra.islands
+    prefixes = [i.computer_name_prefix for i in islands]
     assert prefixes == ["a-very-long-ci0", "a-very-long-ci1", "a-very-long-ci2"]
 
 
@@ -192,12 +193,9 @@ def test_computer_name_prefixes_are_distinct_and_valid(name: str, islands: int) 
 def test_plan_pins_the_hpc_image_to_an_exact_version() -> None:
     p = plan()
     assert p.image.ref == "microsoft-dsvm:ubuntu-hpc:2204:22.04.2024102301"
-    assert p.extra["image"] == {
-        "publisher": "microsoft-dsvm",
-        "offer": "ubuntu-hpc",
-        "sku": "2204",
-        "version": "22.04.2024102301",
-    }
+    assert p.extra.image == ImageReference(
+        publisher="microsoft-dsvm", offer="ubuntu-hpc", sku="2204", version="22.04.2024102301"
+    )
     assert p.image.versions["nccl"] == "2.22.3-1"
 
 
@@ -220,7 +218,7 @@ def test_plan_accepts_a_pinned_gallery_image_version() -> None:
         "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/img/providers/Microsoft.Compute/"
         "galleries/g1/images/hpc/versions/1.2.3"
     )
-    assert plan(image={"id": image_id}).extra["image"] == {"id": image_id}
+    assert plan(image={"id": image_id}).extra.image == ImageReference(id=image_id)
 
 
 def test_plan_refuses_capacity_reservations_for_nd_sizes_and_checks_the_group_id_too() -> None:
@@ -244,7 +242,7 @@ def test_plan_bids_spot_at_the_cap_or_the_on_demand_price(max_price: float | Non
     if max_price is not None:
         capacity["max_price_per_hour_usd"] = max_price
     p = plan(capacity=capacity)
-    assert (p.extra["priority"], p.extra["eviction_policy"], p.extra["max_price"]) == ("Spot", "Delete", expected)
+    assert (p.extra.priority, p.extra.eviction_policy, p.extra.max_price) == ("Spot", "Delete", expected)
 
 
 @pytest.mark.parametrize(
@@ -265,7 +263,7 @@ def test_plan_rejects_a_vnet_that_is_public_too_small_or_malformed(cidr: str, wo
 
 
 def test_plan_accepts_the_shared_address_space_azure_allows() -> None:
-    assert plan(azure={"vnet_cidr": "100.64.0.0/16"}).extra["vnet_cidr"] == "100.64.0.0/16"
+    assert plan(azure={"vnet_cidr": "100.64.0.0/16"}).extra.vnet_cidr == "100.64.0.0/16"
 
 
 def test_plan_rejects_a_zone_azure_does_not_have() -> None:
@@ -309,8 +307,8 @@ def test_node_subnet_holds_every_node_besides_the_five_reserved_addresses(nodes:
 
 def test_plan_sizes_the_lustre_subnet_from_the_filesystem_capacity() -> None:
     p = plan(storage={"shared": {"kind": "amlfs", "tier": "AMLFS-Durable-Premium-40", "size_gib": 786432}})
-    assert p.extra["subnets"]["filesystem"].endswith("/22")
-    assert p.extra["filesystem"]["capacity_tib"] == 768
+    assert p.extra.subnets["filesystem"].endswith("/22")
+    assert p.extra.filesystem.capacity_tib == 768
 
 
 def test_plan_rejects_an_amlfs_size_off_the_sku_step() -> None:
@@ -332,24 +330,24 @@ def test_shipped_lustre_stacks_put_the_nodes_in_the_file_systems_zone(stack: str
     from conftest import stack_spec
 
     shipped = AzureAdapter().plan(stack_spec(stack))
-    assert shipped.extra["filesystem"]["kind"] == "amlfs"
-    assert shipped.zone == shipped.extra["filesystem"]["zone"] is not None
+    assert shipped.extra.filesystem.kind == "amlfs"
+    assert shipped.zone == shipped.extra.filesystem.zone is not None
     assert not any("set zone:" in w for w in shipped.warnings)
 
 
 def test_plan_puts_retained_storage_and_its_network_in_their_own_resource_group() -> None:
     p = plan(storage={"shared": {"retain": True}})
-    assert p.extra["retain_network"] is True
-    assert p.extra["network_resource_group"] == "az-test-data-rg" != p.extra["resource_group"]
+    assert p.extra.retain_network is True
+    assert p.extra.network_resource_group == "az-test-data-rg" != p.extra.resource_group
     assert any("az-test-data-rg" in w for w in p.warnings)
 
 
 def test_plan_sizes_a_large_netapp_volume_as_a_large_volume() -> None:
     p = plan(storage={"shared": {"kind": "netapp", "tier": "Premium", "size_gib": 200 * 1024, "retain": False}})
-    fs = p.extra["filesystem"]
-    assert fs["pool_bytes"] == 200 * 1024**4 == fs["volume_bytes"]
-    assert fs["large_volume"] is True
-    assert fs["allowed_clients"] == p.extra["subnets"]["nodes"]
+    fs = p.extra.filesystem
+    assert fs.pool_bytes == 200 * 1024**4 == fs.volume_bytes
+    assert fs.large_volume is True
+    assert fs.allowed_clients == p.extra.subnets["nodes"]
 
 
 # ------------------------------------------------------------------ NCCL / RCCL and lifetime
@@ -399,7 +397,7 @@ def test_rccl_gets_microsofts_documented_settings_and_none_that_only_apply_elsew
 def test_plan_says_the_nodes_delete_the_cluster_at_its_expiry() -> None:
     p = plan(lifetime={"ttl": "6h"})
     assert p.tags["provision-expires-at"] == "20261129t1800z"
-    assert p.extra["lifetime"] == "node-timer"
+    assert p.extra.lifetime == "node-timer"
     assert p.lifetime_enforced_by is not None and "resource group" in p.lifetime_enforced_by
     assert p.summary()["lifetime_enforced_by"] == p.lifetime_enforced_by
 
@@ -407,4 +405,4 @@ def test_plan_says_the_nodes_delete_the_cluster_at_its_expiry() -> None:
 def test_plan_says_plainly_that_only_the_reaper_enforces_an_opted_out_lifetime() -> None:
     p = plan(lifetime={"ttl": "6h"}, azure={"delete_at_expiry": False})
     assert any("nothing in the cloud deletes the cluster" in w and "provision reap" in w for w in p.warnings)
-    assert p.extra["lifetime"] == "tags+reaper" and p.lifetime_enforced_by is None
+    assert p.extra.lifetime == "tags+reaper" and p.lifetime_enforced_by is None

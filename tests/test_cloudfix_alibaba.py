@@ -63,7 +63,7 @@ def test_subscription_months_follow_the_providers_period_rule(months: int, ok: b
     # terraform-provider-alicloud resource_alicloud_instance.go: period IntBetween(1, 9) or {12, 24, 36, 48, 60}.
     over = {"alibaba": {"subscription_months": months}, "lifetime": {}}
     if ok:
-        assert AlibabaAdapter().plan(spec(**over)).extra["period_months"] == months
+        assert AlibabaAdapter().plan(spec(**over)).extra.period_months == months
     else:
         with pytest.raises(SpecError) as err:
             AlibabaAdapter().plan(spec(**over))
@@ -76,7 +76,7 @@ def test_subscription_months_follow_the_providers_period_rule(months: int, ok: b
 def test_seventh_generation_erdma_nodes_get_no_jumbo_frames() -> None:
     result = preview(spec(instance_type="ecs.ebmgn7ex.32xlarge", zone="cn-beijing-l", region="cn-beijing"))
     assert all("enableJumboFrame" not in n.inputs for n in result.of_type(INSTANCE))
-    assert result.plan.extra["mtu"] == 1400  # eRDMA without jumbo frames (Alibaba's GPU eRDMA guide)
+    assert result.plan.extra.mtu == 1400  # eRDMA without jumbo frames (Alibaba's GPU eRDMA guide)
 
 
 def test_jumbo_frames_are_refused_where_alibaba_says_the_type_has_none() -> None:
@@ -88,9 +88,9 @@ def test_jumbo_frames_are_refused_where_alibaba_says_the_type_has_none() -> None
 
 def test_jumbo_frames_default_on_only_where_documented() -> None:
     gn8v = AlibabaAdapter().plan(spec(instance_type="ecs.gn8v-8x.48xlarge"))
-    assert (gn8v.extra["jumbo_frames"], gn8v.extra["mtu"]) == (True, 8500)
+    assert (gn8v.extra.jumbo_frames, gn8v.extra.mtu) == (True, 8500)
     ebmgn8v = AlibabaAdapter().plan(spec())
-    assert (ebmgn8v.extra["jumbo_frames"], ebmgn8v.extra["mtu"]) == (False, 1400)
+    assert (ebmgn8v.extra.jumbo_frames, ebmgn8v.extra.mtu) == (False, 1400)
     assert any("jumbo" in w for w in ebmgn8v.warnings)
 
 
@@ -101,7 +101,7 @@ def test_jumbo_frames_on_an_undocumented_eighth_generation_type_are_refused_as_t
     assert [p.path for p in err.value.problems] == ["alibaba.jumbo_frames"]
     assert "ecs.ebmgn8v.48xlarge" in str(err.value) and "DescribeInstanceTypes" in str(err.value)
     gn8v = AlibabaAdapter().plan(spec(instance_type="ecs.gn8v-8x.48xlarge", alibaba={"jumbo_frames": True}))
-    assert gn8v.extra["mtu"] == 8500
+    assert gn8v.extra.mtu == 8500
     assert all(
         "enableJumboFrame" in n.inputs for n in preview(spec(instance_type="ecs.gn8v-8x.48xlarge")).of_type(INSTANCE)
     )

@@ -63,7 +63,7 @@ def verdict(result: Any, subnet: str, source: str, dest: str, port: int) -> str:
     if not nsg_ref:
         return "Allow"
     nsg = next(r for r in result.of_type(NSG) if r.id == nsg_ref["id"])
-    vnet = result.plan.extra["vnet_cidr"]
+    vnet = result.plan.extra.vnet_cidr
     rules = [r for r in nsg.inputs.get("securityRules", []) if r["direction"] == "Inbound"] + DEFAULT_RULES
     for rule in sorted(rules, key=lambda r: r["priority"]):
         if rule.get("protocol", "*") not in ("*", "Tcp"):
@@ -92,47 +92,47 @@ def amlfs() -> Any:
 
 
 def test_managed_lustre_hosts_reach_each_other_on_every_port_including_ssh(amlfs: Any) -> None:
-    fs = amlfs.plan.extra["subnets"]["filesystem"]
+    fs = amlfs.plan.extra.subnets["filesystem"]
     for port in (22, 988, 1021, 9999):
         assert verdict(amlfs, "filesystem", host(fs, 4), host(fs, 5), port) == "Allow", port
 
 
 def test_nodes_reach_managed_lustre_and_lustre_calls_back(amlfs: Any) -> None:
-    fs, nodes = amlfs.plan.extra["subnets"]["filesystem"], amlfs.plan.extra["subnets"]["nodes"]
+    fs, nodes = amlfs.plan.extra.subnets["filesystem"], amlfs.plan.extra.subnets["nodes"]
     for port in (988, 1019, 1023):
         assert verdict(amlfs, "filesystem", host(nodes, 4), host(fs, 4), port) == "Allow"
         assert verdict(amlfs, "nodes", host(fs, 4), host(nodes, 4), port) == "Allow"
 
 
 def test_nodes_talk_to_each_other_on_every_port(amlfs: Any) -> None:
-    nodes = amlfs.plan.extra["subnets"]["nodes"]
+    nodes = amlfs.plan.extra.subnets["nodes"]
     for port in (22, 29500, 50000):
         assert verdict(amlfs, "nodes", host(nodes, 4), host(nodes, 9), port) == "Allow"
 
 
 @pytest.mark.parametrize("subnet", ["nodes", "filesystem"])
 def test_peered_and_vpn_networks_reach_no_port_of_the_cluster(amlfs: Any, subnet: str) -> None:
-    target = host(amlfs.plan.extra["subnets"][subnet], 4)
+    target = host(amlfs.plan.extra.subnets[subnet], 4)
     for port in (22, 988, 8888, 29500):
         assert verdict(amlfs, subnet, PEERED, target, port) == "Deny", port
 
 
 def test_allowed_cidrs_reach_ssh_only(amlfs: Any) -> None:
-    node = host(amlfs.plan.extra["subnets"]["nodes"], 4)
+    node = host(amlfs.plan.extra.subnets["nodes"], 4)
     assert verdict(amlfs, "nodes", "203.0.113.7", node, 22) == "Allow"
     assert verdict(amlfs, "nodes", "203.0.113.7", node, 8888) == "Deny"
 
 
 def test_vpn_clients_listed_in_allowed_cidrs_get_ssh_but_nothing_else() -> None:
     result = preview(load_spec(azure_spec(access={"allowed_cidrs": ["172.31.5.0/24"]})))
-    node = host(result.plan.extra["subnets"]["nodes"], 4)
+    node = host(result.plan.extra.subnets["nodes"], 4)
     assert verdict(result, "nodes", PEERED, node, 22) == "Allow"
     assert verdict(result, "nodes", PEERED, node, 6006) == "Deny"
 
 
 def test_netapp_subnet_is_reachable_from_the_nodes_only() -> None:
     result = preview(load_spec(azure_spec(storage={"shared": {"kind": "netapp", "size_gib": 4096}})))
-    fs, nodes = result.plan.extra["subnets"]["filesystem"], result.plan.extra["subnets"]["nodes"]
+    fs, nodes = result.plan.extra.subnets["filesystem"], result.plan.extra.subnets["nodes"]
     assert verdict(result, "filesystem", host(nodes, 4), host(fs, 4), 2049) == "Allow"
     assert verdict(result, "filesystem", PEERED, host(fs, 4), 2049) == "Deny"
 
@@ -185,13 +185,13 @@ def test_hostfile_is_the_scale_sets_hostnames_without_a_read_per_node() -> None:
     assert [c for c in result.calls if c[0] == "azure-native:resources:getResource"] == []
     hosts = result.outputs["hosts"]
     assert len(hosts) == len(set(hosts)) == 256
-    prefixes = [i["computer_name_prefix"] for i in result.plan.extra["islands"]]
+    prefixes = [i.computer_name_prefix for i in result.plan.extra.islands]
     # "{computer-name-prefix}{base-36-instance-id}", six base-36 digits ("Understand names and instance IDs
     # for Azure Virtual Machine Scale Set VMs").
     assert hosts[0] == f"{prefixes[0]}000000"
     assert hosts[35] == f"{prefixes[0]}00000Z" and hosts[36] == f"{prefixes[0]}000010"
-    island1 = result.plan.extra["islands"][1]
-    assert hosts[island1["first_rank"]] == f"{prefixes[1]}000000"
+    island1 = result.plan.extra.islands[1]
+    assert hosts[island1.first_rank] == f"{prefixes[1]}000000"
     assert result.outputs["hostfile"].splitlines()[0] == f"{hosts[0]} slots=8"
 
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from provision.clouds.gcp import layout
 from provision.clouds.gcp.adapter import GcpAdapter, assert_labels, check_labels
+from provision.clouds.gcp.plan import ManagedLustre, Nic, NoReservation, SpecificReservation
 from provision.spec import NAME_PATTERN, load_spec
 from provision.spec.errors import SpecError
 
@@ -94,7 +95,7 @@ def test_plan_rejects_flex_start_longer_than_seven_days() -> None:
 
 
 def test_plan_accepts_flex_start_of_exactly_seven_days() -> None:
-    assert plan(capacity={"type": "flex-start"}, lifetime={"ttl": "7d"}).extra["allocation"]["resize_by"] == 2
+    assert plan(capacity={"type": "flex-start"}, lifetime={"ttl": "7d"}).extra.allocation.resize_by == 2
 
 
 @pytest.mark.parametrize(
@@ -136,7 +137,7 @@ def test_parallelstore_is_allowed_on_a_22_04_image() -> None:
     image = {**TCPX_IMAGE, "versions": {"os": "ubuntu-22.04"}}
     storage = {"shared": {"kind": "parallelstore", "size_gib": 12000}}
     p = plan(instance_type="a3-highgpu-8g", image=image, storage=storage)
-    assert p.extra["storage"]["kind"] == "parallelstore"
+    assert p.extra.storage.kind == "parallelstore"
     assert p.image.versions["os"] == "ubuntu-22.04"
 
 
@@ -157,47 +158,47 @@ def test_layout_follows_googles_topology(
     itype: str, zone: str, cap: str, nics: int, vpcs: int, subnets: int, gvnic: int, mrdma: int, mtus: set[int]
 ) -> None:
     extra = plan(instance_type=itype, zone=zone, capacity={"type": cap}).extra
-    assert len(extra["nics"]) == nics
-    assert len(extra["networks"]) == vpcs
-    assert sum(len(n["subnets"]) for n in extra["networks"]) == subnets
-    assert [n["nic_type"] for n in extra["nics"]].count("GVNIC") == gvnic
-    assert [n["nic_type"] for n in extra["nics"]].count("MRDMA") == mrdma
-    assert {n["mtu"] for n in extra["networks"]} == mtus
-    assert extra["nics"][0] == {"network": "net-0", "subnet": "subnet-0", "nic_type": "GVNIC"}
+    assert len(extra.nics) == nics
+    assert len(extra.networks) == vpcs
+    assert sum(len(n.subnets) for n in extra.networks) == subnets
+    assert [n.nic_type for n in extra.nics].count("GVNIC") == gvnic
+    assert [n.nic_type for n in extra.nics].count("MRDMA") == mrdma
+    assert {n.mtu for n in extra.networks} == mtus
+    assert extra.nics[0] == Nic(network="net-0", subnet="subnet-0", nic_type="GVNIC")
     # every subnet is used by exactly one NIC
-    all_subnets = sorted(s["key"] for n in extra["networks"] for s in n["subnets"])
-    assert sorted(n["subnet"] for n in extra["nics"]) == all_subnets
+    all_subnets = sorted(s.key for n in extra.networks for s in n.subnets)
+    assert sorted(n.subnet for n in extra.nics) == all_subnets
 
 
 def test_a3_ultra_uses_one_roce_vpc_with_the_zone_profile_and_no_firewall() -> None:
     extra = plan(instance_type="a3-ultragpu-8g", zone="us-central1-b", capacity={"type": "spot"}).extra
-    rdma = [n for n in extra["networks"] if n["role"] == "rdma"]
+    rdma = [n for n in extra.networks if n.role == "rdma"]
     assert len(rdma) == 1
-    assert rdma[0]["profile"] == "us-central1-b-vpc-roce"
-    assert rdma[0]["internal_firewall"] is False  # RoCE VPCs take no VPC firewall rules
-    assert len(rdma[0]["subnets"]) == 8
+    assert rdma[0].profile == "us-central1-b-vpc-roce"
+    assert rdma[0].internal_firewall is False  # RoCE VPCs take no VPC firewall rules
+    assert len(rdma[0].subnets) == 8
 
 
 def test_gpu_subnets_are_disjoint_and_carved_from_the_base() -> None:
     extra = plan().extra
     import ipaddress
 
-    gpu = [ipaddress.ip_network(s["cidr"]) for n in extra["networks"] if n["role"] == "gpu" for s in n["subnets"]]
+    gpu = [ipaddress.ip_network(s.cidr) for n in extra.networks if n.role == "gpu" for s in n.subnets]
     base = ipaddress.ip_network("10.128.0.0/9")
     assert all(g.subnet_of(base) for g in gpu)
     assert all(not a.overlaps(b) for i, a in enumerate(gpu) for b in gpu[i + 1 :])
 
 
 def test_only_the_host_vpc_gets_ssh_and_nat() -> None:
-    nets = plan(instance_type="a3-ultragpu-8g", zone="us-central1-b", capacity={"type": "spot"}).extra["networks"]
-    assert [n["key"] for n in nets if n["ssh"]] == ["net-0"]
-    assert [n["key"] for n in nets if n["nat"]] == ["net-0"]
+    nets = plan(instance_type="a3-ultragpu-8g", zone="us-central1-b", capacity={"type": "spot"}).extra.networks
+    assert [n.key for n in nets if n.ssh] == ["net-0"]
+    assert [n.key for n in nets if n.nat] == ["net-0"]
 
 
 def test_iap_range_is_on_by_default_and_can_be_turned_off() -> None:
-    assert plan().extra["ssh_source_ranges"] == ["203.0.113.0/24", "35.235.240.0/20"]
-    assert plan(gcp={"allow_iap_ssh": False}).extra["ssh_source_ranges"] == ["203.0.113.0/24"]
-    assert plan(access={"allowed_cidrs": []}, gcp={"allow_iap_ssh": False}).extra["ssh_source_ranges"] == []
+    assert plan().extra.ssh_source_ranges == ("203.0.113.0/24", "35.235.240.0/20")
+    assert plan(gcp={"allow_iap_ssh": False}).extra.ssh_source_ranges == ("203.0.113.0/24",)
+    assert plan(access={"allowed_cidrs": []}, gcp={"allow_iap_ssh": False}).extra.ssh_source_ranges == ()
 
 
 # ---------------------------------------------------------------------------- placement, allocation, scheduling
@@ -223,70 +224,68 @@ def test_gang_allocation_and_placement_per_consumption_model(
     if cap == "reservation":
         capacity["reservation"] = "my-reservation"
     extra = plan(instance_type=itype, zone=zone, capacity=capacity, nodes=4).extra
-    assert extra["placement"]["kind"] == kind
-    assert extra["allocation"]["mode"] == mode
-    assert extra["allocation"]["bulk"] is bulk
-    assert extra["scheduling"]["provisioning_model"] == model
-    assert extra["scheduling"]["on_host_maintenance"] == "TERMINATE"
+    assert extra.placement.kind == kind
+    assert extra.allocation.mode == mode
+    assert extra.allocation.bulk is bulk
+    assert extra.scheduling.provisioning_model == model
+    assert extra.scheduling.on_host_maintenance == "TERMINATE"
     if mode == "resize-request":
-        assert (extra["allocation"]["target_size"], extra["allocation"]["resize_by"]) == (0, 4)
+        assert (extra.allocation.target_size, extra.allocation.resize_by) == (0, 4)
     else:
-        assert extra["allocation"]["target_size"] == 4
+        assert extra.allocation.target_size == 4
 
 
 def test_spot_and_flex_start_never_restart_automatically_and_delete_on_termination() -> None:
     for cap in ("spot", "flex-start"):
-        sched = plan(capacity={"type": cap}).extra["scheduling"]
-        assert sched["automatic_restart"] is False
-        assert sched["instance_termination_action"] == "DELETE"
-    assert plan(capacity={"type": "spot"}).extra["scheduling"]["preemptible"] is True
+        sched = plan(capacity={"type": cap}).extra.scheduling
+        assert sched.automatic_restart is False
+        assert sched.instance_termination_action == "DELETE"
+    assert plan(capacity={"type": "spot"}).extra.scheduling.preemptible is True
 
 
 def test_flex_start_runs_for_the_ttl_and_consumes_no_reservation() -> None:
-    sched = plan(capacity={"type": "flex-start"}, lifetime={"ttl": "4h"}).extra["scheduling"]
-    assert sched["lifetime"] == "run-duration"
-    assert sched["max_run_duration_s"] == 4 * 3600
-    assert sched["reservation_affinity"] == {"type": "NO_RESERVATION"}
+    sched = plan(capacity={"type": "flex-start"}, lifetime={"ttl": "4h"}).extra.scheduling
+    assert sched.lifetime == "run-duration"
+    assert sched.max_run_duration_s == 4 * 3600
+    assert sched.reservation_affinity == NoReservation()
 
 
 def test_reservation_affinity_names_the_reservation() -> None:
-    sched = plan(capacity={"type": "reservation", "reservation": "res-a"}).extra["scheduling"]
-    assert sched["reservation_affinity"] == {
-        "type": "SPECIFIC_RESERVATION",
-        "key": "compute.googleapis.com/reservation-name",
-        "values": ["res-a"],
-    }
+    sched = plan(capacity={"type": "reservation", "reservation": "res-a"}).extra.scheduling
+    assert sched.reservation_affinity == SpecificReservation(
+        key="compute.googleapis.com/reservation-name", values=("res-a",)
+    )
 
 
 def test_reservation_bound_is_the_default_for_a3_ultra_and_can_be_switched_off() -> None:
     res = {"type": "reservation", "reservation": "res-a"}
     ultra = {"instance_type": "a3-ultragpu-8g", "zone": "us-central1-b", "capacity": res}
-    assert plan(**ultra).extra["scheduling"]["instance_termination_action"] == "DELETE"
+    assert plan(**ultra).extra.scheduling.instance_termination_action == "DELETE"
     off = plan(**ultra, gcp={"reservation_bound": False}).extra
-    assert off["scheduling"]["provisioning_model"] == "STANDARD"
-    assert off["allocation"]["bulk"] is False
+    assert off.scheduling.provisioning_model == "STANDARD"
+    assert off.allocation.bulk is False
 
 
 def test_lifetime_uses_the_termination_time_and_none_without_a_lifetime() -> None:
-    with_ttl = plan().extra["scheduling"]
-    assert (with_ttl["lifetime"], with_ttl["instance_termination_action"]) == ("termination-time", "DELETE")
-    without = plan(lifetime={"ttl": None}).extra["scheduling"]
-    assert (without["lifetime"], without["instance_termination_action"]) == ("none", None)
+    with_ttl = plan().extra.scheduling
+    assert (with_ttl.lifetime, with_ttl.instance_termination_action) == ("termination-time", "DELETE")
+    without = plan(lifetime={"ttl": None}).extra.scheduling
+    assert (without.lifetime, without.instance_termination_action) == ("none", None)
 
 
 def test_a3_ultra_boots_from_hyperdisk_and_others_from_pd_ssd() -> None:
     ultra = plan(instance_type="a3-ultragpu-8g", zone="us-central1-b", capacity={"type": "spot"})
-    assert ultra.extra["boot_disk"]["type"] == "hyperdisk-balanced"
-    assert plan().extra["boot_disk"]["type"] == "pd-ssd"
+    assert ultra.extra.boot_disk.type == "hyperdisk-balanced"
+    assert plan().extra.boot_disk.type == "pd-ssd"
 
 
 # ---------------------------------------------------------------------------- identity, labels, storage
 
 
 def test_node_service_account_has_minimal_scopes_never_cloud_platform() -> None:
-    sa = plan().extra["service_account"]
-    assert not any(s.endswith("/cloud-platform") for s in sa["scopes"])
-    assert sa["roles"] == ["roles/logging.logWriter", "roles/monitoring.metricWriter"]
+    sa = plan().extra.service_account
+    assert not any(s.endswith("/cloud-platform") for s in sa.scopes)
+    assert sa.roles == ("roles/logging.logWriter", "roles/monitoring.metricWriter")
 
 
 @given(st.from_regex(NAME_PATTERN, fullmatch=True))
@@ -312,26 +311,25 @@ LUSTRE = {"kind": "managed-lustre", "size_gib": 36000, "throughput_mbps_per_tib"
 
 
 def test_lustre_plan_uses_psa_and_the_catalog_tier() -> None:
-    st_ = plan(storage={"shared": LUSTRE}).extra["storage"]
-    assert st_ | {"location": None} == {
-        "kind": "managed-lustre",
-        "retain": False,
-        "mount": "/shared",
-        "instance_id": "llm-train-lustre",
-        "filesystem": "llmtrain",
-        "capacity_gib": "36000",
-        "throughput": "250",
-        "psa": True,
-        "firewall": True,
-        "firewall_ports": ["988", "6988"],
-        "location": None,
-    }
+    st_ = plan(storage={"shared": LUSTRE}).extra.storage
+    assert st_ is not None and st_.model_copy(update={"location": None}) == ManagedLustre(
+        retain=False,
+        mount="/shared",
+        instance_id="llm-train-lustre",
+        filesystem="llmtrain",
+        capacity_gib="36000",
+        throughput="250",
+        psa=True,
+        firewall=True,
+        firewall_ports=("988", "6988"),
+        location=None,
+    )
 
 
 def test_parallelstore_plan_opens_every_tcp_port_from_the_psa_range() -> None:
     st_ = plan(instance_type="a3-highgpu-8g", storage={"shared": {"kind": "parallelstore", "size_gib": 12000}})
     # Google's Parallelstore VPC set-up: `firewall-rules create --allow=tcp --source-ranges=<PSA range>`
-    assert (st_.extra["storage"]["firewall"], st_.extra["storage"]["firewall_ports"]) == (True, [])
+    assert (st_.extra.storage.firewall, st_.extra.storage.firewall_ports) == (True, ())
 
 
 def test_lustre_size_off_the_tier_step_is_rejected_by_the_catalog() -> None:
@@ -339,8 +337,8 @@ def test_lustre_size_off_the_tier_step_is_rejected_by_the_catalog() -> None:
 
 
 def test_filestore_uses_direct_peering_and_zonal_location() -> None:
-    st_ = plan(storage={"shared": {"kind": "filestore", "tier": "BASIC_SSD", "size_gib": 2560}}).extra["storage"]
-    assert (st_["connect_mode"], st_["psa"], st_["location"], st_["tier"]) == (
+    st_ = plan(storage={"shared": {"kind": "filestore", "tier": "BASIC_SSD", "size_gib": 2560}}).extra.storage
+    assert (st_.connect_mode, st_.psa, st_.location, st_.tier) == (
         "DIRECT_PEERING",
         False,
         "us-central1-a",
@@ -349,9 +347,9 @@ def test_filestore_uses_direct_peering_and_zonal_location() -> None:
 
 
 def test_retain_keeps_the_host_vpc_with_the_filesystem() -> None:
-    nets = plan(storage={"shared": {**LUSTRE, "retain": True}}).extra["networks"]
-    assert [n["key"] for n in nets if n["retain"]] == ["net-0"]
-    assert not any(n["retain"] for n in plan(storage={"shared": LUSTRE}).extra["networks"])
+    nets = plan(storage={"shared": {**LUSTRE, "retain": True}}).extra.networks
+    assert [n.key for n in nets if n.retain] == ["net-0"]
+    assert not any(n.retain for n in plan(storage={"shared": LUSTRE}).extra.networks)
 
 
 # ---------------------------------------------------------------------------- NCCL

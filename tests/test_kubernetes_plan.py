@@ -64,8 +64,8 @@ def test_eks_plan_keeps_the_vm_paths_32_efa_devices_and_prices_the_cluster() -> 
     k = p.kubernetes
     assert k is not None and k.control_plane.service == "eks" and k.control_plane.version == "1.35"
     assert k.gpu_pool.fabric_devices_per_node == 32 and k.gpu_pool.placement == "cluster placement group"
-    assert k.extra["capacity_type"] == "ON_DEMAND" and not k.extra["lt_instance_type"]
-    assert k.extra["control_plane_zone"] != p.zone  # EKS needs a second Availability Zone
+    assert k.extra.capacity_type == "ON_DEMAND" and not k.extra.lt_instance_type
+    assert k.extra.control_plane_zone != p.zone  # EKS needs a second Availability Zone
     assert {"aws-efa-k8s-device-plugin", "nvidia-device-plugin", "aws-fsx-csi-driver"} <= {a.name for a in k.addons}
     assert p.cost.scheduler_hourly_usd == pytest.approx(0.10 + 2 * SYSTEM_NODE["aws"][1])
     # The plan's NCCL env is the one pods see; it is the EFA environment of the VM path.
@@ -121,14 +121,14 @@ def test_scheduler_options_need_kind_kubernetes() -> None:
 def test_eks_capacity_block_puts_the_type_in_the_launch_template() -> None:
     spec = variant("aws-p5-64-eks", capacity={"type": "capacity-block", "reservation": "cr-0123456789abcdef0"})
     k = plan_of(spec).kubernetes
-    assert k.extra["capacity_type"] == "CAPACITY_BLOCK" and k.extra["lt_instance_type"]
+    assert k.extra.capacity_type == "CAPACITY_BLOCK" and k.extra.lt_instance_type
 
 
 def test_gke_flex_start_pool_grows_from_zero_without_compact_placement() -> None:
     spec = variant("gcp-a3-64-gke", capacity={"type": "flex-start"}, lifetime={"ttl": "24h"})
     k = plan_of(spec).kubernetes
     assert (k.gpu_pool.min_nodes, k.gpu_pool.max_nodes) == (0, 8)
-    assert k.extra["flex_start"] and not k.extra["compact"] and k.extra["max_run_duration_s"] == 24 * 3600
+    assert k.extra.flex_start and not k.extra.compact and k.extra.max_run_duration_s == 24 * 3600
 
 
 # ---------------------------------------------------------------------- job documents

@@ -99,7 +99,7 @@ def _ring(plan: Any, nodes: int, net: str, devs: list[list[int]], gdr: bool = Tr
 
 def test_two_eris_with_gpudirect_pass_and_are_reported_per_node() -> None:
     plan = _eri_plan()
-    assert plan.extra["eri_cards"] == [0, 1] and plan.nccl_env["NCCL_NET_GDR_LEVEL"] == "SYS"
+    assert plan.extra.eri_cards == (0, 1) and plan.nccl_env["NCCL_NET_GDR_LEVEL"] == "SYS"
     check = check_transports(plan, _ring(plan, 2, "IB", [[0] * 4 + [1] * 4] * 2), [0, 1], HOSTS)
     assert check.failures == [] and check.warnings == []
     assert [n.as_dict() for n in check.nodes] == [

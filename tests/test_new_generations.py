@@ -64,15 +64,15 @@ def test_a4_plans_with_a3_ultras_network_shape_and_reservation_bound_bulk_mode()
     ultra = GcpAdapter().plan(gcp_spec(instance_type="a3-ultragpu-8g"), now=FIXED_NOW)
 
     assert (a4.gpus, a4.fabric, a4.fabric_interfaces) == (16, "rdma", 8)
-    shape = [(n["nic_type"], n["network"]) for n in a4.extra["nics"]]
-    assert shape == [(n["nic_type"], n["network"]) for n in ultra.extra["nics"]]
-    assert [n["nic_type"] for n in a4.extra["nics"]] == ["GVNIC"] * 2 + ["MRDMA"] * 8
-    rdma = [n for n in a4.extra["networks"] if n["role"] == "rdma"]
-    assert [n["profile"] for n in rdma] == ["us-central1-b-vpc-roce"] and len(rdma[0]["subnets"]) == 8
-    assert a4.extra["scheduling"]["provisioning_model"] == "RESERVATION_BOUND"
-    assert a4.extra["allocation"]["bulk"] is True
-    assert a4.extra["placement"]["kind"] == "workload-policy"
-    assert a4.extra["boot_disk"]["type"] == "hyperdisk-balanced"
+    shape = [(n.nic_type, n.network) for n in a4.extra.nics]
+    assert shape == [(n.nic_type, n.network) for n in ultra.extra.nics]
+    assert [n.nic_type for n in a4.extra.nics] == ["GVNIC"] * 2 + ["MRDMA"] * 8
+    rdma = [n for n in a4.extra.networks if n.role == "rdma"]
+    assert [n.profile for n in rdma] == ["us-central1-b-vpc-roce"] and len(rdma[0].subnets) == 8
+    assert a4.extra.scheduling.provisioning_model == "RESERVATION_BOUND"
+    assert a4.extra.allocation.bulk is True
+    assert a4.extra.placement.kind == "workload-policy"
+    assert a4.extra.boot_disk.type == "hyperdisk-balanced"
     assert a4.nccl_env["NCCL_NET"] == "gIB"
     assert a4.image.versions["driver"] >= "570"  # GKE's GPU guide: B200 needs driver 570 or later
 

@@ -14,6 +14,8 @@ import pytest
 from conftest import ROOT, preview, stack_spec
 from test_cloudfix_shared import node_files
 
+from provision.clouds.azure.plan import NetApp
+
 VM_STACKS = sorted(
     p.name[len("Pulumi.") : -len(".yaml")]
     for p in (ROOT / "stacks").glob("Pulumi.*.yaml")
@@ -69,9 +71,9 @@ def test_netapp_root_access_is_the_node_subnet_only_and_only_root_gives_files_aw
     assert int(volume["unixPermissions"], 8) & 0o002 == 0
     (rule,) = volume["exportPolicy"]["rules"]
     assert rule["chownMode"] == "Restricted"
-    nodes = result.plan.extra["shared_fs"]["allowed_clients"] if "shared_fs" in result.plan.extra else None
+    fs = result.plan.extra.filesystem
     subnet = next(
         r.inputs["addressPrefix"] for r in result.resources if r.type.endswith(":Subnet") and r.name.endswith("-nodes")
     )
-    assert rule["allowedClients"] == subnet and (nodes is None or nodes == subnet)
+    assert isinstance(fs, NetApp) and rule["allowedClients"] == subnet == fs.allowed_clients
     assert rule["hasRootAccess"] is True  # on purpose: see clouds/azure/storage.py (no owner / anon uid in ANF)

@@ -90,8 +90,16 @@ def preview(target: str = TargetArg, as_json: bool = JsonOpt) -> None:
         out.print(f"  {key}: {str(value).strip()}", markup=False)
 
 
-def schema(as_json: bool = JsonOpt) -> None:
-    """Print the JSON Schema of the cluster spec."""
+def schema(
+    as_json: bool = JsonOpt,
+    plan: bool = typer.Option(False, "--plan", help="The schema of `provision plan --json` instead of the spec's."),
+) -> None:
+    """Print the JSON Schema of the cluster spec (or, with --plan, of `provision plan --json`)."""
+    if plan:
+        from provision.clouds.plan_schema import plan_json_schema
+
+        emit_json(plan_json_schema())
+        return
     from provision.spec import ClusterSpec
 
     emit_json(ClusterSpec.model_json_schema())

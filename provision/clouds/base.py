@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from enum import Enum
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic
 
 from provision.catalog import Catalog, InstanceOffer, load_catalog
 from provision.catalog.models import CLOUDS
@@ -28,7 +28,7 @@ from provision.planning.access import login_warnings
 from provision.planning.cost import estimate, expiry, price_basis_warnings, spend_warnings
 from provision.planning.images import check_image, default_image
 from provision.planning.kubernetes import KubernetesPlan, system_price_note
-from provision.planning.plan import ClusterPlan, ImagePlan, StoragePlan
+from provision.planning.plan import ClusterPlan, ImagePlan, P, StoragePlan
 from provision.planning.resolve import Resolution, resolve
 from provision.spec import ClusterSpec
 from provision.spec.errors import Problem, ProblemCollector, SpecError, UnsupportedError
@@ -113,8 +113,12 @@ def limit_lines(limits: Mapping[Limit, str]) -> list[str]:
     return [f"{limit.label}: {limits[limit]}" for limit in Limit if limit in limits]
 
 
-class Adapter(ABC):
-    """One cloud. Subclasses set the class attributes and implement the hooks."""
+class Adapter(ABC, Generic[P]):
+    """One cloud. Subclasses set the class attributes and implement the hooks.
+
+    Generic in the cloud's part of the plan (``AwsAdapter(Adapter[AwsPlan])``): :meth:`extra_plan` returns it,
+    :meth:`plan` carries it as ``ClusterPlan[P].extra`` and the cloud's ``build`` reads it typed.
+    """
 
     cloud: ClassVar[str]
     #: The pip extra that installs this cloud's SDK, e.g. ``aws`` for ``provision[aws]``.
@@ -169,7 +173,7 @@ class Adapter(ABC):
         now: datetime | None = None,
         owner: str | None = None,
         stack: str | None = None,
-    ) -> ClusterPlan:
+    ) -> ClusterPlan[P]:
         """Resolve ``spec`` into a plan.
 
         Args:
@@ -252,7 +256,7 @@ class Adapter(ABC):
                 offer=res.storage,
             )
         if k8s is not None:
-            image = ImagePlan(ref=k8s.extra["node_image"], source=f"{k8s.control_plane.service} managed node image")
+            image = ImagePlan(ref=k8s.extra.node_image, source=f"{k8s.control_plane.service} managed node image")
             # Under Kubernetes the environment is the one pods see (their interface names and paths).
             nccl_env = dict(k8s.job.env)
         else:
@@ -387,12 +391,12 @@ class Adapter(ABC):
         note = system_price_note(self.cloud, spec.region, k8s.system_pool)
         return [note] if note else []
 
-    def extra_plan(self, spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
-        """Cloud-specific decisions to carry into ``build`` (JSON-serialisable)."""
-        return {}
+    @abstractmethod
+    def extra_plan(self, spec: ClusterSpec, res: Resolution) -> P:
+        """The cloud's own decisions to carry into ``build`` (``ClusterPlan.extra``; ``clouds/<cloud>/plan.py``)."""
 
     # ------------------------------------------------------------------ build (Pulumi)
-    def build(self, plan: ClusterPlan) -> dict[str, Any]:
+    def build(self, plan: ClusterPlan[P]) -> dict[str, Any]:
         """Create the cluster's Pulumi resources; returns the stack outputs (see docs/contracts.md).
 
         Raises:
@@ -453,7 +457,7 @@ def adapter_class(cloud: str) -> type[Adapter]:
     return found[0]
 
 
-def get_adapter(cloud: str) -> Adapter:
+def get_adapter(cloud: str) -> Adapter[Any]:
     """The adapter for ``cloud`` (imported on first use).
 
     Raises:
@@ -462,6 +466,6 @@ def get_adapter(cloud: str) -> Adapter:
     return adapter_class(cloud)()
 
 
-def plan_spec(spec: ClusterSpec, **kwargs: Any) -> ClusterPlan:
+def plan_spec(spec: ClusterSpec, **kwargs: Any) -> ClusterPlan[Any]:
     """Shortcut: ``get_adapter(spec.cloud).plan(spec, **kwargs)``."""
     return get_adapter(spec.cloud).plan(spec, **kwargs)

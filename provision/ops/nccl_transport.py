@@ -83,8 +83,8 @@ class TransportExpectation:
         gdr_types: regex of instance types on which every inter-node link must be GPUDirect RDMA (``None``: not
             checked).
         gdr_fix: what to look at when GPUDirect is missing.
-        nics_key: ``plan.extra`` key whose list has one entry per NIC NCCL should use on every node (``None``: not
-            checked).
+        check_nics: whether NCCL must use every NIC the plan fixes per node (``plan.extra.nccl_nics()``, e.g.
+            Alibaba's ERIs).
         nic_shortfall: whether fewer distinct NICs than that fails the acceptance or is reported as a warning.
         nic_reason: why fewer NICs happen, for the message.
         source: where the expectation comes from.
@@ -95,7 +95,7 @@ class TransportExpectation:
     nets_text: str = ""
     gdr_types: str | None = None
     gdr_fix: str = ""
-    nics_key: str | None = None
+    check_nics: bool = False
     nic_shortfall: Literal["fail", "warn"] = "fail"
     nic_reason: str = ""
     source: str = ""
@@ -129,7 +129,7 @@ EXPECTATIONS: tuple[TransportExpectation, ...] = (
         # setting did not take (or nvidia-peermem is missing) and every transfer bounces through host memory.
         gdr_types=r".*",
         gdr_fix="check NCCL_NET_GDR_LEVEL=SYS in /etc/provision/env and that nvidia-peermem is loaded (lsmod)",
-        nics_key="eri_cards",
+        check_nics=True,
         # A warning, not a failure: per Alibaba's runbook one ERI is NCCL's *default* on two equidistant ERIs, and the
         # plan ships no NCCL_GRAPH_FILE, so failing would fail every correctly built ebmgn8v cluster if the runbook
         # holds for it; it was measured on another GPU type, so whether H20 with NVLink does the same is unverified.
@@ -293,7 +293,7 @@ def check_transports(plan: ClusterPlan, output: str, ranks: Sequence[int], hosts
                 f"{who}: {n.receive_without_gdr} inter-node receive links without GPUDirect RDMA (no /GDRDMA; "
                 f"seen {n.seen}): data bounces through host memory; {row.gdr_fix}"
             )
-        wanted = len(plan.extra.get(row.nics_key) or []) if row.nics_key else 0
+        wanted = (plan.extra.nccl_nics() or 0) if row.check_nics else 0
         if wanted > len(n.nics):
             text = f"{who}: NCCL used {len(n.nics)} of the {wanted} NICs (seen {n.seen}): {row.nic_reason}"
             (result.failures if row.nic_shortfall == "fail" else result.warnings).append(text)

@@ -66,7 +66,7 @@ def fake_net(plan: ClusterPlan) -> tuple[str, int]:
     one NIC per ERI on eRDMA, else the plan's fabric interfaces. ``("", 0)``: no transport lines (TCPX, TCPXO, none).
     """
     name = {"efa": "Libfabric", "infiniband": "IB", "erdma": "IB", "rdma": "gIB"}.get(plan.fabric, "")
-    nics = len(plan.extra.get("eri_cards") or []) if plan.fabric == "erdma" else plan.fabric_interfaces
+    nics = (plan.extra.nccl_nics() or 0) if plan.fabric == "erdma" else plan.fabric_interfaces
     return (name, nics) if name else ("", 0)
 
 

@@ -87,15 +87,16 @@ def access_path(plan: ClusterPlan) -> dict[str, Any]:
     elif private is not None and private.via == "ssm":
         path["via"] = "ssm"
     elif private is not None and private.via == "iap":
+        tunnel = plan.extra.iap_tunnel()
         path["via"] = "iap"
-        path["project"] = plan.extra.get("project")
-        path["zone"] = plan.extra.get("zone") or plan.zone
-    elif private is not None and private.via == "bastion" and plan.extra.get("bastion"):
+        path["project"] = tunnel.project if tunnel else None
+        path["zone"] = (tunnel.zone if tunnel else None) or plan.zone
+    elif private is not None and private.via == "bastion" and (bastion := plan.extra.managed_bastion()) is not None:
         path["via"] = "bastion"
         path["bastion"] = {
-            "name": plan.extra["bastion"]["name"],
-            "resource_group": plan.extra.get("network_resource_group") or plan.extra.get("resource_group"),
-            "scale_sets": [island["vmss"] for island in plan.extra.get("islands", [])],
+            "name": bastion.name,
+            "resource_group": bastion.resource_group,
+            "scale_sets": list(bastion.scale_sets),
         }
     else:
         path["via"] = "direct"

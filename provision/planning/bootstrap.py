@@ -350,7 +350,7 @@ def render(
         values.add("SHARED_OPTIONS", shared.options, "mount-options", "shared_fs.options")
         if shared.client:
             values.add("SHARED_CLIENT", shared.client, "package", "shared_fs.client")
-        if not plan.extra.get("os_login"):  # GCP OS Login has no fixed login account: root keeps the share
+        if not plan.extra.identity_login():  # GCP OS Login has no fixed login account: root keeps the share
             values.add("SHARED_OWNER", plan.access.ssh_user, "user", "access.ssh_user")
         order.append(_step("shared-mount", "common/steps/shared-mount.sh", every_boot=True))
     order.append(_step("nccl-conf", "common/steps/nccl-conf.sh", every_boot=True))

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 
 #: Control plane price per cluster-hour, by managed service (sources in the module docstring).
 CONTROL_PLANE_HOURLY_USD = {"gke": 0.10, "eks": 0.10}
@@ -105,6 +105,13 @@ class JobProfile(_Frozen):
     )
 
 
+class KubernetesCloudPlan(_Frozen):
+    """The managed-Kubernetes decisions of one cloud (``KubernetesPlan.extra``), subclassed per cloud in
+    ``clouds/<cloud>/plan.py`` (``EksPlan``, ``GkePlan``). Shared code reads only the fields declared here."""
+
+    node_image: str = Field(description="The image the GPU nodes boot, in words (the service manages it).")
+
+
 class KubernetesPlan(_Frozen):
     """Everything the cloud's ``kubernetes.py`` builds, and its cost."""
 
@@ -113,7 +120,9 @@ class KubernetesPlan(_Frozen):
     gpu_pool: NodePoolPlan
     addons: tuple[AddonPlan, ...]
     job: JobProfile
-    extra: dict[str, Any] = Field(default_factory=dict, description="Cloud-specific decisions (adapter-owned).")
+    extra: SerializeAsAny[KubernetesCloudPlan] = Field(
+        description="Cloud-specific decisions (adapter-owned; see clouds/<cloud>/plan.py)."
+    )
 
     @property
     def hourly_usd(self) -> float | None:
@@ -123,23 +132,50 @@ class KubernetesPlan(_Frozen):
 
     def summary(self) -> dict[str, Any]:
         """The ``scheduler`` section of ``provision plan``: each part with its cost."""
-        return {
-            "kind": "kubernetes",
-            "control_plane": self.control_plane.model_dump(mode="json"),
-            "gpu_pool": self.gpu_pool.model_dump(mode="json"),
-            "system_pool": self.system_pool.model_dump(mode="json"),
-            "addons": [a.model_dump(mode="json") for a in self.addons],
-            "job": {
-                "namespace": self.job.namespace,
-                "queue": self.job.queue,
-                "runtime": self.job.runtime,
-                "resources_per_node": self.job.resources,
-                "fabric_devices_per_node": self.job.fabric_devices_per_node,
-                "fabric_resource": self.job.fabric_resource or "pod network interfaces",
-                "image": self.job.image,
-            },
-            "hourly_usd": self.hourly_usd,
-        }
+        return self.json_view().model_dump(mode="json")
+
+    def json_view(self) -> KubernetesJson:
+        """The ``scheduler`` section of ``provision plan --json`` as its model."""
+        return KubernetesJson(
+            control_plane=self.control_plane,
+            gpu_pool=self.gpu_pool,
+            system_pool=self.system_pool,
+            addons=self.addons,
+            job=JobJson(
+                namespace=self.job.namespace,
+                queue=self.job.queue,
+                runtime=self.job.runtime,
+                resources_per_node=self.job.resources,
+                fabric_devices_per_node=self.job.fabric_devices_per_node,
+                fabric_resource=self.job.fabric_resource or "pod network interfaces",
+                image=self.job.image,
+            ),
+            hourly_usd=self.hourly_usd,
+        )
+
+
+class JobJson(_Frozen):
+    """``scheduler.job`` of ``provision plan --json``: what a generated training job asks of each node."""
+
+    namespace: str
+    queue: str
+    runtime: str
+    resources_per_node: dict[str, str]
+    fabric_devices_per_node: int
+    fabric_resource: str = Field(description="The fabric devices' extended resource, or 'pod network interfaces'.")
+    image: str
+
+
+class KubernetesJson(_Frozen):
+    """``scheduler`` of ``provision plan --json`` under managed Kubernetes: each part with its cost."""
+
+    kind: Literal["kubernetes"] = "kubernetes"
+    control_plane: ControlPlanePlan
+    gpu_pool: NodePoolPlan
+    system_pool: NodePoolPlan
+    addons: tuple[AddonPlan, ...]
+    job: JobJson
+    hourly_usd: float | None = Field(description="Control plane + system pool (None when unpriced).")
 
 
 def system_pool(cloud: str, region: str, nodes: int, instance_type: str | None) -> NodePoolPlan:

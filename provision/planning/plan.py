@@ -2,24 +2,78 @@
 
 ``adapter.plan(spec)`` returns a :class:`ClusterPlan`; ``adapter.build(plan)`` turns it
 into Pulumi resources without making further decisions. ``provision plan`` prints
-:meth:`ClusterPlan.summary`.
+:meth:`ClusterPlan.summary`, whose shape :class:`PlanJson` declares (``provision schema --plan``).
+
+The cloud's own decisions ride in ``ClusterPlan.extra``, a frozen :class:`CloudPlan` subclass that
+each cloud declares in ``clouds/<cloud>/plan.py`` (``AwsPlan``, ``GcpPlan``, ...). ``ClusterPlan`` is
+generic in it, so ``ClusterPlan[AwsPlan]`` lets mypy follow a field from the adapter to the component.
+Shared code never reads a cloud's own fields: it asks the accessors :class:`CloudPlan` declares.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 
-from provision.catalog.models import FilesystemOffer, InstanceOffer
-from provision.planning.kubernetes import KubernetesPlan
+from provision.catalog.models import Cloud, FilesystemOffer, InstanceOffer
+from provision.planning.kubernetes import KubernetesJson, KubernetesPlan
 from provision.spec import AccessSpec, CapacitySpec, ClusterSpec, ScratchStorage
+from provision.spec.options import AnyCloudOptions
 from provision.spec.units import format_time
 
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+
+class PlanPart(_Frozen):
+    """A frozen part of a plan: the base of the nested models in ``clouds/<cloud>/plan.py``."""
+
+
+class Bastion(_Frozen):
+    """A managed bastion that reaches the private nodes (Azure Bastion)."""
+
+    name: str
+    resource_group: str
+    scale_sets: tuple[str, ...] = Field(description="The scale sets whose instances it reaches.")
+
+
+class IapTunnel(_Frozen):
+    """An Identity-Aware Proxy TCP tunnel to the private nodes (GCP)."""
+
+    project: str | None
+    zone: str | None = Field(description="The nodes' zone when the cloud plan names it (else the plan's zone).")
+
+
+class CloudPlan(PlanPart):
+    """The cloud's own decisions (``ClusterPlan.extra``), subclassed per cloud in ``clouds/<cloud>/plan.py``.
+
+    Its fields are the cloud's; ``model_dump(mode="json")`` is the ``extra`` object of ``provision plan
+    --json``, so a field's name is public. Shared layers read only the accessors below, which each cloud
+    answers from its own fields (the defaults: the cloud has no such thing).
+    """
+
+    def managed_bastion(self) -> Bastion | None:
+        """The managed bastion the cluster is reached through, if the plan creates one."""
+        return None
+
+    def iap_tunnel(self) -> IapTunnel | None:
+        """Where an IAP tunnel reaches the nodes (GCP), if the cloud has one."""
+        return None
+
+    def identity_login(self) -> bool:
+        """Whether logins go through the cloud's identity (GCP OS Login): no fixed login user exists."""
+        return False
+
+    def nccl_nics(self) -> int | None:
+        """NICs per node NCCL should spread over when the plan fixes them itself (Alibaba's ERIs), else None."""
+        return None
+
+
+#: The cloud part of a plan; ``ClusterPlan[AwsPlan]`` in a cloud's own code.
+P = TypeVar("P", bound=CloudPlan)
 
 
 class StoragePlan(_Frozen):
@@ -65,12 +119,12 @@ class CostEstimate(_Frozen):
     lifetime_usd: float | None
 
 
-class ClusterPlan(_Frozen):
+class ClusterPlan(_Frozen, Generic[P]):
     """Everything needed to build the cluster; adapters' ``build`` reads only this."""
 
     spec: ClusterSpec = Field(exclude=True)
     name: str
-    cloud: str
+    cloud: Cloud
     region: str
     zone: str | None
     instance_type: str
@@ -95,8 +149,8 @@ class ClusterPlan(_Frozen):
     cost: CostEstimate
     nccl_env: dict[str, str]
     warnings: tuple[str, ...]
-    options: Any = Field(exclude=True, description="The cloud's option model.")
-    extra: dict[str, Any] = Field(default_factory=dict, description="Cloud-specific decisions (adapter-owned).")
+    options: AnyCloudOptions = Field(exclude=True, description="The cloud's option model.")
+    extra: P = Field(description="Cloud-specific decisions (adapter-owned; see clouds/<cloud>/plan.py).")
     kubernetes: KubernetesPlan | None = Field(
         default=None, description="The managed Kubernetes cluster (scheduler.kind kubernetes), else None."
     )
@@ -111,30 +165,73 @@ class ClusterPlan(_Frozen):
         raise IndexError(rank)
 
     def summary(self) -> dict[str, Any]:
-        """The JSON shape of ``provision plan`` (contract in docs/contracts.md)."""
-        return {
-            "name": self.name,
-            "cloud": self.cloud,
-            "region": self.region,
-            "zone": self.zone,
-            "instance_type": self.instance_type,
-            "gpu": self.offer.gpu,
-            "nodes": self.nodes,
-            "gpus": self.gpus,
-            "fabric": self.fabric,
-            "fabric_interfaces": self.fabric_interfaces,
-            "islands": list(self.islands),
-            "capacity": self.capacity.type,
-            "storage": self.storage.model_dump(mode="json") if self.storage else None,
-            "image": self.image.model_dump(mode="json"),
-            "hourly_usd": self.cost.hourly_usd,
-            "cost": self.cost.model_dump(mode="json"),
-            "max_lifetime_hours": self.cost.lifetime_hours,
-            "expires_at": format_time(self.expires_at) if self.expires_at else None,
-            "lifetime_enforced_by": self.lifetime_enforced_by,
-            "tags": self.tags,
-            "nccl_env": self.nccl_env,
-            "warnings": list(self.warnings),
-            "extra": self.extra,
-            "scheduler": self.kubernetes.summary() if self.kubernetes else {"kind": "none"},
-        }
+        """The JSON of ``provision plan --json``: :class:`PlanJson` (``provision schema --plan``, docs/contracts.md)."""
+        return self.json_view().model_dump(mode="json")
+
+    def json_view(self) -> PlanJson:
+        """This plan as :class:`PlanJson`, the model of ``provision plan --json``."""
+        return PlanJson(
+            name=self.name,
+            cloud=self.cloud,
+            region=self.region,
+            zone=self.zone,
+            instance_type=self.instance_type,
+            gpu=self.offer.gpu,
+            nodes=self.nodes,
+            gpus=self.gpus,
+            fabric=self.fabric,
+            fabric_interfaces=self.fabric_interfaces,
+            islands=self.islands,
+            capacity=self.capacity.type,
+            storage=self.storage,
+            image=self.image,
+            hourly_usd=self.cost.hourly_usd,
+            cost=self.cost,
+            max_lifetime_hours=self.cost.lifetime_hours,
+            expires_at=format_time(self.expires_at) if self.expires_at else None,
+            lifetime_enforced_by=self.lifetime_enforced_by,
+            tags=self.tags,
+            nccl_env=self.nccl_env,
+            warnings=self.warnings,
+            extra=self.extra,
+            scheduler=self.kubernetes.json_view() if self.kubernetes else NoScheduler(),
+        )
+
+
+class NoScheduler(_Frozen):
+    """``scheduler`` of a plan without one: plain VMs."""
+
+    kind: Literal["none"] = "none"
+
+
+class PlanJson(_Frozen):
+    """The object ``provision plan --json`` prints, field for field (its JSON Schema: ``provision schema --plan``).
+
+    ``extra`` is the cloud's :class:`CloudPlan`, dumped with its own fields; the published schema names each
+    cloud's model there (``provision.clouds.plan_schema``).
+    """
+
+    name: str
+    cloud: Cloud
+    region: str
+    zone: str | None
+    instance_type: str
+    gpu: str
+    nodes: int
+    gpus: int
+    fabric: str
+    fabric_interfaces: int
+    islands: tuple[int, ...] = Field(description="Nodes per fabric island, in rank order.")
+    capacity: str = Field(description="capacity.type: on-demand, spot, reservation, ...")
+    storage: StoragePlan | None
+    image: ImagePlan
+    hourly_usd: float | None
+    cost: CostEstimate
+    max_lifetime_hours: float | None
+    expires_at: str | None = Field(description="UTC, like 2026-12-01T23:53:28Z; None: no lifetime.")
+    lifetime_enforced_by: str | None
+    tags: dict[str, str]
+    nccl_env: dict[str, str]
+    warnings: tuple[str, ...]
+    extra: SerializeAsAny[CloudPlan] = Field(description="The cloud's own decisions (clouds/<cloud>/plan.py).")
+    scheduler: NoScheduler | KubernetesJson = Field(discriminator="kind")

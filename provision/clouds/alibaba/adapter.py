@@ -29,10 +29,11 @@ import ipaddress
 import math
 import re
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from provision.catalog import InstanceOffer
 from provision.clouds.alibaba import ramrole
+from provision.clouds.alibaba.plan import AlibabaPlan, Cpfs, Nas
 from provision.clouds.base import Adapter, Limit
 from provision.planning.images import LOOKUP_PREFIX, default_image
 from provision.planning.plan import ClusterPlan
@@ -96,14 +97,14 @@ _LINGJUN_REASON = (
 )
 
 
-def auto_release_time(plan: ClusterPlan) -> str | None:
+def auto_release_time(plan: ClusterPlan[AlibabaPlan]) -> str | None:
     """The ``auto_release_time`` of every node: the plan's expiry in UTC, or ``None`` when not applicable."""
-    if not plan.extra.get("auto_release") or plan.expires_at is None:
+    if not plan.extra.auto_release or plan.expires_at is None:
         return None
     return plan.expires_at.strftime(AUTO_RELEASE_FORMAT)
 
 
-def image_lookup(plan: ClusterPlan) -> str | None:
+def image_lookup(plan: ClusterPlan[AlibabaPlan]) -> str | None:
     """The ``name_regex`` to resolve once when the image is not pinned by id, else ``None``."""
     ref = plan.image.ref
     return ref[len(LOOKUP_PREFIX) :] if ref.startswith(LOOKUP_PREFIX) else None
@@ -148,46 +149,39 @@ def _eri_cards(offer: InstanceOffer, fabric: str) -> list[int | None]:
     return [None] * count
 
 
-def _storage_extra(spec: ClusterSpec, res: Resolution, kms_key_id: str | None) -> dict[str, Any] | None:
+def _storage_extra(spec: ClusterSpec, res: Resolution, kms_key_id: str | None) -> Cpfs | Nas | None:
     kind = _shared_kind(spec, res)
     if kind is None or res.storage is None:
         return None
     tier = res.storage.tier
     if kind == "cpfs":
-        return {
-            "file_system_type": "cpfs",
-            "protocol_type": "cpfs",
-            "storage_type": tier,
-            "capacity": res.storage_size_gib,
-            "encrypt_type": None,
-            "kms_key_id": None,
-            "access": "protocol-service",
+        return Cpfs(
+            storage_type=tier,
+            capacity=res.storage_size_gib,
             # An export of the file system's root "/" is mounted as <domain>:/share: the console's mount address
             # for an exported "/" (ACK "Mount a statically provisioned CPFS volume":
             # cpfs-****.<region>.cpfs.aliyuncs.com:/share).
-            "export_path": "/share",
+            export_path="/share",
             # The nodes look the export's domain up at boot with this RAM role (clouds/alibaba/ramrole.py).
-            "lookup_role": ramrole.role_name(spec.name, spec.region),
-            "lookup_policy": ramrole.policy_name(spec.name, spec.region),
-            "nas_endpoint": ramrole.nas_endpoint(spec.region),
-        }
+            lookup_role=ramrole.role_name(spec.name, spec.region),
+            lookup_policy=ramrole.policy_name(spec.name, spec.region),
+            nas_endpoint=ramrole.nas_endpoint(spec.region),
+        )
     extreme = kind == "nas-extreme"
-    return {
-        "file_system_type": "extreme" if extreme else "standard",
-        "protocol_type": "NFS",
-        "storage_type": tier,
+    return Nas(
+        file_system_type="extreme" if extreme else "standard",
+        storage_type=tier,
         # General-purpose NAS is pay-per-use and grows by itself: it takes no capacity.
-        "capacity": res.storage_size_gib if extreme else None,
+        capacity=res.storage_size_gib if extreme else None,
         # 1 = NAS-managed key (standard and extreme); 2 = the user's KMS key (extreme only).
-        "encrypt_type": 2 if extreme and kms_key_id else 1,
-        "kms_key_id": kms_key_id if extreme else None,
-        "access": "mount-target",
-        "export_path": "/share" if extreme else "/",
-    }
+        encrypt_type=2 if extreme and kms_key_id else 1,
+        kms_key_id=kms_key_id if extreme else None,
+        export_path="/share" if extreme else "/",
+    )
 
 
-def decide(spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
-    """Every Alibaba-specific decision, as JSON-serialisable data (``plan.extra``)."""
+def decide(spec: ClusterSpec, res: Resolution) -> AlibabaPlan:
+    """Every Alibaba-specific decision (``plan.extra``)."""
     assert res.offer is not None and res.nodes is not None and res.fabric is not None  # noqa: S101
     opts = spec.cloud_options()
     nodes, spot = res.nodes, spec.capacity.type == "spot"
@@ -201,36 +195,36 @@ def decide(spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
     prepaid = opts.subscription_months is not None
     storage = _storage_extra(spec, res, opts.kms_key_id)
     spot_limit = spec.capacity.max_price_per_hour_usd if spot else None
-    return {
-        "vpc_cidr": opts.vpc_cidr,
-        "vswitch_cidr": str(_vswitch_cidr(opts.vpc_cidr)),
-        "charge_type": "PrePaid" if prepaid else "PostPaid",
-        "period_months": opts.subscription_months,
-        "spot_strategy": ("SpotWithPriceLimit" if spot_limit else "SpotAsPriceGo") if spot else "NoSpot",
-        "spot_price_limit": spot_limit,
-        "private_pool_id": spec.capacity.reservation if spec.capacity.type == "reservation" else None,
-        "auto_release": not prepaid,
-        "placement_groups": placement,
-        "eri_cards": eris,
-        "jumbo_frames": jumbo,
-        "mtu": JUMBO_MTU if jumbo else (ERDMA_MTU if eris else DEFAULT_MTU),
-        "system_disk_gib": opts.system_disk_gib,
-        "data_disk_gib": opts.data_disk_gib,
-        "kms_key_id": opts.kms_key_id,
-        "resource_group_id": opts.resource_group_id,
-        "nat_bandwidth_mbps": opts.nat_bandwidth_mbps,
-        "metadata_tokens": opts.metadata_tokens,
-        "public_head": spec.access.public_head_node,
-        "key_pair_public_key": key_pair_public_key(spec.access.ssh_public_keys),
+    return AlibabaPlan(
+        vpc_cidr=opts.vpc_cidr,
+        vswitch_cidr=str(_vswitch_cidr(opts.vpc_cidr)),
+        charge_type="PrePaid" if prepaid else "PostPaid",
+        period_months=opts.subscription_months,
+        spot_strategy=("SpotWithPriceLimit" if spot_limit else "SpotAsPriceGo") if spot else "NoSpot",
+        spot_price_limit=spot_limit,
+        private_pool_id=spec.capacity.reservation if spec.capacity.type == "reservation" else None,
+        auto_release=not prepaid,
+        placement_groups=tuple(placement),
+        eri_cards=tuple(eris),
+        jumbo_frames=jumbo,
+        mtu=JUMBO_MTU if jumbo else (ERDMA_MTU if eris else DEFAULT_MTU),
+        system_disk_gib=opts.system_disk_gib,
+        data_disk_gib=opts.data_disk_gib,
+        kms_key_id=opts.kms_key_id,
+        resource_group_id=opts.resource_group_id,
+        nat_bandwidth_mbps=opts.nat_bandwidth_mbps,
+        metadata_tokens=opts.metadata_tokens,
+        public_head=spec.access.public_head_node,
+        key_pair_public_key=key_pair_public_key(spec.access.ssh_public_keys),
         # SSH only: a small pay-by-traffic EIP for node 0 when access.public_head_node.
-        "head_eip_bandwidth_mbps": HEAD_EIP_MBPS,
-        "storage": storage,
+        head_eip_bandwidth_mbps=HEAD_EIP_MBPS,
+        storage=storage,
         # A retained CPFS lives in the cluster's vSwitch, so the VPC and vSwitch are retained with it.
-        "retain_network": bool(
-            storage and storage["access"] == "protocol-service" and spec.storage.shared and spec.storage.shared.retain
+        retain_network=bool(
+            isinstance(storage, Cpfs) and spec.storage.shared is not None and spec.storage.shared.retain
         ),
-        "nfs_options": NFS_OPTIONS,
-    }
+        nfs_options=NFS_OPTIONS,
+    )
 
 
 def cpfs_client_warning(size_gib: int, tier: str | None) -> str:
@@ -260,7 +254,7 @@ def cpfs_client_warning(size_gib: int, tier: str | None) -> str:
     )
 
 
-class AlibabaAdapter(Adapter):
+class AlibabaAdapter(Adapter[AlibabaPlan]):
     """GN8 (ebmgn8v, gn8v) and GN7 (ebmgn7ex, gn7e) clusters; see the module docstring for the allocation."""
 
     cloud: ClassVar[str] = "alibaba"
@@ -514,5 +508,5 @@ class AlibabaAdapter(Adapter):
             "NCCL_NET_GDR_LEVEL": "SYS",
         }
 
-    def extra_plan(self, spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
+    def extra_plan(self, spec: ClusterSpec, res: Resolution) -> AlibabaPlan:
         return decide(spec, res)

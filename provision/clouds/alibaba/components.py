@@ -16,6 +16,7 @@ from pulumi_alicloud import ecs
 
 from provision.clouds.alibaba.adapter import auto_release_time, image_lookup
 from provision.clouds.alibaba.network import Network, build_network
+from provision.clouds.alibaba.plan import AlibabaPlan
 from provision.clouds.alibaba.storage import Storage, build_storage
 from provision.clouds.alibaba.userdata import user_data
 from provision.planning.outputs import stack_outputs
@@ -35,7 +36,7 @@ class AlibabaCluster(pulumi.ComponentResource):
         image_id: the image the nodes boot (``Output[str]``): the pinned id, or the one-time lookup result.
     """
 
-    def __init__(self, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, plan: ClusterPlan[AlibabaPlan], opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(TYPE_TOKEN, plan.name, None, opts)
         extra, name, tags = plan.extra, plan.name, dict(plan.tags)
         child = pulumi.ResourceOptions(parent=self)
@@ -45,12 +46,12 @@ class AlibabaCluster(pulumi.ComponentResource):
 
         # ECS key pairs take RSA/ECDSA keys only; without one the nodes get none (login via the user data).
         key = None
-        if extra["key_pair_public_key"]:
+        if extra.key_pair_public_key:
             key = ecs.EcsKeyPair(
                 f"{name}-key",
                 key_pair_name=f"{name}-key",
-                public_key=extra["key_pair_public_key"],
-                resource_group_id=extra["resource_group_id"],
+                public_key=extra.key_pair_public_key,
+                resource_group_id=extra.resource_group_id,
                 tags=tags,
                 opts=child,
             )
@@ -63,9 +64,9 @@ class AlibabaCluster(pulumi.ComponentResource):
                 description=f"provision cluster {name}: nodes of placement group {i}",
                 opts=child,
             )
-            for i in range(len(extra["placement_groups"]))
+            for i in range(len(extra.placement_groups))
         ]
-        group_of = [i for i, size in enumerate(extra["placement_groups"]) for _ in range(size)]
+        group_of = [i for i, size in enumerate(extra.placement_groups) for _ in range(size)]
         if storage.cpfs is not None:
             data: Any = storage.cpfs.apply(lambda export: user_data(plan, cpfs=export))
         elif storage.mount_source is not None:
@@ -78,16 +79,16 @@ class AlibabaCluster(pulumi.ComponentResource):
         ]
         self.ips = pulumi.Output.all(*[n.private_ip for n in nodes]).apply(list)
         self.head_public_ip: Any = None
-        if extra["public_head"]:
+        if extra.public_head:
             eip = ecs.EipAddress(
                 f"{name}-head-eip",
                 address_name=f"{name}-head",
-                bandwidth=str(extra["head_eip_bandwidth_mbps"]),
+                bandwidth=str(extra.head_eip_bandwidth_mbps),
                 internet_charge_type="PayByTraffic",
                 payment_type="PayAsYouGo",
                 isp="BGP",
                 description=f"provision cluster {name}: SSH to node 0 (access.public_head_node)",
-                resource_group_id=extra["resource_group_id"],
+                resource_group_id=extra.resource_group_id,
                 tags=tags,
                 opts=child,
             )
@@ -95,7 +96,7 @@ class AlibabaCluster(pulumi.ComponentResource):
             self.head_public_ip = eip.ip_address
         self.register_outputs({"ips": self.ips, "image_id": self.image_id})
 
-    def _image(self, plan: ClusterPlan) -> Any:
+    def _image(self, plan: ClusterPlan[AlibabaPlan]) -> Any:
         regex = image_lookup(plan)
         if regex is None:
             return plan.image.ref
@@ -110,7 +111,7 @@ class AlibabaCluster(pulumi.ComponentResource):
 
     def _node(
         self,
-        plan: ClusterPlan,
+        plan: ClusterPlan[AlibabaPlan],
         rank: int,
         net: Network,
         key: ecs.EcsKeyPair | None,
@@ -119,7 +120,7 @@ class AlibabaCluster(pulumi.ComponentResource):
         storage: Storage,
     ) -> ecs.Instance:
         extra, name, tags = plan.extra, plan.name, dict(plan.tags)
-        cards: list[int | None] = extra["eri_cards"]
+        cards = extra.eri_cards
         secondary = None
         if len(cards) > 1:
             secondary = ecs.InstanceNetworkInterfacesArgs(
@@ -129,19 +130,19 @@ class AlibabaCluster(pulumi.ComponentResource):
                 security_group_ids=[net.security_group.id],
             )
         disks = None
-        if extra["data_disk_gib"]:
+        if extra.data_disk_gib:
             disks = [
                 ecs.InstanceDataDiskArgs(
-                    size=extra["data_disk_gib"],
+                    size=extra.data_disk_gib,
                     category="cloud_essd",
                     performance_level="PL1",
                     encrypted=True,
-                    kms_key_id=extra["kms_key_id"],
+                    kms_key_id=extra.kms_key_id,
                     delete_with_instance=True,
                     name=f"{name}-{rank}-data",
                 )
             ]
-        prepaid = extra["charge_type"] == "PrePaid"
+        prepaid = extra.charge_type == "PrePaid"
         return ecs.Instance(
             f"{name}-node-{rank}",
             instance_name=f"{name}-{rank}",
@@ -152,40 +153,40 @@ class AlibabaCluster(pulumi.ComponentResource):
             security_groups=[net.security_group.id],
             key_name=key.key_pair_name if key is not None else None,
             internet_max_bandwidth_out=0,
-            instance_charge_type=extra["charge_type"],
-            period=extra["period_months"] if prepaid else None,
+            instance_charge_type=extra.charge_type,
+            period=extra.period_months if prepaid else None,
             period_unit="Month" if prepaid else None,
             renewal_status="Normal" if prepaid else None,
             # alicloud_instance refuses to delete a PrePaid instance unless force_delete converts it to PostPaid
             # first (provider resourceAliCloudInstanceDelete): without it `down` fails on subscription nodes.
             force_delete=True if prepaid else None,
             auto_release_time=auto_release_time(plan),
-            spot_strategy=extra["spot_strategy"],
-            spot_price_limit=extra["spot_price_limit"],
-            spot_interruption_behavior="Terminate" if extra["spot_strategy"] != "NoSpot" else None,
-            private_pool_options_match_criteria="Target" if extra["private_pool_id"] else None,
-            private_pool_options_id=extra["private_pool_id"],
+            spot_strategy=extra.spot_strategy,
+            spot_price_limit=extra.spot_price_limit,
+            spot_interruption_behavior="Terminate" if extra.spot_strategy != "NoSpot" else None,
+            private_pool_options_match_criteria="Target" if extra.private_pool_id else None,
+            private_pool_options_id=extra.private_pool_id,
             deployment_set_id=deployment_set.id if deployment_set is not None else None,
             network_interface_traffic_mode="HighPerformance" if cards else None,
             network_card_index=cards[0] if cards else None,
             network_interfaces=secondary,
-            enable_jumbo_frame=True if extra["jumbo_frames"] else None,
+            enable_jumbo_frame=True if extra.jumbo_frames else None,
             # Metadata only in security-hardened mode (tokens), like IMDSv2 on AWS (ecs.Instance http_tokens;
             # ECS "Instance metadata": X-aliyun-ecs-metadata-token, cloud-init >= 23.2.2 in the image); the node
             # scripts fetch a token first.
-            http_tokens="required" if extra["metadata_tokens"] else None,
+            http_tokens="required" if extra.metadata_tokens else None,
             system_disk_category="cloud_essd",
             system_disk_performance_level="PL1",
-            system_disk_size=extra["system_disk_gib"],
+            system_disk_size=extra.system_disk_gib,
             system_disk_encrypted=True,
-            system_disk_kms_key_id=extra["kms_key_id"],
+            system_disk_kms_key_id=extra.kms_key_id,
             data_disks=disks,
             user_data=data,
             # The CPFS lookup role, attached at launch so its credentials are in the metadata from the first boot.
             # pulumi-alicloud 4.0 marks role_name deprecated in favour of ecs.RamRoleAttachment (provider 1.275.0),
             # which attaches after the instance is running: one more resource per node and a race with the boot.
             role_name=storage.role_name,
-            resource_group_id=extra["resource_group_id"],
+            resource_group_id=extra.resource_group_id,
             description=f"provision cluster {name}: rank {rank}",
             tags={**tags, "provision-rank": str(rank)},
             volume_tags=tags,
@@ -203,7 +204,7 @@ class AlibabaCluster(pulumi.ComponentResource):
         )
 
 
-def build(plan: ClusterPlan) -> dict[str, Any]:
+def build(plan: ClusterPlan[AlibabaPlan]) -> dict[str, Any]:
     """Create the cluster component and return the stack outputs (plus ``image_pin``)."""
     cluster = AlibabaCluster(plan)
     outputs = stack_outputs(plan, cluster.ips, cluster.head_public_ip, cluster.shared_fs)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pulumi
 from pulumi_alicloud import ecs, vpc
 
+from provision.clouds.alibaba.plan import AlibabaPlan
 from provision.planning.plan import ClusterPlan
 
 
@@ -32,18 +33,18 @@ def _rule_suffix(cidr: str) -> str:
     return re.sub(r"[^0-9a-f]+", "-", cidr.lower()).strip("-")
 
 
-def build_network(plan: ClusterPlan, parent: pulumi.Resource) -> Network:
+def build_network(plan: ClusterPlan[AlibabaPlan], parent: pulumi.Resource) -> Network:
     """Create the VPC, vSwitch, security group (+ SSH rules) and the NAT gateway with its EIP and SNAT entry."""
     name, tags, extra = plan.name, dict(plan.tags), plan.extra
-    rg = extra["resource_group_id"]
+    rg = extra.resource_group_id
     opts = pulumi.ResourceOptions(parent=parent)
     # A retained CPFS lives in the vSwitch: the plan then retains the VPC and vSwitch with it.
-    keep = pulumi.ResourceOptions(parent=parent, retain_on_delete=bool(extra["retain_network"]))
+    keep = pulumi.ResourceOptions(parent=parent, retain_on_delete=bool(extra.retain_network))
 
     network = vpc.Network(
         f"{name}-vpc",
         vpc_name=f"{name}-vpc",
-        cidr_block=extra["vpc_cidr"],
+        cidr_block=extra.vpc_cidr,
         description=f"provision cluster {name}",
         resource_group_id=rg,
         tags=tags,
@@ -53,7 +54,7 @@ def build_network(plan: ClusterPlan, parent: pulumi.Resource) -> Network:
         f"{name}-vsw",
         vswitch_name=f"{name}-nodes",
         vpc_id=network.id,
-        cidr_block=extra["vswitch_cidr"],
+        cidr_block=extra.vswitch_cidr,
         zone_id=plan.zone,
         description=f"provision cluster {name}: nodes, NAT gateway and mount targets",
         tags=tags,
@@ -104,7 +105,7 @@ def build_network(plan: ClusterPlan, parent: pulumi.Resource) -> Network:
     eip = ecs.EipAddress(
         f"{name}-eip",
         address_name=f"{name}-egress",
-        bandwidth=str(extra["nat_bandwidth_mbps"]),
+        bandwidth=str(extra.nat_bandwidth_mbps),
         internet_charge_type="PayByTraffic",
         payment_type="PayAsYouGo",
         isp="BGP",

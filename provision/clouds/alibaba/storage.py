@@ -28,6 +28,7 @@ from pulumi_alicloud import nas, ram
 
 from provision.clouds.alibaba import ramrole
 from provision.clouds.alibaba.network import Network
+from provision.clouds.alibaba.plan import AlibabaPlan, Cpfs
 from provision.clouds.alibaba.userdata import CpfsExport
 from provision.planning.outputs import shared_fs_summary
 from provision.planning.plan import ClusterPlan
@@ -54,27 +55,27 @@ class Storage:
     ready: list[pulumi.Resource] = field(default_factory=list)
 
 
-def build_storage(plan: ClusterPlan, net: Network, parent: pulumi.Resource) -> Storage:
+def build_storage(plan: ClusterPlan[AlibabaPlan], net: Network, parent: pulumi.Resource) -> Storage:
     """Create the shared filesystem (and, for CPFS, the nodes' lookup role)."""
-    storage: dict[str, Any] | None = plan.extra.get("storage")
+    storage = plan.extra.storage
     if plan.storage is None or storage is None:
         return Storage()
     name, extra = plan.name, plan.extra
     opts = pulumi.ResourceOptions(parent=parent)
-    cpfs = storage["access"] == "protocol-service"
+    cpfs = isinstance(storage, Cpfs)
     fs = nas.FileSystem(
         f"{name}-fs",
-        file_system_type=storage["file_system_type"],
-        protocol_type=storage["protocol_type"],
-        storage_type=storage["storage_type"],
-        capacity=storage["capacity"],
+        file_system_type=storage.file_system_type,
+        protocol_type=storage.protocol_type,
+        storage_type=storage.storage_type,
+        capacity=storage.capacity,
         zone_id=plan.zone,
         vpc_id=net.vpc_net.id if cpfs else None,
         vswitch_id=net.vswitch.id if cpfs else None,
-        encrypt_type=storage["encrypt_type"],
-        kms_key_id=storage["kms_key_id"],
+        encrypt_type=storage.encrypt_type,
+        kms_key_id=storage.kms_key_id,
         description=f"provision-{name}-shared",
-        resource_group_id=extra["resource_group_id"],
+        resource_group_id=extra.resource_group_id,
         tags=dict(plan.tags),
         opts=pulumi.ResourceOptions(
             parent=parent,
@@ -85,7 +86,7 @@ def build_storage(plan: ClusterPlan, net: Network, parent: pulumi.Resource) -> S
             custom_timeouts=pulumi.CustomTimeouts(create="60m", delete="30m"),
         ),
     )
-    options = extra["nfs_options"]
+    options = extra.nfs_options
     if cpfs:
         service = nas.ProtocolService(
             f"{name}-fs-nfs",
@@ -110,7 +111,7 @@ def build_storage(plan: ClusterPlan, net: Network, parent: pulumi.Resource) -> S
             opts=opts,
         )
         role, attachment = _lookup_role(plan, fs, opts)
-        placeholder = f"${{{CPFS_DOMAIN_VAR}}}:{storage['export_path']}"
+        placeholder = f"${{{CPFS_DOMAIN_VAR}}}:{storage.export_path}"
         summary = shared_fs_summary(plan, placeholder, "nfs", options)
         shared_fs = pulumi.Output.all(fs.id, export.export_id).apply(
             lambda a: {
@@ -118,7 +119,7 @@ def build_storage(plan: ClusterPlan, net: Network, parent: pulumi.Resource) -> S
                 "file_system_id": a[0],
                 "export_id": a[1],
                 "mounted_at_boot": True,
-                "boot_lookup": f"the nodes look the export's domain up at boot (RAM role {storage['lookup_role']})",
+                "boot_lookup": f"the nodes look the export's domain up at boot (RAM role {storage.lookup_role})",
                 "lookup_command": (
                     f"export {CPFS_DOMAIN_VAR}=$(aliyun nas DescribeProtocolMountTarget --FileSystemId {a[0]} "
                     f"--Filters.1.Key ExportIds --Filters.1.Value {a[1]} "
@@ -133,15 +134,15 @@ def build_storage(plan: ClusterPlan, net: Network, parent: pulumi.Resource) -> S
         f"{name}-fs-ag",
         access_group_name=f"{name}-nodes",
         access_group_type="Vpc",
-        file_system_type=storage["file_system_type"],
+        file_system_type=storage.file_system_type,
         description=f"provision-{name}-nodes",
         opts=opts,
     )
     rule = nas.AccessRule(
         f"{name}-fs-rule",
         access_group_name=group.access_group_name,
-        file_system_type=storage["file_system_type"],
-        source_cidr_ip=extra["vswitch_cidr"],
+        file_system_type=storage.file_system_type,
+        source_cidr_ip=extra.vswitch_cidr,
         rw_access_type="RDWR",
         user_access_type="no_squash",
         priority=1,
@@ -156,19 +157,21 @@ def build_storage(plan: ClusterPlan, net: Network, parent: pulumi.Resource) -> S
         vswitch_id=net.vswitch.id,
         opts=pulumi.ResourceOptions(parent=parent, depends_on=[rule]),
     )
-    source = target.mount_target_domain.apply(lambda d: f"{d}:{storage['export_path']}")
+    source = target.mount_target_domain.apply(lambda d: f"{d}:{storage.export_path}")
     shared_fs = pulumi.Output.all(source, fs.id).apply(
         lambda a: {**shared_fs_summary(plan, a[0], "nfs", options), "file_system_id": a[1]}
     )
     return Storage(mount_source=source, shared_fs=shared_fs)
 
 
-def _lookup_role(plan: ClusterPlan, fs: nas.FileSystem, opts: pulumi.ResourceOptions) -> tuple[ram.Role, Any]:
+def _lookup_role(
+    plan: ClusterPlan[AlibabaPlan], fs: nas.FileSystem, opts: pulumi.ResourceOptions
+) -> tuple[ram.Role, Any]:
     """The nodes' RAM role: trusted by ECS, allowed ``nas:DescribeProtocolMountTarget`` on ``fs`` only."""
-    storage, name = plan.extra["storage"], plan.name
+    storage, name = plan.extra.storage, plan.name
     role = ram.Role(
         f"{name}-nodes-role",
-        role_name=storage["lookup_role"],
+        role_name=storage.lookup_role,
         assume_role_policy_document=ramrole.trust_policy(),
         description=f"provision cluster {name}: CPFS nodes look up their export's NFS domain at boot",
         # Deleting a role that still has policies attached fails unless forced (ram.Role force); the
@@ -179,7 +182,7 @@ def _lookup_role(plan: ClusterPlan, fs: nas.FileSystem, opts: pulumi.ResourceOpt
     )
     policy = ram.Policy(
         f"{name}-cpfs-lookup-policy",
-        policy_name=storage["lookup_policy"],
+        policy_name=storage.lookup_policy,
         policy_document=fs.id.apply(lambda fid: ramrole.lookup_policy(plan.region, fid)),
         description=f"provision cluster {name}: read the CPFS export's domain (DescribeProtocolMountTarget)",
         force=True,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from provision.clouds.alibaba import ramrole
+from provision.clouds.alibaba.plan import AlibabaPlan, Cpfs
 from provision.planning.bootstrap import (
     LIB,
     SharedMount,
@@ -63,7 +64,7 @@ class CpfsExport:
     role_name: str
 
 
-def _values(plan: ClusterPlan) -> Any:
+def _values(plan: ClusterPlan[AlibabaPlan]) -> Any:
     versions = {**DEFAULT_VERSIONS, **plan.image.versions}
     values = base_values(plan)
     values.add("SSH_SUDO", True, "flag", "access.ssh_user")
@@ -81,7 +82,7 @@ def _values(plan: ClusterPlan) -> Any:
     values.add(
         "ERDMA_INSTALLER_SHA256", versions["erdma_installer_sha256"], "digest", "image.versions.erdma_installer_sha256"
     )
-    values.add("MTU", str(plan.extra["mtu"]), "int", "mtu")
+    values.add("MTU", str(plan.extra.mtu), "int", "mtu")
     if _builds_nccl_tests(plan):
         values.add("CUDA_VERSION", versions["cuda"], "version", "image.versions.cuda")
         values.add("CUDA_DIR", f"/usr/local/cuda-{versions['cuda']}", "path", "image.versions.cuda")
@@ -91,13 +92,13 @@ def _values(plan: ClusterPlan) -> Any:
     return values
 
 
-def _builds_nccl_tests(plan: ClusterPlan) -> bool:
+def _builds_nccl_tests(plan: ClusterPlan[AlibabaPlan]) -> bool:
     """GPU nodes whose image has no nccl-tests: the bootstrap builds them, so it needs CUDA and NCCL's headers."""
     expect = nccl_tests_expectation(plan)
     return expect is not None and expect["source"] == "build"
 
 
-def render(plan: ClusterPlan, mount_source: str | None = None, cpfs: CpfsExport | None = None) -> str:
+def render(plan: ClusterPlan[AlibabaPlan], mount_source: str | None = None, cpfs: CpfsExport | None = None) -> str:
     """The ``#cloud-config`` for every node of ``plan``.
 
     ``mount_source`` is the NAS mount source when known at deploy time; ``cpfs`` the CPFS export whose domain the
@@ -116,13 +117,13 @@ def render(plan: ClusterPlan, mount_source: str | None = None, cpfs: CpfsExport 
     values = _values(plan)
     files = [static_file("/usr/local/lib/provision/provision-net", "alibaba/provision-net", "0755")]
     shared = None
-    options = f"{plan.extra['nfs_options']},_netdev"
+    options = f"{plan.extra.nfs_options},_netdev"
     if plan.storage is not None and cpfs is not None:
-        storage = plan.extra["storage"]
+        storage = plan.extra.storage
         values.add("CPFS_FILE_SYSTEM_ID", cpfs.file_system_id, "token", "shared_fs.file_system_id")
         values.add("CPFS_EXPORT_ID", cpfs.export_id, "token", "shared_fs.export_id")
         values.add("CPFS_RAM_ROLE", cpfs.role_name, "token", "storage.lookup_role")
-        values.add("NAS_ENDPOINT", storage["nas_endpoint"], "url", "storage.nas_endpoint")
+        values.add("NAS_ENDPOINT", storage.nas_endpoint, "url", "storage.nas_endpoint")
         files.append(static_file(f"{LIB}/provision-cpfs-domain", "alibaba/provision-cpfs-domain", "0755"))
         # Once (rerun at the next boot while it fails); the retries inside wait up to ~12 minutes for the export
         # to settle and the role's credentials to reach the metadata service.
@@ -134,7 +135,7 @@ def render(plan: ClusterPlan, mount_source: str | None = None, cpfs: CpfsExport 
             options,
             "nfs-common",
             source_file=ramrole.DOMAIN_FILE,
-            source_path=storage["export_path"],
+            source_path=storage.export_path,
         )
     elif plan.storage is not None and mount_source:
         shared = SharedMount(mount_source, plan.storage.mount, "nfs", options, "nfs-common")
@@ -151,7 +152,7 @@ def render(plan: ClusterPlan, mount_source: str | None = None, cpfs: CpfsExport 
     )
 
 
-def user_data(plan: ClusterPlan, mount_source: str | None = None, cpfs: CpfsExport | None = None) -> str:
+def user_data(plan: ClusterPlan[AlibabaPlan], mount_source: str | None = None, cpfs: CpfsExport | None = None) -> str:
     """The node's user data, base64-encoded.
 
     Raises:
@@ -163,21 +164,21 @@ def user_data(plan: ClusterPlan, mount_source: str | None = None, cpfs: CpfsExpo
     return encoded
 
 
-def mock_cpfs_export(plan: ClusterPlan) -> CpfsExport:
+def mock_cpfs_export(plan: ClusterPlan[AlibabaPlan]) -> CpfsExport:
     """The CPFS export as the mocked cloud answers it (the ids of storage.py's logical names, alibaba/mocks.py)."""
     from provision.clouds.alibaba.mocks import cpfs_export_id, cpfs_file_system_id
 
     return CpfsExport(
         cpfs_file_system_id(f"{plan.name}-fs"),
         cpfs_export_id(f"{plan.name}-fs-export"),
-        plan.extra["storage"]["lookup_role"],
+        plan.extra.storage.lookup_role,
     )
 
 
-def mock_user_data(plan: ClusterPlan) -> str:
+def mock_user_data(plan: ClusterPlan[AlibabaPlan]) -> str:
     """The user data as the mocked cloud's nodes get it (a NAS mount source in the mocked cloud's format, or the
     mocked CPFS export the nodes look up)."""
-    if plan.storage is not None and (plan.extra.get("storage") or {}).get("access") == "protocol-service":
+    if plan.storage is not None and isinstance(plan.extra.storage, Cpfs):
         return render(plan, cpfs=mock_cpfs_export(plan))
     source = f"0a1b2c3d4e-abc12.{plan.region}.nas.aliyuncs.com:/" if plan.storage is not None else None
     return render(plan, source)

@@ -1,7 +1,7 @@
 """AWS adapter, plan half: p5 / p5e / p5en / p4d / p4de clusters with EFA and FSx for Lustre.
 
-Pure: imports no Pulumi and no cloud SDK. Every decision ``components.py`` needs is in
-``plan.extra`` (JSON), computed here from the spec, the catalog row and ``AwsOptions``:
+Pure: imports no Pulumi and no cloud SDK. Every decision ``components.py`` needs is in ``plan.extra``,
+an :class:`~provision.clouds.aws.plan.AwsPlan` computed here from the spec, the catalog row and ``AwsOptions``:
 the EFA interface layout, the VPC layout, the gang-allocation and market settings, the
 FSx settings and the lifetime backstops.
 
@@ -28,10 +28,22 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from provision.catalog import InstanceOffer
 from provision.clouds.aws import kubeplan
+from provision.clouds.aws.plan import (
+    AwsPlan,
+    ExistingNetwork,
+    Fsx,
+    Instance,
+    Lifetime,
+    Market,
+    NetworkInterface,
+    NewNetwork,
+    PlacementGroup,
+    Ssh,
+)
 from provision.clouds.base import Adapter, Limit
 from provision.planning.images import LOOKUP_PREFIX
 from provision.planning.kubernetes import KubernetesPlan
@@ -72,20 +84,20 @@ EFA_ENV = {
 }
 
 
-def efa_interfaces(fabric: str, efa_devices: int, network_cards: int | None) -> list[dict[str, Any]]:
-    """The launch template's interface list: ``[{card, device, type}]`` in launch order.
+def efa_interfaces(fabric: str, efa_devices: int, network_cards: int | None) -> tuple[NetworkInterface, ...]:
+    """The launch template's interface list in launch order.
 
     One ENA primary (card 0, device 0), then one EFA-only interface per EFA device: card 0
     device 1, then device 0 of cards 1..N-1. EFA-only interfaces take no IP address, so a node
     uses one subnet address however many EFA devices it has.
     """
-    out: list[dict[str, Any]] = [{"card": 0, "device": 0, "type": "interface"}]
+    out = [NetworkInterface(card=0, device=0, type="interface")]
     if fabric != "efa" or efa_devices <= 0:
-        return out
+        return tuple(out)
     cards = network_cards or efa_devices
-    out.append({"card": 0, "device": 1, "type": "efa-only"})
-    out.extend({"card": c, "device": 0, "type": "efa-only"} for c in range(1, min(efa_devices, cards)))
-    return out
+    out.append(NetworkInterface(card=0, device=1, type="efa-only"))
+    out.extend(NetworkInterface(card=c, device=0, type="efa-only") for c in range(1, min(efa_devices, cards)))
+    return tuple(out)
 
 
 def partition_of(region: str) -> str:
@@ -114,7 +126,7 @@ def fsx_efa_allowed(tier: str, size_gib: int, throughput: int | None) -> bool:
     return tier == "PERSISTENT_2" and step is not None and size_gib % step == 0
 
 
-class AwsAdapter(Adapter):
+class AwsAdapter(Adapter[AwsPlan]):
     cloud = "aws"
     extra = "aws"
     sdk_modules = ("pulumi_aws", "pulumiverse_time")
@@ -360,73 +372,77 @@ class AwsAdapter(Adapter):
         allowed = fsx_efa_allowed(res.storage.tier, res.storage_size_gib or 0, res.storage_throughput)
         return allowed and (opts.fsx_efa is True or res.fabric == "efa")
 
-    def extra_plan(self, spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
+    def extra_plan(self, spec: ClusterSpec, res: Resolution) -> AwsPlan:
         assert res.offer is not None and res.nodes is not None and res.fabric is not None  # noqa: S101
         opts: AwsOptions = spec.cloud_options()
         cap = spec.capacity
-        create_network = opts.vpc_id is None
-        network: dict[str, Any] = {"create": create_network, "vpc_id": opts.vpc_id, "subnet_id": opts.subnet_id}
-        if create_network:
-            network.update(vpc_layout(opts.vpc_cidr))
-        head_routes = (
-            [c for c in spec.access.allowed_cidrs if ipaddress.ip_network(c).version == 4]
-            if spec.access.public_head_node and create_network
-            else []
-        )
-        network["head_routes"] = head_routes
+        network: NewNetwork | ExistingNetwork
+        if opts.vpc_id is not None and opts.subnet_id is not None:
+            network = ExistingNetwork(vpc_id=opts.vpc_id, subnet_id=opts.subnet_id)
+        else:
+            head_routes = (
+                tuple(c for c in spec.access.allowed_cidrs if ipaddress.ip_network(c).version == 4)
+                if spec.access.public_head_node
+                else ()
+            )
+            network = NewNetwork(**vpc_layout(opts.vpc_cidr), head_routes=head_routes)
         reserved = cap.type in ("reservation", "capacity-block")
         pg_name = opts.placement_group
-        market = {
-            "target_capacity_type": {"spot": "spot", "capacity-block": "capacity-block"}.get(cap.type, "on-demand"),
-            "market_type": "capacity-block" if cap.type == "capacity-block" else None,
-            "reservation_id": cap.reservation if reserved else None,
+        market = Market(
+            target_capacity_type="spot"
+            if cap.type == "spot"
+            else "capacity-block"
+            if cap.type == "capacity-block"
+            else "on-demand",
+            market_type="capacity-block" if cap.type == "capacity-block" else None,
+            reservation_id=cap.reservation if reserved else None,
             # A fleet can target On-Demand Capacity Reservations only through a resource group.
-            "reservation_group": cap.type == "reservation" and opts.allocation == "fleet",
-            "spot_max_price": (
+            reservation_group=cap.type == "reservation" and opts.allocation == "fleet",
+            spot_max_price=(
                 f"{cap.max_price_per_hour_usd:.4f}" if cap.type == "spot" and cap.max_price_per_hour_usd else None
             ),
-            "all_or_nothing": cap.type != "capacity-block",
-        }
+            all_or_nothing=cap.type != "capacity-block",
+        )
         fsx = None
         if res.storage is not None and spec.storage.shared is not None:
             tier = res.storage.tier
-            fsx = {
-                "deployment_type": tier,
-                "storage_capacity": res.storage_size_gib,
-                "per_unit_storage_throughput": res.storage_throughput if tier.startswith("PERSISTENT") else None,
-                "efa": self._fsx_efa(spec, res),
-                "metadata_mode": "AUTOMATIC" if tier == "PERSISTENT_2" else None,
-                "lustre_version": "2.15",
-                "retain": spec.storage.shared.retain,
-            }
+            fsx = Fsx(
+                deployment_type=tier,
+                storage_capacity=res.storage_size_gib or 0,
+                per_unit_storage_throughput=res.storage_throughput if tier.startswith("PERSISTENT") else None,
+                efa=self._fsx_efa(spec, res),
+                metadata_mode="AUTOMATIC" if tier == "PERSISTENT_2" else None,
+                lustre_version="2.15",
+                retain=spec.storage.shared.retain,
+            )
         ref = self.image(spec, res.offer, res.fabric).ref
         keys = spec.access.ssh_public_keys
         image_lookup = ref[len(LOOKUP_PREFIX) :] if ref.startswith(LOOKUP_PREFIX) else None
-        return {
-            "allocation": opts.allocation,
-            "partition": partition_of(spec.region),
-            "network": network,
-            "efa_interfaces": efa_interfaces(res.fabric, res.offer.fabric_interfaces, res.offer.network_cards),
-            "placement_group": {"create": pg_name is None and not reserved, "name": pg_name},
-            "market": market,
-            "image_lookup": image_lookup,
-            "fsx": fsx,
-            "instance": {
-                "root_volume_gib": opts.root_volume_gib,
-                "root_device_name": opts.root_device_name,
-                "imds_hop_limit": opts.imds_hop_limit,
-                "permissions_boundary_arn": opts.permissions_boundary_arn,
-            },
-            "ssh": {
-                "key_pair": bool(keys) and keys[0].split(" ", 1)[0] in KEY_PAIR_TYPES,
-                "image_user": IMAGE_USER,
-            },
-            "public_head_node": spec.access.public_head_node,
-            "lifetime": {
-                "asg_schedule": opts.allocation == "asg",
-                "timer_delay_minutes": ASG_TIMER_DELAY_MINUTES if opts.allocation == "asg" else 0,
-            },
-        }
+        return AwsPlan(
+            allocation=opts.allocation,
+            partition=partition_of(spec.region),
+            network=network,
+            efa_interfaces=efa_interfaces(res.fabric, res.offer.fabric_interfaces, res.offer.network_cards),
+            placement_group=PlacementGroup(create=pg_name is None and not reserved, name=pg_name),
+            market=market,
+            image_lookup=image_lookup,
+            fsx=fsx,
+            instance=Instance(
+                root_volume_gib=opts.root_volume_gib,
+                root_device_name=opts.root_device_name,
+                imds_hop_limit=opts.imds_hop_limit,
+                permissions_boundary_arn=opts.permissions_boundary_arn,
+            ),
+            ssh=Ssh(
+                key_pair=bool(keys) and keys[0].split(" ", 1)[0] in KEY_PAIR_TYPES,
+                image_user=IMAGE_USER,
+            ),
+            public_head_node=spec.access.public_head_node,
+            lifetime=Lifetime(
+                asg_schedule=opts.allocation == "asg",
+                timer_delay_minutes=ASG_TIMER_DELAY_MINUTES if opts.allocation == "asg" else 0,
+            ),
+        )
 
     # ------------------------------------------------------------------ scheduler: kubernetes (EKS)
     def check_kubernetes(self, spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
@@ -438,7 +454,7 @@ class AwsAdapter(Adapter):
 
     def kubernetes_warnings(self, spec: ClusterSpec, res: Resolution, k8s: KubernetesPlan) -> list[str]:
         out = super().kubernetes_warnings(spec, res, k8s)
-        if k8s.extra["lifetime_schedule"]:
+        if kubeplan.eks(k8s).lifetime_schedule:
             out.append(
                 "lifetime on EKS: a scheduled action scales the GPU node group's Auto Scaling group to 0 at "
                 "expires_at; the control plane, system nodes, NAT gateway and FSx keep billing until "

@@ -19,6 +19,7 @@ from provision.clouds.aws import network, nodes, storage
 from provision.planning.outputs import shared_fs_summary, stack_outputs
 
 if TYPE_CHECKING:
+    from provision.clouds.aws.plan import AwsPlan
     from provision.planning.plan import ClusterPlan
 
 TYPE_TOKEN = "provision:aws:Cluster"
@@ -33,7 +34,7 @@ class AwsCluster(pulumi.ComponentResource):
 
     outputs: dict[str, Any]
 
-    def __init__(self, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, plan: ClusterPlan[AwsPlan], opts: pulumi.ResourceOptions | None = None) -> None:
         _check_provider_region(plan)
         super().__init__(TYPE_TOKEN, plan.name, None, opts)
         net = network.build_network(plan, self)
@@ -47,7 +48,7 @@ class AwsCluster(pulumi.ComponentResource):
         waits = [identity.ready, *sgs.node_rules, *net.egress]
         gang: aws.ec2.Fleet | aws.autoscaling.Group = (
             nodes.fleet(plan, lt, self, waits)
-            if plan.extra["allocation"] == "fleet"
+            if plan.extra.allocation == "fleet"
             else nodes.autoscaling_group(plan, net, lt, self, waits)
         )
         ranked = nodes.node_addresses(plan, gang, self)
@@ -70,7 +71,7 @@ class AwsCluster(pulumi.ComponentResource):
         self.register_outputs(self.outputs)
 
 
-def _check_provider_region(plan: ClusterPlan) -> None:
+def _check_provider_region(plan: ClusterPlan[AwsPlan]) -> None:
     """The default AWS provider must deploy into the plan's region (checked before any resource).
 
     Raises:
@@ -84,6 +85,6 @@ def _check_provider_region(plan: ClusterPlan) -> None:
         )
 
 
-def build(plan: ClusterPlan) -> dict[str, Any]:
+def build(plan: ClusterPlan[AwsPlan]) -> dict[str, Any]:
     """Create the cluster's resources in the current Pulumi context; returns the stack outputs."""
     return AwsCluster(plan).outputs

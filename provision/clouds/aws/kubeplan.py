@@ -27,8 +27,9 @@ settings and the FSx file system. Sources:
 from __future__ import annotations
 
 import ipaddress
-from typing import Any
+from typing import Any, Literal
 
+from provision.clouds.aws.plan import AwsPlan, EksPlan, HelmChart, NewNetwork
 from provision.clouds.k8s.addons import training_addons
 from provision.planning.cost import compute_hourly_usd
 from provision.planning.kubernetes import (
@@ -49,7 +50,7 @@ DEFAULT_VERSION = "1.35"
 #: Versions in EKS standard support when this was written (EKS Kubernetes version calendar).
 STANDARD_SUPPORT = ("1.33", "1.34", "1.35")
 EKS_TYPES = ("p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge", "p4d.24xlarge", "p4de.24xlarge")
-CAPACITY_TYPES = {
+CAPACITY_TYPES: dict[str, Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"]] = {
     "on-demand": "ON_DEMAND",
     "spot": "SPOT",
     "reservation": "ON_DEMAND",
@@ -216,13 +217,19 @@ def _addons(efa: bool, fsx: bool) -> list[AddonPlan]:
     return out + training_addons()
 
 
-def kubernetes_plan(spec: ClusterSpec, res: Resolution, extra: dict[str, Any], env: dict[str, str]) -> KubernetesPlan:
+def eks(k8s: KubernetesPlan) -> EksPlan:
+    """The EKS decisions of ``k8s`` (an AWS plan's ``kubernetes``)."""
+    assert isinstance(k8s.extra, EksPlan), type(k8s.extra)  # noqa: S101
+    return k8s.extra
+
+
+def kubernetes_plan(spec: ClusterSpec, res: Resolution, extra: AwsPlan, env: dict[str, str]) -> KubernetesPlan:
     """The EKS cluster for ``spec``; ``extra`` is the VM path's ``plan.extra`` (network, EFA layout, market)
     and ``env`` its NCCL/libfabric environment, which pods share (one ENA ``eth0``, EFA through libfabric)."""
     assert res.offer is not None and res.nodes is not None and res.fabric is not None  # noqa: S101
     offer, nodes, cap = res.offer, res.nodes, spec.capacity.type
-    efa = sum(1 for nic in extra["efa_interfaces"] if nic["type"] != "interface")
-    fsx = extra["fsx"] is not None
+    efa = sum(1 for nic in extra.efa_interfaces if nic.type != "interface")
+    fsx = extra.fsx is not None
     claim = "shared" if fsx else None
     cidrs = tuple(c for c in spec.access.allowed_cidrs if ":" not in c)
     version = spec.scheduler.version or DEFAULT_VERSION
@@ -247,27 +254,32 @@ def kubernetes_plan(spec: ClusterSpec, res: Resolution, extra: dict[str, Any], e
         fabric_devices_per_node=efa,
         capacity=cap,
         placement="cluster placement group"
-        if extra["placement_group"]["create"] or extra["placement_group"]["name"]
+        if extra.placement_group.create or extra.placement_group.name
         else f"none ({cap} fixes placement)",
         hourly_usd=compute_hourly_usd(spec, offer, nodes),
     )
     sched = spec.scheduler
-    decisions = {
-        "version": version,
-        "control_plane_zone": second_zone(spec, res),
-        "control_plane_cidr": control_plane_cidr(extra["network"]["vpc_cidr"]),
-        "public_access_cidrs": list(cidrs),
-        "capacity_type": CAPACITY_TYPES[cap],
-        "lt_instance_type": cap == "capacity-block",
-        "gpu_ami_type": "AL2023_x86_64_NVIDIA",
-        "node_image": f"EKS AL2023_x86_64_NVIDIA for Kubernetes {version}",
-        "system_ami_type": "AL2023_x86_64_STANDARD",
-        "root_device_name": "/dev/xvda",
-        "gpu_labels": dict(GPU_LABELS),
-        "managed_addons": [a.name for a in _addons(bool(efa), fsx) if a.kind == "managed"],
-        "helm": {k: list(v) for k, v in HELM.items() if efa or not k.startswith("aws-efa")},
-        "lifetime_schedule": spec.lifetime.ttl is not None or spec.lifetime.max_cost_usd is not None,
-    }
+    assert isinstance(extra.network, NewNetwork)  # noqa: S101 - check() refuses an existing VPC under EKS
+    decisions = EksPlan(
+        version=version,
+        control_plane_zone=second_zone(spec, res),
+        control_plane_cidr=control_plane_cidr(extra.network.vpc_cidr),
+        public_access_cidrs=cidrs,
+        capacity_type=CAPACITY_TYPES[cap],
+        lt_instance_type=cap == "capacity-block",
+        gpu_ami_type="AL2023_x86_64_NVIDIA",
+        node_image=f"EKS AL2023_x86_64_NVIDIA for Kubernetes {version}",
+        system_ami_type="AL2023_x86_64_STANDARD",
+        root_device_name="/dev/xvda",
+        gpu_labels=dict(GPU_LABELS),
+        managed_addons=tuple(a.name for a in _addons(bool(efa), fsx) if a.kind == "managed"),
+        helm={
+            k: HelmChart(repo=repo, chart=chart, version=v)
+            for k, (repo, chart, v) in HELM.items()
+            if efa or not k.startswith("aws-efa")
+        },
+        lifetime_schedule=spec.lifetime.ttl is not None or spec.lifetime.max_cost_usd is not None,
+    )
     return KubernetesPlan(
         control_plane=control,
         system_pool=system_pool("aws", spec.region, sched.system_nodes, sched.system_instance_type),

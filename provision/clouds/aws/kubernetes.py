@@ -20,11 +20,13 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from provision.clouds.aws import network, nodes, storage
+from provision.clouds.aws.kubeplan import eks
 from provision.clouds.aws.network import Network, SecurityGroups, tags
 from provision.clouds.k8s import objects
 from provision.planning.outputs import shared_fs_summary, static_outputs
 
 if TYPE_CHECKING:
+    from provision.clouds.aws.plan import AwsPlan
     from provision.planning.plan import ClusterPlan
 
 TYPE_TOKEN = "provision:aws:KubernetesCluster"
@@ -43,8 +45,10 @@ def _opts(parent: pulumi.Resource, **kw: Any) -> pulumi.ResourceOptions:
     return pulumi.ResourceOptions(parent=parent, **kw)
 
 
-def _role(plan: ClusterPlan, key: str, service: str, policies: tuple[str, ...], parent: pulumi.Resource) -> Any:
-    partition = plan.extra["partition"]
+def _role(
+    plan: ClusterPlan[AwsPlan], key: str, service: str, policies: tuple[str, ...], parent: pulumi.Resource
+) -> Any:
+    partition = plan.extra.partition
     actions = ["sts:AssumeRole", "sts:TagSession"] if service == "pods.eks.amazonaws.com" else ["sts:AssumeRole"]
     assume = {
         "Version": "2012-10-17",
@@ -54,7 +58,7 @@ def _role(plan: ClusterPlan, key: str, service: str, policies: tuple[str, ...], 
         f"{plan.name}-{key}",
         assume_role_policy=json.dumps(assume, sort_keys=True),
         description=f"provision {plan.name}: {key}",
-        permissions_boundary=plan.extra["instance"]["permissions_boundary_arn"],
+        permissions_boundary=plan.extra.instance.permissions_boundary_arn,
         tags=tags(plan, key),
         opts=_opts(parent),
     )
@@ -83,10 +87,10 @@ def kubeconfig(name: str, region: str, endpoint: str, ca_data: str) -> str:
 class EksCluster(pulumi.ComponentResource):
     """One GPU cluster on EKS. Attributes: ``cluster``, ``gpu_group``, ``outputs``."""
 
-    def __init__(self, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, plan: ClusterPlan[AwsPlan], opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(TYPE_TOKEN, plan.name, None, opts)
         assert plan.kubernetes is not None  # noqa: S101
-        kx = plan.kubernetes.extra
+        kx = eks(plan.kubernetes)
         net = network.build_network(plan, self)
         cp_subnet = self._control_plane_subnet(plan, net)
         pg = nodes.placement_group(plan, self)
@@ -98,12 +102,12 @@ class EksCluster(pulumi.ComponentResource):
             f"{plan.name}-eks",
             name=plan.name,
             role_arn=cluster_role.arn,
-            version=kx["version"],
+            version=kx.version,
             vpc_config=aws.eks.ClusterVpcConfigArgs(
                 subnet_ids=[net.subnet_id, cp_subnet.id],
                 endpoint_private_access=True,
-                endpoint_public_access=bool(kx["public_access_cidrs"]),
-                public_access_cidrs=kx["public_access_cidrs"] or None,
+                endpoint_public_access=bool(kx.public_access_cidrs),
+                public_access_cidrs=list(kx.public_access_cidrs) or None,
             ),
             # API access entries only; whoever runs `pulumi up` becomes cluster admin (and nobody else).
             access_config=aws.eks.ClusterAccessConfigArgs(
@@ -116,7 +120,7 @@ class EksCluster(pulumi.ComponentResource):
             tags=tags(plan, "eks"),
             opts=_opts(self, depends_on=cluster_attached, custom_timeouts=pulumi.CustomTimeouts(create="30m")),
         )
-        early = [self._addon(plan, a) for a in kx["managed_addons"] if a in BEFORE_NODES]
+        early = [self._addon(plan, a) for a in kx.managed_addons if a in BEFORE_NODES]
         system = aws.eks.NodeGroup(
             f"{plan.name}-system",
             cluster_name=self.cluster.name,
@@ -124,7 +128,7 @@ class EksCluster(pulumi.ComponentResource):
             node_role_arn=node_role.arn,
             subnet_ids=[net.subnet_id],
             scaling_config=self._scaling(plan.kubernetes.system_pool.nodes),
-            ami_type=kx["system_ami_type"],
+            ami_type=kx.system_ami_type,
             instance_types=[plan.kubernetes.system_pool.instance_type],
             capacity_type="ON_DEMAND",
             labels={"provision-pool": "system"},
@@ -133,8 +137,8 @@ class EksCluster(pulumi.ComponentResource):
         )
         lt = self._launch_template(plan, sgs, pg)
         self.gpu_group = self._gpu_group(plan, net, node_role, lt, [*node_attached, *early])
-        late = [self._addon(plan, a, [system]) for a in kx["managed_addons"] if a not in BEFORE_NODES]
-        if kx["lifetime_schedule"] and plan.expires_at is not None:
+        late = [self._addon(plan, a, [system]) for a in kx.managed_addons if a not in BEFORE_NODES]
+        if kx.lifetime_schedule and plan.expires_at is not None:
             # Every node group stops at the expiry (the system nodes bill too); PRV-TTL-001 checks the pairing.
             self._expiry_schedule(plan, self.gpu_group, "gpu", f"{plan.name}-expiry")
             self._expiry_schedule(plan, system, "system", f"{plan.name}-system-expiry")
@@ -173,22 +177,22 @@ class EksCluster(pulumi.ComponentResource):
             },
             "node_groups": {"system": system.node_group_name, "gpu": self.gpu_group.node_group_name},
             "fabric_manifest": {
-                "image": f"EKS optimized {kx['gpu_ami_type']} (release of the node group's Kubernetes version)",
-                **{name: f"{chart} {version}" for name, (_, chart, version) in kx["helm"].items()},
+                "image": f"EKS optimized {kx.gpu_ami_type} (release of the node group's Kubernetes version)",
+                **{name: f"{h.chart} {h.version}" for name, h in kx.helm.items()},
             },
         }
         self.register_outputs({"cluster": self.cluster.arn})
 
     # ------------------------------------------------------------------ network and nodes
-    def _control_plane_subnet(self, plan: ClusterPlan, net: Network) -> aws.ec2.Subnet:
+    def _control_plane_subnet(self, plan: ClusterPlan[AwsPlan], net: Network) -> aws.ec2.Subnet:
         """The second-AZ subnet EKS requires for its control-plane interfaces (no nodes run in it)."""
         assert plan.kubernetes is not None  # noqa: S101
-        kx = plan.kubernetes.extra
+        kx = eks(plan.kubernetes)
         subnet = aws.ec2.Subnet(
             f"{plan.name}-control-plane",
             vpc_id=net.vpc_id,
-            cidr_block=kx["control_plane_cidr"],
-            availability_zone=kx["control_plane_zone"],
+            cidr_block=kx.control_plane_cidr,
+            availability_zone=kx.control_plane_zone,
             map_public_ip_on_launch=False,
             tags=tags(plan, "control-plane"),
             opts=_opts(self),
@@ -207,32 +211,32 @@ class EksCluster(pulumi.ComponentResource):
         return aws.eks.NodeGroupScalingConfigArgs(desired_size=count, min_size=count, max_size=count)
 
     def _launch_template(
-        self, plan: ClusterPlan, sgs: SecurityGroups, pg: aws.ec2.PlacementGroup | None
+        self, plan: ClusterPlan[AwsPlan], sgs: SecurityGroups, pg: aws.ec2.PlacementGroup | None
     ) -> aws.ec2.LaunchTemplate:
         """The GPU nodes' launch template: the VM path's EFA layout, without what EKS forbids in it."""
         assert plan.kubernetes is not None  # noqa: S101
-        kx, inst, market = plan.kubernetes.extra, plan.extra["instance"], plan.extra["market"]
+        kx, inst, market = eks(plan.kubernetes), plan.extra.instance, plan.extra.market
         groups = [sgs.cluster.id, self.cluster.vpc_config.cluster_security_group_id]
         nics = nodes.efa_interfaces(plan, groups)
-        pg_name = pg.name if pg is not None else plan.extra["placement_group"]["name"]
+        pg_name = pg.name if pg is not None else plan.extra.placement_group.name
         reservation = None
-        if market["reservation_id"]:
+        if market.reservation_id:
             reservation = aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
                 capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
-                    capacity_reservation_id=market["reservation_id"]
+                    capacity_reservation_id=market.reservation_id
                 )
             )
         return aws.ec2.LaunchTemplate(
             f"{plan.name}-gpu-nodes",
             description=f"provision {plan.name}: {plan.instance_type} EKS nodes",
-            instance_type=plan.instance_type if kx["lt_instance_type"] else None,
+            instance_type=plan.instance_type if kx.lt_instance_type else None,
             network_interfaces=nics,
             placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=pg_name) if pg_name else None,
             # Hop limit 1: pods cannot reach the node role's credentials; jobs use Pod Identity.
             metadata_options=nodes.imds_v2(1),
-            block_device_mappings=nodes.encrypted_root(kx["root_device_name"], inst["root_volume_gib"]),
+            block_device_mappings=nodes.encrypted_root(kx.root_device_name, inst.root_volume_gib),
             instance_market_options=aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type="capacity-block")
-            if kx["capacity_type"] == "CAPACITY_BLOCK"
+            if kx.capacity_type == "CAPACITY_BLOCK"
             else None,
             capacity_reservation_specification=reservation,
             tag_specifications=nodes.node_tag_specifications(tags(plan, "gpu-node")),
@@ -242,10 +246,10 @@ class EksCluster(pulumi.ComponentResource):
         )
 
     def _gpu_group(
-        self, plan: ClusterPlan, net: Network, role: Any, lt: aws.ec2.LaunchTemplate, deps: list[Any]
+        self, plan: ClusterPlan[AwsPlan], net: Network, role: Any, lt: aws.ec2.LaunchTemplate, deps: list[Any]
     ) -> aws.eks.NodeGroup:
         assert plan.kubernetes is not None  # noqa: S101
-        kx, pool = plan.kubernetes.extra, plan.kubernetes.gpu_pool
+        kx, pool = eks(plan.kubernetes), plan.kubernetes.gpu_pool
         return aws.eks.NodeGroup(
             f"{plan.name}-gpu",
             cluster_name=self.cluster.name,
@@ -253,11 +257,11 @@ class EksCluster(pulumi.ComponentResource):
             node_role_arn=role.arn,
             subnet_ids=[net.subnet_id],
             scaling_config=self._scaling(pool.nodes),
-            ami_type=kx["gpu_ami_type"],
-            capacity_type=kx["capacity_type"],
-            instance_types=None if kx["lt_instance_type"] else [plan.instance_type],
+            ami_type=kx.gpu_ami_type,
+            capacity_type=kx.capacity_type,
+            instance_types=None if kx.lt_instance_type else [plan.instance_type],
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(id=lt.id, version=lt.latest_version.apply(str)),
-            labels=dict(kx["gpu_labels"]),
+            labels=dict(kx.gpu_labels),
             taints=[aws.eks.NodeGroupTaintArgs(key="nvidia.com/gpu", value="true", effect="NO_SCHEDULE")],
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
             tags=tags(plan, "gpu"),
@@ -268,7 +272,7 @@ class EksCluster(pulumi.ComponentResource):
             ),
         )
 
-    def _expiry_schedule(self, plan: ClusterPlan, group: aws.eks.NodeGroup, key: str, action: str) -> None:
+    def _expiry_schedule(self, plan: ClusterPlan[AwsPlan], group: aws.eks.NodeGroup, key: str, action: str) -> None:
         """Scale a node group's Auto Scaling group to 0 at the expiry: its nodes stop billing on time.
 
         EKS refuses a shutdown behaviour in a node group's launch template, so the nodes cannot end
@@ -289,7 +293,7 @@ class EksCluster(pulumi.ComponentResource):
         )
 
     # ------------------------------------------------------------------ add-ons and identity
-    def _addon(self, plan: ClusterPlan, name: str, deps: list[Any] | None = None) -> aws.eks.Addon:
+    def _addon(self, plan: ClusterPlan[AwsPlan], name: str, deps: list[Any] | None = None) -> aws.eks.Addon:
         return aws.eks.Addon(
             f"{plan.name}-{name}",
             cluster_name=self.cluster.name,
@@ -300,20 +304,20 @@ class EksCluster(pulumi.ComponentResource):
             opts=_opts(self, depends_on=deps or []),
         )
 
-    def _device_plugins(self, plan: ClusterPlan, prov: k8s.Provider) -> list[pulumi.Resource]:
+    def _device_plugins(self, plan: ClusterPlan[AwsPlan], prov: k8s.Provider) -> list[pulumi.Resource]:
         """The NVIDIA and EFA device plugins on the GPU nodes (pinned charts, labels from the node group)."""
         assert plan.kubernetes is not None  # noqa: S101
         out: list[pulumi.Resource] = []
         tolerate = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
-        for name, (repo, chart, version) in plan.kubernetes.extra["helm"].items():
+        for name, helm in eks(plan.kubernetes).helm.items():
             selector = "vpc.amazonaws.com/efa.present" if name.startswith("aws-efa") else "nvidia.com/gpu.present"
             out.append(
                 k8s.helm.v3.Release(
                     f"{plan.name}-{name}",
                     name=name,
-                    chart=chart,
-                    version=version,
-                    repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo),
+                    chart=helm.chart,
+                    version=helm.version,
+                    repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=helm.repo),
                     namespace="kube-system",
                     values={"nodeSelector": {selector: "true"}, "tolerations": tolerate},
                     timeout=600,
@@ -322,7 +326,7 @@ class EksCluster(pulumi.ComponentResource):
             )
         return out
 
-    def _jobs_identity(self, plan: ClusterPlan, deps: list[Any]) -> Any:
+    def _jobs_identity(self, plan: ClusterPlan[AwsPlan], deps: list[Any]) -> Any:
         """An IAM role the jobs' service account gets through EKS Pod Identity (no policy until you add one)."""
         assert plan.kubernetes is not None  # noqa: S101
         job = plan.kubernetes.job
@@ -348,6 +352,6 @@ def _asg_name(resources: Any) -> str:
     return str(names[0])
 
 
-def build(plan: ClusterPlan) -> dict[str, Any]:
+def build(plan: ClusterPlan[AwsPlan]) -> dict[str, Any]:
     """Create the EKS cluster's resources in the current Pulumi context; returns the stack outputs."""
     return EksCluster(plan).outputs

@@ -1,6 +1,6 @@
 """AWS network resources: VPC, subnets, NAT egress, S3 endpoint and the security groups.
 
-Pulumi only; every value comes from ``plan.extra["network"]`` and the plan. All security-group
+Pulumi only; every value comes from ``plan.extra.network`` and the plan. All security-group
 rules are standalone ``vpc.SecurityGroup*Rule`` resources (no inline rules, so the two groups can
 reference each other without a cycle and AWS's default allow-all egress is not kept).
 """
@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 import pulumi
 import pulumi_aws as aws
 
+from provision.clouds.aws.plan import AwsPlan, ExistingNetwork
+
 if TYPE_CHECKING:
     from provision.planning.plan import ClusterPlan
 
@@ -22,7 +24,7 @@ WORLD = "0.0.0.0/0"
 LUSTRE_PORTS = ((988, 988), (1018, 1023))
 
 
-def tags(plan: ClusterPlan, role: str) -> dict[str, str]:
+def tags(plan: ClusterPlan[AwsPlan], role: str) -> dict[str, str]:
     """``plan.tags`` plus a console ``Name`` for one resource role."""
     return {**plan.tags, "Name": f"{plan.name}-{role}"}
 
@@ -37,13 +39,13 @@ class Network:
     egress: list[pulumi.Resource] = field(default_factory=list)
 
 
-def build_network(plan: ClusterPlan, parent: pulumi.Resource) -> Network:
+def build_network(plan: ClusterPlan[AwsPlan], parent: pulumi.Resource) -> Network:
     """The VPC with a private node subnet and NAT egress, or the user's existing VPC and subnet."""
-    spec = plan.extra["network"]
-    if not spec["create"]:
-        return Network(spec["vpc_id"], spec["subnet_id"], None, None)
+    spec = plan.extra.network
+    if isinstance(spec, ExistingNetwork):
+        return Network(spec.vpc_id, spec.subnet_id, None, None)
     n = plan.name
-    retain = bool(plan.extra["fsx"] and plan.extra["fsx"]["retain"])
+    retain = bool(plan.extra.fsx and plan.extra.fsx.retain)
 
     def opts(**kw: Any) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(parent=parent, **kw)
@@ -51,7 +53,7 @@ def build_network(plan: ClusterPlan, parent: pulumi.Resource) -> Network:
     # A retained file system keeps network interfaces in the VPC and node subnet: keep those too.
     vpc = aws.ec2.Vpc(
         f"{n}-vpc",
-        cidr_block=spec["vpc_cidr"],
+        cidr_block=spec.vpc_cidr,
         enable_dns_support=True,
         enable_dns_hostnames=True,
         tags=tags(plan, "vpc"),
@@ -60,7 +62,7 @@ def build_network(plan: ClusterPlan, parent: pulumi.Resource) -> Network:
     private = aws.ec2.Subnet(
         f"{n}-private",
         vpc_id=vpc.id,
-        cidr_block=spec["private_cidr"],
+        cidr_block=spec.private_cidr,
         availability_zone=plan.zone,
         map_public_ip_on_launch=False,
         tags=tags(plan, "private"),
@@ -69,7 +71,7 @@ def build_network(plan: ClusterPlan, parent: pulumi.Resource) -> Network:
     public = aws.ec2.Subnet(
         f"{n}-public",
         vpc_id=vpc.id,
-        cidr_block=spec["public_cidr"],
+        cidr_block=spec.public_cidr,
         availability_zone=plan.zone,
         map_public_ip_on_launch=False,
         tags=tags(plan, "public"),
@@ -100,7 +102,7 @@ def build_network(plan: ClusterPlan, parent: pulumi.Resource) -> Network:
     )
     # Replies from the public head node to the SSH networks leave through the internet gateway (the one
     # address with a public IP); every other destination keeps the NAT route.
-    for i, cidr in enumerate(spec["head_routes"]):
+    for i, cidr in enumerate(spec.head_routes):
         aws.ec2.Route(
             f"{n}-head-route-{i}",
             route_table_id=private_rt.id,
@@ -138,7 +140,7 @@ class SecurityGroups:
 def _rule(
     kind: str,
     name: str,
-    plan: ClusterPlan,
+    plan: ClusterPlan[AwsPlan],
     group: aws.ec2.SecurityGroup,
     parent: pulumi.Resource,
     *,
@@ -164,7 +166,7 @@ def _rule(
 
 
 def build_security_groups(
-    plan: ClusterPlan, net: Network, parent: pulumi.Resource, placement: pulumi.Resource | None = None
+    plan: ClusterPlan[AwsPlan], net: Network, parent: pulumi.Resource, placement: pulumi.Resource | None = None
 ) -> SecurityGroups:
     """The EFA group (all traffic within itself, SSH from ``allowed_cidrs``) and the FSx group.
 
@@ -174,7 +176,7 @@ def build_security_groups(
     on ``DependencyViolation`` until the last node network interface is gone, so it is the wait.
     """
     n = plan.name
-    fsx_spec = plan.extra["fsx"]
+    fsx_spec = plan.extra.fsx
     cluster = aws.ec2.SecurityGroup(
         f"{n}-nodes",
         vpc_id=net.vpc_id,
@@ -200,7 +202,7 @@ def build_security_groups(
         node_rule("in", f"nodes-ssh-{i}", protocol="tcp", ports=(22, 22), cidr=cidr, description="SSH")
     if fsx_spec is None:
         return SecurityGroups(cluster, None, nodes_rules)
-    retain = bool(fsx_spec["retain"])
+    retain = bool(fsx_spec.retain)
     fsx = aws.ec2.SecurityGroup(
         f"{n}-fsx-sg",
         vpc_id=net.vpc_id,
@@ -217,7 +219,7 @@ def build_security_groups(
         if group is cluster:
             nodes_rules.append(rule)
 
-    if fsx_spec["efa"]:
+    if fsx_spec.efa:
         # An EFA-enabled file system needs all traffic to and from itself and its clients' group.
         for peer, who in ((fsx, "self"), (cluster, "nodes")):
             fsx_rule("in", f"fsx-in-{who}", fsx, peer=peer, description=f"Lustre over EFA ({who})")

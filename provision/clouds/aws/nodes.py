@@ -21,6 +21,7 @@ from provision.clouds.aws.network import Network, SecurityGroups, tags
 from provision.planning.outputs import gather
 
 if TYPE_CHECKING:
+    from provision.clouds.aws.plan import AwsPlan
     from provision.planning.plan import ClusterPlan
 
 LIVE_STATES = ["pending", "running"]
@@ -48,10 +49,10 @@ class Identity:
     ready: pulumi.Resource
 
 
-def build_identity(plan: ClusterPlan, parent: pulumi.Resource) -> Identity:
+def build_identity(plan: ClusterPlan[AwsPlan], parent: pulumi.Resource) -> Identity:
     """A least-privilege node role (SSM Session Manager only) and the EC2 key pair for key 0."""
-    n, inst = plan.name, plan.extra["instance"]
-    partition = plan.extra["partition"]
+    n, inst = plan.name, plan.extra.instance
+    partition = plan.extra.partition
     assume = {
         "Version": "2012-10-17",
         "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}],
@@ -60,7 +61,7 @@ def build_identity(plan: ClusterPlan, parent: pulumi.Resource) -> Identity:
         f"{n}-node",
         assume_role_policy=json.dumps(assume, sort_keys=True),
         description=f"provision {n}: cluster nodes (SSM Session Manager only)",
-        permissions_boundary=inst["permissions_boundary_arn"],
+        permissions_boundary=inst.permissions_boundary_arn,
         tags=tags(plan, "node"),
         opts=_opts(parent),
     )
@@ -81,7 +82,7 @@ def build_identity(plan: ClusterPlan, parent: pulumi.Resource) -> Identity:
         opts=_opts(parent, depends_on=[profile]),
     )
     key_name = None
-    if plan.extra["ssh"]["key_pair"]:
+    if plan.extra.ssh.key_pair:
         key = aws.ec2.KeyPair(
             f"{n}-key", public_key=plan.access.ssh_public_keys[0], tags=tags(plan, "key"), opts=_opts(parent)
         )
@@ -89,9 +90,9 @@ def build_identity(plan: ClusterPlan, parent: pulumi.Resource) -> Identity:
     return Identity(profile, key_name, ready)
 
 
-def image_id(plan: ClusterPlan, parent: pulumi.Resource) -> pulumi.Output[str]:
+def image_id(plan: ClusterPlan[AwsPlan], parent: pulumi.Resource) -> pulumi.Output[str]:
     """The AMI: the plan's pinned id, or the SSM lookup resolved once for this deployment."""
-    lookup = plan.extra["image_lookup"]
+    lookup = plan.extra.image_lookup
     if lookup is None:
         return pulumi.Output.from_input(plan.image.ref)
     # ``value`` "is always marked as sensitive" (ssm.get_parameter docstring), which would turn image_pin and the
@@ -99,21 +100,21 @@ def image_id(plan: ClusterPlan, parent: pulumi.Resource) -> pulumi.Output[str]:
     return aws.ssm.get_parameter_output(name=lookup, opts=pulumi.InvokeOutputOptions(parent=parent)).insecure_value
 
 
-def placement_group(plan: ClusterPlan, parent: pulumi.Resource) -> aws.ec2.PlacementGroup | None:
+def placement_group(plan: ClusterPlan[AwsPlan], parent: pulumi.Resource) -> aws.ec2.PlacementGroup | None:
     """The cluster placement group the plan asks to create (none for reservations or a user's group)."""
-    if not plan.extra["placement_group"]["create"]:
+    if not plan.extra.placement_group.create:
         return None
     return aws.ec2.PlacementGroup(f"{plan.name}-pg", strategy="cluster", tags=tags(plan, "pg"), opts=_opts(parent))
 
 
 def _capacity_reservation(
-    plan: ClusterPlan, parent: pulumi.Resource
+    plan: ClusterPlan[AwsPlan], parent: pulumi.Resource
 ) -> aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs | None:
-    market = plan.extra["market"]
-    cr = market["reservation_id"]
+    market = plan.extra.market
+    cr = market.reservation_id
     if cr is None:
         return None
-    if not market["reservation_group"]:
+    if not market.reservation_group:
         target = aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
             capacity_reservation_id=cr
         )
@@ -141,7 +142,7 @@ def _capacity_reservation(
         f"{plan.name}-reservation",
         group_arn=group.arn,
         resource_arn=pulumi.Output.concat(
-            f"arn:{plan.extra['partition']}:ec2:{plan.region}:", account, f":capacity-reservation/{cr}"
+            f"arn:{plan.extra.partition}:ec2:{plan.region}:", account, f":capacity-reservation/{cr}"
         ),
         opts=_opts(parent),
     )
@@ -152,21 +153,21 @@ def _capacity_reservation(
 
 
 def efa_interfaces(
-    plan: ClusterPlan, security_groups: list[Any], subnet_id: pulumi.Input[str] | None = None
+    plan: ClusterPlan[AwsPlan], security_groups: list[Any], subnet_id: pulumi.Input[str] | None = None
 ) -> list[aws.ec2.LaunchTemplateNetworkInterfaceArgs]:
     """The plan's EFA layout as launch-template interfaces (every card, the ENA primary first)."""
     return [
         aws.ec2.LaunchTemplateNetworkInterfaceArgs(
-            network_card_index=nic["card"],
-            device_index=nic["device"],
-            interface_type=nic["type"],
+            network_card_index=nic.card,
+            device_index=nic.device,
+            interface_type=nic.type,
             subnet_id=subnet_id,
             security_groups=security_groups,
             delete_on_termination="true",
             # Only the ENA primary can carry an address at all; never a public one.
-            associate_public_ip_address="false" if nic["type"] == "interface" else None,
+            associate_public_ip_address="false" if nic.type == "interface" else None,
         )
-        for nic in plan.extra["efa_interfaces"]
+        for nic in plan.extra.efa_interfaces
     ]
 
 
@@ -201,7 +202,7 @@ def node_tag_specifications(node_tags: dict[str, str]) -> list[aws.ec2.LaunchTem
 
 
 def launch_template(
-    plan: ClusterPlan,
+    plan: ClusterPlan[AwsPlan],
     net: Network,
     sgs: SecurityGroups,
     identity: Identity,
@@ -211,14 +212,14 @@ def launch_template(
     parent: pulumi.Resource,
 ) -> aws.ec2.LaunchTemplate:
     """One launch template for every node: the EFA layout, IMDSv2, encrypted root, user data, tags."""
-    inst, market = plan.extra["instance"], plan.extra["market"]
+    inst, market = plan.extra.instance, plan.extra.market
     nics = efa_interfaces(plan, [sgs.cluster.id], net.subnet_id)
     if fs is not None:
         source = pulumi.Output.all(fs.dns_name, fs.mount_name).apply(lambda a: userdata.fsx_source(a[0], a[1]))
         script = source.apply(lambda s: userdata.render(plan, s))
     else:
         script = pulumi.Output.from_input(userdata.render(plan))
-    pg_name = pg.name if pg is not None else plan.extra["placement_group"]["name"]
+    pg_name = pg.name if pg is not None else plan.extra.placement_group.name
     node_tags = tags(plan, "node")
     return aws.ec2.LaunchTemplate(
         f"{plan.name}-nodes",
@@ -229,13 +230,13 @@ def launch_template(
         iam_instance_profile=aws.ec2.LaunchTemplateIamInstanceProfileArgs(arn=identity.profile.arn),
         network_interfaces=nics,
         placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=pg_name) if pg_name else None,
-        metadata_options=imds_v2(inst["imds_hop_limit"]),
-        block_device_mappings=encrypted_root(inst["root_device_name"], inst["root_volume_gib"]),
+        metadata_options=imds_v2(inst.imds_hop_limit),
+        block_device_mappings=encrypted_root(inst.root_device_name, inst.root_volume_gib),
         user_data=script.apply(userdata.encode),
         instance_initiated_shutdown_behavior="terminate" if plan.expires_at is not None else None,
         instance_market_options=(
-            aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type=market["market_type"])
-            if market["market_type"]
+            aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type=market.market_type)
+            if market.market_type
             else None
         ),
         capacity_reservation_specification=_capacity_reservation(plan, parent),
@@ -243,7 +244,7 @@ def launch_template(
         tags=tags(plan, "nodes"),
         update_default_version=True,
         # A new AMI behind the SSM parameter must never replace running nodes.
-        opts=_opts(parent, ignore_changes=["image_id"] if plan.extra["image_lookup"] else None),
+        opts=_opts(parent, ignore_changes=["image_id"] if plan.extra.image_lookup else None),
     )
 
 
@@ -252,14 +253,17 @@ def _lt_version(lt: aws.ec2.LaunchTemplate) -> pulumi.Output[str]:
 
 
 def fleet(
-    plan: ClusterPlan, lt: aws.ec2.LaunchTemplate, parent: pulumi.Resource, waits: Sequence[pulumi.Resource] = ()
+    plan: ClusterPlan[AwsPlan],
+    lt: aws.ec2.LaunchTemplate,
+    parent: pulumi.Resource,
+    waits: Sequence[pulumi.Resource] = (),
 ) -> aws.ec2.Fleet:
     """One instant EC2 Fleet: a single CreateFleet call, all nodes in one AZ and type, all or nothing.
 
     ``waits``: what must exist before the first node boots (profile propagation, node SG rules, egress route).
     """
-    market, nodes = plan.extra["market"], plan.nodes
-    capacity_type = market["target_capacity_type"]
+    market, nodes = plan.extra.market, plan.nodes
+    capacity_type = market.target_capacity_type
     gang: dict[str, Any] = {
         "min_target_capacity": nodes,
         "single_availability_zone": True,
@@ -269,7 +273,7 @@ def fleet(
     if capacity_type == "on-demand":
         reservations = (
             aws.ec2.FleetOnDemandOptionsCapacityReservationOptionsArgs(usage_strategy="use-capacity-reservations-first")
-            if market["reservation_group"]
+            if market.reservation_group
             else None
         )
         on_demand = aws.ec2.FleetOnDemandOptionsArgs(capacity_reservation_options=reservations, **gang)
@@ -279,8 +283,8 @@ def fleet(
         )
     # capacity-block: no OnDemandOptions (the fleet fills what the block holds; see the plan warning).
     overrides = (
-        [aws.ec2.FleetLaunchTemplateConfigOverrideArgs(max_price=market["spot_max_price"])]
-        if market["spot_max_price"]
+        [aws.ec2.FleetLaunchTemplateConfigOverrideArgs(max_price=market.spot_max_price)]
+        if market.spot_max_price
         else None
     )
     return aws.ec2.Fleet(
@@ -319,7 +323,7 @@ def fleet(
 
 
 def autoscaling_group(
-    plan: ClusterPlan,
+    plan: ClusterPlan[AwsPlan],
     net: Network,
     lt: aws.ec2.LaunchTemplate,
     parent: pulumi.Resource,
@@ -346,7 +350,7 @@ def autoscaling_group(
         ],
         opts=_opts(parent, depends_on=list(waits)),
     )
-    if plan.expires_at is not None and plan.extra["lifetime"]["asg_schedule"]:
+    if plan.expires_at is not None and plan.extra.lifetime.asg_schedule:
         aws.autoscaling.Schedule(
             f"{n}-expire",
             autoscaling_group_name=group.name,
@@ -371,7 +375,7 @@ def _rank_order(ids: list[str], ips: list[str]) -> tuple[list[str], list[str]]:
 
 
 def node_addresses(
-    plan: ClusterPlan, gang: aws.ec2.Fleet | aws.autoscaling.Group, parent: pulumi.Resource
+    plan: ClusterPlan[AwsPlan], gang: aws.ec2.Fleet | aws.autoscaling.Group, parent: pulumi.Resource
 ) -> pulumi.Output[tuple[list[str], list[str]]]:
     """(instance ids, private IPs) by rank, read back after the gang exists."""
     invoke = pulumi.InvokeOutputOptions(parent=parent)
@@ -381,7 +385,7 @@ def node_addresses(
 
         def fleet_ids(sets: Sequence[Any]) -> list[str]:
             ids = sorted({i for s in sets or [] for i in (s.instance_ids or [])})
-            if len(ids) != plan.nodes and plan.extra["market"]["all_or_nothing"]:
+            if len(ids) != plan.nodes and plan.extra.market.all_or_nothing:
                 # An instant fleet that misses MinTargetCapacity launches nothing yet still "succeeds".
                 raise pulumi.RunError(
                     f"the EC2 Fleet launched {len(ids)} of {plan.nodes} {plan.instance_type} nodes (no capacity "
@@ -418,10 +422,10 @@ def node_addresses(
 
 
 def head_public_ip(
-    plan: ClusterPlan, ranked: pulumi.Output[tuple[list[str], list[str]]], parent: pulumi.Resource
+    plan: ClusterPlan[AwsPlan], ranked: pulumi.Output[tuple[list[str], list[str]]], parent: pulumi.Resource
 ) -> pulumi.Output[str] | None:
     """An Elastic IP on node 0's primary (ENA) interface; multi-card instances get no automatic public IP."""
-    if not plan.extra["public_head_node"]:
+    if not plan.extra.public_head_node:
         return None
     eip = aws.ec2.Eip(f"{plan.name}-head-ip", domain="vpc", tags=tags(plan, "head-ip"), opts=_opts(parent))
     primary = aws.ec2.get_network_interface_output(

@@ -13,6 +13,7 @@ from provision.planning.bootstrap import SharedMount, Step, base_values, gzip_ba
 from provision.planning.bootstrap import render as render_bootstrap
 
 if TYPE_CHECKING:
+    from provision.clouds.aws.plan import AwsPlan
     from provision.planning.plan import ClusterPlan
 
 #: AWS limits raw user data to 16 KB (EC2 User Guide, "Run commands when you launch an EC2 instance with user data").
@@ -23,10 +24,10 @@ FSX_EFA_CLIENT_URL = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/samples
 FSX_OPTIONS = "relatime,flock,_netdev,x-systemd.automount,x-systemd.requires=network.service"
 
 
-def extra_keys(plan: ClusterPlan) -> tuple[str, ...]:
+def extra_keys(plan: ClusterPlan[AwsPlan]) -> tuple[str, ...]:
     """Public keys installed by user data: all but the first (the EC2 key pair) for the image's user."""
     keys = tuple(plan.access.ssh_public_keys)
-    if plan.extra["ssh"]["key_pair"] and plan.access.ssh_user == plan.extra["ssh"]["image_user"]:
+    if plan.extra.ssh.key_pair and plan.access.ssh_user == plan.extra.ssh.image_user:
         return keys[1:]
     return keys
 
@@ -36,12 +37,12 @@ def fsx_source(dns_name: str, mount_name: str) -> str:
     return f"{dns_name}@tcp:/{mount_name}"
 
 
-def fsx_efa(plan: ClusterPlan) -> bool:
+def fsx_efa(plan: ClusterPlan[AwsPlan]) -> bool:
     """Whether the plan's FSx file system is EFA-enabled (its clients must then be configured for EFA)."""
-    return bool((plan.extra.get("fsx") or {}).get("efa"))
+    return plan.extra.fsx is not None and plan.extra.fsx.efa
 
 
-def render(plan: ClusterPlan, fs_source: str | None = None) -> str:
+def render(plan: ClusterPlan[AwsPlan], fs_source: str | None = None) -> str:
     """The full user data for ``plan``; ``fs_source`` is the FSx mount source, if any.
 
     Raises:
@@ -56,7 +57,7 @@ def render(plan: ClusterPlan, fs_source: str | None = None) -> str:
             steps.append(Step("fsx-efa-client", "aws/steps/fsx-efa-client.sh"))
         shared = SharedMount(fs_source, plan.storage.mount, "lustre", FSX_OPTIONS)
     expires = plan.expires_at
-    delay = int(plan.extra["lifetime"]["timer_delay_minutes"])
+    delay = plan.extra.lifetime.timer_delay_minutes
     if expires is not None and delay:
         # The ASG's scheduled scale-to-zero is the primary stop; the node's own timer is a late backstop,
         # so the ASG never sees its nodes vanish first and launch replacements.
@@ -85,7 +86,7 @@ def encode(text: str) -> str:
     return encoded
 
 
-def mock_user_data(plan: ClusterPlan) -> str:
+def mock_user_data(plan: ClusterPlan[AwsPlan]) -> str:
     """The user data as the mocked cloud's nodes get it (an FSx source in the mocked cloud's format)."""
     if plan.storage is None:
         return render(plan)

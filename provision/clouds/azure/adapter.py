@@ -19,10 +19,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from provision.catalog import InstanceOffer
 from provision.clouds.azure import rules
+from provision.clouds.azure.plan import (
+    Amlfs,
+    AzurePlan,
+    BastionHost,
+    ImageReference,
+    Island,
+    Maintenance,
+    NetApp,
+)
 from provision.clouds.base import Adapter, Limit
 from provision.planning.resolve import Resolution, shared_kind
 from provision.spec import ClusterSpec
@@ -72,7 +81,7 @@ def rccl_env(gpus: int) -> dict[str, str]:
     }
 
 
-class AzureAdapter(Adapter):
+class AzureAdapter(Adapter[AzurePlan]):
     cloud = "azure"
     extra = "azure"
     sdk_modules = ("pulumi", "pulumi_azure_native")
@@ -347,7 +356,7 @@ class AzureAdapter(Adapter):
     def _storage_kind(spec: ClusterSpec, res: Resolution) -> str | None:
         return shared_kind(spec, res)
 
-    def extra_plan(self, spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
+    def extra_plan(self, spec: ClusterSpec, res: Resolution) -> AzurePlan:
         opts: AzureOptions = spec.cloud_options()
         name = spec.name
         cluster_rg, data_rg = resource_group_names(name)
@@ -362,17 +371,17 @@ class AzureAdapter(Adapter):
         islands, first = [], 0
         for i, (size, prefix) in enumerate(zip(sizes, rules.computer_name_prefixes(name, len(sizes)), strict=True)):
             islands.append(
-                {
-                    "index": i,
-                    "vmss": f"{name}-island{i}",
+                Island(
+                    index=i,
+                    vmss=f"{name}-island{i}",
                     # ONE proximity placement group for all islands (named after island 0, so a single-island cluster
                     # keeps its group): islands land in one datacenter, so jobs spanning them over Ethernet stay
-                    # close, and the graph does not grow by a group per island (review 2026-12-01 Azure D2).
-                    "ppg": f"{name}-island0-ppg" if infiniband else None,
-                    "computer_name_prefix": prefix,
-                    "first_rank": first,
-                    "nodes": size,
-                }
+                    # close, and the graph does not grow by a group per island.
+                    ppg=f"{name}-island0-ppg" if infiniband else None,
+                    computer_name_prefix=prefix,
+                    first_rank=first,
+                    nodes=size,
+                )
             )
             first += size
         assert res.offer is not None  # noqa: S101  # plan() calls extra_plan only after every check passed
@@ -382,59 +391,58 @@ class AzureAdapter(Adapter):
         reservation = None
         if cap.type == "reservation" and cap.reservation:
             reservation = cap.reservation if cap.reservation.startswith("/") else "/" + cap.reservation
-        return {
-            "resource_group": cluster_rg,
-            "network_resource_group": network_rg,
-            "retain_network": retain,
-            "vnet": f"{name}-vnet",
-            "vnet_cidr": opts.vnet_cidr,
-            "subnets": layout.subnets,
-            "islands": islands,
-            "single_placement_group": infiniband,
-            "image": rules.image_reference(image_ref),
-            "priority": "Spot" if spot else "Regular",
-            "eviction_policy": "Delete" if spot else None,
-            "max_price": (cap.max_price_per_hour_usd or -1) if spot else None,
-            "capacity_reservation_group": reservation,
-            "os_disk_gib": opts.os_disk_gib,
-            "encryption_at_host": opts.encryption_at_host,
-            "nic": f"{name}-nic",
-            "filesystem": self._filesystem_plan(spec, res, opts, layout.subnets),
-            "lifetime": "node-timer" if has_lifetime and opts.delete_at_expiry else "tags+reaper",
-            "hostfile": "vmss-hostnames",
-            "bastion": {"name": f"{name}-bastion", "subnet": layout.subnets["bastion"]} if opts.bastion else None,
-        }
+        image = rules.image_reference(image_ref)
+        assert image is not None  # noqa: S101  # check() refused an image that is neither a URN nor an id
+        return AzurePlan(
+            resource_group=cluster_rg,
+            network_resource_group=network_rg,
+            retain_network=retain,
+            vnet=f"{name}-vnet",
+            vnet_cidr=opts.vnet_cidr,
+            subnets=layout.subnets,
+            islands=tuple(islands),
+            single_placement_group=infiniband,
+            image=ImageReference(**image),
+            priority="Spot" if spot else "Regular",
+            eviction_policy="Delete" if spot else None,
+            max_price=(cap.max_price_per_hour_usd or -1) if spot else None,
+            capacity_reservation_group=reservation,
+            os_disk_gib=opts.os_disk_gib,
+            encryption_at_host=opts.encryption_at_host,
+            nic=f"{name}-nic",
+            filesystem=self._filesystem_plan(spec, res, opts, layout.subnets),
+            lifetime="node-timer" if has_lifetime and opts.delete_at_expiry else "tags+reaper",
+            bastion=BastionHost(name=f"{name}-bastion", subnet=layout.subnets["bastion"]) if opts.bastion else None,
+        )
 
     def _filesystem_plan(
         self, spec: ClusterSpec, res: Resolution, opts: AzureOptions, subnets: dict[str, str]
-    ) -> dict[str, Any] | None:
+    ) -> Amlfs | NetApp | None:
         if res.storage is None:
             return None
         name = spec.name
         size_gib = res.storage_size_gib or 0
         if res.storage.kind == "amlfs":
             tib = self._filesystem_capacity_tib(res)
-            return {
-                "kind": "amlfs",
-                "name": f"{name}-lustre",
-                "sku": res.storage.tier,
-                "capacity_tib": int(tib) if tib == int(tib) else tib,
-                "zone": spec.zone or opts.filesystem_zone,
-                "maintenance": {"day_of_week": opts.maintenance_day, "time_of_day_utc": opts.maintenance_time_utc},
-                "subnet_prefix_rule": f"/{rules.amlfs_subnet_prefix(tib)} for {tib:g} TiB "
+            return Amlfs(
+                name=f"{name}-lustre",
+                sku=res.storage.tier,
+                capacity_tib=int(tib) if tib == int(tib) else tib,
+                zone=spec.zone or opts.filesystem_zone,
+                maintenance=Maintenance(day_of_week=opts.maintenance_day, time_of_day_utc=opts.maintenance_time_utc),
+                subnet_prefix_rule=f"/{rules.amlfs_subnet_prefix(tib)} for {tib:g} TiB "
                 "(amlfs-prerequisites table, at least /24 per the SDK)",
-            }
+            )
         tib_bytes = 1024**4
         size_bytes = math.ceil(size_gib / 1024) * tib_bytes
-        return {
-            "kind": "netapp",
-            "account": f"{name}-anf",
-            "pool": f"{name}-pool",
-            "volume": f"{name}-volume",
-            "creation_token": f"{name}-shared",
-            "service_level": res.storage.tier,
-            "pool_bytes": size_bytes,
-            "volume_bytes": size_bytes,
-            "large_volume": size_bytes > 100 * tib_bytes,
-            "allowed_clients": subnets["nodes"],
-        }
+        return NetApp(
+            account=f"{name}-anf",
+            pool=f"{name}-pool",
+            volume=f"{name}-volume",
+            creation_token=f"{name}-shared",
+            service_level=res.storage.tier,
+            pool_bytes=size_bytes,
+            volume_bytes=size_bytes,
+            large_volume=size_bytes > 100 * tib_bytes,
+            allowed_clients=subnets["nodes"],
+        )

@@ -24,6 +24,7 @@ from pulumi_azure_native import authorization, compute, managedidentity, resourc
 
 from provision.clouds.azure.expiry import ROLE_ACTIONS, role_guid, role_name
 from provision.clouds.azure.network import Network, build_bastion, build_network
+from provision.clouds.azure.plan import AzurePlan, Island
 from provision.clouds.azure.rules import vmss_hostnames
 from provision.clouds.azure.storage import SharedFs, build_filesystem
 from provision.clouds.azure.userdata import custom_data
@@ -34,7 +35,7 @@ from provision.planning.plan import ClusterPlan
 TYPE_TOKEN = "provision:azure:Cluster"
 
 
-def retained_tags(plan: ClusterPlan) -> dict[str, str]:
+def retained_tags(plan: ClusterPlan[AzurePlan]) -> dict[str, str]:
     """Tags of resources kept past the cluster: never expire, and say so for the reaper."""
     return {**plan.tags, TAG_EXPIRES: "never", TAG_RETAIN: "true"}
 
@@ -42,14 +43,14 @@ def retained_tags(plan: ClusterPlan) -> dict[str, str]:
 class AzureCluster(pulumi.ComponentResource):
     """One cluster: networking, shared filesystem and one scale set per InfiniBand island."""
 
-    def __init__(self, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, plan: ClusterPlan[AzurePlan], opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(TYPE_TOKEN, plan.name, None, opts)
         self.plan = plan
         extra = plan.extra
         child = pulumi.ResourceOptions(parent=self)
         self.resource_group = resources.ResourceGroup(
-            extra["resource_group"],
-            resource_group_name=extra["resource_group"],
+            extra.resource_group,
+            resource_group_name=extra.resource_group,
             location=plan.region,
             tags=plan.tags,
             opts=child,
@@ -57,14 +58,14 @@ class AzureCluster(pulumi.ComponentResource):
         net_rg: pulumi.Output[str] = self.resource_group.name
         net_tags, net_opts = plan.tags, child
         self.data_resource_group: resources.ResourceGroup | None = None
-        if extra["retain_network"]:
+        if extra.retain_network:
             # The filesystem outlives the cluster, so it and the network it cannot leave go in their own
             # resource group that neither `pulumi destroy` (retain_on_delete) nor the reaper removes.
             net_tags = retained_tags(plan)
             net_opts = pulumi.ResourceOptions(parent=self, retain_on_delete=True)
             self.data_resource_group = resources.ResourceGroup(
-                extra["network_resource_group"],
-                resource_group_name=extra["network_resource_group"],
+                extra.network_resource_group,
+                resource_group_name=extra.network_resource_group,
                 location=plan.region,
                 tags=net_tags,
                 opts=net_opts,
@@ -74,7 +75,7 @@ class AzureCluster(pulumi.ComponentResource):
         # Without one an identity with no role served nothing, and any process on any node could use it through
         # IMDS once someone granted it a role (review 2026-12-01 Azure C2).
         self.identity: managedidentity.UserAssignedIdentity | None = None
-        if extra.get("lifetime") == "node-timer":
+        if extra.lifetime == "node-timer":
             self.identity = managedidentity.UserAssignedIdentity(
                 f"{plan.name}-identity",
                 resource_name_=f"{plan.name}-identity",
@@ -85,10 +86,10 @@ class AzureCluster(pulumi.ComponentResource):
             )
             self._expiry_role(self.identity, child)
         self.network: Network = build_network(plan, net_rg, net_tags, net_opts)
-        if extra.get("bastion"):
+        if extra.bastion:
             build_bastion(plan, net_rg, self.network, net_tags, net_opts)
         self.shared_fs: SharedFs | None = None
-        if extra["filesystem"] is not None and self.network.filesystem is not None:
+        if extra.filesystem is not None and self.network.filesystem is not None:
             self.shared_fs = build_filesystem(plan, net_rg, self.network.filesystem, net_tags, net_opts)
         boot = (
             self.shared_fs.mount.apply(lambda lines: custom_data(plan, lines))
@@ -97,12 +98,12 @@ class AzureCluster(pulumi.ComponentResource):
         )
         self.scale_sets: list[compute.VirtualMachineScaleSet] = []
         groups: dict[str, compute.ProximityPlacementGroup] = {}
-        for island in extra["islands"]:
-            ppg = groups.get(island["ppg"]) if island["ppg"] else None
-            if island["ppg"] and ppg is None:
-                ppg = groups[island["ppg"]] = compute.ProximityPlacementGroup(
-                    island["ppg"],
-                    proximity_placement_group_name=island["ppg"],
+        for island in extra.islands:
+            ppg = groups.get(island.ppg) if island.ppg else None
+            if island.ppg and ppg is None:
+                ppg = groups[island.ppg] = compute.ProximityPlacementGroup(
+                    island.ppg,
+                    proximity_placement_group_name=island.ppg,
                     resource_group_name=self.resource_group.name,
                     location=plan.region,
                     proximity_placement_group_type="Standard",
@@ -116,7 +117,7 @@ class AzureCluster(pulumi.ComponentResource):
                 )
             self.scale_sets.append(self._scale_set(island, ppg, boot, child))
         # Known from the plan; the Output only waits for every scale set to exist.
-        names = [h for isl in extra["islands"] for h in vmss_hostnames(isl["computer_name_prefix"], isl["nodes"])]
+        names = [h for isl in extra.islands for h in vmss_hostnames(isl.computer_name_prefix, isl.nodes)]
         hosts = pulumi.Output.all(*[vmss.id for vmss in self.scale_sets]).apply(lambda _: names)
         self.outputs = stack_outputs(plan, hosts, None, self.shared_fs.summary if self.shared_fs else None)
         self.register_outputs({"hostfile": self.outputs["hostfile"]})
@@ -156,17 +157,17 @@ class AzureCluster(pulumi.ComponentResource):
 
     def _scale_set(
         self,
-        island: dict[str, Any],
+        island: Island,
         ppg: compute.ProximityPlacementGroup | None,
         boot: pulumi.Output[str],
         opts: pulumi.ResourceOptions,
     ) -> compute.VirtualMachineScaleSet:
         plan, extra = self.plan, self.plan.extra
         user = plan.access.ssh_user
-        spot = extra["priority"] == "Spot"
+        spot = extra.priority == "Spot"
         profile = compute.VirtualMachineScaleSetVMProfileArgs(
             os_profile=compute.VirtualMachineScaleSetOSProfileArgs(
-                computer_name_prefix=island["computer_name_prefix"],
+                computer_name_prefix=island.computer_name_prefix,
                 admin_username=user,
                 custom_data=boot,
                 linux_configuration=compute.LinuxConfigurationArgs(
@@ -181,11 +182,11 @@ class AzureCluster(pulumi.ComponentResource):
                 ),
             ),
             storage_profile=compute.VirtualMachineScaleSetStorageProfileArgs(
-                image_reference=compute.ImageReferenceArgs(**extra["image"]),
+                image_reference=compute.ImageReferenceArgs(**extra.image.model_dump(exclude_none=True)),
                 os_disk=compute.VirtualMachineScaleSetOSDiskArgs(
                     create_option="FromImage",
                     caching=compute.CachingTypes.READ_WRITE,
-                    disk_size_gb=extra["os_disk_gib"],
+                    disk_size_gb=extra.os_disk_gib,
                     managed_disk=compute.VirtualMachineScaleSetManagedDiskParametersArgs(
                         storage_account_type="Premium_LRS"
                     ),
@@ -194,7 +195,7 @@ class AzureCluster(pulumi.ComponentResource):
             network_profile=compute.VirtualMachineScaleSetNetworkProfileArgs(
                 network_interface_configurations=[
                     compute.VirtualMachineScaleSetNetworkConfigurationArgs(
-                        name=extra["nic"],
+                        name=extra.nic,
                         primary=True,
                         enable_accelerated_networking=True,
                         ip_configurations=[
@@ -207,30 +208,28 @@ class AzureCluster(pulumi.ComponentResource):
                     )
                 ]
             ),
-            security_profile=compute.SecurityProfileArgs(encryption_at_host=True)
-            if extra["encryption_at_host"]
-            else None,
+            security_profile=compute.SecurityProfileArgs(encryption_at_host=True) if extra.encryption_at_host else None,
             # Managed boot diagnostics: no storage account (and no public blob endpoint) of ours.
             diagnostics_profile=compute.DiagnosticsProfileArgs(
                 boot_diagnostics=compute.BootDiagnosticsArgs(enabled=True)
             ),
-            priority=extra["priority"],
-            eviction_policy=extra["eviction_policy"] if spot else None,
-            billing_profile=compute.BillingProfileArgs(max_price=extra["max_price"]) if spot else None,
+            priority=extra.priority,
+            eviction_policy=extra.eviction_policy if spot else None,
+            billing_profile=compute.BillingProfileArgs(max_price=extra.max_price) if spot else None,
             capacity_reservation=compute.CapacityReservationProfileArgs(
-                capacity_reservation_group=compute.SubResourceArgs(id=extra["capacity_reservation_group"])
+                capacity_reservation_group=compute.SubResourceArgs(id=extra.capacity_reservation_group)
             )
-            if extra["capacity_reservation_group"]
+            if extra.capacity_reservation_group
             else None,
         )
         return compute.VirtualMachineScaleSet(
-            island["vmss"],
-            vm_scale_set_name=island["vmss"],
+            island.vmss,
+            vm_scale_set_name=island.vmss,
             resource_group_name=self.resource_group.name,
             location=plan.region,
-            sku=compute.SkuArgs(name=plan.instance_type, tier="Standard", capacity=island["nodes"]),
+            sku=compute.SkuArgs(name=plan.instance_type, tier="Standard", capacity=island.nodes),
             orchestration_mode="Uniform",
-            single_placement_group=extra["single_placement_group"],
+            single_placement_group=extra.single_placement_group,
             overprovision=False,
             platform_fault_domain_count=1,
             proximity_placement_group=compute.SubResourceArgs(id=ppg.id) if ppg else None,
@@ -247,6 +246,6 @@ class AzureCluster(pulumi.ComponentResource):
         )
 
 
-def build(plan: ClusterPlan) -> dict[str, Any]:
+def build(plan: ClusterPlan[AzurePlan]) -> dict[str, Any]:
     """Create the cluster described by ``plan``; returns the stack outputs (docs/contracts.md)."""
     return AzureCluster(plan).outputs

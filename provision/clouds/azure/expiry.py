@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from provision.planning.bootstrap import File
 
 if TYPE_CHECKING:
+    from provision.clouds.azure.plan import AzurePlan
     from provision.planning.plan import ClusterPlan
 
 #: What the expiry role may do, and nothing else.
@@ -50,12 +51,12 @@ def role_name(cluster: str) -> str:
     return f"provision-expiry-{cluster}"
 
 
-def identity_name(plan: ClusterPlan) -> str:
+def identity_name(plan: ClusterPlan[AzurePlan]) -> str:
     """The user-assigned identity the nodes carry (``components.py`` names it so)."""
     return f"{plan.name}-identity"
 
 
-def _script(plan: ClusterPlan) -> str:
+def _script(plan: ClusterPlan[AzurePlan]) -> str:
     """The Python run by the expiry service (python3 ships in the ubuntu-hpc image). No secrets in it."""
     return f"""import json, sys, urllib.error, urllib.request
 IMDS = "http://169.254.169.254/metadata"
@@ -83,7 +84,7 @@ except urllib.error.HTTPError as e:
 """
 
 
-def expiry_files(plan: ClusterPlan) -> list[File]:
+def expiry_files(plan: ClusterPlan[AzurePlan]) -> list[File]:
     """The expiry script and its systemd units (the common ``lifetime`` step enables the timer)."""
     assert plan.expires_at is not None  # noqa: S101  # the adapter plans a node timer only with a lifetime
     stamp = plan.expires_at.strftime("%Y-%m-%d %H:%M:%S UTC")

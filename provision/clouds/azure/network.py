@@ -14,6 +14,7 @@ from typing import Any
 import pulumi
 from pulumi_azure_native import network
 
+from provision.clouds.azure.plan import Amlfs, AzurePlan
 from provision.planning.plan import ClusterPlan
 
 #: The service an Azure NetApp Files subnet is delegated to.
@@ -65,11 +66,11 @@ def _rule(
 DENY_PRIORITY = 4096
 
 
-def node_rules(plan: ClusterPlan) -> list[network.SecurityRuleArgs]:
+def node_rules(plan: ClusterPlan[AzurePlan]) -> list[network.SecurityRuleArgs]:
     """Inbound to the node subnet: SSH from ``access.allowed_cidrs``, anything from the cluster's own subnets
     (NCCL, MPI and the launchers use arbitrary ports; Lustre servers call clients back on 988 and 1019-1023),
     nothing else from the VNet, peered networks or VPNs."""
-    subnets = plan.extra["subnets"]
+    subnets = plan.extra.subnets
     rules = []
     cidrs = list(plan.access.allowed_cidrs)
     if cidrs:
@@ -90,8 +91,8 @@ def node_rules(plan: ClusterPlan) -> list[network.SecurityRuleArgs]:
         rules.append(
             _rule("allow-filesystem-inbound", "The shared file system's servers", 120, "Allow", [subnets["filesystem"]])
         )
-    if plan.extra.get("bastion"):  # Bastion reaches the VMs from its own subnet (azure.bastion)
-        bastion = [plan.extra["bastion"]["subnet"]]
+    if plan.extra.bastion:  # Bastion reaches the VMs from its own subnet (azure.bastion)
+        bastion = [plan.extra.bastion.subnet]
         rules.append(
             _rule(
                 "allow-ssh-from-bastion",
@@ -116,19 +117,19 @@ def node_rules(plan: ClusterPlan) -> list[network.SecurityRuleArgs]:
     return rules
 
 
-def filesystem_rules(plan: ClusterPlan) -> list[network.SecurityRuleArgs]:
+def filesystem_rules(plan: ClusterPlan[AzurePlan]) -> list[network.SecurityRuleArgs]:
     """Inbound to the file-system subnet, after Microsoft's table for Azure Managed Lustre
     ("Configure a network security group for Azure Managed Lustre file systems", inbound rules 110-120):
     any traffic between the file system's own hosts (they need SSH among themselves while the file system
     deploys), the clients (here: any port from the node subnet, a superset of Lustre's 988 and 1019-1023 and of
     NFS), AzureMonitor for AMLFS health checks, and a final deny."""
-    subnets = plan.extra["subnets"]
+    subnets = plan.extra.subnets
     fs = subnets["filesystem"]
     rules = [
         _rule("allow-filesystem-internal", "Between the file system's own hosts (SSH included)", 110, "Allow", [fs]),
         _rule("allow-clients", "The cluster's nodes", 111, "Allow", [subnets["nodes"]]),
     ]
-    if plan.extra["filesystem"]["kind"] == "amlfs":
+    if isinstance(plan.extra.filesystem, Amlfs):
         rules.append(
             _rule(
                 "allow-azure-monitor",
@@ -145,7 +146,7 @@ def filesystem_rules(plan: ClusterPlan) -> list[network.SecurityRuleArgs]:
 
 
 def build_network(
-    plan: ClusterPlan, rg_name: pulumi.Input[str], tags: dict[str, str], opts: pulumi.ResourceOptions
+    plan: ClusterPlan[AzurePlan], rg_name: pulumi.Input[str], tags: dict[str, str], opts: pulumi.ResourceOptions
 ) -> Network:
     """Create the network in resource group ``rg_name`` with ``tags`` on every taggable resource."""
     extra = plan.extra
@@ -186,11 +187,11 @@ def build_network(
         opts=opts,
     )
     vnet = network.VirtualNetwork(
-        extra["vnet"],
-        virtual_network_name=extra["vnet"],
+        extra.vnet,
+        virtual_network_name=extra.vnet,
         resource_group_name=rg_name,
         location=location,
-        address_space=network.AddressSpaceArgs(address_prefixes=[extra["vnet_cidr"]]),
+        address_space=network.AddressSpaceArgs(address_prefixes=[extra.vnet_cidr]),
         tags=tags,
         opts=opts,
     )
@@ -199,14 +200,14 @@ def build_network(
         subnet_name="nodes",
         resource_group_name=rg_name,
         virtual_network_name=vnet.name,
-        address_prefix=extra["subnets"]["nodes"],
+        address_prefix=extra.subnets["nodes"],
         network_security_group=network.NetworkSecurityGroupArgs(id=nsg.id),
         nat_gateway=network.SubResourceArgs(id=nat.id),
         default_outbound_access=False,
         opts=opts,
     )
     fs_subnet = None
-    fs = extra.get("filesystem")
+    fs = extra.filesystem
     if fs is not None:
         # Its own NSG: the node NSG's rules would cut Managed Lustre's host-to-host SSH (review A1).
         fs_nsg = network.NetworkSecurityGroup(
@@ -219,7 +220,7 @@ def build_network(
             opts=opts,
         )
         kwargs: dict[str, Any] = {}
-        if fs["kind"] == "netapp":
+        if fs.kind == "netapp":
             kwargs["delegations"] = [network.DelegationArgs(name="netapp", service_name=NETAPP_DELEGATION)]
         else:
             kwargs["nat_gateway"] = network.SubResourceArgs(id=nat.id)
@@ -228,7 +229,7 @@ def build_network(
             subnet_name="filesystem",
             resource_group_name=rg_name,
             virtual_network_name=vnet.name,
-            address_prefix=extra["subnets"]["filesystem"],
+            address_prefix=extra.subnets["filesystem"],
             network_security_group=network.NetworkSecurityGroupArgs(id=fs_nsg.id),
             default_outbound_access=False,
             # Azure refuses concurrent writes to one VNet (AnotherOperationInProgress): subnets go in turn.
@@ -239,7 +240,11 @@ def build_network(
 
 
 def build_bastion(
-    plan: ClusterPlan, rg_name: pulumi.Input[str], net: Network, tags: dict[str, str], opts: pulumi.ResourceOptions
+    plan: ClusterPlan[AzurePlan],
+    rg_name: pulumi.Input[str],
+    net: Network,
+    tags: dict[str, str],
+    opts: pulumi.ResourceOptions,
 ) -> network.BastionHost:
     """Azure Bastion, Standard SKU with native-client tunneling and IP connect (``azure.bastion``).
 
@@ -249,13 +254,14 @@ def build_bastion(
     AzureBastionSubnet, /26 or larger, and the Bastion's public IP Standard and static.
     """
     name = plan.name
-    bastion = plan.extra["bastion"]
+    bastion = plan.extra.bastion
+    assert bastion is not None  # noqa: S101 - built only when the plan has a bastion
     subnet = network.Subnet(
         f"{name}-bastion",
         subnet_name="AzureBastionSubnet",
         resource_group_name=rg_name,
         virtual_network_name=net.vnet.name,
-        address_prefix=bastion["subnet"],
+        address_prefix=bastion.subnet,
         # One VNet write at a time (AnotherOperationInProgress): after the other subnets.
         opts=pulumi.ResourceOptions.merge(
             opts, pulumi.ResourceOptions(depends_on=[s for s in (net.nodes, net.filesystem) if s is not None])
@@ -273,8 +279,8 @@ def build_bastion(
         opts=opts,
     )
     return network.BastionHost(
-        bastion["name"],
-        bastion_host_name=bastion["name"],
+        bastion.name,
+        bastion_host_name=bastion.name,
         resource_group_name=rg_name,
         location=plan.region,
         sku=network.SkuArgs(name="Standard"),

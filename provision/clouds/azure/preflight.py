@@ -61,9 +61,12 @@ def azure_preflight(plan: ClusterPlan, account: AzureAccount | None = None) -> l
     """
     account = account or ArmAccount.from_environment()
     problems: list[Problem] = []
+    from provision.clouds.azure.plan import AzurePlan
+
     extra = plan.extra
+    assert isinstance(extra, AzurePlan), type(extra)  # noqa: S101 - only Azure plans come here
     needed_providers = list(AZURE_PROVIDERS)
-    fs = extra.get("filesystem")
+    fs = extra.filesystem
     if fs is not None:
         needed_providers.append(AZURE_STORAGE_PROVIDERS[fs["kind"]])
     for namespace in needed_providers:
@@ -91,7 +94,7 @@ def azure_preflight(plan: ClusterPlan, account: AzureAccount | None = None) -> l
         return problems
     problems += _azure_restrictions(plan, sku)
     problems += _azure_quota(plan, sku, account.usages(plan.region))
-    if extra["encryption_at_host"]:
+    if extra.encryption_at_host:
         state = account.feature_state("Microsoft.Compute", "EncryptionAtHost")
         if state != "Registered":
             problems.append(

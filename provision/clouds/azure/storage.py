@@ -12,6 +12,7 @@ from typing import Any
 import pulumi
 from pulumi_azure_native import netapp, network, storagecache
 
+from provision.clouds.azure.plan import Amlfs, AzurePlan, NetApp
 from provision.clouds.azure.userdata import mount_lines
 from provision.planning.outputs import shared_fs_summary
 from provision.planning.plan import ClusterPlan
@@ -29,7 +30,7 @@ class SharedFs:
     mount: pulumi.Output[str]
 
 
-def _outputs(plan: ClusterPlan, source: pulumi.Output[str], fs_type: str, options: str) -> SharedFs:
+def _outputs(plan: ClusterPlan[AzurePlan], source: pulumi.Output[str], fs_type: str, options: str) -> SharedFs:
     mount = plan.storage.mount if plan.storage else "/shared"
     return SharedFs(
         summary=source.apply(lambda s: shared_fs_summary(plan, s, fs_type, options)),
@@ -38,38 +39,40 @@ def _outputs(plan: ClusterPlan, source: pulumi.Output[str], fs_type: str, option
 
 
 def build_filesystem(
-    plan: ClusterPlan,
+    plan: ClusterPlan[AzurePlan],
     rg_name: pulumi.Input[str],
     subnet: network.Subnet,
     tags: dict[str, str],
     opts: pulumi.ResourceOptions,
 ) -> SharedFs:
     """Create the planned filesystem in ``rg_name`` on ``subnet``."""
-    fs = plan.extra["filesystem"]
-    if fs["kind"] == "amlfs":
+    fs = plan.extra.filesystem
+    assert fs is not None  # noqa: S101 - called only when the plan has a filesystem
+    if isinstance(fs, Amlfs):
         return _amlfs(plan, fs, rg_name, subnet, tags, opts)
     return _netapp(plan, fs, rg_name, subnet, tags, opts)
 
 
 def _amlfs(
-    plan: ClusterPlan,
-    fs: dict[str, Any],
+    plan: ClusterPlan[AzurePlan],
+    fs: Amlfs,
     rg_name: pulumi.Input[str],
     subnet: network.Subnet,
     tags: dict[str, str],
     opts: pulumi.ResourceOptions,
 ) -> SharedFs:
     lustre = storagecache.AmlFilesystem(
-        fs["name"],
-        aml_filesystem_name=fs["name"],
+        fs.name,
+        aml_filesystem_name=fs.name,
         resource_group_name=rg_name,
         location=plan.region,
-        sku=storagecache.SkuNameArgs(name=fs["sku"]),
-        storage_capacity_ti_b=fs["capacity_tib"],
+        sku=storagecache.SkuNameArgs(name=fs.sku),
+        storage_capacity_ti_b=fs.capacity_tib,
         filesystem_subnet=subnet.id,
-        zones=[fs["zone"]] if fs["zone"] else None,
+        zones=[fs.zone] if fs.zone else None,
         maintenance_window=storagecache.AmlFilesystemMaintenanceWindowArgs(
-            day_of_week=fs["maintenance"]["day_of_week"], time_of_day_utc=fs["maintenance"]["time_of_day_utc"]
+            day_of_week=storagecache.MaintenanceDayOfWeekType(fs.maintenance.day_of_week),
+            time_of_day_utc=fs.maintenance.time_of_day_utc,
         ),
         tags=tags,
         opts=opts,
@@ -79,45 +82,45 @@ def _amlfs(
 
 
 def _netapp(
-    plan: ClusterPlan,
-    fs: dict[str, Any],
+    plan: ClusterPlan[AzurePlan],
+    fs: NetApp,
     rg_name: pulumi.Input[str],
     subnet: network.Subnet,
     tags: dict[str, str],
     opts: pulumi.ResourceOptions,
 ) -> SharedFs:
     account = netapp.Account(
-        fs["account"],
-        account_name=fs["account"],
+        fs.account,
+        account_name=fs.account,
         resource_group_name=rg_name,
         location=plan.region,
         tags=tags,
         opts=opts,
     )
     pool = netapp.CapacityPool(
-        fs["pool"],
+        fs.pool,
         account_name=account.name,
-        pool_name=fs["pool"],
+        pool_name=fs.pool,
         resource_group_name=rg_name,
         location=plan.region,
-        service_level=fs["service_level"],
-        size=fs["pool_bytes"],
+        service_level=fs.service_level,
+        size=fs.pool_bytes,
         qos_type="Auto",
         tags=tags,
         opts=opts,
     )
     volume = netapp.CapacityPoolVolume(
-        fs["volume"],
+        fs.volume,
         account_name=account.name,
         pool_name=pool.name.apply(lambda n: n.split("/")[-1]),
-        volume_name=fs["volume"],
+        volume_name=fs.volume,
         resource_group_name=rg_name,
         location=plan.region,
-        creation_token=fs["creation_token"],
-        service_level=fs["service_level"],
+        creation_token=fs.creation_token,
+        service_level=fs.service_level,
         subnet_id=subnet.id,
-        usage_threshold=fs["volume_bytes"],
-        is_large_volume=fs["large_volume"] or None,
+        usage_threshold=fs.volume_bytes,
+        is_large_volume=fs.large_volume or None,
         protocol_types=["NFSv3"],
         network_features="Standard",
         security_style="unix",
@@ -129,7 +132,7 @@ def _netapp(
             rules=[
                 netapp.ExportPolicyRuleArgs(
                     rule_index=1,
-                    allowed_clients=fs["allowed_clients"],
+                    allowed_clients=fs.allowed_clients,
                     nfsv3=True,
                     nfsv41=False,
                     cifs=False,
@@ -154,5 +157,5 @@ def _netapp(
         tags=tags,
         opts=opts,
     )
-    source = volume.mount_targets.apply(lambda targets: f"{targets[0].ip_address}:/{fs['creation_token']}")
+    source = volume.mount_targets.apply(lambda targets: f"{targets[0].ip_address}:/{fs.creation_token}")
     return _outputs(plan, source, "nfs", NFS_OPTIONS)

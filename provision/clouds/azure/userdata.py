@@ -16,6 +16,7 @@ from provision.planning.bootstrap import File, SharedMount, Step, base_values, h
 from provision.planning.bootstrap import render as render_bootstrap
 
 if TYPE_CHECKING:
+    from provision.clouds.azure.plan import AzurePlan
     from provision.planning.plan import ClusterPlan
 
 #: Azure custom data is at most 64 KB before base64 (Azure docs, "Custom data and cloud-init on Azure VMs").
@@ -49,7 +50,7 @@ def _shared(value: SharedMount | str | None) -> SharedMount | None:
     return value
 
 
-def render(plan: ClusterPlan, shared_mount: SharedMount | str | None = None) -> str:
+def render(plan: ClusterPlan[AzurePlan], shared_mount: SharedMount | str | None = None) -> str:
     """The ``#cloud-config`` for every node of ``plan``. Holds no secrets."""
     shared = _shared(shared_mount)
     values = base_values(plan)
@@ -70,7 +71,7 @@ def render(plan: ClusterPlan, shared_mount: SharedMount | str | None = None) -> 
             File("/etc/systemd/system/provision-scheduled-events.service", WATCHER_UNIT),
         ]
         steps.append(Step("scheduled-events", "azure/steps/scheduled-events.sh"))
-    if plan.extra.get("lifetime") == "node-timer":
+    if plan.extra.lifetime == "node-timer":
         # Azure has no VM lifetime and an in-guest shutdown keeps the VM allocated (and billed): at the expiry
         # the node deletes the cluster's resource group instead (expiry.py).
         files += expiry_files(plan)
@@ -79,7 +80,7 @@ def render(plan: ClusterPlan, shared_mount: SharedMount | str | None = None) -> 
     return render_bootstrap(plan, values=values, steps=steps, files=files, shared=shared, health=health)
 
 
-def custom_data(plan: ClusterPlan, shared_mount: SharedMount | str | None = None) -> str:
+def custom_data(plan: ClusterPlan[AzurePlan], shared_mount: SharedMount | str | None = None) -> str:
     """The base64-encoded bootstrap for every node of ``plan``.
 
     Raises:
@@ -91,7 +92,7 @@ def custom_data(plan: ClusterPlan, shared_mount: SharedMount | str | None = None
     return base64.b64encode(text.encode()).decode()
 
 
-def mock_user_data(plan: ClusterPlan) -> str:
+def mock_user_data(plan: ClusterPlan[AzurePlan]) -> str:
     """The custom data as the mocked cloud's nodes get it (a shared mount in the mocked cloud's format)."""
     if plan.storage is None:
         return render(plan)

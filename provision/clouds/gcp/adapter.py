@@ -1,7 +1,8 @@
 """GCP adapter: the pure plan for A3 (TCPX, TCPXO, RDMA) and A2 clusters.
 
 Imports no Pulumi and no cloud SDK. The decisions live in :mod:`provision.clouds.gcp.layout`
-(``plan.extra``); :mod:`provision.clouds.gcp.components` turns them into resources:
+(``plan.extra``, a :class:`~provision.clouds.gcp.plan.GcpPlan`);
+:mod:`provision.clouds.gcp.components` turns them into resources:
 
 * one VPC per NIC network as Google publishes for each machine type, firewalls, Cloud NAT;
 * one regional instance template + one zonal MIG (gang allocation: resize request for flex-start,
@@ -16,11 +17,12 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from provision.catalog import InstanceOffer
 from provision.clouds.base import Adapter, Limit
 from provision.clouds.gcp import kubeplan, layout
+from provision.clouds.gcp.plan import GcpPlan
 from provision.planning.images import default_image
 from provision.planning.kubernetes import KubernetesPlan
 from provision.planning.plan import ImagePlan
@@ -163,7 +165,7 @@ def _cidr(path: str, value: str, found: ProblemCollector) -> ipaddress.IPv4Netwo
     return net
 
 
-class GcpAdapter(Adapter):
+class GcpAdapter(Adapter[GcpPlan]):
     cloud: ClassVar[str] = "gcp"
     extra: ClassVar[str] = "gcp"
     sdk_modules: ClassVar[tuple[str, ...]] = ("pulumi_gcp",)
@@ -263,7 +265,7 @@ class GcpAdapter(Adapter):
         offer = res.offer
         if offer is None or opts.max_topology_distance is None:
             return
-        kind = layout.placement(spec, offer)["kind"]
+        kind = layout.placement(spec, offer).kind
         if kind != "workload-policy":
             found.add(
                 "gcp.max_topology_distance",
@@ -411,7 +413,7 @@ class GcpAdapter(Adapter):
         # No GPU fabric (A2): NCCL's socket transport over the one gVNIC.
         return {"NCCL_SOCKET_IFNAME": "^lo,docker", "NCCL_CROSS_NIC": "0"}
 
-    def extra_plan(self, spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
+    def extra_plan(self, spec: ClusterSpec, res: Resolution) -> GcpPlan:
         return layout.decide(spec, res)
 
     # ------------------------------------------------------------------ scheduler: kubernetes (GKE)

@@ -19,6 +19,7 @@ from provision.clouds.gcp import userdata
 from provision.clouds.gcp.adapter import assert_labels
 from provision.clouds.gcp.layout import physical_name
 from provision.clouds.gcp.network import Networks, build_networks
+from provision.clouds.gcp.plan import GcpPlan, SpecificReservation
 from provision.clouds.gcp.storage import build_storage
 from provision.planning.outputs import stack_outputs
 from provision.planning.plan import ClusterPlan
@@ -26,14 +27,14 @@ from provision.planning.plan import ClusterPlan
 TYPE_TOKEN = "provision:gcp:Cluster"
 
 
-def termination_time(plan: ClusterPlan) -> str | None:
+def termination_time(plan: ClusterPlan[GcpPlan]) -> str | None:
     """The template's ``termination_time`` (RFC 3339, UTC) when the plan uses one."""
-    if plan.extra["scheduling"]["lifetime"] != "termination-time" or plan.expires_at is None:
+    if plan.extra.scheduling.lifetime != "termination-time" or plan.expires_at is None:
         return None
     return plan.expires_at.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def login_metadata(plan: ClusterPlan) -> dict[str, str]:
+def login_metadata(plan: ClusterPlan[GcpPlan]) -> dict[str, str]:
     """Instance metadata for the way in.
 
     * OS Login (default): ``enable-oslogin=TRUE``; IAM grants login (roles/compute.osLogin) and sudo
@@ -42,7 +43,7 @@ def login_metadata(plan: ClusterPlan) -> dict[str, str]:
       ``USERNAME:KEY`` lines ("Add SSH keys to VMs"); the guest environment creates the user.
     Project-wide keys are blocked either way, so only this cluster's keys ever work.
     """
-    if plan.extra["os_login"]:
+    if plan.extra.os_login:
         return {"enable-oslogin": "TRUE", "block-project-ssh-keys": "TRUE"}
     user = plan.access.ssh_user
     keys = "\n".join(f"{user}:{key}" for key in plan.access.ssh_public_keys)
@@ -71,23 +72,23 @@ def internal_dns_names(instance_links: list[str] | None) -> list[str]:
 class GcpCluster(pulumi.ComponentResource):
     """One GPU cluster on GCP. Attributes: ``networks``, ``template``, ``group``, ``ips``, ``outputs``."""
 
-    def __init__(self, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, plan: ClusterPlan[GcpPlan], opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(TYPE_TOKEN, plan.name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         extra = plan.extra
-        project = extra["project"]
+        project = extra.project
         self.networks = build_networks(plan, self)
         nets = self.networks
-        sa_plan = extra["service_account"]
+        sa_plan = extra.service_account
         self.service_account = serviceaccount.Account(
             f"{plan.name}-nodes",
-            account_id=sa_plan["account_id"],
+            account_id=sa_plan.account_id,
             display_name=f"provision {plan.name} nodes",
             description="Node identity: writes logs and metrics, nothing else",
             project=project,
             opts=child,
         )
-        for role in sa_plan["roles"]:
+        for role in sa_plan.roles:
             projects.IAMMember(
                 f"{plan.name}-nodes-{role.rsplit('.', 1)[-1].lower()}",
                 project=nets.project,
@@ -99,9 +100,9 @@ class GcpCluster(pulumi.ComponentResource):
         self.shared = build_storage(plan, nets, self)
         # GCP deletes the VMs itself at the plan's expiry (termination time / run duration): no guest timer.
         user_data = pulumi.Output.from_input(self.shared.mount_script).apply(lambda m: userdata.render(plan, m or ""))
-        compact = policy.self_link if policy is not None and extra["placement"]["kind"] == "compact-placement" else None
+        compact = policy.self_link if policy is not None and extra.placement.kind == "compact-placement" else None
         self.template = self._template(plan, nets, user_data, compact, child)
-        workload = policy.self_link if policy is not None and extra["placement"]["kind"] == "workload-policy" else None
+        workload = policy.self_link if policy is not None and extra.placement.kind == "workload-policy" else None
         self.group, waits = self._group(plan, workload, child)
         self.ips = self._node_ips(plan, waits)
         # Instance names by rank (what IAP TCP forwarding connects to): the first label of each DNS name, so the
@@ -112,52 +113,52 @@ class GcpCluster(pulumi.ComponentResource):
 
     # ------------------------------------------------------------------ parts
     @staticmethod
-    def _placement_policy(plan: ClusterPlan, opts: pulumi.ResourceOptions) -> compute.ResourcePolicy | None:
-        place = plan.extra["placement"]
-        common: dict[str, Any] = {"region": plan.region, "project": plan.extra["project"], "opts": opts}
-        if place["kind"] == "workload-policy":
+    def _placement_policy(plan: ClusterPlan[GcpPlan], opts: pulumi.ResourceOptions) -> compute.ResourcePolicy | None:
+        place = plan.extra.placement
+        common: dict[str, Any] = {"region": plan.region, "project": plan.extra.project, "opts": opts}
+        if place.kind == "workload-policy":
             return compute.ResourcePolicy(
                 f"{plan.name}-workload",
                 name=physical_name(f"{plan.name}-workload"),
                 description=f"dense placement of cluster {plan.name}",
                 workload_policy=compute.ResourcePolicyWorkloadPolicyArgs(
-                    type=place["type"], max_topology_distance=place["max_topology_distance"]
+                    type=place.type, max_topology_distance=place.max_topology_distance
                 ),
                 **common,
             )
-        if place["kind"] == "compact-placement":
+        if place.kind == "compact-placement":
             return compute.ResourcePolicy(
                 f"{plan.name}-compact",
                 name=physical_name(f"{plan.name}-compact"),
                 description=f"compact placement of cluster {plan.name}",
-                group_placement_policy=compute.ResourcePolicyGroupPlacementPolicyArgs(collocation=place["collocation"]),
+                group_placement_policy=compute.ResourcePolicyGroupPlacementPolicyArgs(collocation=place.collocation),
                 **common,
             )
         return None
 
     def _template(
         self,
-        plan: ClusterPlan,
+        plan: ClusterPlan[GcpPlan],
         nets: Networks,
         user_data: pulumi.Output[str],
         compact_policy: Any,
         opts: pulumi.ResourceOptions,
     ) -> compute.RegionInstanceTemplate:
         extra = plan.extra
-        sched = extra["scheduling"]
-        affinity = sched["reservation_affinity"]
+        sched = extra.scheduling
+        affinity = sched.reservation_affinity
         reservation = None
         if affinity is not None:
             specific = None
-            if affinity["type"] == "SPECIFIC_RESERVATION":
+            if isinstance(affinity, SpecificReservation):
                 specific = compute.RegionInstanceTemplateReservationAffinitySpecificReservationArgs(
-                    key=affinity["key"], values=list(affinity["values"])
+                    key=affinity.key, values=list(affinity.values)
                 )
             reservation = compute.RegionInstanceTemplateReservationAffinityArgs(
-                type=affinity["type"], specific_reservation=specific
+                type=affinity.type, specific_reservation=specific
             )
-        run = sched["max_run_duration_s"]
-        shielded = extra["shielded"]
+        run = sched.max_run_duration_s
+        shielded = extra.shielded
         return compute.RegionInstanceTemplate(
             f"{plan.name}-template",
             name=physical_name(f"{plan.name}-template"),
@@ -170,27 +171,27 @@ class GcpCluster(pulumi.ComponentResource):
                     boot=True,
                     auto_delete=True,
                     source_image=plan.image.ref,
-                    disk_type=extra["boot_disk"]["type"],
-                    disk_size_gb=extra["boot_disk"]["size_gib"],
+                    disk_type=extra.boot_disk.type,
+                    disk_size_gb=extra.boot_disk.size_gib,
                     labels=dict(plan.tags),
                 )
             ],
             network_interfaces=[
                 compute.RegionInstanceTemplateNetworkInterfaceArgs(
-                    network=nets.vpcs[nic["network"]].self_link,
-                    subnetwork=nets.subnets[nic["subnet"]].self_link,
-                    nic_type=nic["nic_type"],
+                    network=nets.vpcs[nic.network].self_link,
+                    subnetwork=nets.subnets[nic.subnet].self_link,
+                    nic_type=nic.nic_type,
                     stack_type="IPV4_ONLY",
                 )  # no access_configs: no external IP on any NIC
-                for nic in extra["nics"]
+                for nic in extra.nics
             ],
             can_ip_forward=False,
             scheduling=compute.RegionInstanceTemplateSchedulingArgs(
-                provisioning_model=sched["provisioning_model"],
-                on_host_maintenance=sched["on_host_maintenance"],
-                automatic_restart=sched["automatic_restart"],
-                preemptible=sched["preemptible"],
-                instance_termination_action=sched["instance_termination_action"],
+                provisioning_model=sched.provisioning_model,
+                on_host_maintenance=sched.on_host_maintenance,
+                automatic_restart=sched.automatic_restart,
+                preemptible=sched.preemptible,
+                instance_termination_action=sched.instance_termination_action,
                 termination_time=termination_time(plan),
                 max_run_duration=compute.RegionInstanceTemplateSchedulingMaxRunDurationArgs(seconds=run)
                 if run
@@ -199,12 +200,12 @@ class GcpCluster(pulumi.ComponentResource):
             reservation_affinity=reservation,
             resource_policies=compact_policy,
             service_account=compute.RegionInstanceTemplateServiceAccountArgs(
-                email=self.service_account.email, scopes=list(extra["service_account"]["scopes"])
+                email=self.service_account.email, scopes=list(extra.service_account.scopes)
             ),
             shielded_instance_config=compute.RegionInstanceTemplateShieldedInstanceConfigArgs(
-                enable_secure_boot=shielded["secure_boot"],
-                enable_vtpm=shielded["vtpm"],
-                enable_integrity_monitoring=shielded["integrity_monitoring"],
+                enable_secure_boot=shielded.secure_boot,
+                enable_vtpm=shielded.vtpm,
+                enable_integrity_monitoring=shielded.integrity_monitoring,
             ),
             metadata={
                 **login_metadata(plan),
@@ -216,25 +217,25 @@ class GcpCluster(pulumi.ComponentResource):
                 "user-data": user_data,
             },
             labels=dict(plan.tags),
-            project=extra["project"],
+            project=extra.project,
             opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=self.shared.resources)),
         )
 
     def _group(
-        self, plan: ClusterPlan, workload_policy: Any, opts: pulumi.ResourceOptions
+        self, plan: ClusterPlan[GcpPlan], workload_policy: Any, opts: pulumi.ResourceOptions
     ) -> tuple[compute.InstanceGroupManager, list[pulumi.Resource]]:
-        extra, alloc = plan.extra, plan.extra["allocation"]
-        resize = alloc["mode"] == "resize-request"
+        extra, alloc = plan.extra, plan.extra.allocation
+        resize = alloc.mode == "resize-request"
         group = compute.InstanceGroupManager(
             f"{plan.name}-nodes",
             name=physical_name(f"{plan.name}-nodes"),
             base_instance_name=plan.name,
-            zone=extra["zone"],
+            zone=extra.zone,
             description=f"nodes of cluster {plan.name}",
             versions=[compute.InstanceGroupManagerVersionArgs(name="nodes", instance_template=self.template.self_link)],
-            target_size=alloc["target_size"],
+            target_size=alloc.target_size,
             target_size_policies=[compute.InstanceGroupManagerTargetSizePolicyArgs(mode="BULK")]
-            if alloc["bulk"]
+            if alloc.bulk
             else None,
             resource_policies=compute.InstanceGroupManagerResourcePoliciesArgs(workload_policy=workload_policy)
             if workload_policy is not None
@@ -248,9 +249,9 @@ class GcpCluster(pulumi.ComponentResource):
             update_policy=compute.InstanceGroupManagerUpdatePolicyArgs(
                 type="OPPORTUNISTIC", minimal_action="NONE", max_surge_fixed=0, max_unavailable_fixed=1
             ),
-            wait_for_instances=alloc["wait"],
-            wait_for_instances_status="STABLE" if alloc["wait"] else None,
-            project=extra["project"],
+            wait_for_instances=alloc.wait,
+            wait_for_instances_status="STABLE" if alloc.wait else None,
+            project=extra.project,
             opts=pulumi.ResourceOptions.merge(
                 opts,
                 pulumi.ResourceOptions(
@@ -267,19 +268,19 @@ class GcpCluster(pulumi.ComponentResource):
                     f"{plan.name}-resize",
                     name=physical_name(f"{plan.name}-resize"),
                     instance_group_manager=group.name,
-                    zone=extra["zone"],
-                    resize_by=alloc["resize_by"],
+                    zone=extra.zone,
+                    resize_by=alloc.resize_by,
                     requested_run_duration=compute.ResizeRequestRequestedRunDurationArgs(
-                        seconds=str(extra["scheduling"]["max_run_duration_s"])
+                        seconds=str(extra.scheduling.max_run_duration_s)
                     ),
-                    description=f"all {alloc['resize_by']} nodes of cluster {plan.name}, at once",
-                    project=extra["project"],
+                    description=f"all {alloc.resize_by} nodes of cluster {plan.name}, at once",
+                    project=extra.project,
                     opts=opts,
                 )
             )
         return group, waits
 
-    def _node_ips(self, plan: ClusterPlan, waits: list[pulumi.Resource]) -> pulumi.Output[list[str]]:
+    def _node_ips(self, plan: ClusterPlan[GcpPlan], waits: list[pulumi.Resource]) -> pulumi.Output[list[str]]:
         """The nodes' zonal internal DNS names by rank, from ONE getInstanceGroup read.
 
         No per-node getInstance: 1,024 reads on every preview and up would eat the project's read quota
@@ -287,12 +288,12 @@ class GcpCluster(pulumi.ComponentResource):
         """
         invoke = pulumi.InvokeOutputOptions(parent=self, depends_on=waits)
         group = compute.get_instance_group_output(
-            self_link=self.group.instance_group, zone=plan.extra["zone"], opts=invoke
+            self_link=self.group.instance_group, zone=plan.extra.zone, opts=invoke
         )
         return group.instances.apply(lambda links: internal_dns_names(list(links or [])))
 
 
-def build(plan: ClusterPlan) -> dict[str, Any]:
+def build(plan: ClusterPlan[GcpPlan]) -> dict[str, Any]:
     """Create the cluster's resources; returns the stack outputs (docs/contracts.md).
 
     Raises:

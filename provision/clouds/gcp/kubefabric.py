@@ -22,7 +22,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from provision.clouds.gcp.kubeplan import gke
 from provision.clouds.gcp.network import Networks
+from provision.clouds.gcp.plan import GcpPlan
 from provision.clouds.k8s.objects import labels
 from provision.planning.kubernetes import POOL_LABEL
 from provision.planning.plan import ClusterPlan
@@ -62,7 +64,7 @@ def _host_volume(name: str, path: str) -> k8s.core.v1.VolumeArgs:
 
 
 def _gpu_pool_daemonset(
-    plan: ClusterPlan, name: str, parent: pulumi.Resource, prov: k8s.Provider, spec: k8s.core.v1.PodSpecArgs
+    plan: ClusterPlan[GcpPlan], name: str, parent: pulumi.Resource, prov: k8s.Provider, spec: k8s.core.v1.PodSpecArgs
 ) -> k8s.apps.v1.DaemonSet:
     match = {"k8s-app": name}
     return k8s.apps.v1.DaemonSet(
@@ -88,9 +90,9 @@ def _pool_spec(**kw: Any) -> k8s.core.v1.PodSpecArgs:
     )
 
 
-def _installer(plan: ClusterPlan, parent: pulumi.Resource, prov: k8s.Provider) -> k8s.apps.v1.DaemonSet:
+def _installer(plan: ClusterPlan[GcpPlan], parent: pulumi.Resource, prov: k8s.Provider) -> k8s.apps.v1.DaemonSet:
     assert plan.kubernetes is not None  # noqa: S101
-    images, fabric = plan.kubernetes.extra["images"], plan.fabric
+    images, fabric = gke(plan.kubernetes).images, plan.fabric
     privileged = k8s.core.v1.SecurityContextArgs(privileged=True)
     init: list[k8s.core.v1.ContainerArgs] = []
     volumes = [_host_volume("var-lib", "/var/lib"), _host_volume("host-bin", "/home/kubernetes/bin")]
@@ -125,13 +127,13 @@ def _installer(plan: ClusterPlan, parent: pulumi.Resource, prov: k8s.Provider) -
     return _gpu_pool_daemonset(plan, f"nccl-{fabric}-installer", parent, prov, spec)
 
 
-def _device_injector(plan: ClusterPlan, parent: pulumi.Resource, prov: k8s.Provider) -> k8s.apps.v1.DaemonSet:
+def _device_injector(plan: ClusterPlan[GcpPlan], parent: pulumi.Resource, prov: k8s.Provider) -> k8s.apps.v1.DaemonSet:
     assert plan.kubernetes is not None  # noqa: S101
     spec = _pool_spec(
         containers=[
             k8s.core.v1.ContainerArgs(
                 name="device-injector",
-                image=plan.kubernetes.extra["images"]["device-injector"],
+                image=gke(plan.kubernetes).images["device-injector"],
                 security_context=k8s.core.v1.SecurityContextArgs(privileged=True),
                 volume_mounts=[
                     k8s.core.v1.VolumeMountArgs(name="dev", mount_path="/dev"),
@@ -145,35 +147,37 @@ def _device_injector(plan: ClusterPlan, parent: pulumi.Resource, prov: k8s.Provi
     return _gpu_pool_daemonset(plan, "device-injector", parent, prov, spec)
 
 
-def build(plan: ClusterPlan, nets: Networks, prov: k8s.Provider, parent: pulumi.Resource) -> list[pulumi.Resource]:
+def build(
+    plan: ClusterPlan[GcpPlan], nets: Networks, prov: k8s.Provider, parent: pulumi.Resource
+) -> list[pulumi.Resource]:
     """Pod networks and fabric DaemonSets (module docstring); returns what training objects wait for."""
     assert plan.kubernetes is not None  # noqa: S101
-    networks = plan.kubernetes.extra["networks"]
+    networks = gke(plan.kubernetes).networks
     if not networks:
         return []
     made: list[pulumi.Resource] = []
     for n in networks:
         params = k8s.apiextensions.CustomResource(
-            f"{plan.name}-{n['name']}-params",
+            f"{plan.name}-{n.name}-params",
             api_version=NETWORK_API,
             kind="GKENetworkParamSet",
-            metadata={"name": n["name"], "labels": labels(plan)},
+            metadata={"name": n.name, "labels": labels(plan)},
             spec={
-                "vpc": nets.vpcs[n["vpc"]].name,
-                "vpcSubnet": nets.subnets[n["subnet"]].name,
-                "deviceMode": n["mode"],
+                "vpc": nets.vpcs[n.vpc].name,
+                "vpcSubnet": nets.subnets[n.subnet].name,
+                "deviceMode": n.mode,
             },
             opts=_opts(parent, prov),
         )
         made.append(
             k8s.apiextensions.CustomResource(
-                f"{plan.name}-{n['name']}",
+                f"{plan.name}-{n.name}",
                 api_version=NETWORK_API,
                 kind="Network",
-                metadata={"name": n["name"], "labels": labels(plan)},
+                metadata={"name": n.name, "labels": labels(plan)},
                 spec={
                     "type": "Device",
-                    "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": n["name"]},
+                    "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": n.name},
                 },
                 opts=_opts(parent, prov, [params]),
             )

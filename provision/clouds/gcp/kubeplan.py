@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import ipaddress
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from provision.clouds.gcp import layout
+from provision.clouds.gcp.plan import GkePlan, NodeNetwork, PodNetwork
 from provision.clouds.k8s.addons import training_addons
 from provision.planning.cost import compute_hourly_usd
 from provision.planning.kubernetes import (
@@ -83,32 +85,34 @@ def network_names(fabric: str, count: int) -> list[str]:
     return [f"{prefix}-{i}" for i in range(count)]
 
 
-def pod_networks(spec: ClusterSpec, fabric: str, count: int) -> list[dict[str, Any]]:
+def gke(k8s: KubernetesPlan) -> GkePlan:
+    """The GKE decisions of ``k8s`` (a GCP plan's ``kubernetes``)."""
+    assert isinstance(k8s.extra, GkePlan), type(k8s.extra)  # noqa: S101
+    return k8s.extra
+
+
+def pod_networks(spec: ClusterSpec, fabric: str, count: int) -> tuple[PodNetwork, ...]:
     """Each pod network: its name, the VM layout's VPC/subnet keys, the device mode and the pod interface."""
     out = []
     for i, name in enumerate(network_names(fabric, count)):
         if fabric == "rdma":
             # A3 Ultra: eth1 is the second host gVNIC; the RDMA NICs are eth2..eth9 (gpudirect-rdma/nccl-test.yaml).
             out.append(
-                {"name": name, "vpc": "rdma-net", "subnet": f"rdma-subnet-{i}", "mode": "RDMA", "ifname": f"eth{i + 2}"}
+                PodNetwork(name=name, vpc="rdma-net", subnet=f"rdma-subnet-{i}", mode="RDMA", ifname=f"eth{i + 2}")
             )
         else:
             out.append(
-                {
-                    "name": name,
-                    "vpc": f"gpunet-{i}",
-                    "subnet": f"gpusubnet-{i}",
-                    "mode": "NetDevice",
-                    "ifname": f"eth{i + 1}",
-                }
+                PodNetwork(
+                    name=name, vpc=f"gpunet-{i}", subnet=f"gpusubnet-{i}", mode="NetDevice", ifname=f"eth{i + 1}"
+                )
             )
-    return out
+    return tuple(out)
 
 
-def pod_env(fabric: str, networks: list[dict[str, Any]], vm_env: dict[str, str]) -> dict[str, str]:
+def pod_env(fabric: str, networks: Sequence[PodNetwork], vm_env: dict[str, str]) -> dict[str, str]:
     """The NCCL environment inside pods: the VM path's values (``vm_env``) with the pods' interface names and paths."""
     env = dict(vm_env)
-    data = ",".join(n["ifname"] for n in networks)
+    data = ",".join(n.ifname for n in networks)
     if fabric == "tcpxo":
         env.update(
             NCCL_FASTRAK_CTRL_DEV="eth0",
@@ -125,7 +129,7 @@ def pod_env(fabric: str, networks: list[dict[str, Any]], vm_env: dict[str, str])
             ("60-73,164-177", "74-87,178-191"),
             ("60-73,164-177", "74-87,178-191"),
         ]
-        names = [n["ifname"] for n in networks]
+        names = [n.ifname for n in networks]
         env.update(
             NCCL_SOCKET_IFNAME="eth0",
             NCCL_GPUDIRECTTCPX_CTRL_DEV="eth0",
@@ -147,7 +151,7 @@ def _host(name: str, path: str, mount: str | None = None) -> tuple[dict[str, Any
 
 
 def job_profile(
-    spec: ClusterSpec, res: Resolution, networks: list[dict[str, Any]], claim: str | None, vm_env: dict[str, str]
+    spec: ClusterSpec, res: Resolution, networks: Sequence[PodNetwork], claim: str | None, vm_env: dict[str, str]
 ) -> JobProfile:
     """What every training pod on this GKE cluster needs (module docstring for the sources)."""
     assert res.offer is not None and res.nodes is not None and res.fabric is not None  # noqa: S101
@@ -159,7 +163,7 @@ def job_profile(
     annotations: dict[str, str] = {}
     if networks:
         ifaces = [{"interfaceName": "eth0", "network": "default"}]
-        ifaces += [{"interfaceName": n["ifname"], "network": n["name"]} for n in networks]
+        ifaces += [{"interfaceName": n.ifname, "network": n.name} for n in networks]
         annotations["networking.gke.io/default-interface"] = "eth0"
         annotations["networking.gke.io/interfaces"] = json.dumps(ifaces)
     if fabric in ("tcpx", "tcpxo"):
@@ -286,7 +290,7 @@ def check(spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
                 )
 
 
-def _gpu_pool(spec: ClusterSpec, res: Resolution, networks: list[dict[str, Any]]) -> NodePoolPlan:
+def _gpu_pool(spec: ClusterSpec, res: Resolution, networks: Sequence[PodNetwork]) -> NodePoolPlan:
     assert res.offer is not None and res.nodes is not None and res.fabric is not None  # noqa: S101
     cap = spec.capacity.type
     flex = cap == "flex-start"
@@ -402,27 +406,27 @@ def kubernetes_plan(spec: ClusterSpec, res: Resolution, vm_env: dict[str, str]) 
     cap = spec.capacity.type
     ttl = spec.lifetime.ttl
     disks = offer.local_nvme_disks or int((offer.local_nvme_gib or 0) // LOCAL_SSD_GIB)
-    extra = {
-        "zone": res.zone,
-        "release_channel": RELEASE_CHANNEL,
-        "node_image": "COS_CONTAINERD",
-        "pods_cidr": PODS_CIDR,
-        "services_cidr": SERVICES_CIDR,
-        "accelerator": ACCELERATORS.get(offer.instance_type),
-        "local_ssd_count": disks,
-        "boot_disk_type": layout.BOOT_DISK_TYPES.get(offer.instance_type, layout.DEFAULT_BOOT_DISK_TYPE),
-        "networks": networks,
+    extra = GkePlan(
+        zone=res.zone,
+        release_channel=RELEASE_CHANNEL,
+        node_image="COS_CONTAINERD",
+        pods_cidr=PODS_CIDR,
+        services_cidr=SERVICES_CIDR,
+        accelerator=ACCELERATORS.get(offer.instance_type),
+        local_ssd_count=disks,
+        boot_disk_type=layout.BOOT_DISK_TYPES.get(offer.instance_type, layout.DEFAULT_BOOT_DISK_TYPE),
+        networks=networks,
         # A3 Ultra's second gVNIC is a node network only: no pod uses it.
-        "node_only_networks": [{"vpc": "net-1", "subnet": "subnet-1"}] if offer.host_nics >= 2 else [],
-        "compact": cap in ("on-demand", "spot"),
-        "spot": cap == "spot",
-        "flex_start": cap == "flex-start",
-        "max_run_duration_s": int(ttl.total_seconds()) if cap == "flex-start" and ttl else None,
-        "reservation": spec.capacity.reservation if cap == "reservation" else None,
-        "storage_kind": storage_kind,
-        "images": dict(IMAGES),
-        "scopes": list(layout.NODE_SCOPES),
-    }
+        node_only_networks=(NodeNetwork(vpc="net-1", subnet="subnet-1"),) if offer.host_nics >= 2 else (),
+        compact=cap in ("on-demand", "spot"),
+        spot=cap == "spot",
+        flex_start=cap == "flex-start",
+        max_run_duration_s=int(ttl.total_seconds()) if cap == "flex-start" and ttl else None,
+        reservation=spec.capacity.reservation if cap == "reservation" else None,
+        storage_kind=storage_kind,
+        images=dict(IMAGES),
+        scopes=layout.NODE_SCOPES,
+    )
     return KubernetesPlan(
         control_plane=control,
         system_pool=system_pool("gcp", spec.region, sched.system_nodes, sched.system_instance_type),

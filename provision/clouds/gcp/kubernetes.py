@@ -22,7 +22,9 @@ import pulumi_kubernetes as k8s
 from pulumi_gcp import container, projects, serviceaccount
 
 from provision.clouds.gcp.adapter import assert_labels
+from provision.clouds.gcp.kubeplan import gke
 from provision.clouds.gcp.network import Networks, build_networks
+from provision.clouds.gcp.plan import GcpPlan, GkePlan
 from provision.clouds.gcp.storage import build_storage
 from provision.clouds.k8s import objects
 from provision.planning.kubernetes import POOL_LABEL
@@ -52,16 +54,16 @@ def kubeconfig(name: str, dns_endpoint: str) -> str:
 class GkeCluster(pulumi.ComponentResource):
     """One GPU cluster on GKE. Attributes: ``cluster``, ``gpu_pool``, ``outputs``."""
 
-    def __init__(self, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, plan: ClusterPlan[GcpPlan], opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(TYPE_TOKEN, plan.name, None, opts)
         assert plan.kubernetes is not None  # noqa: S101
-        kp, extra = plan.kubernetes, plan.kubernetes.extra
+        kp, extra = plan.kubernetes, gke(plan.kubernetes)
         child = pulumi.ResourceOptions(parent=self)
-        project = plan.extra["project"]
+        project = plan.extra.project
         nets = build_networks(plan, self)
         self.nodes_sa = serviceaccount.Account(
             f"{plan.name}-nodes",
-            account_id=plan.extra["service_account"]["account_id"],
+            account_id=plan.extra.service_account.account_id,
             display_name=f"provision {plan.name} GKE nodes",
             description="GKE node identity: logs, metrics, image pulls",
             project=project,
@@ -109,11 +111,11 @@ class GkeCluster(pulumi.ComponentResource):
 
     # ------------------------------------------------------------------ control plane and pools
     @staticmethod
-    def _cluster(plan: ClusterPlan, nets: Networks, opts: pulumi.ResourceOptions) -> container.Cluster:
+    def _cluster(plan: ClusterPlan[GcpPlan], nets: Networks, opts: pulumi.ResourceOptions) -> container.Cluster:
         assert plan.kubernetes is not None and nets.host is not None and nets.host_subnet is not None  # noqa: S101
-        kp, extra = plan.kubernetes, plan.kubernetes.extra
-        multi = bool(extra["networks"] or extra["node_only_networks"])
-        kind = extra["storage_kind"]
+        kp, extra = plan.kubernetes, gke(plan.kubernetes)
+        multi = bool(extra.networks or extra.node_only_networks)
+        kind = extra.storage_kind
         cidrs = [
             container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(cidr_block=c, display_name=f"allowed-{i}")
             for i, c in enumerate(kp.control_plane.authorized_networks)
@@ -122,13 +124,13 @@ class GkeCluster(pulumi.ComponentResource):
             f"{plan.name}-gke",
             name=plan.name,
             location=plan.region,
-            node_locations=[extra["zone"]],
+            node_locations=[extra.zone],
             description=f"provision cluster {plan.name}",
             network=nets.host.self_link,
             subnetwork=nets.host_subnet.self_link,
             networking_mode="VPC_NATIVE",
             ip_allocation_policy=container.ClusterIpAllocationPolicyArgs(
-                cluster_ipv4_cidr_block=extra["pods_cidr"], services_ipv4_cidr_block=extra["services_cidr"]
+                cluster_ipv4_cidr_block=extra.pods_cidr, services_ipv4_cidr_block=extra.services_cidr
             ),
             # Pools are separate resources; the default pool is removed right after creation.
             remove_default_node_pool=True,
@@ -153,7 +155,7 @@ class GkeCluster(pulumi.ComponentResource):
             workload_identity_config=container.ClusterWorkloadIdentityConfigArgs(
                 workload_pool=pulumi.Output.concat(nets.project, ".svc.id.goog")
             ),
-            release_channel=container.ClusterReleaseChannelArgs(channel=extra["release_channel"]),
+            release_channel=container.ClusterReleaseChannelArgs(channel=extra.release_channel),
             enable_shielded_nodes=True,
             addons_config=container.ClusterAddonsConfigArgs(
                 gce_persistent_disk_csi_driver_config=container.ClusterAddonsConfigGcePersistentDiskCsiDriverConfigArgs(
@@ -170,19 +172,19 @@ class GkeCluster(pulumi.ComponentResource):
                 else None,
             ),
             resource_labels=dict(plan.tags),
-            project=plan.extra["project"],
+            project=plan.extra.project,
             opts=pulumi.ResourceOptions.merge(
                 opts, pulumi.ResourceOptions(custom_timeouts=pulumi.CustomTimeouts(create="45m", delete="45m"))
             ),
         )
 
-    def _node_config(self, plan: ClusterPlan, **kw: Any) -> container.NodePoolNodeConfigArgs:
+    def _node_config(self, plan: ClusterPlan[GcpPlan], **kw: Any) -> container.NodePoolNodeConfigArgs:
         """Every pool's node config; ``max_run_duration`` is the cluster's lifetime (see :func:`lifetime_seconds`)."""
         assert plan.kubernetes is not None  # noqa: S101
         return container.NodePoolNodeConfigArgs(
             image_type="COS_CONTAINERD",
             service_account=self.nodes_sa.email,
-            oauth_scopes=list(plan.kubernetes.extra["scopes"]),
+            oauth_scopes=list(gke(plan.kubernetes).scopes),
             workload_metadata_config=container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
             shielded_instance_config=container.NodePoolNodeConfigShieldedInstanceConfigArgs(
                 enable_secure_boot=True, enable_integrity_monitoring=True
@@ -193,7 +195,7 @@ class GkeCluster(pulumi.ComponentResource):
             **kw,
         )
 
-    def _system_pool(self, plan: ClusterPlan, opts: pulumi.ResourceOptions) -> container.NodePool:
+    def _system_pool(self, plan: ClusterPlan[GcpPlan], opts: pulumi.ResourceOptions) -> container.NodePool:
         assert plan.kubernetes is not None  # noqa: S101
         pool = plan.kubernetes.system_pool
         return container.NodePool(
@@ -201,7 +203,7 @@ class GkeCluster(pulumi.ComponentResource):
             name="system",
             cluster=self.cluster.id,
             location=plan.region,
-            node_locations=[plan.kubernetes.extra["zone"]],
+            node_locations=[gke(plan.kubernetes).zone],
             node_count=pool.nodes,
             management=container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
             node_config=self._node_config(
@@ -213,40 +215,40 @@ class GkeCluster(pulumi.ComponentResource):
                 max_run_duration=f"{run}s" if (run := lifetime_seconds(plan)) else None,
             ),
             network_config=container.NodePoolNetworkConfigArgs(enable_private_nodes=True),
-            project=plan.extra["project"],
+            project=plan.extra.project,
             opts=opts,
         )
 
-    def _gpu_pool(self, plan: ClusterPlan, nets: Networks, opts: pulumi.ResourceOptions) -> container.NodePool:
+    def _gpu_pool(self, plan: ClusterPlan[GcpPlan], nets: Networks, opts: pulumi.ResourceOptions) -> container.NodePool:
         assert plan.kubernetes is not None  # noqa: S101
-        kp, extra = plan.kubernetes, plan.kubernetes.extra
+        kp, extra = plan.kubernetes, gke(plan.kubernetes)
         pool = kp.gpu_pool
-        flex = extra["flex_start"]
+        flex = extra.flex_start
         additional = [
             container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs(
-                network=nets.vpcs[n["vpc"]].name, subnetwork=nets.subnets[n["subnet"]].name
+                network=nets.vpcs[n.vpc].name, subnetwork=nets.subnets[n.subnet].name
             )
-            for n in [*extra["node_only_networks"], *extra["networks"]]
+            for n in [*extra.node_only_networks, *extra.networks]
         ]
-        if extra["reservation"]:
+        if extra.reservation:
             affinity = container.NodePoolNodeConfigReservationAffinityArgs(
                 consume_reservation_type="SPECIFIC_RESERVATION",
                 key="compute.googleapis.com/reservation-name",
-                values=[extra["reservation"]],
+                values=[extra.reservation],
             )
         else:
             # Flex-start takes no reservation (Cluster Toolkit gke-node-pool precondition); others take none
             # either, so a stray reservation in the project is never used up.
             affinity = container.NodePoolNodeConfigReservationAffinityArgs(consume_reservation_type="NO_RESERVATION")
-        run = extra["max_run_duration_s"] or lifetime_seconds(plan)
+        run = extra.max_run_duration_s or lifetime_seconds(plan)
         node_config = self._node_config(
             plan,
             machine_type=pool.instance_type,
-            disk_type=extra["boot_disk_type"],
+            disk_type=extra.boot_disk_type,
             disk_size_gb=plan.options.boot_disk_gib,
             guest_accelerators=[
                 container.NodePoolNodeConfigGuestAcceleratorArgs(
-                    type=extra["accelerator"],
+                    type=extra.accelerator,
                     count=pool.gpus_per_node,
                     gpu_driver_installation_config=container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
                         gpu_driver_version="LATEST"
@@ -254,14 +256,14 @@ class GkeCluster(pulumi.ComponentResource):
                 )
             ],
             ephemeral_storage_local_ssd_config=container.NodePoolNodeConfigEphemeralStorageLocalSsdConfigArgs(
-                local_ssd_count=extra["local_ssd_count"]
+                local_ssd_count=extra.local_ssd_count
             )
-            if extra["local_ssd_count"]
+            if extra.local_ssd_count
             else None,
             labels={POOL_LABEL: "gpu"},
             taints=[GPU_TAINT],
             reservation_affinity=affinity,
-            spot=True if extra["spot"] else None,
+            spot=True if extra.spot else None,
             flex_start=True if flex else None,
             max_run_duration=f"{run}s" if run else None,
         )
@@ -270,14 +272,14 @@ class GkeCluster(pulumi.ComponentResource):
             name="gpu",
             cluster=self.cluster.id,
             location=plan.region,
-            node_locations=[extra["zone"]],
+            node_locations=[extra.zone],
             node_count=None if flex else pool.nodes,
             autoscaling=container.NodePoolAutoscalingArgs(
                 total_min_node_count=0, total_max_node_count=pool.max_nodes, location_policy="ANY"
             )
             if flex
             else None,
-            placement_policy=container.NodePoolPlacementPolicyArgs(type="COMPACT") if extra["compact"] else None,
+            placement_policy=container.NodePoolPlacementPolicyArgs(type="COMPACT") if extra.compact else None,
             management=container.NodePoolManagementArgs(auto_repair=not flex, auto_upgrade=True),
             # GPU nodes are never surged (no spare capacity); one at a time during upgrades.
             upgrade_settings=container.NodePoolUpgradeSettingsArgs(strategy="SURGE", max_surge=0, max_unavailable=1),
@@ -285,20 +287,20 @@ class GkeCluster(pulumi.ComponentResource):
             network_config=container.NodePoolNetworkConfigArgs(
                 enable_private_nodes=True, additional_node_network_configs=additional or None
             ),
-            project=plan.extra["project"],
+            project=plan.extra.project,
             opts=pulumi.ResourceOptions.merge(
                 opts, pulumi.ResourceOptions(custom_timeouts=pulumi.CustomTimeouts(create="60m", update="60m"))
             ),
         )
 
     # ------------------------------------------------------------------ in-cluster fabric and identity
-    def _fabric(self, plan: ClusterPlan, nets: Networks, prov: k8s.Provider) -> list[pulumi.Resource]:
+    def _fabric(self, plan: ClusterPlan[GcpPlan], nets: Networks, prov: k8s.Provider) -> list[pulumi.Resource]:
         """Network objects per GPU NIC and the fabric DaemonSets; returns what jobs must wait for."""
         from provision.clouds.gcp import kubefabric
 
         return kubefabric.build(plan, nets, prov, self)
 
-    def _jobs_identity(self, plan: ClusterPlan, nets: Networks, opts: pulumi.ResourceOptions) -> Any:
+    def _jobs_identity(self, plan: ClusterPlan[GcpPlan], nets: Networks, opts: pulumi.ResourceOptions) -> Any:
         """A GCP service account the jobs' Kubernetes service account acts as (Workload Identity)."""
         assert plan.kubernetes is not None  # noqa: S101
         job = plan.kubernetes.job
@@ -307,7 +309,7 @@ class GkeCluster(pulumi.ComponentResource):
             account_id=f"{plan.name[:24].rstrip('-')}-jobs",
             display_name=f"provision {plan.name} training jobs",
             description="Identity of the training jobs (Workload Identity); grant it what jobs read and write",
-            project=plan.extra["project"],
+            project=plan.extra.project,
             opts=opts,
         )
         serviceaccount.IAMMember(
@@ -322,11 +324,11 @@ class GkeCluster(pulumi.ComponentResource):
         return sa
 
     @staticmethod
-    def _csi(plan: ClusterPlan, shared: Any) -> Any:
+    def _csi(plan: ClusterPlan[GcpPlan], shared: Any) -> Any:
         """The PersistentVolume ``csi`` block for the shared filesystem (GKE CSI driver references)."""
         assert plan.kubernetes is not None  # noqa: S101
         fs = shared.resources[-1]
-        if plan.kubernetes.extra["storage_kind"] == "managed-lustre":
+        if gke(plan.kubernetes).storage_kind == "managed-lustre":
             # Lustre CSI static volumes: volumeHandle PROJECT/LOCATION/INSTANCE, the MGS IP and the fsname
             # (Managed Lustre "Lustre CSI driver reference", PersistentVolume).
             return pulumi.Output.all(fs.name, fs.mount_point).apply(
@@ -338,7 +340,7 @@ class GkeCluster(pulumi.ComponentResource):
             )
         # Filestore static volumes: modeInstance/LOCATION/INSTANCE/SHARE with the IP and share name
         # (GKE "Access pre-existing Filestore instances with the Filestore CSI driver").
-        share = plan.extra["storage"]["share"]
+        share = plan.extra.storage.share
         return pulumi.Output.all(fs.location, fs.name, fs.networks).apply(
             lambda a: {
                 "driver": "filestore.csi.storage.gke.io",
@@ -348,13 +350,13 @@ class GkeCluster(pulumi.ComponentResource):
         )
 
 
-def _fabric_manifest(fabric: str, extra: dict[str, Any]) -> dict[str, str]:
+def _fabric_manifest(fabric: str, extra: GkePlan) -> dict[str, str]:
     """Pinned versions of what the GPU nodes run: GKE's node image and driver, Google's fabric images."""
-    images = extra["images"]
+    images = extra.images
     out = {
         "image": "COS_CONTAINERD (GKE node image of the release channel)",
         "driver": "GKE LATEST",
-        "accelerator": extra["accelerator"] or "",
+        "accelerator": extra.accelerator or "",
     }
     for part in ("installer", "rxdm"):
         if f"{fabric}-{part}" in images:
@@ -364,7 +366,7 @@ def _fabric_manifest(fabric: str, extra: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def build(plan: ClusterPlan) -> dict[str, Any]:
+def build(plan: ClusterPlan[GcpPlan]) -> dict[str, Any]:
     """Create the GKE cluster's resources; returns the stack outputs.
 
     Raises:
@@ -374,7 +376,7 @@ def build(plan: ClusterPlan) -> dict[str, Any]:
     return GkeCluster(plan).outputs
 
 
-def lifetime_seconds(plan: ClusterPlan) -> int | None:
+def lifetime_seconds(plan: ClusterPlan[GcpPlan]) -> int | None:
     """The cluster's lifetime in seconds, for ``nodeConfig.max_run_duration`` (None without an expiry).
 
     GKE deletes a node when it has run this long ("The maximum duration for the nodes to exist. If

@@ -1,7 +1,7 @@
-"""GCP decisions as plain data (pure: no Pulumi, no SDK). :func:`decide` fills ``plan.extra``.
+"""GCP decisions (pure: no Pulumi, no SDK). :func:`decide` fills ``plan.extra``, a :class:`GcpPlan`.
 
 Every value :mod:`provision.clouds.gcp.components` needs is decided here, so the component only
-translates this mapping into resources. Sources for each rule are cited where the rule lives.
+translates these models into resources. Sources for each rule are cited where the rule lives.
 
 Networks per machine type (Google's published A3 topologies):
 
@@ -24,9 +24,31 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import re
-from typing import Any
+from typing import Literal
 
 from provision.catalog import InstanceOffer
+from provision.clouds.gcp.plan import (
+    IAP_RANGE,
+    Allocation,
+    BootDisk,
+    CompactPlacement,
+    Filestore,
+    GcpPlan,
+    ManagedLustre,
+    Nic,
+    NoPlacement,
+    NoReservation,
+    Parallelstore,
+    Placement,
+    Scheduling,
+    ServiceAccount,
+    SharedStorage,
+    Shielded,
+    SpecificReservation,
+    Subnet,
+    Vpc,
+    WorkloadPolicy,
+)
 from provision.planning.resolve import Resolution
 from provision.spec import ClusterSpec
 
@@ -34,8 +56,7 @@ from provision.spec import ClusterSpec
 #: and the RDMA network profiles' default ("RDMA network profiles": "8896-byte MTU").
 MTU_TCPX = 8244
 MTU_JUMBO = 8896
-#: Identity-Aware Proxy's TCP forwarding range (Google Cloud "Using IAP for TCP forwarding").
-IAP_RANGE = "35.235.240.0/20"
+__all__ = ["IAP_RANGE", "decide"]
 #: Managed Lustre servers reach clients on these TCP ports; Google's Managed Lustre VPC set-up opens
 #: them from the private-services range (Cluster Toolkit managed-lustre module sets lnet accept_port 6988).
 LUSTRE_PORTS = ("988", "6988")
@@ -69,51 +90,50 @@ DEFAULT_BOOT_DISK_TYPE = "pd-ssd"
 RESERVATION_BOUND_TYPES = ("a3-ultragpu-8g", "a4-highgpu-8g")
 
 
-def network_layout(spec: ClusterSpec, offer: InstanceOffer, fabric: str, zone: str | None) -> dict[str, Any]:
+def network_layout(
+    spec: ClusterSpec, offer: InstanceOffer, fabric: str, zone: str | None
+) -> tuple[list[Vpc], list[Nic]]:
     """VPCs, subnets and the NIC order for ``offer`` (see the module docstring)."""
     opts = spec.cloud_options()
     gpu_cidrs = gpu_subnet_cidrs(opts.gpu_subnet_cidr_base, opts.gpu_subnet_prefix, offer.fabric_interfaces)
     host_mtu = MTU_TCPX if fabric in ("tcpx", "tcpxo") else MTU_JUMBO
-    networks: list[dict[str, Any]] = [
-        _net("net-0", "host", host_mtu, [("subnet-0", opts.host_subnet_cidr)], ssh=True, nat=True),
-    ]
-    nics = [{"network": "net-0", "subnet": "subnet-0", "nic_type": "GVNIC"}]
+    networks = [_net("net-0", "host", host_mtu, [("subnet-0", opts.host_subnet_cidr)], ssh=True, nat=True)]
+    nics = [Nic(network="net-0", subnet="subnet-0", nic_type="GVNIC")]
     if offer.host_nics >= 2:
         networks.append(_net("net-1", "host", host_mtu, [("subnet-1", opts.secondary_host_subnet_cidr)]))
-        nics.append({"network": "net-1", "subnet": "subnet-1", "nic_type": "GVNIC"})
+        nics.append(Nic(network="net-1", subnet="subnet-1", nic_type="GVNIC"))
     if fabric in ("tcpx", "tcpxo"):
         for i, cidr in enumerate(gpu_cidrs):
             networks.append(_net(f"gpunet-{i}", "gpu", MTU_TCPX, [(f"gpusubnet-{i}", cidr)]))
-            nics.append({"network": f"gpunet-{i}", "subnet": f"gpusubnet-{i}", "nic_type": "GVNIC"})
+            nics.append(Nic(network=f"gpunet-{i}", subnet=f"gpusubnet-{i}", nic_type="GVNIC"))
     elif fabric == "rdma":
         subnets = [(f"rdma-subnet-{i}", cidr) for i, cidr in enumerate(gpu_cidrs)]
-        rdma = _net("rdma-net", "rdma", MTU_JUMBO, subnets, firewall=False)
-        rdma["profile"] = f"{zone}-vpc-roce"
-        networks.append(rdma)
-        nics += [{"network": "rdma-net", "subnet": key, "nic_type": "MRDMA"} for key, _ in subnets]
-    return {"networks": networks, "nics": nics}
+        networks.append(_net("rdma-net", "rdma", MTU_JUMBO, subnets, firewall=False, profile=f"{zone}-vpc-roce"))
+        nics += [Nic(network="rdma-net", subnet=key, nic_type="MRDMA") for key, _ in subnets]
+    return networks, nics
 
 
 def _net(
     key: str,
-    role: str,
+    role: Literal["host", "gpu", "rdma"],
     mtu: int,
     subnets: list[tuple[str, str]],
     *,
     ssh: bool = False,
     nat: bool = False,
     firewall: bool = True,
-) -> dict[str, Any]:
-    return {
-        "key": key,
-        "role": role,
-        "mtu": mtu,
-        "profile": None,
-        "subnets": [{"key": k, "cidr": c} for k, c in subnets],
-        "internal_firewall": firewall,
-        "ssh": ssh,
-        "nat": nat,
-    }
+    profile: str | None = None,
+) -> Vpc:
+    return Vpc(
+        key=key,
+        role=role,
+        mtu=mtu,
+        profile=profile,
+        subnets=tuple(Subnet(key=k, cidr=c) for k, c in subnets),
+        internal_firewall=firewall,
+        ssh=ssh,
+        nat=nat,
+    )
 
 
 def gpu_subnet_cidrs(base: str, prefix: int, count: int) -> list[str]:
@@ -128,7 +148,7 @@ def gpu_subnet_cidrs(base: str, prefix: int, count: int) -> list[str]:
     return [str(next(subnets)) for _ in range(count)]
 
 
-def placement(spec: ClusterSpec, offer: InstanceOffer) -> dict[str, Any]:
+def placement(spec: ClusterSpec, offer: InstanceOffer) -> Placement:
     """How nodes are packed close together.
 
     * Flex-start: none; a resize request already creates densely co-located VMs ("Compact placement
@@ -141,19 +161,15 @@ def placement(spec: ClusterSpec, offer: InstanceOffer) -> dict[str, Any]:
     """
     cap = spec.capacity.type
     if cap == "flex-start":
-        return {"kind": "none", "reason": "resize requests create densely co-located VMs"}
+        return NoPlacement(reason="resize requests create densely co-located VMs")
     if cap == "reservation" and not reservation_bound(spec, offer):
         # A plain (non-dense) reservation takes no external placement policy (Cluster Toolkit's Slurm
         # resume.py: "vanilla reservations don't support external policies"); its VMs sit where the
         # reservation's capacity is.
-        return {"kind": "none", "reason": "a reservation brings its own placement"}
+        return NoPlacement(reason="a reservation brings its own placement")
     if offer.instance_type in WORKLOAD_POLICY_TYPES:
-        return {
-            "kind": "workload-policy",
-            "type": "HIGH_THROUGHPUT",
-            "max_topology_distance": spec.cloud_options().max_topology_distance,
-        }
-    return {"kind": "compact-placement", "collocation": "COLLOCATED"}
+        return WorkloadPolicy(max_topology_distance=spec.cloud_options().max_topology_distance)
+    return CompactPlacement()
 
 
 def reservation_bound(spec: ClusterSpec, offer: InstanceOffer) -> bool:
@@ -163,7 +179,7 @@ def reservation_bound(spec: ClusterSpec, offer: InstanceOffer) -> bool:
     return offer.instance_type in RESERVATION_BOUND_TYPES if explicit is None else explicit
 
 
-def allocation(spec: ClusterSpec, offer: InstanceOffer, nodes: int) -> dict[str, Any]:
+def allocation(spec: ClusterSpec, offer: InstanceOffer, nodes: int) -> Allocation:
     """Gang allocation with one MIG (resource count does not grow with nodes).
 
     * flex-start: MIG at target size 0 + one ``ResizeRequest(resize_by=nodes)``: Dynamic Workload
@@ -175,12 +191,12 @@ def allocation(spec: ClusterSpec, offer: InstanceOffer, nodes: int) -> dict[str,
       the group does not become stable.
     """
     if spec.capacity.type == "flex-start":
-        return {"mode": "resize-request", "target_size": 0, "resize_by": nodes, "bulk": False, "wait": False}
+        return Allocation(mode="resize-request", target_size=0, resize_by=nodes, bulk=False, wait=False)
     bulk = reservation_bound(spec, offer)
-    return {"mode": "target-size", "target_size": nodes, "resize_by": 0, "bulk": bulk, "wait": True}
+    return Allocation(mode="target-size", target_size=nodes, resize_by=0, bulk=bulk, wait=True)
 
 
-def scheduling(spec: ClusterSpec, offer: InstanceOffer) -> dict[str, Any]:
+def scheduling(spec: ClusterSpec, offer: InstanceOffer) -> Scheduling:
     """Provisioning model, maintenance behaviour, lifetime mode and reservation affinity.
 
     Lifetime: on MIG templates we use an absolute ``termination_time`` (the plan's expiry) with
@@ -194,41 +210,54 @@ def scheduling(spec: ClusterSpec, offer: InstanceOffer) -> dict[str, Any]:
     cap = spec.capacity.type
     # The plan has an expiry exactly when the spec has a ttl or a cost cap (provision.planning.cost.estimate).
     lifetime = spec.lifetime.ttl is not None or spec.lifetime.max_cost_usd is not None
-    out: dict[str, Any] = {
-        "on_host_maintenance": "TERMINATE",  # GPU VMs cannot live-migrate
-        "automatic_restart": True,
-        "preemptible": False,
-        # A time limit needs a termination action; DELETE so an expired node stops billing entirely.
-        "instance_termination_action": "DELETE" if lifetime else None,
-        "lifetime": "termination-time" if lifetime else "none",
-        "max_run_duration_s": None,
-        "reservation_affinity": None,
-    }
+    # A time limit needs a termination action; DELETE so an expired node stops billing entirely.
+    # GPU VMs cannot live-migrate: on_host_maintenance TERMINATE (the model's only value).
+    delete: Literal["DELETE"] | None = "DELETE" if lifetime else None
     if cap == "spot":
         # SPOT needs preemptible=true and automatic_restart=false (InstanceTemplateSchedulingArgs docstring).
-        out.update(provisioning_model="SPOT", preemptible=True, automatic_restart=False)
-        out["instance_termination_action"] = "DELETE"
-    elif cap == "flex-start":
+        return Scheduling(
+            automatic_restart=False,
+            preemptible=True,
+            instance_termination_action="DELETE",
+            lifetime="termination-time" if lifetime else "none",
+            max_run_duration_s=None,
+            reservation_affinity=None,
+            provisioning_model="SPOT",
+        )
+    if cap == "flex-start":
         ttl = spec.lifetime.ttl
-        seconds = int(ttl.total_seconds()) if ttl else None
-        out.update(provisioning_model="FLEX_START", automatic_restart=False, lifetime="run-duration")
-        out.update(instance_termination_action="DELETE", max_run_duration_s=seconds)
-        out["reservation_affinity"] = {"type": "NO_RESERVATION"}
-    elif cap == "reservation":
+        return Scheduling(
+            automatic_restart=False,
+            preemptible=False,
+            instance_termination_action="DELETE",
+            lifetime="run-duration",
+            max_run_duration_s=int(ttl.total_seconds()) if ttl else None,
+            reservation_affinity=NoReservation(),
+            provisioning_model="FLEX_START",
+        )
+    if cap == "reservation":
         bound = reservation_bound(spec, offer)
-        out["provisioning_model"] = "RESERVATION_BOUND" if bound else "STANDARD"
-        if bound:
+        assert spec.capacity.reservation is not None  # noqa: S101 - the spec requires it for reservations
+        return Scheduling(
+            automatic_restart=True,
+            preemptible=False,
             # Reservation-bound templates need instance_termination_action DELETE ("Create a MIG that uses
             # the bulk mode"), lifetime or not.
-            out["instance_termination_action"] = "DELETE"
-        out["reservation_affinity"] = {
-            "type": "SPECIFIC_RESERVATION",
-            "key": RESERVATION_KEY,
-            "values": [spec.capacity.reservation],
-        }
-    else:
-        out["provisioning_model"] = "STANDARD"
-    return out
+            instance_termination_action="DELETE" if bound else delete,
+            lifetime="termination-time" if lifetime else "none",
+            max_run_duration_s=None,
+            reservation_affinity=SpecificReservation(key=RESERVATION_KEY, values=(spec.capacity.reservation,)),
+            provisioning_model="RESERVATION_BOUND" if bound else "STANDARD",
+        )
+    return Scheduling(
+        automatic_restart=True,
+        preemptible=False,
+        instance_termination_action=delete,
+        lifetime="termination-time" if lifetime else "none",
+        max_run_duration_s=None,
+        reservation_affinity=None,
+        provisioning_model="STANDARD",
+    )
 
 
 def lustre_filesystem_name(name: str) -> str:
@@ -236,28 +265,30 @@ def lustre_filesystem_name(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())[:8]
 
 
-def storage(spec: ClusterSpec, res: Resolution) -> dict[str, Any] | None:
+def storage(spec: ClusterSpec, res: Resolution) -> SharedStorage | None:
     shared = spec.storage.shared
     if shared is None or res.storage is None or res.storage_size_gib is None:
         return None
     kind = res.storage.kind
-    out: dict[str, Any] = {"kind": kind, "retain": shared.retain, "mount": shared.mount}
     if kind == "managed-lustre":
-        out.update(
+        return ManagedLustre(
+            retain=shared.retain,
+            mount=shared.mount,
             instance_id=f"{spec.name}-lustre",
             filesystem=lustre_filesystem_name(spec.name),
             capacity_gib=str(res.storage_size_gib),
             throughput=str(res.storage_throughput),
             psa=True,
             firewall=True,
-            firewall_ports=list(LUSTRE_PORTS),
+            firewall_ports=LUSTRE_PORTS,
             location=res.zone,
-        )
-        if spec.scheduler.kind == "kubernetes":
             # GKE's Lustre CSI driver reaches instances created with GKE support (LNet on port 6988).
-            out["gke_support"] = True
-    elif kind == "parallelstore":
-        out.update(
+            gke_support=spec.scheduler.kind == "kubernetes",
+        )
+    if kind == "parallelstore":
+        return Parallelstore(
+            retain=shared.retain,
+            mount=shared.mount,
             instance_id=f"{spec.name}-daos",
             capacity_gib=str(res.storage_size_gib),
             deployment_type=res.storage.tier,
@@ -265,22 +296,22 @@ def storage(spec: ClusterSpec, res: Resolution) -> dict[str, Any] | None:
             # Every TCP port from the private-services range: Google's "Configure a VPC network" for
             # Parallelstore creates that rule (``--allow=tcp --source-ranges=<the PSA range>``).
             firewall=True,
-            firewall_ports=[],  # empty: all TCP ports
+            firewall_ports=(),  # empty: all TCP ports
             location=res.zone,
         )
-    else:  # filestore: DIRECT_PEERING needs no private services access range of ours
-        regional = res.storage.tier in ("REGIONAL", "ENTERPRISE")
-        out.update(
-            tier=res.storage.tier,
-            capacity_gib=res.storage_size_gib,
-            share="shared",
-            connect_mode="DIRECT_PEERING",
-            location=spec.region if regional else res.zone,
-            psa=False,
-            firewall=False,
-            firewall_ports=[],
-        )
-    return out
+    # filestore: DIRECT_PEERING needs no private services access range of ours
+    regional = res.storage.tier in ("REGIONAL", "ENTERPRISE")
+    return Filestore(
+        retain=shared.retain,
+        mount=shared.mount,
+        tier=res.storage.tier,
+        capacity_gib=res.storage_size_gib,
+        share="shared",
+        location=spec.region if regional else res.zone,
+        psa=False,
+        firewall=False,
+        firewall_ports=(),
+    )
 
 
 #: IAM service-account ids: 6-30 characters, ``^[a-z](?:[-a-z0-9]{4,28}[a-z0-9])$`` (serviceaccount.Account
@@ -322,35 +353,31 @@ def physical_name(logical: str) -> str | None:
     return f"{head}-{_digest(logical, 7)}"
 
 
-def decide(spec: ClusterSpec, res: Resolution) -> dict[str, Any]:
-    """Everything the component needs, as JSON-serialisable data."""
+def decide(spec: ClusterSpec, res: Resolution) -> GcpPlan:
+    """Everything the component needs."""
     assert res.offer is not None and res.fabric is not None and res.nodes is not None  # noqa: S101
     offer, opts = res.offer, spec.cloud_options()
-    ssh_ranges = list(spec.access.allowed_cidrs) + ([IAP_RANGE] if opts.allow_iap_ssh else [])
+    ssh_ranges = (*spec.access.allowed_cidrs, *([IAP_RANGE] if opts.allow_iap_ssh else []))
     shared = storage(spec, res)
-    nets = network_layout(spec, offer, res.fabric, res.zone)
-    for net in nets["networks"]:
-        # A retained filesystem stays peered to the host VPC, so the host VPC is retained with it.
-        net["retain"] = bool(shared and shared["retain"] and net["key"] == "net-0")
-    return {
-        "project": opts.project,
-        "zone": res.zone,
-        **nets,
-        "ssh_source_ranges": ssh_ranges,
-        "placement": placement(spec, offer),
-        "allocation": allocation(spec, offer, res.nodes),
-        "scheduling": scheduling(spec, offer),
-        "boot_disk": {
-            "type": BOOT_DISK_TYPES.get(offer.instance_type, DEFAULT_BOOT_DISK_TYPE),
-            "size_gib": opts.boot_disk_gib,
-        },
-        "shielded": {"secure_boot": opts.secure_boot, "vtpm": True, "integrity_monitoring": True},
-        "service_account": {
-            "account_id": service_account_id(spec.name),
-            "roles": list(NODE_ROLES),
-            "scopes": list(NODE_SCOPES),
-        },
-        "psa_prefix_length": opts.psa_prefix_length,
-        "os_login": opts.os_login,
-        "storage": shared,
-    }
+    networks, nics = network_layout(spec, offer, res.fabric, res.zone)
+    # A retained filesystem stays peered to the host VPC, so the host VPC is retained with it.
+    keep = bool(shared and shared.retain)
+    networks = [n.model_copy(update={"retain": keep and n.key == "net-0"}) for n in networks]
+    return GcpPlan(
+        project=opts.project,
+        zone=res.zone,
+        networks=tuple(networks),
+        nics=tuple(nics),
+        ssh_source_ranges=ssh_ranges,
+        placement=placement(spec, offer),
+        allocation=allocation(spec, offer, res.nodes),
+        scheduling=scheduling(spec, offer),
+        boot_disk=BootDisk(
+            type=BOOT_DISK_TYPES.get(offer.instance_type, DEFAULT_BOOT_DISK_TYPE), size_gib=opts.boot_disk_gib
+        ),
+        shielded=Shielded(secure_boot=opts.secure_boot, vtpm=True, integrity_monitoring=True),
+        service_account=ServiceAccount(account_id=service_account_id(spec.name), roles=NODE_ROLES, scopes=NODE_SCOPES),
+        psa_prefix_length=opts.psa_prefix_length,
+        os_login=opts.os_login,
+        storage=shared,
+    )

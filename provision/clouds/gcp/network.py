@@ -14,6 +14,7 @@ import pulumi
 from pulumi_gcp import compute
 
 from provision.clouds.gcp.layout import physical_name
+from provision.clouds.gcp.plan import GcpPlan
 from provision.planning.plan import ClusterPlan
 
 
@@ -28,59 +29,59 @@ class Networks:
     project: Any = None  # str or Output[str]: the spec's project, else the provider's (from the host VPC)
 
 
-def build_networks(plan: ClusterPlan, parent: pulumi.Resource) -> Networks:
+def build_networks(plan: ClusterPlan[GcpPlan], parent: pulumi.Resource) -> Networks:
     """Create every VPC, subnet, firewall rule and the host VPC's Cloud NAT."""
     extra = plan.extra
-    project = extra["project"]
+    project = extra.project
     opts = pulumi.ResourceOptions(parent=parent)
     out = Networks()
-    for net in extra["networks"]:
+    for net in extra.networks:
         vpc_args: dict[str, Any] = {
             "auto_create_subnetworks": False,
-            "mtu": net["mtu"],
+            "mtu": net.mtu,
             "routing_mode": "REGIONAL",
-            "description": f"provision cluster {plan.name}: {net['role']} network",
+            "description": f"provision cluster {plan.name}: {net.role} network",
         }
-        if net["profile"]:
+        if net.profile:
             # RoCE VPC: the network profile can only be set at creation and must name the project.
-            profile: str = net["profile"]
+            profile: str = net.profile
             vpc_args["network_profile"] = pulumi.Output.concat(
                 "projects/", out.project, "/global/networkProfiles/", profile
             )
-        vpc_name = f"{plan.name}-{net['key']}"
+        vpc_name = f"{plan.name}-{net.key}"
         vpc = compute.Network(
             vpc_name,
             project=project,
             name=physical_name(vpc_name),
-            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(retain_on_delete=net["retain"])),
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(retain_on_delete=net.retain)),
             **vpc_args,
         )
-        out.vpcs[net["key"]] = vpc
+        out.vpcs[net.key] = vpc
         if out.host is None:
             out.host = vpc
             out.project = project if project else vpc.project
         cidrs = []
-        for sub in net["subnets"]:
-            subnet_name = f"{plan.name}-{sub['key']}"
+        for sub in net.subnets:
+            subnet_name = f"{plan.name}-{sub.key}"
             subnet = compute.Subnetwork(
                 subnet_name,
                 name=physical_name(subnet_name),
                 network=vpc.id,
                 region=plan.region,
-                ip_cidr_range=sub["cidr"],
+                ip_cidr_range=sub.cidr,
                 # Private Google Access: nodes without external IPs still reach Google APIs (Artifact
                 # Registry, Cloud Storage, Logging). RoCE subnets carry RDMA traffic only.
-                private_ip_google_access=net["role"] != "rdma",
+                private_ip_google_access=net.role != "rdma",
                 stack_type="IPV4_ONLY",
                 project=project,
                 opts=opts,
             )
-            out.subnets[sub["key"]] = subnet
-            cidrs.append(sub["cidr"])
+            out.subnets[sub.key] = subnet
+            cidrs.append(sub.cidr)
             if out.host_subnet is None:
                 out.host_subnet = subnet
-        if net["internal_firewall"]:
-            internal = f"{plan.name}-{net['key']}-internal"
+        if net.internal_firewall:
+            internal = f"{plan.name}-{net.key}-internal"
             compute.Firewall(
                 internal,
                 name=physical_name(internal),
@@ -93,8 +94,8 @@ def build_networks(plan: ClusterPlan, parent: pulumi.Resource) -> Networks:
                 project=project,
                 opts=opts,
             )
-        if net["ssh"] and extra["ssh_source_ranges"]:
-            ssh = f"{plan.name}-{net['key']}-ssh"
+        if net.ssh and extra.ssh_source_ranges:
+            ssh = f"{plan.name}-{net.key}-ssh"
             compute.Firewall(
                 ssh,
                 name=physical_name(ssh),
@@ -102,13 +103,13 @@ def build_networks(plan: ClusterPlan, parent: pulumi.Resource) -> Networks:
                 direction="INGRESS",
                 priority=1000,
                 allows=[compute.FirewallAllowArgs(protocol="tcp", ports=["22"])],
-                source_ranges=list(extra["ssh_source_ranges"]),
+                source_ranges=list(extra.ssh_source_ranges),
                 description="SSH from access.allowed_cidrs",
                 project=project,
                 opts=opts,
             )
-        if net["nat"]:
-            router_name = f"{plan.name}-{net['key']}-router"
+        if net.nat:
+            router_name = f"{plan.name}-{net.key}-router"
             router = compute.Router(
                 router_name,
                 name=physical_name(router_name),
@@ -117,7 +118,7 @@ def build_networks(plan: ClusterPlan, parent: pulumi.Resource) -> Networks:
                 project=project,
                 opts=opts,
             )
-            nat_name = f"{plan.name}-{net['key']}-nat"
+            nat_name = f"{plan.name}-{net.key}-nat"
             compute.RouterNat(
                 nat_name,
                 name=physical_name(nat_name),
@@ -127,9 +128,9 @@ def build_networks(plan: ClusterPlan, parent: pulumi.Resource) -> Networks:
                 source_subnetwork_ip_ranges_to_nat="LIST_OF_SUBNETWORKS",
                 subnetworks=[
                     compute.RouterNatSubnetworkArgs(
-                        name=out.subnets[s["key"]].id, source_ip_ranges_to_nats=["ALL_IP_RANGES"]
+                        name=out.subnets[s.key].id, source_ip_ranges_to_nats=["ALL_IP_RANGES"]
                     )
-                    for s in net["subnets"]
+                    for s in net.subnets
                 ],
                 log_config=compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
                 project=project,

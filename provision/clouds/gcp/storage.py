@@ -19,6 +19,7 @@ from pulumi_gcp import compute, filestore, lustre, parallelstore, servicenetwork
 
 from provision.clouds.gcp.layout import physical_name
 from provision.clouds.gcp.network import Networks
+from provision.clouds.gcp.plan import GcpPlan
 from provision.planning.images import image_text
 from provision.planning.outputs import shared_fs_summary
 from provision.planning.plan import ClusterPlan
@@ -39,27 +40,27 @@ class SharedFs:
     resources: list[pulumi.Resource]
 
 
-def resource_options(plan: ClusterPlan, parent: pulumi.Resource, **kw: Any) -> pulumi.ResourceOptions:
+def resource_options(plan: ClusterPlan[GcpPlan], parent: pulumi.Resource, **kw: Any) -> pulumi.ResourceOptions:
     """Options for the filesystem and what it is attached to: retained on destroy when the spec says so."""
-    st = plan.extra["storage"]
-    return pulumi.ResourceOptions(parent=parent, retain_on_delete=bool(st and st["retain"]), **kw)
+    st = plan.extra.storage
+    return pulumi.ResourceOptions(parent=parent, retain_on_delete=bool(st and st.retain), **kw)
 
 
-def build_storage(plan: ClusterPlan, nets: Networks, parent: pulumi.Resource) -> SharedFs:
-    st = plan.extra["storage"]
+def build_storage(plan: ClusterPlan[GcpPlan], nets: Networks, parent: pulumi.Resource) -> SharedFs:
+    st = plan.extra.storage
     if st is None or plan.storage is None:
         return SharedFs(None, "", [])
     assert nets.host is not None  # noqa: S101
-    project, labels = plan.extra["project"], dict(plan.tags)
+    project, labels = plan.extra.project, dict(plan.tags)
     created: list[pulumi.Resource] = []
     depends: list[pulumi.Resource] = []
-    if st["psa"]:
+    if st.psa:
         address = compute.GlobalAddress(
             f"{plan.name}-psa-range",
             name=physical_name(f"{plan.name}-psa-range"),
             purpose="VPC_PEERING",
             address_type="INTERNAL",
-            prefix_length=plan.extra["psa_prefix_length"],
+            prefix_length=plan.extra.psa_prefix_length,
             network=nets.host.id,
             labels=labels,
             description=f"private services access range of cluster {plan.name}",
@@ -80,10 +81,10 @@ def build_storage(plan: ClusterPlan, nets: Networks, parent: pulumi.Resource) ->
         )
         created += [address, connection]
         depends = [connection]
-        if st["firewall"]:
+        if st.firewall:
             # The filesystem's servers (in the private-services range) open connections to the clients:
             # Lustre on its LNet ports, Parallelstore (DAOS) on any TCP port (no ports = all).
-            ports = list(st["firewall_ports"]) or None
+            ports = list(st.firewall_ports) or None
             created.append(
                 compute.Firewall(
                     f"{plan.name}-net-0-storage",
@@ -92,24 +93,24 @@ def build_storage(plan: ClusterPlan, nets: Networks, parent: pulumi.Resource) ->
                     direction="INGRESS",
                     priority=1000,
                     allows=[compute.FirewallAllowArgs(protocol="tcp", ports=ports)],
-                    source_ranges=[pulumi.Output.concat(address.address, "/", str(plan.extra["psa_prefix_length"]))],
-                    description=f"{FS_NAMES[st['kind']]} servers to clients",
+                    source_ranges=[pulumi.Output.concat(address.address, "/", str(plan.extra.psa_prefix_length))],
+                    description=f"{FS_NAMES[st.kind]} servers to clients",
                     project=project,
                     opts=pulumi.ResourceOptions(parent=parent),
                 )
             )
     timeouts = pulumi.CustomTimeouts(create="90m", delete="60m")
-    kind = st["kind"]
+    kind = st.kind
     fs: pulumi.CustomResource
     if kind == "managed-lustre":
         ml = lustre.Instance(
             f"{plan.name}-lustre",
-            instance_id=st["instance_id"],
-            location=st["location"],
-            filesystem=st["filesystem"],
-            capacity_gib=st["capacity_gib"],
-            per_unit_storage_throughput=st["throughput"],
-            gke_support_enabled=True if st.get("gke_support") else None,
+            instance_id=st.instance_id,
+            location=st.location,
+            filesystem=st.filesystem,
+            capacity_gib=st.capacity_gib,
+            per_unit_storage_throughput=st.throughput,
+            gke_support_enabled=True if st.gke_support else None,
             network=nets.host.id,
             labels=labels,
             description=f"shared filesystem of cluster {plan.name}",
@@ -123,29 +124,27 @@ def build_storage(plan: ClusterPlan, nets: Networks, parent: pulumi.Resource) ->
         nfs = filestore.Instance(
             f"{plan.name}-filestore",
             name=physical_name(f"{plan.name}-filestore"),
-            tier=st["tier"],
-            location=st["location"],
-            file_shares=filestore.InstanceFileSharesArgs(name=st["share"], capacity_gb=st["capacity_gib"]),
+            tier=st.tier,
+            location=st.location,
+            file_shares=filestore.InstanceFileSharesArgs(name=st.share, capacity_gb=st.capacity_gib),
             networks=[
-                filestore.InstanceNetworkArgs(
-                    network=nets.host.name, modes=["MODE_IPV4"], connect_mode=st["connect_mode"]
-                )
+                filestore.InstanceNetworkArgs(network=nets.host.name, modes=["MODE_IPV4"], connect_mode=st.connect_mode)
             ],
             labels=labels,
             description=f"shared filesystem of cluster {plan.name}",
             project=project,
             opts=resource_options(plan, parent, custom_timeouts=timeouts),
         )
-        fs, source = nfs, nfs.networks.apply(lambda n: f"{(n[0].ip_addresses or [''])[0]}:/{st['share']}")
+        fs, source = nfs, nfs.networks.apply(lambda n: f"{(n[0].ip_addresses or [''])[0]}:/{st.share}")
         summary = source.apply(lambda s: shared_fs_summary(plan, s, "nfs", MOUNT_OPTIONS))
         script = source.apply(lambda s: _fstab_mount(plan, s, "nfs", None))
     else:
         daos = parallelstore.Instance(
             f"{plan.name}-daos",
-            instance_id=st["instance_id"],
-            location=st["location"],
-            capacity_gib=st["capacity_gib"],
-            deployment_type=st["deployment_type"],
+            instance_id=st.instance_id,
+            location=st.location,
+            capacity_gib=st.capacity_gib,
+            deployment_type=st.deployment_type,
             network=nets.host.name,
             labels=labels,
             description=f"shared filesystem of cluster {plan.name}",
@@ -162,7 +161,7 @@ def _snippet(name: str) -> str:
     return image_text(f"gcp/{name}")
 
 
-def _fstab_mount(plan: ClusterPlan, source: str, fs_type: str, client: str | None) -> str:
+def _fstab_mount(plan: ClusterPlan[GcpPlan], source: str, fs_type: str, client: str | None) -> str:
     assert plan.storage is not None  # noqa: S101
     mount = shlex.quote(plan.storage.mount)
     install = _snippet(client) if client else "apt-get install -y -q nfs-common"
@@ -178,14 +177,14 @@ def _fstab_mount(plan: ClusterPlan, source: str, fs_type: str, client: str | Non
     )
 
 
-def share_owner(plan: ClusterPlan, mount: str) -> str:
+def share_owner(plan: ClusterPlan[GcpPlan], mount: str) -> str:
     """The shell line that sets who may write the share's root: never everyone (no 1777).
 
     With metadata keys the login user owns it (mode 0755). With OS Login, users are IAM identities with no
     fixed account on the image, so the root stays root-owned (0755) and OS Login admins create directories
     with sudo (see the plan warning).
     """
-    if plan.extra["os_login"]:
+    if plan.extra.os_login:
         return f"chown root: {mount} && chmod 0755 {mount} || true"
     return f"chown {shlex.quote(plan.access.ssh_user)}: {mount} && chmod 0755 {mount} || true"
 
@@ -195,7 +194,7 @@ def _dfuse_command(mount: str) -> str:
     return f"dfuse -m {mount} --pool default-pool --container default-container --multi-user"
 
 
-def _daos_summary(plan: ClusterPlan, access_points: list[str]) -> dict[str, Any]:
+def _daos_summary(plan: ClusterPlan[GcpPlan], access_points: list[str]) -> dict[str, Any]:
     assert plan.storage is not None  # noqa: S101
     mount = plan.storage.mount
     summary = shared_fs_summary(plan, ",".join(access_points), "daos", "")
@@ -204,7 +203,7 @@ def _daos_summary(plan: ClusterPlan, access_points: list[str]) -> dict[str, Any]
     return summary
 
 
-def _daos_mount(plan: ClusterPlan, access_points: list[str]) -> str:
+def _daos_mount(plan: ClusterPlan[GcpPlan], access_points: list[str]) -> str:
     assert plan.storage is not None  # noqa: S101
     mount = shlex.quote(plan.storage.mount)
     unit = f"""cat > /etc/systemd/system/provision-dfuse.service <<'UNIT'

@@ -21,6 +21,7 @@ from provision.planning.bootstrap import render as render_bootstrap
 from provision.planning.images import image_text
 
 if TYPE_CHECKING:
+    from provision.clouds.gcp.plan import GcpPlan
     from provision.planning.plan import ClusterPlan
 
 #: Compute Engine metadata: at most 256 KB per value ("About VM metadata", limits).
@@ -29,14 +30,14 @@ MAX_USER_DATA_BYTES = 256 * 1024
 STEP_HEADER = '#!/bin/bash\n. "${PROVISION_ROOT:-}/usr/local/lib/provision/lib.sh"\n'
 
 
-def gpu_nics(plan: ClusterPlan) -> list[str]:
+def gpu_nics(plan: ClusterPlan[GcpPlan]) -> list[str]:
     """The GPU NIC names the fabric uses (from the NCCL settings of the plan)."""
     env = plan.nccl_env
     names = env.get("NCCL_GPUDIRECTTCPX_SOCKET_IFNAME") or env.get("NCCL_FASTRAK_IFNAME") or ""
     return [n for n in names.split(",") if n]
 
 
-def _fabric(plan: ClusterPlan, values: Any) -> tuple[list[Step], list[File]]:
+def _fabric(plan: ClusterPlan[GcpPlan], values: Any) -> tuple[list[Step], list[File]]:
     versions = plan.image.versions
     steps: list[Step] = []
     files: list[File] = []
@@ -67,7 +68,7 @@ def _fabric(plan: ClusterPlan, values: Any) -> tuple[list[Step], list[File]]:
     return steps, files
 
 
-def render(plan: ClusterPlan, mount_script: str = "") -> str:
+def render(plan: ClusterPlan[GcpPlan], mount_script: str = "") -> str:
     """The ``#cloud-config`` for every node of ``plan``.
 
     Raises:
@@ -99,6 +100,6 @@ def gcp_snippet(name: str) -> str:
     return image_text(f"gcp/{name}")
 
 
-def mock_user_data(plan: ClusterPlan) -> str:
+def mock_user_data(plan: ClusterPlan[GcpPlan]) -> str:
     """The user data as the mocked cloud's nodes get it (the shared mount step reduced to a marker)."""
     return render(plan, ": # mocked shared filesystem mount" if plan.storage is not None else "")

@@ -1,0 +1,77 @@
+"""Alibaba Cloud plan: what ``adapter.py`` decides and ``components.py`` builds (pure data).
+
+:class:`AlibabaPlan` is ``ClusterPlan.extra`` of an Alibaba cluster. Field names are public: it is the
+``extra`` object of ``provision plan --json``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from provision.planning.plan import CloudPlan, PlanPart
+
+
+class Cpfs(PlanPart):
+    """CPFS general-purpose, reached over NFS through its free protocol service."""
+
+    file_system_type: Literal["cpfs"] = "cpfs"
+    protocol_type: Literal["cpfs"] = "cpfs"
+    storage_type: str
+    capacity: int | None
+    encrypt_type: None = None
+    kms_key_id: None = None
+    access: Literal["protocol-service"] = "protocol-service"
+    export_path: str = Field(description="Mounted as <domain>:<export_path>.")
+    lookup_role: str = Field(description="The RAM role the nodes look the export's domain up with.")
+    lookup_policy: str
+    nas_endpoint: str
+
+
+class Nas(PlanPart):
+    """NAS (general-purpose or Extreme) behind a mount target in the cluster's vSwitch."""
+
+    file_system_type: Literal["standard", "extreme"]
+    protocol_type: Literal["NFS"] = "NFS"
+    storage_type: str
+    capacity: int | None = Field(description="Extreme NAS only; general-purpose NAS grows by itself.")
+    encrypt_type: Literal[1, 2] = Field(description="1: NAS-managed key; 2: the user's KMS key (Extreme only).")
+    kms_key_id: str | None
+    access: Literal["mount-target"] = "mount-target"
+    export_path: str
+
+
+SharedStorage = Annotated[Cpfs | Nas, Field(discriminator="access")]
+
+
+class AlibabaPlan(CloudPlan):
+    """The Alibaba Cloud decisions (``ClusterPlan.extra``)."""
+
+    vpc_cidr: str
+    vswitch_cidr: str
+    charge_type: Literal["PrePaid", "PostPaid"]
+    period_months: int | None
+    spot_strategy: Literal["NoSpot", "SpotAsPriceGo", "SpotWithPriceLimit"]
+    spot_price_limit: float | None
+    private_pool_id: str | None
+    auto_release: bool
+    placement_groups: tuple[int, ...] = Field(description="Nodes per LowLatency deployment set, in rank order.")
+    eri_cards: tuple[int | None, ...] = Field(description="Per ERI: its network card index (None: ECS places it).")
+    jumbo_frames: bool
+    mtu: int
+    system_disk_gib: int
+    data_disk_gib: int | None
+    kms_key_id: str | None
+    resource_group_id: str | None
+    nat_bandwidth_mbps: int
+    metadata_tokens: bool
+    public_head: bool
+    key_pair_public_key: str | None
+    head_eip_bandwidth_mbps: int
+    storage: SharedStorage | None
+    retain_network: bool = Field(description="A retained CPFS keeps the VPC and vSwitch it lives in.")
+    nfs_options: str
+
+    def nccl_nics(self) -> int | None:
+        return len(self.eri_cards)
