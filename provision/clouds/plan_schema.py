@@ -8,22 +8,21 @@ type argument of ``Adapter[...]``), and the schema ties ``extra`` to it by ``clo
 
 from __future__ import annotations
 
-import importlib
 import typing
 from typing import Any, Union
 
 from pydantic import Field, create_model
 
-from provision.clouds.base import ADAPTERS, Adapter
+from provision.catalog import CLOUDS
+from provision.clouds.base import Adapter, adapter_class
 from provision.planning.plan import CloudPlan, PlanJson
 
 
 def plan_models() -> dict[str, type[CloudPlan]]:
     """cloud -> the model of its ``plan.extra``, read from each adapter's ``Adapter[...]`` base."""
     out: dict[str, type[CloudPlan]] = {}
-    for cloud, target in ADAPTERS.items():
-        module_name, _, cls_name = target.partition(":")
-        cls = getattr(importlib.import_module(module_name), cls_name)
+    for cloud in CLOUDS:
+        cls = adapter_class(cloud)
         for base in getattr(cls, "__orig_bases__", ()):
             if typing.get_origin(base) is Adapter:
                 (model,) = typing.get_args(base)
