@@ -68,7 +68,7 @@ def azure_preflight(plan: ClusterPlan, account: AzureAccount | None = None) -> l
     needed_providers = list(AZURE_PROVIDERS)
     fs = extra.filesystem
     if fs is not None:
-        needed_providers.append(AZURE_STORAGE_PROVIDERS[fs["kind"]])
+        needed_providers.append(AZURE_STORAGE_PROVIDERS[fs.kind])
     for namespace in needed_providers:
         state = account.provider_state(namespace)
         if state != "Registered":
