@@ -91,6 +91,10 @@ class Registered:
     #: the mocks were installed without :func:`install`.
     urn: str = ""
     dependencies: tuple[str, ...] = ()
+    #: The program's ``replace_on_changes`` and ``delete_before_replace`` options (what a diff needs to say
+    #: "replace" as the engine would); empty when installed without :func:`install`.
+    replace_on_changes: tuple[str, ...] = ()
+    delete_before_replace: bool = False
 
 
 class StrictViolationError(CloudFaultError):
@@ -166,6 +170,8 @@ class _Request:
     dependencies: tuple[str, ...]
     custom_timeouts: dict[str, float]
     parent: str
+    replace_on_changes: tuple[str, ...] = ()
+    delete_before_replace: bool = False
 
 
 class _RecordingMonitor(MockMonitor):
@@ -187,7 +193,14 @@ class _RecordingMonitor(MockMonitor):
             if seconds is not None:
                 timeouts[op] = seconds
         urn = self.make_urn(request.parent, request.type, request.name)
-        self._cloud._slot.request = _Request(urn, tuple(request.dependencies), timeouts, request.parent)
+        self._cloud._slot.request = _Request(
+            urn,
+            tuple(request.dependencies),
+            timeouts,
+            request.parent,
+            tuple(getattr(request, "replaceOnChanges", ()) or ()),
+            bool(getattr(request, "deleteBeforeReplace", False)),
+        )
         try:
             return super().RegisterResource(request)
         finally:
@@ -318,7 +331,18 @@ class CloudMocks(pulumi.runtime.Mocks):
         else:
             rid, outputs = (f"{args.name}-id" if args.custom else None), dict(args.inputs)
         self.ctx.ledger.append(
-            Registered(args.typ, args.name, dict(args.inputs), rid or "", dict(outputs), bool(args.custom), urn, deps)
+            Registered(
+                args.typ,
+                args.name,
+                dict(args.inputs),
+                rid or "",
+                dict(outputs),
+                bool(args.custom),
+                urn,
+                deps,
+                request.replace_on_changes if request else (),
+                request.delete_before_replace if request else False,
+            )
         )
         return rid, outputs
 

@@ -185,6 +185,9 @@ class Cluster(NodeAccess, MockOperations):
                     "preview", self.stack, lambda: stack.preview(program=program, on_event=p.on_event), p
                 )
                 result = p.result(mock=False)
+                from provision.clouds.replacement import node_replacement_warnings
+
+                result.warnings += node_replacement_warnings(result.steps)
                 p.finish(result)
         self._planned = result.changed
         return result
