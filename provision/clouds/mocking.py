@@ -28,10 +28,20 @@ import pulumi
 from pulumi.runtime.mocks import MockMonitor
 
 from provision.clouds import mockids
-from provision.clouds.strict import Resource, Violation, go_duration_seconds
+from provision.clouds.strict import Coverage, Leaf, Resource, Violation, account, go_duration_seconds
 
 #: Pulumi package prefix of a type token -> our cloud folder.
 PACKAGE_CLOUD = {"aws": "aws", "gcp": "gcp", "azure-native": "azure", "alicloud": "alibaba", "kubernetes": "k8s"}
+
+#: Types no cloud receives: their inputs are waived, with the reason.
+LOCAL_TYPES = {
+    "time:index/sleep:Sleep": Coverage(
+        waived={
+            "*": "pulumi-time's Sleep is a local timer (no cloud API call); its createDuration is read by the "
+            "AWS instance-profile propagation rule (provision/clouds/aws/strict.py)"
+        }
+    ),
+}
 
 
 class UnknownInvokeError(Exception):
@@ -224,6 +234,8 @@ class CloudMocks(pulumi.runtime.Mocks):
             answers anyway and collects every violation in :attr:`violations`, so a preview can report
             all of them at once.
         placement: the cluster's region, zone, instance type and capacity type (``Fault.where``).
+        accounting: also record how every input leaf of every resource was accounted for (checked by a
+            vendor-sourced rule, waived with a reason, or unchecked) in :attr:`accounting`.
     """
 
     def __init__(
@@ -233,8 +245,12 @@ class CloudMocks(pulumi.runtime.Mocks):
         strict: bool = True,
         fail_fast: bool = True,
         placement: tuple[str, ...] = (),
+        accounting: bool = False,
     ) -> None:
         self.faults = tuple(faults)
+        self.accounting_on = accounting
+        #: How each input leaf was accounted for (when ``accounting``), in registration order.
+        self.accounting: list[Leaf] = []
         #: Where the cluster is placed (region, zone, instance type, capacity type), for ``Fault.where``.
         self.placement = placement
         self.strict = strict
@@ -277,6 +293,16 @@ class CloudMocks(pulumi.runtime.Mocks):
         """The violations of one registration under its cloud's strict rules (none for other packages)."""
         rules = self._rules(res.type)
         return list(rules.check(res, self.ctx)) if rules is not None else []
+
+    def account(self, res: Resource) -> list[Leaf]:
+        """How the strict rules account for every input leaf of one registration."""
+        rules = self._rules(res.type)
+        if rules is not None and hasattr(rules, "account"):
+            return list(rules.account(res, self.ctx))
+        if res.type.startswith("pulumi:providers:"):
+            reason = "a provider's own configuration (no cloud resource): the program builds it from outputs"
+            return account(res, {}, Coverage(waived={"*": reason}))
+        return account(res, {}, LOCAL_TYPES.get(res.type))
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         # Pulumi registers resources from executor threads. Like the engine, the mocked cloud
@@ -322,6 +348,8 @@ class CloudMocks(pulumi.runtime.Mocks):
                 parent=request.parent if request else "",
             )
             violations = self.check(res)
+            if self.accounting_on:
+                self.accounting.extend(self.account(res))
             if violations and self.fail_fast:
                 raise StrictViolationError(violations)
             self.violations.extend(violations)
@@ -356,3 +384,27 @@ class CloudMocks(pulumi.runtime.Mocks):
                 f"provision/clouds/<cloud>/mocks.py INVOKES"
             )
         return handler(args, self.ctx)  # type: ignore[no-any-return]
+
+
+def strict_check(type_token: str, inputs: dict[str, Any], name: str = "resource") -> list[Violation]:
+    """The strict cloud's violations of one resource, outside any program run.
+
+    ``inputs`` are the resource's inputs as the Pulumi engine sends them (camelCase names, e.g.
+    ``{"scalingConfig": {"minSize": 1, ...}}`` for ``aws:eks/nodeGroup:NodeGroup``). Rules that need the
+    rest of the graph (dependencies, registered roles) see an empty one. Each violation names the field,
+    the value, the rule and its vendor source.
+
+    Raises:
+        ValueError: the type token's package is not one the strict cloud knows.
+    """
+    package = type_token.split(":", 1)[0]
+    cloud = PACKAGE_CLOUD.get(package)
+    if cloud is None or type_token.count(":") != 2:
+        known = ", ".join(sorted(PACKAGE_CLOUD))
+        raise ValueError(
+            f"{type_token!r} is not a Pulumi type token of a package the strict cloud checks ({known}); "
+            "use the resource's type token, e.g. aws:eks/nodeGroup:NodeGroup"
+        )
+    rules = importlib.import_module(f"provision.clouds.{cloud}.strict")
+    res = Resource(type_token, name, dict(inputs))
+    return list(rules.check(res, MockContext()))

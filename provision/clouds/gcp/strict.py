@@ -24,7 +24,8 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from provision.clouds.strict import Resource, Violation, check_enum, check_range, values_at
+from provision.clouds.strict import Leaf, Resource, Violation, check_enum, check_range, values_at
+from provision.clouds.strict import account as account_leaves
 
 if TYPE_CHECKING:
     from provision.clouds.mocking import MockContext
@@ -374,3 +375,29 @@ def check(res: Resource, ctx: MockContext) -> list[Violation]:
     api = APIS.get(res.type)
     out = model_rules(res, api) if api else []
     return out + label_rules(res) + storage_rules(res) + teardown_rules(res) + account_rules(res)
+
+
+def model_paths(res: Resource) -> dict[str, str]:
+    """Input leaf path -> the discovery-document property whose rules checked it."""
+    api = APIS.get(res.type)
+    if api is None:
+        return {}
+    inputs = dict(res.inputs)
+    if api.autoname and not inputs.get(api.autoname):
+        inputs[api.autoname] = res.physical_name(api.autoname)[0]
+    out: dict[str, str] = {}
+    for path, value in _leaves(inputs):
+        if value is None:
+            continue
+        api_path = _api_path(api, path)
+        found = _resolve(api.doc, api.schema, api_path) if api_path else None
+        if found is not None:
+            out[path] = _source(api.doc, found[0], found[1])
+    return out
+
+
+def account(res: Resource, ctx: MockContext) -> list[Leaf]:
+    """How every input leaf of one registration is accounted for (see :mod:`provision.clouds.gcp.coverage`)."""
+    from provision.clouds.gcp.coverage import COMMON, COVERAGE
+
+    return account_leaves(res, model_paths(res), COVERAGE.get(res.type), COMMON)

@@ -1,0 +1,121 @@
+"""The strict mocked cloud accounts for every input leaf: checked by a vendor-sourced rule, waived with a written
+reason, or unchecked; no shipped stack has an unchecked leaf, and ``provision.testing.strict_check`` checks one
+resource of a user's own program."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import FIXED_NOW, ROOT, stack_spec
+
+from provision.clouds.strict import CHECKED, UNCHECKED, WAIVED, Resource, path_matches
+from provision.testing import run_program, strict_check
+
+STACKS = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
+#: Stacks whose accounting still has unchecked leaves (each must fail; remove it once it reaches 0).
+NOT_YET = {s for s in STACKS if not s.startswith("aws-")}
+
+
+@pytest.mark.parametrize(
+    "stack",
+    [
+        pytest.param(s, marks=pytest.mark.xfail(strict=True, reason="unchecked leaves")) if s in NOT_YET else s
+        for s in STACKS
+    ],
+)
+def test_every_input_leaf_of_a_shipped_stack_is_checked_or_waived(stack: str) -> None:
+    run = run_program(stack_spec(stack), now=FIXED_NOW, accounting=True)
+    assert run.accounting, "nothing was accounted for"
+    unchecked = sorted({f"{x.type} {x.path}" for x in run.accounting if x.status == UNCHECKED})
+    assert not unchecked, f"{stack}: {len(unchecked)} input paths no rule checks and no waiver covers:\n" + "\n".join(
+        unchecked
+    )
+    for leaf in run.accounting:
+        assert leaf.status in (CHECKED, WAIVED)
+        assert leaf.basis, f"{leaf} has no source or reason"
+
+
+def test_a_leaf_no_rule_knows_is_reported_unchecked() -> None:
+    from provision.clouds.mocking import CloudMocks
+
+    mocks = CloudMocks()
+    res = Resource("aws:eks/nodeGroup:NodeGroup", "ng", {"scalingConfig": {"minSize": 1}, "madeUpField": "x"})
+    status = {leaf.path: leaf.status for leaf in mocks.account(res)}
+    assert status == {"scalingConfig.minSize": CHECKED, "madeUpField": UNCHECKED}
+
+
+def test_path_patterns_cover_children_and_one_segment_wildcards() -> None:
+    assert path_matches("tags.team", "tags")
+    assert path_matches("disks[].labels.a", "disks[].labels")
+    assert path_matches("metadata.labels.app", "metadata.*")
+    assert not path_matches("tagsExtra", "tags")
+
+
+# ---------------------------------------------------------------------- one-resource checks (EKS beyond the named)
+
+
+@pytest.mark.parametrize(
+    ("type_token", "inputs", "field"),
+    [
+        ("aws:eks/nodeGroup:NodeGroup", {"amiType": "AL2023_x86_64_NVIDIA_GPU"}, "amiType"),
+        ("aws:eks/nodeGroup:NodeGroup", {"diskSize": "a"}, None),  # not a number: no range rule fires
+        ("aws:eks/nodeGroup:NodeGroup", {"scalingConfig": {"maxSize": 0}}, "scalingConfig.maxSize"),
+        (
+            "aws:eks/nodeGroup:NodeGroup",
+            {"updateConfig": {"maxUnavailablePercentage": 101}},
+            "updateConfig.maxUnavailablePercentage",
+        ),
+        ("aws:eks/nodeGroup:NodeGroup", {"labels": {"k" * 64: "v"}}, "labels." + "k" * 64),
+        ("aws:eks/nodeGroup:NodeGroup", {"taints": [{"key": "k", "effect": "NoExecute"}]}, "taints[].effect"),
+        (
+            "aws:eks/cluster:Cluster",
+            {"kubernetesNetworkConfig": {"ipFamily": "IPV4"}},
+            "kubernetesNetworkConfig.ipFamily",
+        ),
+        ("aws:eks/cluster:Cluster", {"enabledClusterLogTypes": ["scheduler", "kubelet"]}, "enabledClusterLogTypes[]"),
+        ("aws:eks/addon:Addon", {"resolveConflictsOnUpdate": "REPLACE"}, "resolveConflictsOnUpdate"),
+    ],
+)
+def test_strict_check_refuses_invalid_eks_inputs_with_their_source(
+    type_token: str, inputs: dict, field: str | None
+) -> None:
+    found = strict_check(type_token, inputs)
+    if field is None:
+        return
+    hits = [v for v in found if v.field == field]
+    assert hits, f"{type_token} {inputs}: nothing refused ({found})"
+    assert all(v.source.startswith("botocore eks") for v in hits)
+
+
+def test_strict_check_accepts_valid_eks_inputs() -> None:
+    ok = {
+        "amiType": "AL2023_x86_64_NVIDIA",
+        "capacityType": "ON_DEMAND",
+        "scalingConfig": {"minSize": 8, "maxSize": 8, "desiredSize": 8},
+        "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}],
+        "labels": {"provision-pool": "gpu"},
+    }
+    assert strict_check("aws:eks/nodeGroup:NodeGroup", ok) == []
+
+
+def test_strict_check_names_what_it_cannot_check() -> None:
+    with pytest.raises(ValueError, match="type token"):
+        strict_check("mycorp:thing/Thing", {})
+
+
+# ---------------------------------------------------------------------- the CLI
+
+
+def test_preview_strict_report_json_counts_and_lists_unchecked_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from provision.cli.app import app
+
+    monkeypatch.chdir(ROOT)
+    result = CliRunner().invoke(app, ["preview", "aws-p5-ci", "--strict-report", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert all(isinstance(doc[k], int) for k in ("checked", "waived", "unchecked"))
+    assert doc["checked"] > 0 and doc["unchecked"] == 0 and doc["unchecked_paths"] == []
+    assert doc["checked"] + doc["waived"] + doc["unchecked"] == len(doc["leaves"])
