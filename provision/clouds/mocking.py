@@ -132,6 +132,8 @@ class MockContext:
     region: str = ""
     #: Per-run memo for rule modules (loaded vendor models); never shared between runs.
     cache: dict[str, Any] = field(default_factory=dict)
+    #: The time the program runs at (rules on release times compare with it); ``None``: the wall clock.
+    now: Any = None
 
     def ancestors(self, urn: str, direct: tuple[str, ...] | None = None) -> set[str]:
         """Every URN ``urn`` depends on, directly or through registered resources.
@@ -234,6 +236,7 @@ class CloudMocks(pulumi.runtime.Mocks):
             answers anyway and collects every violation in :attr:`violations`, so a preview can report
             all of them at once.
         placement: the cluster's region, zone, instance type and capacity type (``Fault.where``).
+        now: the time the program runs at (``datetime``), for rules on release times; default the wall clock.
         accounting: also record how every input leaf of every resource was accounted for (checked by a
             vendor-sourced rule, waived with a reason, or unchecked) in :attr:`accounting`.
     """
@@ -246,6 +249,7 @@ class CloudMocks(pulumi.runtime.Mocks):
         fail_fast: bool = True,
         placement: tuple[str, ...] = (),
         accounting: bool = False,
+        now: Any = None,
     ) -> None:
         self.faults = tuple(faults)
         self.accounting_on = accounting
@@ -257,7 +261,7 @@ class CloudMocks(pulumi.runtime.Mocks):
         self.fail_fast = fail_fast
         #: Violations collected when not ``fail_fast`` (in registration order).
         self.violations: list[Violation] = []
-        self.ctx = MockContext(region=region)
+        self.ctx = MockContext(region=region, now=now)
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self._modules: dict[str, Any] = {}
         self._flight = threading.Condition()

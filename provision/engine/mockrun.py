@@ -131,7 +131,13 @@ def run_program(
     _ensure_event_loop()
     placement = tuple(p for p in (plan.region, plan.zone, plan.instance_type, plan.capacity.type) if p)
     mocks = CloudMocks(
-        faults, region=spec.region, strict=strict, fail_fast=fail_fast, placement=placement, accounting=accounting
+        faults,
+        region=spec.region,
+        strict=strict,
+        fail_fast=fail_fast,
+        placement=placement,
+        accounting=accounting,
+        now=now,
     )
     pulumi.runtime.set_all_config({CONFIG_KEY: spec.model_dump_json(exclude_none=True), **(config or {})})
     pulumi.runtime.settings.ROOT.set(None)
