@@ -13,17 +13,9 @@ from provision.clouds.strict import CHECKED, UNCHECKED, WAIVED, Resource, path_m
 from provision.testing import run_program, strict_check
 
 STACKS = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
-#: Stacks whose accounting still has unchecked leaves (each must fail; remove it once it reaches 0).
-NOT_YET = {s for s in STACKS if s.startswith("azure-")}
 
 
-@pytest.mark.parametrize(
-    "stack",
-    [
-        pytest.param(s, marks=pytest.mark.xfail(strict=True, reason="unchecked leaves")) if s in NOT_YET else s
-        for s in STACKS
-    ],
-)
+@pytest.mark.parametrize("stack", STACKS)
 def test_every_input_leaf_of_a_shipped_stack_is_checked_or_waived(stack: str) -> None:
     run = run_program(stack_spec(stack), now=FIXED_NOW, accounting=True)
     assert run.accounting, "nothing was accounted for"
