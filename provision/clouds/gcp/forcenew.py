@@ -23,8 +23,10 @@ FORCE_NEW: dict[str, ForceNew] = {
     "gcp:compute/firewall:Firewall": ForceNew(
         ("name", "network", "project", "direction"), _TF.format("compute/resource_compute_firewall.go")
     ),
+    # Labels are set in place (setLabels); everything else forces a new address.
     "gcp:compute/globalAddress:GlobalAddress": ForceNew(
-        ("*",), _TF.format("compute/resource_compute_global_address.go") + ": every argument but labels"
+        ("name", "description", "address", "addressType", "purpose", "prefixLength", "network", "ipVersion", "project"),
+        _TF.format("compute/resource_compute_global_address.go"),
     ),
     "gcp:compute/router:Router": ForceNew(
         ("name", "network", "region", "project"), _TF.format("compute/resource_compute_router.go")
