@@ -293,6 +293,19 @@ class CloudMocks(pulumi.runtime.Mocks):
             self._modules[key] = importlib.import_module(f"provision.clouds.{cloud}.strict")
         return self._modules[key]
 
+    def _coverage(self, token: str) -> Any:
+        """The cloud's ``coverage`` module (its accounting), or ``None`` when it has none."""
+        cloud = PACKAGE_CLOUD.get(token.split(":", 1)[0])
+        if cloud is None:
+            return None
+        key = f"{cloud}.coverage"
+        if key not in self._modules:
+            try:
+                self._modules[key] = importlib.import_module(f"provision.clouds.{cloud}.coverage")
+            except ModuleNotFoundError:
+                self._modules[key] = None
+        return self._modules[key]
+
     def check(self, res: Resource) -> list[Violation]:
         """The violations of one registration under its cloud's strict rules (none for other packages)."""
         rules = self._rules(res.type)
@@ -300,7 +313,7 @@ class CloudMocks(pulumi.runtime.Mocks):
 
     def account(self, res: Resource) -> list[Leaf]:
         """How the strict rules account for every input leaf of one registration."""
-        rules = self._rules(res.type)
+        rules = self._coverage(res.type) or self._rules(res.type)
         if rules is not None and hasattr(rules, "account"):
             return list(rules.account(res, self.ctx))
         if res.type.startswith("pulumi:providers:"):

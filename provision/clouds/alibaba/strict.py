@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from provision.clouds.alibaba import ramrole
-from provision.clouds.strict import Coverage, Leaf, Resource, Violation, check_enum, check_range, timeout_rule
-from provision.clouds.strict import account as account_leaves
+from provision.clouds.alibaba.strict_api import api_rules
+from provision.clouds.strict import Resource, Violation, check_enum, check_range, timeout_rule
 
 if TYPE_CHECKING:
     from provision.clouds.mocking import MockContext
@@ -383,14 +383,8 @@ def check(res: Resource, ctx: MockContext) -> list[Violation]:
         + storage_rules(res)
         + ram_rules(res)
         + role_reference_rules(res, ctx)
-        + _api_rules(res, ctx)
+        + api_rules(res, ctx)
     )
-
-
-def _api_rules(res: Resource, ctx: MockContext) -> list[Violation]:
-    from provision.clouds.alibaba.coverage import api_rules
-
-    return api_rules(res, ctx)
 
 
 def rule_paths(res: Resource) -> dict[str, str]:
@@ -423,13 +417,6 @@ def rule_paths(res: Resource) -> dict[str, str]:
         src = "RAM API reference, AttachPolicyToRole (EntityNotExist.Role / EntityNotExist.Policy)"
         out |= {"roleName": src, "policyName": src}
     return out
-
-
-def account(res: Resource, ctx: MockContext) -> list[Leaf]:
-    """How every input leaf of one registration is accounted for (see :mod:`provision.clouds.alibaba.coverage`)."""
-    from provision.clouds.alibaba.coverage import COMMON, COVERAGE
-
-    return account_leaves(res, {}, Coverage(checked=rule_paths(res)), COVERAGE.get(res.type), COMMON)
 
 
 #: Every type this module knows (rules, or deliberately unchecked).

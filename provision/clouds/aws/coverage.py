@@ -8,7 +8,11 @@ unchecked leaf of a shipped stack.
 
 from __future__ import annotations
 
-from provision.clouds.strict import Coverage
+from typing import Any
+
+from provision.clouds.aws.strict import model_paths
+from provision.clouds.strict import Coverage, Leaf, Resource
+from provision.clouds.strict import account as account_leaves
 
 _TAGS = "botocore ec2 Tag.Key/Tag.Value documentation (tag_rules in provision/clouds/aws/strict.py)"
 
@@ -21,3 +25,8 @@ COMMON = Coverage(
 )
 
 COVERAGE: dict[str, Coverage] = {}
+
+
+def account(res: Resource, ctx: Any) -> list[Leaf]:
+    """How every input leaf of one registration is accounted for ."""
+    return account_leaves(res, model_paths(res), COVERAGE.get(res.type), COMMON)

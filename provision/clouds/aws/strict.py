@@ -24,16 +24,12 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from provision.clouds.strict import (
-    Leaf,
     Resource,
     Violation,
     check_enum,
     check_range,
     go_duration_seconds,
     values_at,
-)
-from provision.clouds.strict import (
-    account as account_leaves,
 )
 
 if TYPE_CHECKING:
@@ -701,10 +697,3 @@ def model_paths(res: Resource, models: _Models | None = None) -> dict[str, str]:
             )
             out.setdefault(path, source)
     return out
-
-
-def account(res: Resource, ctx: MockContext) -> list[Leaf]:
-    """How every input leaf of one registration is accounted for (see :mod:`provision.clouds.aws.coverage`)."""
-    from provision.clouds.aws.coverage import COMMON, COVERAGE
-
-    return account_leaves(res, model_paths(res, _models(ctx)), COVERAGE.get(res.type), COMMON)

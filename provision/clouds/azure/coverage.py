@@ -8,8 +8,11 @@ are checked) or a rule below names it (the naming rules of :data:`provision.clou
 
 from __future__ import annotations
 
-from provision.clouds.azure.strict import NAMES
-from provision.clouds.strict import Coverage
+from typing import Any
+
+from provision.clouds.azure.strict import NAMES, model_paths
+from provision.clouds.strict import Coverage, Leaf, Resource
+from provision.clouds.strict import account as account_leaves
 
 _REF = (
     "the name of a resource this program created (the resource group, the parent network), checked by that "
@@ -23,3 +26,8 @@ COMMON = Coverage(waived={"resourceGroupName": _REF, "virtualNetworkName": _REF}
 COVERAGE: dict[str, Coverage] = {
     type_token: Coverage(checked={key: rule.source}) for type_token, (key, rule) in NAMES.items()
 }
+
+
+def account(res: Resource, ctx: Any) -> list[Leaf]:
+    """How every input leaf of one registration is accounted for."""
+    return account_leaves(res, model_paths(res), COVERAGE.get(res.type), COMMON)

@@ -25,8 +25,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from provision.clouds.azure import strict_rbac
-from provision.clouds.strict import Leaf, NameRule, Resource, Violation, check_enum, values_at, walk
-from provision.clouds.strict import account as account_leaves
+from provision.clouds.strict import NameRule, Resource, Violation, check_enum, values_at, walk
 
 if TYPE_CHECKING:
     from provision.clouds.mocking import MockContext
@@ -551,10 +550,3 @@ def model_paths(res: Resource) -> dict[str, str]:
 
     visit(cls, res.inputs, "")
     return out
-
-
-def account(res: Resource, ctx: MockContext) -> list[Leaf]:
-    """How every input leaf of one registration is accounted for (see :mod:`provision.clouds.azure.coverage`)."""
-    from provision.clouds.azure.coverage import COMMON, COVERAGE
-
-    return account_leaves(res, model_paths(res), COVERAGE.get(res.type), COMMON)

@@ -24,8 +24,8 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from provision.clouds.strict import Leaf, Resource, Violation, check_enum, check_range, values_at
-from provision.clouds.strict import account as account_leaves
+from provision.clouds.gcp.strict_provider import provider_rules
+from provision.clouds.strict import Resource, Violation, check_enum, check_range, values_at
 
 if TYPE_CHECKING:
     from provision.clouds.mocking import MockContext
@@ -405,8 +405,6 @@ def account_rules(res: Resource) -> list[Violation]:
 
 def check(res: Resource, ctx: MockContext) -> list[Violation]:
     """Every rule this cloud knows for one registration."""
-    from provision.clouds.gcp.coverage import provider_rules
-
     api = APIS.get(res.type)
     out = model_rules(res, api) if api else []
     out += label_rules(res) + storage_rules(res) + teardown_rules(res) + account_rules(res)
@@ -430,10 +428,3 @@ def model_paths(res: Resource) -> dict[str, str]:
         if found is not None:
             out[path] = _source(api.doc, found[0], found[1])
     return out
-
-
-def account(res: Resource, ctx: MockContext) -> list[Leaf]:
-    """How every input leaf of one registration is accounted for (see :mod:`provision.clouds.gcp.coverage`)."""
-    from provision.clouds.gcp.coverage import COMMON, COVERAGE
-
-    return account_leaves(res, model_paths(res), COVERAGE.get(res.type), COMMON)
