@@ -248,7 +248,8 @@ def api_rules(res: Resource, ctx: Any) -> list[Violation]:
 
 
 def _tag_rules(res: Resource, field: str) -> list[Violation]:
-    tags, out = res.inputs.get(field), []
+    tags = res.inputs.get(field)
+    out: list[Violation] = []
     if not isinstance(tags, Mapping):
         return out
     if len(tags) > TAG_MAX:
@@ -264,7 +265,8 @@ def _tag_rules(res: Resource, field: str) -> list[Violation]:
 
 
 def _nas_rules(res: Resource) -> list[Violation]:
-    inputs, out = res.inputs, []
+    inputs = res.inputs
+    out: list[Violation] = []
     kind = str(inputs.get("fileSystemType") or "standard")
     text = inputs.get("description")
     if isinstance(text, str) and not re.fullmatch(NAS_DESCRIPTION, text):
