@@ -106,7 +106,10 @@ def test_mock_lifecycle_up_status_outputs_noop_diff_down(home: Path) -> None:
     changed.display = "none"
     preview = changed.preview()
     assert preview.operation == "preview" and preview.changes.get("update", 0) >= 1
-    assert {s.op for s in preview.steps} == {"update"} and all(s.keys for s in preview.steps)
+    assert {s.op for s in preview.steps} <= {"update", "replace"} and all(s.keys for s in preview.steps)
+    # An instance template is immutable: new labels make a new template (the provider's ForceNew), nothing else.
+    replaced = [s.type for s in preview.steps if s.op == "replace"]
+    assert replaced == ["gcp:compute/regionInstanceTemplate:RegionInstanceTemplate"]
     assert json.loads(_state_file(home).read_text())["spec_hash"] == state["spec_hash"]  # a preview writes nothing
     applied = changed.up()
     assert applied is not None and applied.changes.get("update") == preview.changes.get("update")

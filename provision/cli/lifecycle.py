@@ -140,6 +140,11 @@ def up(
             cluster.display = "auto"
             _ask(f"Bring up {cluster.stack}{' (mock)' if mock else ''}?")
     result = run_command(as_json, lambda: _interruptible(cluster.up, f"provision down {target}", mock))
+    if yes and not as_json:  # without --yes they were shown with the changes, before the question
+        from rich.markup import escape
+
+        for warning in result.warnings:
+            console(stderr=True).print(f"[yellow]warning:[/] {escape(warning)}")
     if not accept:
         if as_json:
             emit_json(result.as_dict())

@@ -39,7 +39,15 @@ def plan(target: str = TargetArg, as_json: bool = JsonOpt) -> None:
         print_plan(summary)
 
 
-def preview(target: str = TargetArg, as_json: bool = JsonOpt) -> None:
+_STRICT_REPORT = typer.Option(
+    False,
+    "--strict-report",
+    help="Print how the strict mocked cloud accounted for every input leaf: checked by a vendor-sourced rule, "
+    "waived (with the reason) or unchecked.",
+)
+
+
+def preview(target: str = TargetArg, as_json: bool = JsonOpt, strict_report: bool = _STRICT_REPORT) -> None:
     """Run the real Pulumi program against the mocked cloud and print every resource."""
 
     def go() -> dict[str, Any]:
@@ -51,7 +59,8 @@ def preview(target: str = TargetArg, as_json: bool = JsonOpt) -> None:
         plan = _plan_target(target)  # every problem at once, before anything is registered
         try:
             # Nothing is created by a preview: let the program run to the end and report every violation.
-            return run_program(plan.spec, stack=stack, fail_fast=False).as_dict()
+            run = run_program(plan.spec, stack=stack, fail_fast=False, accounting=strict_report)
+            return strict_report_doc(run) if strict_report else run.as_dict()
         except StrictViolationError as e:
             problems = [
                 Problem(
@@ -72,6 +81,9 @@ def preview(target: str = TargetArg, as_json: bool = JsonOpt) -> None:
     if as_json:
         emit_json(doc)
         return
+    if strict_report:
+        _print_strict_report(doc)
+        return
     from rich.markup import escape
     from rich.tree import Tree
 
@@ -88,6 +100,52 @@ def preview(target: str = TargetArg, as_json: bool = JsonOpt) -> None:
         if isinstance(value, dict):
             value = value.get("mount_command", value)
         out.print(f"  {key}: {str(value).strip()}", markup=False)
+
+
+def strict_report_doc(run: Any) -> dict[str, Any]:
+    """The ``preview --strict-report`` document: counts, the unchecked leaves apart, the waivers by reason."""
+    from provision.clouds.strict import CHECKED, UNCHECKED, WAIVED, tally
+
+    leaves = run.accounting
+    counts = tally(leaves)
+    by_type: dict[str, dict[str, int]] = {}
+    for leaf in leaves:
+        by_type.setdefault(leaf.type, {CHECKED: 0, WAIVED: 0, UNCHECKED: 0})[leaf.status] += 1
+    waivers: dict[tuple[str, str], int] = {}
+    for leaf in leaves:
+        if leaf.status == WAIVED:
+            key = (leaf.type, leaf.basis)
+            waivers[key] = waivers.get(key, 0) + 1
+    return {
+        "stack": run.plan.name,
+        CHECKED: counts[CHECKED],
+        WAIVED: counts[WAIVED],
+        UNCHECKED: counts[UNCHECKED],
+        "unchecked_paths": [{"type": x.type, "name": x.name, "path": x.path} for x in leaves if x.status == UNCHECKED],
+        "by_type": by_type,
+        "waivers": [{"type": t, "reason": r, "leaves": n} for (t, r), n in sorted(waivers.items())],
+        "leaves": [x.as_dict() for x in leaves],
+    }
+
+
+def _print_strict_report(doc: dict[str, Any]) -> None:
+    from rich.markup import escape
+
+    out = console()
+    out.print(f"[bold]{escape(doc['stack'])}[/]: the strict mocked cloud accounted for every input leaf")
+    for type_token, counts in sorted(doc["by_type"].items()):
+        line = f"  {type_token}: {counts['checked']} checked, {counts['waived']} waived"
+        bad = f", [red]{counts['unchecked']} unchecked[/]" if counts["unchecked"] else ""
+        out.print(escape(line) + bad, soft_wrap=True)
+    if doc["waivers"]:
+        out.print("[bold]waived, and why[/]")
+        for w in doc["waivers"]:
+            out.print(f"  {escape(w['type'])} ({w['leaves']}): {escape(w['reason'])}", soft_wrap=True)
+    if doc["unchecked_paths"]:
+        out.print("[bold red]unchecked[/] (no vendor-sourced rule and no waiver):")
+        for u in doc["unchecked_paths"]:
+            out.print(f"  {escape(u['type'])} {escape(u['name'])}: {escape(u['path'])}", soft_wrap=True)
+    out.print(f"[bold]{doc['checked']} checked, {doc['waived']} waived, {doc['unchecked']} unchecked[/]")
 
 
 def schema(

@@ -32,13 +32,23 @@ from pulumi.runtime.mocks import MockMonitor
 from provision.catalog import cloud_facts
 from provision.catalog.models import CLOUDS
 from provision.clouds import mockids
-from provision.clouds.strict import Resource, Violation, go_duration_seconds
+from provision.clouds.strict import Coverage, Leaf, Resource, Violation, account, go_duration_seconds
 
 #: Pulumi package prefix of a type token -> our cloud folder: each cloud's ``facts.pulumi_package``
 #: (``catalog/data/<cloud>.yaml``), plus the Kubernetes objects of ``clouds/k8s``.
 PACKAGE_CLOUD: Mapping[str, str] = MappingProxyType(
     {**{cloud_facts(c).pulumi_package: c for c in CLOUDS}, "kubernetes": "k8s"}
 )
+
+#: Types no cloud receives: their inputs are waived, with the reason.
+LOCAL_TYPES = {
+    "time:index/sleep:Sleep": Coverage(
+        waived={
+            "*": "pulumi-time's Sleep is a local timer (no cloud API call); its createDuration is read by the "
+            "AWS instance-profile propagation rule (provision/clouds/aws/strict.py)"
+        }
+    ),
+}
 
 
 class UnknownInvokeError(Exception):
@@ -98,6 +108,10 @@ class Registered:
     #: the mocks were installed without :func:`install`.
     urn: str = ""
     dependencies: tuple[str, ...] = ()
+    #: The program's ``replace_on_changes`` and ``delete_before_replace`` options (what a diff needs to say
+    #: "replace" as the engine would); empty when installed without :func:`install`.
+    replace_on_changes: tuple[str, ...] = ()
+    delete_before_replace: bool = False
 
 
 class StrictViolationError(CloudFaultError):
@@ -125,6 +139,8 @@ class MockContext:
     region: str = ""
     #: Per-run memo for rule modules (loaded vendor models); never shared between runs.
     cache: dict[str, Any] = field(default_factory=dict)
+    #: The time the program runs at (rules on release times compare with it); ``None``: the wall clock.
+    now: Any = None
 
     def ancestors(self, urn: str, direct: tuple[str, ...] | None = None) -> set[str]:
         """Every URN ``urn`` depends on, directly or through registered resources.
@@ -173,6 +189,8 @@ class _Request:
     dependencies: tuple[str, ...]
     custom_timeouts: dict[str, float]
     parent: str
+    replace_on_changes: tuple[str, ...] = ()
+    delete_before_replace: bool = False
 
 
 class _RecordingMonitor(MockMonitor):
@@ -194,7 +212,14 @@ class _RecordingMonitor(MockMonitor):
             if seconds is not None:
                 timeouts[op] = seconds
         urn = self.make_urn(request.parent, request.type, request.name)
-        self._cloud._slot.request = _Request(urn, tuple(request.dependencies), timeouts, request.parent)
+        self._cloud._slot.request = _Request(
+            urn,
+            tuple(request.dependencies),
+            timeouts,
+            request.parent,
+            tuple(getattr(request, "replaceOnChanges", ()) or ()),
+            bool(getattr(request, "deleteBeforeReplace", False)),
+        )
         try:
             return super().RegisterResource(request)
         finally:
@@ -218,6 +243,9 @@ class CloudMocks(pulumi.runtime.Mocks):
             answers anyway and collects every violation in :attr:`violations`, so a preview can report
             all of them at once.
         placement: the cluster's region, zone, instance type and capacity type (``Fault.where``).
+        now: the time the program runs at (``datetime``), for rules on release times; default the wall clock.
+        accounting: also record how every input leaf of every resource was accounted for (checked by a
+            vendor-sourced rule, waived with a reason, or unchecked) in :attr:`accounting`.
     """
 
     def __init__(
@@ -227,15 +255,20 @@ class CloudMocks(pulumi.runtime.Mocks):
         strict: bool = True,
         fail_fast: bool = True,
         placement: tuple[str, ...] = (),
+        accounting: bool = False,
+        now: Any = None,
     ) -> None:
         self.faults = tuple(faults)
+        self.accounting_on = accounting
+        #: How each input leaf was accounted for (when ``accounting``), in registration order.
+        self.accounting: list[Leaf] = []
         #: Where the cluster is placed (region, zone, instance type, capacity type), for ``Fault.where``.
         self.placement = placement
         self.strict = strict
         self.fail_fast = fail_fast
         #: Violations collected when not ``fail_fast`` (in registration order).
         self.violations: list[Violation] = []
-        self.ctx = MockContext(region=region)
+        self.ctx = MockContext(region=region, now=now)
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self._modules: dict[str, Any] = {}
         self._flight = threading.Condition()
@@ -267,10 +300,33 @@ class CloudMocks(pulumi.runtime.Mocks):
             self._modules[key] = importlib.import_module(f"provision.clouds.{cloud}.strict")
         return self._modules[key]
 
+    def _coverage(self, token: str) -> Any:
+        """The cloud's ``coverage`` module (its accounting), or ``None`` when it has none."""
+        cloud = PACKAGE_CLOUD.get(token.split(":", 1)[0])
+        if cloud is None:
+            return None
+        key = f"{cloud}.coverage"
+        if key not in self._modules:
+            try:
+                self._modules[key] = importlib.import_module(f"provision.clouds.{cloud}.coverage")
+            except ModuleNotFoundError:
+                self._modules[key] = None
+        return self._modules[key]
+
     def check(self, res: Resource) -> list[Violation]:
         """The violations of one registration under its cloud's strict rules (none for other packages)."""
         rules = self._rules(res.type)
         return list(rules.check(res, self.ctx)) if rules is not None else []
+
+    def account(self, res: Resource) -> list[Leaf]:
+        """How the strict rules account for every input leaf of one registration."""
+        rules = self._coverage(res.type) or self._rules(res.type)
+        if rules is not None and hasattr(rules, "account"):
+            return list(rules.account(res, self.ctx))
+        if res.type.startswith("pulumi:providers:"):
+            reason = "a provider's own configuration (no cloud resource): the program builds it from outputs"
+            return account(res, {}, Coverage(waived={"*": reason}))
+        return account(res, {}, LOCAL_TYPES.get(res.type))
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         # Pulumi registers resources from executor threads. Like the engine, the mocked cloud
@@ -316,6 +372,8 @@ class CloudMocks(pulumi.runtime.Mocks):
                 parent=request.parent if request else "",
             )
             violations = self.check(res)
+            if self.accounting_on:
+                self.accounting.extend(self.account(res))
             if violations and self.fail_fast:
                 raise StrictViolationError(violations)
             self.violations.extend(violations)
@@ -325,7 +383,18 @@ class CloudMocks(pulumi.runtime.Mocks):
         else:
             rid, outputs = (f"{args.name}-id" if args.custom else None), dict(args.inputs)
         self.ctx.ledger.append(
-            Registered(args.typ, args.name, dict(args.inputs), rid or "", dict(outputs), bool(args.custom), urn, deps)
+            Registered(
+                args.typ,
+                args.name,
+                dict(args.inputs),
+                rid or "",
+                dict(outputs),
+                bool(args.custom),
+                urn,
+                deps,
+                request.replace_on_changes if request else (),
+                request.delete_before_replace if request else False,
+            )
         )
         return rid, outputs
 
@@ -339,3 +408,27 @@ class CloudMocks(pulumi.runtime.Mocks):
                 f"provision/clouds/<cloud>/mocks.py INVOKES"
             )
         return handler(args, self.ctx)  # type: ignore[no-any-return]
+
+
+def strict_check(type_token: str, inputs: dict[str, Any], name: str = "resource") -> list[Violation]:
+    """The strict cloud's violations of one resource, outside any program run.
+
+    ``inputs`` are the resource's inputs as the Pulumi engine sends them (camelCase names, e.g.
+    ``{"scalingConfig": {"minSize": 1, ...}}`` for ``aws:eks/nodeGroup:NodeGroup``). Rules that need the
+    rest of the graph (dependencies, registered roles) see an empty one. Each violation names the field,
+    the value, the rule and its vendor source.
+
+    Raises:
+        ValueError: the type token's package is not one the strict cloud knows.
+    """
+    package = type_token.split(":", 1)[0]
+    cloud = PACKAGE_CLOUD.get(package)
+    if cloud is None or type_token.count(":") != 2:
+        known = ", ".join(sorted(PACKAGE_CLOUD))
+        raise ValueError(
+            f"{type_token!r} is not a Pulumi type token of a package the strict cloud checks ({known}); "
+            "use the resource's type token, e.g. aws:eks/nodeGroup:NodeGroup"
+        )
+    rules = importlib.import_module(f"provision.clouds.{cloud}.strict")
+    res = Resource(type_token, name, dict(inputs))
+    return list(rules.check(res, MockContext()))

@@ -198,3 +198,92 @@ def timeout_rule(
             source,
         )
     ]
+
+
+# ---------------------------------------------------------------------- accounting: what was checked
+
+#: How the strict cloud accounted for one input leaf.
+CHECKED, WAIVED, UNCHECKED = "checked", "waived", "unchecked"
+#: Why a provider flag no API model names is not checked.
+BOOLEAN_WAIVER = "a boolean the provider's schema types: both values are valid inputs"
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """One input leaf of one resource and how the strict cloud accounted for it.
+
+    Attributes:
+        path: the leaf's input path with ``[]`` for list items (``tags.team``, ``disks[].diskSizeGb``).
+        status: :data:`CHECKED` (a vendor-sourced rule applies), :data:`WAIVED` (deliberately not checked,
+            with a written reason) or :data:`UNCHECKED` (nothing applies: a blind spot).
+        basis: the rule's source, or the waiver's reason; empty when unchecked.
+    """
+
+    type: str
+    name: str
+    path: str
+    status: str
+    basis: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        return {"type": self.type, "name": self.name, "path": self.path, "status": self.status, "basis": self.basis}
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Input paths of one type checked by hand-written rules (pattern -> source) or waived (pattern -> reason).
+
+    A pattern is a leaf path (``[]`` for list items) that also covers everything under it; ``*`` matches
+    one path segment (``tags.*``) and a lone ``*`` every leaf.
+    """
+
+    checked: Mapping[str, str] = field(default_factory=dict)
+    waived: Mapping[str, str] = field(default_factory=dict)
+
+
+def path_matches(path: str, pattern: str) -> bool:
+    """Whether ``pattern`` covers the leaf ``path`` (itself, anything under it, ``*`` for one segment)."""
+    if pattern == "*":
+        return True
+    regex = re.escape(pattern).replace(r"\*", r"[^.\[\]]+")
+    return re.fullmatch(rf"{regex}(?:[.\[].*)?", path) is not None
+
+
+def _first(path: str, patterns: Mapping[str, str]) -> str | None:
+    for pattern, basis in patterns.items():
+        if path_matches(path, pattern):
+            return basis
+    return None
+
+
+def account(res: Resource, model: Mapping[str, str], *coverages: Coverage | None) -> list[Leaf]:
+    """Every input leaf of ``res``: checked by the vendor model (``model``: leaf path -> source) or a rule of
+    ``coverages``, else waived by one of them, else unchecked. Absent (``None``) values are no input."""
+    out = []
+    for path, value in walk(res.inputs):
+        if value is None or not path:
+            continue
+        basis = model.get(path)
+        status = CHECKED
+        for cov in coverages:
+            if basis is None and cov is not None:
+                basis = _first(path, cov.checked)
+        if basis is None:
+            status = WAIVED
+            for cov in coverages:
+                if basis is None and cov is not None:
+                    basis = _first(path, cov.waived)
+        if basis is None and isinstance(value, bool):
+            basis = BOOLEAN_WAIVER
+        if basis is None:
+            status, basis = UNCHECKED, ""
+        out.append(Leaf(res.type, res.name, path, status, basis))
+    return out
+
+
+def tally(leaves: Iterable[Leaf]) -> dict[str, int]:
+    """``{"checked": n, "waived": n, "unchecked": n}``."""
+    counts = {CHECKED: 0, WAIVED: 0, UNCHECKED: 0}
+    for leaf in leaves:
+        counts[leaf.status] += 1
+    return counts

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from provision.clouds.mocking import CloudFaultError, CloudMocks, Fault, Registered, StrictViolationError, install
+from provision.clouds.strict import Leaf
 from provision.planning.plan import ClusterPlan
 from provision.spec import CONFIG_KEY, PROJECT, ClusterSpec
 
@@ -29,6 +30,8 @@ class PreviewResult:
     resources: list[Registered]
     outputs: dict[str, Any]
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    #: How every input leaf was accounted for (``run_program(..., accounting=True)``).
+    accounting: list[Leaf] = field(default_factory=list)
 
     def of_type(self, type_token: str) -> list[Registered]:
         return [r for r in self.resources if r.type == type_token]
@@ -103,6 +106,7 @@ def run_program(
     owner: str | None = None,
     strict: bool = True,
     fail_fast: bool = True,
+    accounting: bool = False,
 ) -> PreviewResult:
     """Plan ``spec`` and run its Pulumi program under :class:`CloudMocks`.
 
@@ -111,7 +115,8 @@ def run_program(
     ``strict`` (the default) an input the real cloud rejects raises ``StrictViolationError``
     (a ``CloudFaultError``) naming the resource, field, value, rule and source: at the first
     refused resource, as the cloud would, or with ``fail_fast=False`` after the whole program ran,
-    listing every violation at once.
+    listing every violation at once. With ``accounting`` the result also says how every input leaf of every
+    resource was accounted for (:attr:`PreviewResult.accounting`).
 
     Not thread-safe: Pulumi's runtime settings are process-global.
     """
@@ -125,7 +130,15 @@ def run_program(
     adapter.require_sdk()
     _ensure_event_loop()
     placement = tuple(p for p in (plan.region, plan.zone, plan.instance_type, plan.capacity.type) if p)
-    mocks = CloudMocks(faults, region=spec.region, strict=strict, fail_fast=fail_fast, placement=placement)
+    mocks = CloudMocks(
+        faults,
+        region=spec.region,
+        strict=strict,
+        fail_fast=fail_fast,
+        placement=placement,
+        accounting=accounting,
+        now=now,
+    )
     pulumi.runtime.set_all_config({CONFIG_KEY: spec.model_dump_json(exclude_none=True), **(config or {})})
     pulumi.runtime.settings.ROOT.set(None)
     install(mocks, project=PROJECT, stack=stack)
@@ -155,7 +168,13 @@ def run_program(
         error = StrictViolationError(mocks.violations)
         error.partial = list(mocks.ledger)
         raise error
-    return PreviewResult(plan=plan, resources=list(mocks.ledger), outputs=captured, calls=list(mocks.calls))
+    return PreviewResult(
+        plan=plan,
+        resources=list(mocks.ledger),
+        outputs=captured,
+        calls=list(mocks.calls),
+        accounting=list(mocks.accounting),
+    )
 
 
 @contextlib.contextmanager

@@ -53,6 +53,9 @@ class MockResource:
     inputs: dict[str, Any]
     id: str
     custom: bool = True
+    #: The program's resource options of the latest run (not stored: a diff reads the new graph's).
+    replace_on_changes: tuple[str, ...] = ()
+    delete_before_replace: bool = False
 
     @property
     def key(self) -> tuple[str, str]:
@@ -291,7 +294,14 @@ def input_diff(old: Any, new: Any, prefix: str = "") -> list[str]:
 
 
 def diff_resources(old: list[MockResource], new: list[MockResource]) -> list[ResourceChange]:
-    """Engine-style steps from ``old`` to ``new``: create / update (changed keys) / same, then deletes."""
+    """Engine-style steps from ``old`` to ``new``: create / update / replace (changed keys) / same, then deletes.
+
+    A change is a ``replace`` when a changed input is under the resource's ``replace_on_changes`` or is one
+    its provider can only change by replacing it (:mod:`provision.clouds.replacement`); its keys are then
+    the inputs that force it.
+    """
+    from provision.clouds.replacement import replacing_keys
+
     before = {r.key: r for r in old}
     after = {r.key for r in new}
     steps = []
@@ -301,7 +311,11 @@ def diff_resources(old: list[MockResource], new: list[MockResource]) -> list[Res
             steps.append(ResourceChange("create", r.type, r.name))
         else:
             keys = input_diff(prev.inputs, r.inputs)
-            steps.append(ResourceChange("update" if keys else "same", r.type, r.name, tuple(keys)))
+            forcing = replacing_keys(r.type, keys, r.replace_on_changes) if keys else ()
+            if forcing:
+                steps.append(ResourceChange("replace", r.type, r.name, forcing))
+            else:
+                steps.append(ResourceChange("update" if keys else "same", r.type, r.name, tuple(keys)))
     # Deletes run after creates and updates, in reverse registration order (dependents first).
     steps.extend(ResourceChange("delete", r.type, r.name) for r in reversed(old) if r.key not in after)
     return steps
@@ -342,7 +356,18 @@ def run_mock(
     created_at = previous.created_at if previous else now
 
     def state_of(registered: list[Any], outputs: dict[str, Any]) -> MockState:
-        resources = [MockResource(r.type, r.name, _jsonable(r.inputs), r.id, r.custom) for r in registered]
+        resources = [
+            MockResource(
+                r.type,
+                r.name,
+                _jsonable(r.inputs),
+                r.id,
+                r.custom,
+                tuple(getattr(r, "replace_on_changes", ())),
+                bool(getattr(r, "delete_before_replace", False)),
+            )
+            for r in registered
+        ]
         return MockState(
             stack=stack,
             spec=_jsonable(spec.model_dump(mode="json", exclude_none=True)),

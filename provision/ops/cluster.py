@@ -185,6 +185,9 @@ class Cluster(NodeAccess, MockOperations):
                     "preview", self.stack, lambda: stack.preview(program=program, on_event=p.on_event), p
                 )
                 result = p.result(mock=False)
+                from provision.clouds.replacement import node_replacement_warnings
+
+                result.warnings += node_replacement_warnings(result.steps)
                 p.finish(result)
         self._planned = result.changed
         return result
@@ -567,7 +570,10 @@ class Cluster(NodeAccess, MockOperations):
             price = f"${cost.hourly_usd:,.2f}/h" if cost.hourly_usd is not None else "unpriced"
             print(f"{plan.name}: {plan.nodes} x {plan.instance_type} ({plan.gpus} GPUs) in {plan.zone or plan.region}")
             print(f"cost: {price}; expires {plan.expires_at or 'never'}")
-            print(self.preview().summary())
+            preview = self.preview()
+            print(preview.summary())
+            for warning in preview.warnings:  # e.g. GPU nodes replaced: said before the question
+                print(f"warning: {warning}")
         answer = input(f"{action}? [y/N] ")
         return answer.strip().lower() in ("y", "yes")
 

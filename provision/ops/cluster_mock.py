@@ -42,6 +42,9 @@ class MockOperations:
                 p.step_started(s.op, s.type, s.name)
                 p.step_done(s.op, s.type, s.name, s.keys)
             result = p.result(outputs, mock=True)
+            from provision.clouds.replacement import node_replacement_warnings
+
+            result.warnings += node_replacement_warnings(result.steps)  # before the display shows the result
             p.finish(result)
         return result
 

@@ -12,6 +12,8 @@ answers, and an input a real cloud rejects fails the run with :class:`StrictViol
 ``run_program(spec, strict=False)`` or ``CloudMocks(strict=False)`` turns the checks off. When you
 install :class:`CloudMocks` yourself, use ``install_mocks(mocks, project=..., stack=...)`` so the
 rules also see dependencies and custom timeouts. ``docs/fidelity.md`` lists every rule.
+``strict_check(type_token, inputs)`` checks one resource of your own program (inputs as the engine
+sends them: camelCase) and returns its violations.
 
 The names below are imported on first use: pytest loads this package's plugin
 (``provision.testing.pytest_plugin``) in every test run, which must not import Pulumi.
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
         Registered,
         StrictViolationError,
         UnknownInvokeError,
+        strict_check,
     )
     from provision.clouds.mocking import install as install_mocks
     from provision.clouds.strict import Violation
@@ -47,6 +50,7 @@ __all__ = [
     "install_mocks",
     "run_program",
     "stack_config",
+    "strict_check",
 ]
 
 _LAZY = {
@@ -61,6 +65,7 @@ _LAZY = {
     "PreviewResult": "provision.engine.mockrun",
     "run_program": "provision.engine.mockrun",
     "stack_config": "provision.engine.mockrun",
+    "strict_check": "provision.clouds.mocking",
 }
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from provision.clouds.alibaba import ramrole
+from provision.clouds.alibaba.strict_api import api_rules
 from provision.clouds.strict import Resource, Violation, check_enum, check_range, timeout_rule
 
 if TYPE_CHECKING:
@@ -185,9 +186,12 @@ NAME_FIELDS = {
     "alicloud:ecs/securityGroup:SecurityGroup": "securityGroupName",
     "alicloud:vpc/natGateway:NatGateway": "natGatewayName",
     "alicloud:ecs/instance:Instance": "instanceName",
+    "alicloud:ecs/eipAddress:EipAddress": "addressName",
+    "alicloud:vpc/snatEntry:SnatEntry": "snatEntryName",
 }
 NAME_SOURCE = (
-    "Alibaba Cloud ECS/VPC API references (InstanceName, VpcName, VSwitchName, SecurityGroupName, NatGatewayName)"
+    "Alibaba Cloud ECS/VPC API references (InstanceName, VpcName, VSwitchName, SecurityGroupName, NatGatewayName, "
+    "AllocateEipAddress Name, CreateSnatEntry SnatEntryName)"
 )
 
 #: Linux host names: 2-64 characters; periods and hyphens are neither first, last nor consecutive
@@ -379,7 +383,40 @@ def check(res: Resource, ctx: MockContext) -> list[Violation]:
         + storage_rules(res)
         + ram_rules(res)
         + role_reference_rules(res, ctx)
+        + api_rules(res, ctx)
     )
+
+
+def rule_paths(res: Resource) -> dict[str, str]:
+    """Input path -> source of every input a rule of this module checks for ``res``'s type."""
+    out = {r.field: _provider(r.file, r.tf_field) for r in RULES.get(res.type, ())}
+    if res.type in NAME_FIELDS:
+        out[NAME_FIELDS[res.type]] = NAME_SOURCE
+    if res.type == "alicloud:ecs/instance:Instance":
+        out |= {
+            "period": _provider(_INSTANCE, "period"),
+            "instanceType": _provider(_INSTANCE, "instance_type"),
+            "enableJumboFrame": JUMBO_SOURCE,
+            "hostName": "ECS RunInstances HostName (Linux)",
+        }
+    if res.type == "alicloud:ecs/securityGroupRule:SecurityGroupRule":
+        out |= {"portRange": _provider(_SG_RULE, "port_range"), "nicType": _provider(_SG_RULE, "port_range")}
+    if res.type == ROLE:
+        out |= {
+            "roleName": ramrole.ROLE_NAME_SOURCE,
+            "description": ramrole.ROLE_NAME_SOURCE,
+            "assumeRolePolicyDocument": ramrole.POLICY_SYNTAX_SOURCE,
+        }
+    if res.type == POLICY:
+        out |= {
+            "policyName": ramrole.POLICY_SOURCE,
+            "description": ramrole.POLICY_SOURCE,
+            "policyDocument": ramrole.POLICY_SYNTAX_SOURCE,
+        }
+    if res.type == ROLE_ATTACHMENT:
+        src = "RAM API reference, AttachPolicyToRole (EntityNotExist.Role / EntityNotExist.Policy)"
+        out |= {"roleName": src, "policyName": src}
+    return out
 
 
 #: Every type this module knows (rules, or deliberately unchecked).

@@ -23,7 +23,14 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from provision.clouds.strict import Resource, Violation, check_enum, check_range, go_duration_seconds, values_at
+from provision.clouds.strict import (
+    Resource,
+    Violation,
+    check_enum,
+    check_range,
+    go_duration_seconds,
+    values_at,
+)
 
 if TYPE_CHECKING:
     from provision.clouds.mocking import MockContext
@@ -50,6 +57,13 @@ class Api:
     roots: tuple[str, ...] = ("",)
     aliases: Mapping[str, str] = field(default_factory=dict)
     autoname: str | None = None
+    #: Inputs the provider sends in another call of the same service after the create (operation ->
+    #: {Pulumi path: member path}), e.g. the role added to an instance profile.
+    more: tuple[tuple[str, Mapping[str, str]], ...] = ()
+
+    def calls(self) -> list[Api]:
+        """This create and the follow-up calls, each resolving only the inputs it names."""
+        return [self] + [Api(self.service, op, roots=(), aliases=m) for op, m in self.more]
 
 
 _SG_RULE = {
@@ -65,9 +79,24 @@ _SG_RULE = {
 
 #: Pulumi type token -> the create call it becomes.
 APIS: dict[str, Api] = {
-    "aws:ec2/vpc:Vpc": Api("ec2", "CreateVpc"),
-    "aws:ec2/subnet:Subnet": Api("ec2", "CreateSubnet"),
-    "aws:ec2/internetGateway:InternetGateway": Api("ec2", "CreateInternetGateway"),
+    "aws:ec2/vpc:Vpc": Api(
+        "ec2",
+        "CreateVpc",
+        more=(
+            (
+                "ModifyVpcAttribute",
+                {"enableDnsHostnames": "EnableDnsHostnames.Value", "enableDnsSupport": "EnableDnsSupport.Value"},
+            ),
+        ),
+    ),
+    "aws:ec2/subnet:Subnet": Api(
+        "ec2",
+        "CreateSubnet",
+        more=(("ModifySubnetAttribute", {"mapPublicIpOnLaunch": "MapPublicIpOnLaunch"}),),
+    ),
+    "aws:ec2/internetGateway:InternetGateway": Api(
+        "ec2", "CreateInternetGateway", more=(("AttachInternetGateway", {"vpcId": "VpcId"}),)
+    ),
     "aws:ec2/eip:Eip": Api("ec2", "AllocateAddress"),
     "aws:ec2/natGateway:NatGateway": Api("ec2", "CreateNatGateway"),
     "aws:ec2/routeTable:RouteTable": Api("ec2", "CreateRouteTable"),
@@ -85,7 +114,9 @@ APIS: dict[str, Api] = {
     "aws:ec2/placementGroup:PlacementGroup": Api(
         "ec2", "CreatePlacementGroup", aliases={"name": "GroupName"}, autoname="name"
     ),
-    "aws:ec2/keyPair:KeyPair": Api("ec2", "ImportKeyPair", autoname="keyName"),
+    "aws:ec2/keyPair:KeyPair": Api(
+        "ec2", "ImportKeyPair", aliases={"publicKey": "PublicKeyMaterial"}, autoname="keyName"
+    ),
     "aws:ec2/launchTemplate:LaunchTemplate": Api(
         "ec2",
         "CreateLaunchTemplate",
@@ -107,7 +138,11 @@ APIS: dict[str, Api] = {
         autoname="name",
     ),
     "aws:iam/instanceProfile:InstanceProfile": Api(
-        "iam", "CreateInstanceProfile", aliases={"name": "InstanceProfileName"}, autoname="name"
+        "iam",
+        "CreateInstanceProfile",
+        aliases={"name": "InstanceProfileName"},
+        autoname="name",
+        more=(("AddRoleToInstanceProfile", {"role": "RoleName"}),),
     ),
     "aws:autoscaling/group:Group": Api(
         "autoscaling",
@@ -128,9 +163,25 @@ APIS: dict[str, Api] = {
         "autoscaling", "PutScheduledUpdateGroupAction", aliases={"autoscalingGroupName": "AutoScalingGroupName"}
     ),
     # scheduler: kubernetes (EKS, botocore eks 2017-11-01)
-    "aws:eks/cluster:Cluster": Api("eks", "CreateCluster", aliases={"vpcConfig": "resourcesVpcConfig"}),
-    "aws:eks/nodeGroup:NodeGroup": Api("eks", "CreateNodegroup", aliases={"nodeGroupName": "nodegroupName"}),
-    "aws:eks/addon:Addon": Api("eks", "CreateAddon"),
+    "aws:eks/cluster:Cluster": Api(
+        "eks",
+        "CreateCluster",
+        aliases={
+            "vpcConfig": "resourcesVpcConfig",
+            "enabledClusterLogTypes[]": "logging.clusterLogging[].types[]",
+        },
+    ),
+    "aws:eks/nodeGroup:NodeGroup": Api(
+        "eks",
+        "CreateNodegroup",
+        aliases={"nodeGroupName": "nodegroupName", "nodeRoleArn": "nodeRole", "subnetIds[]": "subnets[]"},
+    ),
+    "aws:eks/addon:Addon": Api(
+        "eks",
+        "CreateAddon",
+        aliases={"resolveConflictsOnCreate": "resolveConflicts"},
+        more=(("UpdateAddon", {"resolveConflictsOnUpdate": "resolveConflicts"}),),
+    ),
     "aws:eks/podIdentityAssociation:PodIdentityAssociation": Api("eks", "CreatePodIdentityAssociation"),
 }
 
@@ -254,13 +305,29 @@ def _member_path(api: Api, path: str) -> str | None:
     return None
 
 
+def _member_name(shape: Any, name: str) -> str | None:
+    """The member of a structure called ``name``, whatever its case.
+
+    EC2, FSx, IAM and Auto Scaling name members in PascalCase, EKS in camelCase (``scalingConfig``);
+    Pulumi's names are camelCase, so a case-insensitive match serves both.
+    """
+    if shape.type_name != "structure":
+        return None
+    if name in shape.members:
+        return str(name)
+    lowered = name.lower()
+    return next((str(m) for m in shape.members if m.lower() == lowered), None)
+
+
 def _resolve(shape: Any, parts: list[str]) -> tuple[Any, Any] | None:
     """(the member shape, its parent structure) at ``parts`` (``Name`` or ``Name[]``) under ``shape``."""
     parent = None
     for part in parts:
+        if shape.type_name == "map":  # the rest of the path is the map's key (keys may hold dots)
+            return shape.value, shape
         many = part.endswith("[]")
-        name = part[:-2] if many else part
-        if shape.type_name != "structure" or name not in shape.members:
+        name = _member_name(shape, part[:-2] if many else part)
+        if name is None:
             return None
         parent, shape = shape, shape.members[name]
         if many:
@@ -285,7 +352,9 @@ def _leaf_shapes(api: Api, model: Any, inputs: Mapping[str, Any]) -> list[tuple[
             parts = [p for p in re.split(r"\.", member) if p]
             found = _resolve(op.input_shape, parts)
             if found is not None:
-                out.append((path, value, found[0], parts[-1].removesuffix("[]")))
+                parent = found[1] if found[1] is not None else op.input_shape
+                name = _member_name(parent, parts[-1].removesuffix("[]")) or parts[-1].removesuffix("[]")
+                out.append((path, value, found[0], name))
                 break
     return out
 
@@ -326,6 +395,43 @@ def model_rules(res: Resource, api: Api, models: _Models) -> list[Violation]:
             out += check_range(res, field_name, value, meta.get("min"), meta.get("max"), src)
     out += _documented_charsets(res, api, model, inputs, autonamed)
     out += _required_members(res, api, model, inputs)
+    out += _map_key_rules(res, api, model, inputs)
+    return out
+
+
+def _map_key_rules(res: Resource, api: Api, model: Any, inputs: Mapping[str, Any]) -> list[Violation]:
+    """Keys of map members (EKS node-group labels, ...) against the map's key shape (length, pattern)."""
+    op = model.operation_model(api.operation)
+    out: list[Violation] = []
+    for key, value in inputs.items():
+        if not isinstance(value, Mapping):
+            continue
+        mapped = _member_path(api, key)
+        if mapped is None and not api.roots:
+            continue
+        for root in (mapped,) if mapped else api.roots:
+            parts = [p for p in (root.split(".") if mapped else [root, _pascal(key)]) if p]
+            found = _resolve(op.input_shape, parts)
+            if found is None:
+                continue
+            parent = found[1]
+            shape = parent.members[_member_name(parent, parts[-1]) or ""] if parent is not None else None
+            if shape is None or shape.type_name != "map":
+                break
+            meta = shape.key.metadata
+            src = BOTOCORE.format(service=api.service, version=model.api_version, shape=shape.key.name, member="key")
+            pattern = _pattern(meta.get("pattern"))
+            for k in value:
+                text = str(k)
+                if "min" in meta and len(text) < meta["min"] or "max" in meta and len(text) > meta["max"]:
+                    out.append(
+                        res.violation(
+                            f"{key}.{text}", text, f"key length must be {meta.get('min', 0)}-{meta.get('max')}", src
+                        )
+                    )
+                if pattern is not None and not pattern.fullmatch(text):
+                    out.append(res.violation(f"{key}.{text}", text, f"key must match {meta['pattern']}", src))
+            break
     return out
 
 
@@ -351,8 +457,8 @@ def _required_members(res: Resource, api: Api, model: Any, inputs: Mapping[str, 
                 src = BOTOCORE.format(service=api.service, version=model.api_version, shape=shape.name, member=member)
                 out.append(res.violation(f"{path}.{camel}", None, "is required", src))
         for key, item in value.items():
-            name = _pascal(str(key))
-            if name in shape.members:
+            name = _member_name(shape, str(key))
+            if name is not None:
                 visit(item, shape.members[name], f"{path}.{key}")
 
     for key, value in inputs.items():
@@ -375,12 +481,15 @@ def _documented_charsets(
     for path, value in _leaves(inputs):
         if not isinstance(value, str):
             continue
-        mapped = _member_path(api, path) or ".".join(_pascal(x) for x in path.split("."))
+        mapped = _member_path(api, path)
+        if mapped is None and not api.roots:  # a follow-up call: only the inputs it names
+            continue
+        mapped = mapped or ".".join(_pascal(x) for x in path.split("."))
         parts = [p for p in mapped.split(".") if p]
         found = _resolve(op.input_shape, parts)
-        if found is None or found[1] is None:
+        if found is None or found[1] is None or found[1].type_name != "structure":
             continue
-        member = parts[-1].removesuffix("[]")
+        member = _member_name(found[1], parts[-1].removesuffix("[]")) or ""
         doc = found[1].members[member].documentation
         rule = charset_rule(doc)
         if rule is None:
@@ -565,6 +674,26 @@ def check(res: Resource, ctx: MockContext) -> list[Violation]:
     """Every rule this cloud knows for one registration."""
     models = _models(ctx)
     api = APIS.get(res.type)
-    out = model_rules(res, api, models) if api else []
+    out = [v for call in api.calls() for v in model_rules(res, call, models)] if api else []
     out += tag_rules(res, models) + fsx_rules(res, models)
     return out + fsx_dependency_rules(res, ctx) + profile_propagation_rules(res, ctx)
+
+
+def model_paths(res: Resource, models: _Models | None = None) -> dict[str, str]:
+    """Input leaf path -> the botocore member whose rules checked it (the leaves the API model resolves)."""
+    api = APIS.get(res.type)
+    if api is None:
+        return {}
+    model = (models or _Models()).service(api.service)
+    inputs = dict(res.inputs)
+    if api.autoname and not inputs.get(api.autoname):
+        inputs[api.autoname] = res.physical_name(api.autoname)[0]
+    out: dict[str, str] = {}
+    for call in api.calls():
+        for path, _value, shape, member in _leaf_shapes(call, model, inputs):
+            op = f"{call.operation} " if call is not api else ""
+            source = BOTOCORE.format(
+                service=api.service, version=model.api_version, shape=op + shape.name, member=member
+            )
+            out.setdefault(path, source)
+    return out

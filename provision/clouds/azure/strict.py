@@ -25,7 +25,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from provision.clouds.azure import strict_rbac
-from provision.clouds.strict import NameRule, Resource, Violation, check_enum, values_at
+from provision.clouds.strict import NameRule, Resource, Violation, check_enum, values_at, walk
 
 if TYPE_CHECKING:
     from provision.clouds.mocking import MockContext
@@ -218,6 +218,8 @@ class _Schema:
         self.module = module
         self.enums: dict[str, type[enum.Enum]] = {}
         self.nested: dict[str, type] = {}
+        #: Every input property (engine name) the Args class declares.
+        self.props: set[str] = set()
         params = inspect.signature(cls).parameters
         for attr in dir(cls):
             prop = getattr(cls, attr, None)
@@ -225,6 +227,7 @@ class _Schema:
             camel = getattr(getter, "_pulumi_name", None)
             if camel is None or attr not in params:
                 continue
+            self.props.add(camel)
             names: list[Any] = []
             _type_names(params[attr].annotation, names)
             for name in names:
@@ -513,3 +516,37 @@ def check(res: Resource, ctx: MockContext) -> list[Violation]:
     """Every rule this cloud knows for one registration."""
     out = enum_rules(res, ctx) + name_rules(res) + tag_rules(res) + storage_rules(res) + nsg_rules(res)
     return out + amlfs_network_rules(res, ctx) + strict_rbac.check(res, ctx)
+
+
+def model_paths(res: Resource) -> dict[str, str]:
+    """Input leaf path -> the pulumi-azure-native Args property (generated from the REST specs) it maps onto.
+
+    A leaf under a property whose type is a nested Args class is resolved in that class; a leaf under any
+    other mapping (``tags``, identity maps) is the property's own value.
+    """
+    found = _args_class(res.type)
+    if found is None:
+        return {}
+    module, cls = found
+    out: dict[str, str] = {}
+
+    def visit(args_cls: type, value: Mapping[str, Any], path: str) -> None:
+        schema = _schema(module, args_cls)
+        for key, item in value.items():
+            if key not in schema.props:
+                continue
+            here = f"{path}.{key}" if path else key
+            src = (
+                f"pulumi-azure-native {module.__name__} {args_cls.__name__}.{key} (generated from azure-rest-api-specs)"
+            )
+            items = item if isinstance(item, list) else [item]
+            suffix = "[]" if isinstance(item, list) else ""
+            for element in items:
+                if key in schema.nested and isinstance(element, Mapping):
+                    visit(schema.nested[key], element, here + suffix)
+                else:
+                    for leaf, _ in walk(element, here + suffix):
+                        out[leaf] = src
+
+    visit(cls, res.inputs, "")
+    return out

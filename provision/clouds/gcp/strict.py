@@ -24,6 +24,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from provision.clouds.gcp.strict_provider import provider_rules
 from provision.clouds.strict import Resource, Violation, check_enum, check_range, values_at
 
 if TYPE_CHECKING:
@@ -64,6 +65,8 @@ _TEMPLATE = {
     "reservationAffinity.specificReservation.key": "properties.reservationAffinity.key",
     "reservationAffinity.specificReservation.values[]": "properties.reservationAffinity.values[]",
     "scheduling.maxRunDuration.seconds": "properties.scheduling.maxRunDuration.seconds",
+    "serviceAccount": "properties.serviceAccounts[]",
+    "metadata": "",
 }
 
 #: Pulumi type token -> the API schema it creates.
@@ -83,6 +86,7 @@ APIS: dict[str, Api] = {
             "sourceSubnetworkIpRangesToNat": "nats[].sourceSubnetworkIpRangesToNat",
             "subnetworks[].sourceIpRangesToNats[]": "nats[].subnetworks[].sourceIpRangesToNat[]",
             "logConfig.filter": "nats[].logConfig.filter",
+            "subnetworks[].name": "nats[].subnetworks[].name",
             "router": "",
         },
     ),
@@ -99,8 +103,9 @@ APIS: dict[str, Api] = {
         "InstanceGroupManager",
         {
             "targetSizePolicies[].mode": "targetSizePolicy.mode",
-            "updatePolicy.maxSurgeFixed": "",
-            "updatePolicy.maxUnavailableFixed": "",
+            "updatePolicy.maxSurgeFixed": "updatePolicy.maxSurge.fixed",
+            "updatePolicy.maxUnavailableFixed": "updatePolicy.maxUnavailable.fixed",
+            "waitForInstancesStatus": "",
         },
     ),
     "gcp:compute/regionInstanceGroupManager:RegionInstanceGroupManager": Api(
@@ -116,8 +121,33 @@ APIS: dict[str, Api] = {
     "gcp:parallelstore/instance:Instance": Api("parallelstore.v1", "Instance", autoname=None),
     "gcp:servicenetworking/connection:Connection": Api("servicenetworking.v1", "Connection", autoname=None),
     # scheduler: kubernetes (GKE); names are explicit, so no autonaming rule
-    "gcp:container/cluster:Cluster": Api("container.v1", "Cluster", autoname=None),
-    "gcp:container/nodePool:NodePool": Api("container.v1", "NodePool", autoname=None),
+    "gcp:container/cluster:Cluster": Api(
+        "container.v1",
+        "Cluster",
+        {
+            "datapathProvider": "networkConfig.datapathProvider",
+            "enableMultiNetworking": "networkConfig.enableMultiNetworking",
+            "nodeLocations": "locations",
+            "networkingMode": "",
+        },
+        autoname=None,
+    ),
+    # pulumi-gcp's nodeConfig is the API's config; its accelerators and sizes are renamed too.
+    "gcp:container/nodePool:NodePool": Api(
+        "container.v1",
+        "NodePool",
+        {
+            "nodeConfig": "config",
+            "nodeConfig.guestAccelerators": "config.accelerators",
+            "nodeConfig.guestAccelerators[].type": "config.accelerators[].acceleratorType",
+            "nodeConfig.guestAccelerators[].count": "config.accelerators[].acceleratorCount",
+            "nodeConfig.metadata": "",
+            "nodeCount": "initialNodeCount",
+            "nodeLocations": "locations",
+            "cluster": "",
+        },
+        autoname=None,
+    ),
 }
 
 #: Every type this module has rules for (the suite checks each type a program registers is here); the
@@ -194,9 +224,11 @@ def _source(doc: str, schema: str, prop: str, quote: str | None = None) -> str:
 def _api_path(api: Api, path: str) -> str | None:
     if path in api.aliases:
         return api.aliases[path] or None
-    for alias, target in api.aliases.items():
-        if alias != "*" and path.startswith(alias + ".") and target == "":
-            return None
+    for alias in sorted(api.aliases, key=len, reverse=True):  # the most specific alias first
+        target = api.aliases[alias]
+        if alias == "*" or not (path.startswith(alias + ".") or path.startswith(alias + "[]")):
+            continue
+        return target + path[len(alias) :] if target else None
     prefix = api.aliases.get("*", "")
     return prefix + path
 
@@ -247,6 +279,8 @@ def model_rules(res: Resource, api: Api) -> list[Violation]:
             out.append(res.violation(field_name, value, f"must be {lo or 0}-{hi} characters (is {len(text)})", src))
         if "min" in rules or "max" in rules:
             out += check_range(res, field_name, value, rules.get("min"), rules.get("max"), src)
+        if rules.get("format") == "google-duration" and not re.fullmatch(r"-?\d+(?:\.\d{1,9})?s", text):
+            out.append(res.violation(field_name, value, "a duration in seconds with an 's' suffix, e.g. '3600s'", src))
         if "step" in rules:
             try:
                 if int(value) % rules["step"]:
@@ -258,7 +292,7 @@ def model_rules(res: Resource, api: Api) -> list[Violation]:
 
 def _leaves(value: Any, path: str = "") -> list[tuple[str, Any]]:
     if isinstance(value, Mapping):
-        if path.endswith("labels") or path == "labels":
+        if path.endswith(("labels", "Labels")):
             return []
         return [leaf for k, v in value.items() for leaf in _leaves(v, f"{path}.{k}" if path else str(k))]
     if isinstance(value, (list, tuple)):
@@ -268,7 +302,7 @@ def _leaves(value: Any, path: str = "") -> list[tuple[str, Any]]:
 
 def label_rules(res: Resource) -> list[Violation]:
     out = []
-    for path in ("labels", "disks[].labels"):
+    for path in ("labels", "disks[].labels", "resourceLabels", "nodeConfig.resourceLabels"):
         for labels in values_at(res.inputs, path):
             if not isinstance(labels, Mapping):
                 continue
@@ -373,4 +407,24 @@ def check(res: Resource, ctx: MockContext) -> list[Violation]:
     """Every rule this cloud knows for one registration."""
     api = APIS.get(res.type)
     out = model_rules(res, api) if api else []
-    return out + label_rules(res) + storage_rules(res) + teardown_rules(res) + account_rules(res)
+    out += label_rules(res) + storage_rules(res) + teardown_rules(res) + account_rules(res)
+    return out + provider_rules(res)
+
+
+def model_paths(res: Resource) -> dict[str, str]:
+    """Input leaf path -> the discovery-document property whose rules checked it."""
+    api = APIS.get(res.type)
+    if api is None:
+        return {}
+    inputs = dict(res.inputs)
+    if api.autoname and not inputs.get(api.autoname):
+        inputs[api.autoname] = res.physical_name(api.autoname)[0]
+    out: dict[str, str] = {}
+    for path, value in _leaves(inputs):
+        if value is None:
+            continue
+        api_path = _api_path(api, path)
+        found = _resolve(api.doc, api.schema, api_path) if api_path else None
+        if found is not None:
+            out[path] = _source(api.doc, found[0], found[1])
+    return out

@@ -6,8 +6,8 @@ the installed package and compares, so the committed data cannot drift from its 
 
     python -m provision.clouds.gcp.strict_data      # rewrite the data file
 
-For every schema reachable from :data:`ROOTS` it keeps, per property: the ``$ref`` (and whether it
-is an array), the ``enum``, the ``pattern``, and the numeric rules Google states in the field's
+For every schema reachable from :data:`ROOTS` it keeps, per property: its type, the ``$ref`` (and whether
+it is an array), the ``enum``, the ``pattern``, and the numeric rules Google states in the field's
 description (``between 12000 and 100000, in multiples of 4000`` and the like) with the quoted text.
 """
 
@@ -70,11 +70,15 @@ def _rules(prop: dict[str, Any]) -> dict[str, Any]:
         out["ref"] = ref
     if prop.get("type") == "array":
         out["array"] = True
+    if prop.get("type"):  # every documented property is kept: an input that maps onto one is accounted checked
+        out["type"] = items.get("type") or prop["type"] if prop["type"] == "array" else prop["type"]
     enum = prop.get("enum") or items.get("enum")
     if enum:
         out["enum"] = list(enum)
     if prop.get("pattern"):
         out["pattern"] = prop["pattern"]
+    if prop.get("format") == "google-duration":
+        out["format"] = "google-duration"
     text = " ".join((prop.get("description") or "").split())
     for regex, names in _PROSE:
         m = re.search(regex, text)
@@ -91,7 +95,7 @@ def generate() -> dict[str, Any]:
     for name, roots in ROOTS.items():
         doc = docs[name]
         out["documents"][name] = {"revision": doc.get("revision", ""), "version": doc.get("version", "")}
-        schemas = doc["schemas"]
+        schemas = dict(doc["schemas"])
         todo, seen = list(roots), set()
         kept: dict[str, Any] = {}
         while todo:
@@ -101,6 +105,14 @@ def generate() -> dict[str, Any]:
             seen.add(schema)
             props = {}
             for prop, body in sorted((schemas[schema].get("properties") or {}).items()):
+                inline = (body.get("items") or {}).get("properties") or body.get("properties")
+                if inline and "$ref" not in body and "$ref" not in (body.get("items") or {}):
+                    # An object defined in place (a firewall's ``allowed[]``): kept as a schema of its own.
+                    synthetic = f"{schema}.{prop}"
+                    schemas[synthetic] = {"properties": inline}
+                    body = (
+                        {**body, "$ref": synthetic} if "items" not in body else {**body, "items": {"$ref": synthetic}}
+                    )
                 rules = _rules(body)
                 if rules:
                     props[prop] = rules

@@ -1,0 +1,85 @@
+"""GCP rules of provider-only inputs and of limits Google documents outside the discovery documents.
+
+Called by :func:`provision.clouds.gcp.strict.check`; :mod:`provision.clouds.gcp.coverage` names the inputs
+they check when the strict cloud accounts for every leaf.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from provision.clouds.strict import Resource, Violation, check_enum, values_at
+
+_TF = "hashicorp/terraform-provider-google google/services/{} {} ValidateFunc"
+#: Provider-only enums: (type, input) -> (values, source).
+PROVIDER_ENUMS: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
+    ("gcp:container/cluster:Cluster", "networkingMode"): (
+        ("VPC_NATIVE", "ROUTES"),
+        _TF.format("container/resource_container_cluster.go", "networking_mode"),
+    ),
+    ("gcp:compute/instanceGroupManager:InstanceGroupManager", "waitForInstancesStatus"): (
+        ("STABLE", "UPDATED"),
+        _TF.format("compute/resource_compute_instance_group_manager.go", "wait_for_instances_status"),
+    ),
+}
+
+#: Instance metadata ("Set and remove custom metadata": keys up to 128 bytes of letters, digits, '-' and '_';
+#: each value up to 256 KB).
+METADATA_KEY = r"[A-Za-z0-9_-]{1,128}"
+METADATA_VALUE_MAX = 256 * 1024
+METADATA_SOURCE = "cloud.google.com/compute/docs/metadata/setting-custom-metadata (limitations)"
+#: Kubernetes labels on GKE nodes ("Labels and Selectors": optional DNS prefix, name <= 63 characters).
+KUBE_LABEL_KEY = r"(?:[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+KUBE_LABEL_VALUE = r"(?:[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?"
+KUBE_LABEL_SOURCE = "kubernetes.io/docs/concepts/overview/working-with-objects/labels (syntax and character set)"
+#: IAM policy bindings (IAM v1 REST reference, Policy "Binding": role names and principal identifiers).
+IAM_ROLE = r"roles/[A-Za-z0-9_.]+|(?:projects|organizations)/[A-Za-z0-9_.-]+/roles/[A-Za-z0-9_.]+"
+IAM_MEMBER = (
+    r"(?:user|serviceAccount|group|domain|principal|principalSet|deleted:serviceAccount):\S+"
+    r"|allUsers|allAuthenticatedUsers"
+)
+IAM_SOURCE = "cloud.google.com/iam/docs/reference/rest/v1/Policy#Binding (role, members)"
+#: Service accounts (IAM v1 REST reference, projects.serviceAccounts.create / ServiceAccount).
+SA_LIMITS = {"displayName": 100, "description": 256}
+SA_SOURCE = (
+    "cloud.google.com/iam/docs/reference/rest/v1/projects.serviceAccounts (displayName <= 100, description <= 256)"
+)
+ACCOUNT_ID_SOURCE = "pulumi-gcp 10.2 serviceaccount.Account account_id docstring (IAM CreateServiceAccount)"
+
+_IAM_TYPES = ("gcp:projects/iAMMember:IAMMember", "gcp:serviceaccount/iAMMember:IAMMember")
+
+
+def provider_rules(res: Resource) -> list[Violation]:
+    """Rules of provider-only inputs and of limits Google documents outside the discovery documents."""
+    out: list[Violation] = []
+    for (type_token, field), (values, source) in PROVIDER_ENUMS.items():
+        if res.type == type_token and field in res.inputs:
+            out += check_enum(res, field, res.inputs[field], values, source)
+    for path in ("metadata", "nodeConfig.metadata"):
+        for meta in values_at(res.inputs, path):
+            if not isinstance(meta, Mapping):
+                continue
+            for key, value in meta.items():
+                if not re.fullmatch(METADATA_KEY, str(key)):
+                    out.append(res.violation(f"{path}.{key}", key, f"keys must match {METADATA_KEY}", METADATA_SOURCE))
+                if len(str(value).encode()) > METADATA_VALUE_MAX:
+                    out.append(res.violation(f"{path}.{key}", "...", "values are at most 256 KB", METADATA_SOURCE))
+    for labels in values_at(res.inputs, "nodeConfig.labels"):
+        for key, value in (labels or {}).items() if isinstance(labels, Mapping) else ():
+            if not re.fullmatch(KUBE_LABEL_KEY, str(key)) or not re.fullmatch(KUBE_LABEL_VALUE, str(value)):
+                out.append(
+                    res.violation(f"nodeConfig.labels.{key}", value, "not a valid Kubernetes label", KUBE_LABEL_SOURCE)
+                )
+    if res.type in _IAM_TYPES:
+        role, member = res.inputs.get("role"), res.inputs.get("member")
+        if isinstance(role, str) and not re.fullmatch(IAM_ROLE, role):
+            out.append(res.violation("role", role, f"must match {IAM_ROLE}", IAM_SOURCE))
+        if isinstance(member, str) and not re.fullmatch(IAM_MEMBER, member):
+            out.append(res.violation("member", member, "must be a principal such as serviceAccount:EMAIL", IAM_SOURCE))
+    if res.type == "gcp:serviceaccount/account:Account":
+        for field, limit in SA_LIMITS.items():
+            value = res.inputs.get(field)
+            if isinstance(value, str) and len(value) > limit:
+                out.append(res.violation(field, value, f"at most {limit} characters", SA_SOURCE))
+    return out
