@@ -257,3 +257,15 @@ def test_exec_streams_with_bounded_memory(tmp_path: Path) -> None:
     assert code == 0
     assert peak_kib < 200 * 1024, f"peak RSS {peak_kib / 1024:.0f} MB"
     assert before >= 0
+
+
+def test_down_stops_the_mocked_nodes_running_jobs(cluster: str) -> None:
+    job_id = _detach(cluster, "--cmd", "--", "sleep 300")
+    end = time.monotonic() + 30
+    while len(_files(cluster, job_id, "pid")) < 2 and time.monotonic() < end:
+        time.sleep(0.05)
+    pids = _files(cluster, job_id, "pid") + _files(cluster, job_id, "supervisor")
+    assert len(pids) == 4 and all(_alive(p) for p in pids)
+    down = runner.invoke(app, ["down", cluster, "--mock", "--yes"])
+    assert down.exit_code == 0, down.output
+    assert not [p for p in pids if _alive(p)]

@@ -51,7 +51,7 @@ def _exits(job: Any) -> str:
 
 
 def jobs(target: str = _TARGET, mock: bool = _MOCK, as_json: bool = JsonOpt) -> None:
-    """List the cluster's jobs, newest first: state, start, duration and exit code per rank (RANK:CODE)."""
+    """List the cluster's jobs, newest first: state, start, duration, restarts and exit code per rank (RANK:CODE)."""
 
     def go() -> list[Any]:
         from provision.ops import jobs as ops_jobs
@@ -69,7 +69,7 @@ def jobs(target: str = _TARGET, mock: bool = _MOCK, as_json: bool = JsonOpt) -> 
 
     table = Table(box=None, pad_edge=False)
     table.add_column("job", no_wrap=True, min_width=16)
-    for name in ("state", "started", "took", "restarts", "exit (rank:code)", "kind"):
+    for name in ("state", "started", "took", "restarts", "exits", "kind"):
         table.add_column(name, no_wrap=True, overflow="ellipsis")
     for j in found:
         restarts = sum(r.restarts for r in j.ranks)

@@ -223,3 +223,31 @@ class LocalBackend:
             if text and text.strip().isdigit():
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(os.getpgid(int(text)), signal.SIGKILL)
+
+
+def stop_all(cluster: Any) -> int:
+    """Stop every rank still running on a mocked cluster's nodes (``down`` does, before removing them).
+
+    Works from the node folders alone (the cluster's outputs may already be gone). Returns how many ranks it stopped.
+    """
+    from provision.ops.access import ssh_dir
+
+    root = ssh_dir(cluster) / "mock-nodes"
+    found = []
+    for path in root.rglob("rank-*.supervisor") if root.is_dir() else []:
+        text = _read(path)
+        pid = int(text) if text and text.strip().isdigit() else None
+        if _alive(pid):
+            (path.parent / "cancelled").touch()
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)  # type: ignore[arg-type]
+            found.append((pid, path.with_name(path.name.replace(".supervisor", ".pid"))))
+    deadline = time.monotonic() + MOCK_STOP_SEC + 5
+    while any(_alive(p) for p, _ in found) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for _, pid_file in found:
+        text = _read(pid_file)
+        if text and text.strip().isdigit():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(os.getpgid(int(text)), signal.SIGKILL)
+    return len(found)
