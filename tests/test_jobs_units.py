@@ -96,3 +96,27 @@ def test_job_state_rules() -> None:
     assert rank_status(0, {"started": "1"}, alive=True, cancelled=False).state == "running"
     assert rank_status(0, {}, alive=True, cancelled=False).state == "pending"
     assert rank_status(0, {"started": "1"}, alive=False, cancelled=False).state == "failed"  # lost: no exit code
+
+
+@pytest.mark.skipif(
+    shutil.which("systemd-analyze") is None, reason="systemd-analyze not installed (.ci/run installs systemd)"
+)
+def test_container_job_unit_runs_the_runtime_setup_first_and_verifies(tmp_path: Path) -> None:
+    """A VM stack's job: its line in the plan's container, the runtime prepared once per node (ExecStartPre=+)."""
+    from conftest import ROOT
+
+    from provision.clouds.base import plan_spec
+    from provision.planning.runtime import container_line, runtime_setup_script
+    from provision.spec import load_target
+
+    runtime = plan_spec(load_target("gcp-a3-64", ROOT)).runtime
+    assert runtime is not None
+    line = container_line(runtime, "torchrun train.py", ["/shared"], "/shared/w", pass_env=("PROVISION_JOB_ID",))
+    spec = JobSpec(SPEC.id, "c2", "torchrun", line, (0, 1), max_restarts=1)
+    unit = tmp_path / unit_name(spec.id)
+    unit.write_text(unit_text(spec, 0, "/shared/provision/jobs/" + spec.id, None, runtime_setup_script(runtime)))
+    done = subprocess.run(["systemd-analyze", "verify", "--man=no", str(unit)], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stderr.strip() == "", done.stderr
+    text = unit.read_text()
+    assert "User=" not in text and 'ExecStartPre=+/bin/bash -c "docker image inspect provision-runtime:' in text
+    assert "$$" in text or "$" not in runtime_setup_script(runtime)

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from provision.catalog.models import FilesystemOffer, InstanceOffer
 from provision.planning.kubernetes import KubernetesPlan
+from provision.planning.runtime_plan import RuntimePlan
 from provision.spec import AccessSpec, CapacitySpec, ClusterSpec, ScratchStorage
 from provision.spec.units import format_time
 
@@ -100,6 +101,7 @@ class ClusterPlan(_Frozen):
     kubernetes: KubernetesPlan | None = Field(
         default=None, description="The managed Kubernetes cluster (scheduler.kind kubernetes), else None."
     )
+    runtime: RuntimePlan | None = Field(default=None, description="What jobs run in on VM nodes (planning/runtime.py).")
 
     def island_of(self, rank: int) -> int:
         """The fabric island that node ``rank`` belongs to."""
@@ -137,4 +139,5 @@ class ClusterPlan(_Frozen):
             "warnings": list(self.warnings),
             "extra": self.extra,
             "scheduler": self.kubernetes.summary() if self.kubernetes else {"kind": "none"},
+            "runtime": self.runtime.model_dump(mode="json") if self.runtime else None,
         }

@@ -21,6 +21,14 @@ from provision.ops.jobs.model import JobSpec, JobStatus, new_job_id, sort_jobs
 from provision.planning.launch import RUNS_ON, SOURCE_ENV
 from provision.spec.errors import Problem, SpecError, UnsupportedError
 
+#: What the rank script exports for the job (passed into its container on real nodes).
+JOB_ENV = (
+    "PROVISION_JOB_ID",
+    "PROVISION_JOB_RANK",
+    "PROVISION_RESTART_COUNT",
+    "PROVISION_CHECKPOINT_DIR",
+    "PROVISION_RESUME_FROM",
+)
 #: ``kind`` of a job that runs the words after ``--`` on every node as they are (the env file sourced).
 CMD = "cmd"
 
@@ -86,6 +94,15 @@ def submit(
     line, ranks = job_line(cluster, kind, words)
     engine = backend(cluster)
     ensure_prepared(cluster)
+    runtime = None
+    if not cluster.mock:  # real nodes: the line runs in the plan's runtime (the mock's nodes are this machine)
+        from provision.planning.runtime import container_line
+
+        runtime = cluster.plan().runtime
+        if runtime is not None and runtime.kind == "container":
+            mount = (cluster.outputs.get("shared_fs") or {}).get("mount_point")
+            mounts = [m for m in (mount, getattr(engine, "root", None), workdir, checkpoint_dir) if m]
+            line = container_line(runtime, line, mounts, workdir, pass_env=JOB_ENV)
     spec = JobSpec(
         id=new_job_id(),
         cluster=cluster.spec.name,
@@ -97,7 +114,7 @@ def submit(
         checkpoint_dir=checkpoint_dir,
         workdir=workdir,
     )
-    engine.submit(spec)
+    engine.submit(spec, runtime)
     return spec
 
 

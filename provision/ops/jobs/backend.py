@@ -13,9 +13,12 @@ A Slurm backend would map a job to ``sbatch`` / ``squeue`` / ``sacct`` / ``scanc
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from provision.ops.jobs.model import JobSpec, JobStatus
+
+if TYPE_CHECKING:
+    from provision.planning.runtime_plan import RuntimePlan
 
 #: ``on_line(rank, line)``: one line of a rank's log.
 LogCallback = Callable[[int, str], None]
@@ -30,8 +33,9 @@ class Backend(Protocol):
         """The folder holding the job's files for ``rank`` (on the node, or the shared filesystem)."""
         ...
 
-    def submit(self, spec: JobSpec) -> None:
-        """Start every rank of ``spec`` under the supervisor and return without waiting for them."""
+    def submit(self, spec: JobSpec, runtime: RuntimePlan | None = None) -> None:
+        """Start every rank of ``spec`` under the supervisor and return without waiting for them
+        (``runtime``: prepare it once per node first, e.g. pull the job image)."""
         ...
 
     def statuses(self, job_id: str | None = None) -> list[JobStatus]:

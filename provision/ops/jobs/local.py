@@ -114,7 +114,8 @@ class LocalBackend:
             "PATH": os.pathsep.join([str(fakes), os.environ.get("PATH", "")]),
         }
 
-    def submit(self, spec: JobSpec) -> None:
+    def submit(self, spec: JobSpec, runtime: Any = None) -> None:
+        """Start the ranks as local process trees (the mocked nodes run the line here: ``runtime`` is not used)."""
         for rank in spec.ranks:
             folder = Path(self.job_dir(rank, spec.id))
             folder.mkdir(parents=True, exist_ok=True)

@@ -73,10 +73,13 @@ class SystemdBackend:
 
         return run_on_nodes(self.cluster, command, nodes=list(ranks), timeout=kwargs.pop("timeout", 120), **kwargs)
 
-    def submit(self, spec: JobSpec) -> None:
+    def submit(self, spec: JobSpec, runtime: Any = None) -> None:
         from provision.ops.access import login_user
+        from provision.planning.runtime import runtime_setup_script
 
         user = login_user(self.cluster)
+        container = runtime is not None and runtime.kind == "container"
+        setup = runtime_setup_script(runtime) if runtime is not None and (container or runtime.setup) else None
         unit = unit_name(spec.id)
         folder = self.job_dir(0, spec.id)
 
@@ -85,7 +88,7 @@ class SystemdBackend:
                 {
                     f"{folder}/job.json": spec.to_json(),
                     f"{folder}/rank-{rank}.sh": rank_script(spec, rank, folder),
-                    f"{UNIT_DIR}/{unit}": unit_text(spec, rank, folder, user),
+                    f"{UNIT_DIR}/{unit}": unit_text(spec, rank, folder, None if container else user, setup),
                 }
             )
 

@@ -65,12 +65,23 @@ def rank_script(spec: JobSpec, rank: int, job_dir: str) -> str:
     )
 
 
-def unit_text(spec: JobSpec, rank: int, job_dir: str, user: str) -> str:
+def _systemd_quote(text: str) -> str:
+    """One ExecStart argument: double-quoted, with backslashes, quotes, ``$`` and ``%`` escaped (systemd.service(5),
+    "Command lines"; systemd.unit(5), "Specifiers")."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("$", "$$").replace("%", "%%")
+    return f'"{escaped}"'
+
+
+def unit_text(spec: JobSpec, rank: int, job_dir: str, user: str | None, setup: str | None = None) -> str:
     """The systemd service unit of rank ``rank`` on its node (``/run/systemd/system/provision-job-ID.service``).
 
+    ``user``: who the rank runs as (``None``: root, as a job container needs for ``docker run``). ``setup``: the
+    runtime's once-per-node preparation (idempotent), run as root before every start (``ExecStartPre=+``).
     Runtime units (``/run``) are gone after a reboot, as the job's processes are: the job's files stay.
     """
     restart = f"Restart=on-failure\nRestartSec={RESTART_SEC}\n" if spec.max_restarts > 0 else "Restart=no\n"
+    user_line = f"User={user}\n" if user else ""
+    setup_line = f"ExecStartPre=+/bin/bash -c {_systemd_quote(setup)}\n" if setup else ""
     return (
         "[Unit]\n"
         f"Description=provision job {spec.id} rank {rank} ({spec.kind})\n"
@@ -82,7 +93,7 @@ def unit_text(spec: JobSpec, rank: int, job_dir: str, user: str) -> str:
         "\n"
         "[Service]\n"
         "Type=exec\n"
-        f"User={user}\n"
+        f"{user_line}{setup_line}"
         f"ExecStart=/bin/bash {job_dir}/rank-{rank}.sh\n"
         f"StandardOutput=append:{job_dir}/rank-{rank}.log\n"
         "StandardError=inherit\n"
