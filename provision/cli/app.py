@@ -32,10 +32,27 @@ from provision.cli import (
     run,
     setup,
     size,
+    sshconfig,
 )
 
 #: The command groups, in the order ``provision --help`` lists them.
-COMMAND_MODULES = (offers, plan, lifecycle, inventory, access, jobs, run, nodes, size, reap, catalog, k8s, setup, check)
+COMMAND_MODULES = (
+    offers,
+    plan,
+    lifecycle,
+    inventory,
+    access,
+    sshconfig,
+    jobs,
+    run,
+    nodes,
+    size,
+    reap,
+    catalog,
+    k8s,
+    setup,
+    check,
+)
 
 #: One example per command, shown at the end of its ``--help`` (commands that bring their own keep theirs).
 EXAMPLES = {
@@ -51,6 +68,7 @@ EXAMPLES = {
     "ssh": "provision ssh llm-train 1 -- nvidia-smi",
     "exec": "provision exec llm-train --nodes all -- hostname",
     "launch": "provision launch llm-train --torchrun -- train.py --lr 3e-4",
+    "ssh-config": "provision ssh-config --install",
     "jobs": "provision jobs llm-train --json",
     "logs": "provision logs llm-train --rank 1 -f",
     "cancel": "provision cancel llm-train 1201-221530-a3f9",
