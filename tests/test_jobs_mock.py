@@ -269,3 +269,12 @@ def test_down_stops_the_mocked_nodes_running_jobs(cluster: str) -> None:
     down = runner.invoke(app, ["down", cluster, "--mock", "--yes"])
     assert down.exit_code == 0, down.output
     assert not [p for p in pids if _alive(p)]
+
+
+def test_each_node_gets_its_tf_config(cluster: str) -> None:
+    """TensorFlow's MultiWorkerMirroredStrategy reads TF_CONFIG: every node a worker, its own index its rank."""
+    out = runner.invoke(app, ["exec", cluster, "--mock", "--json", "--", "bash", "-c", 'echo "$TF_CONFIG"'])
+    assert out.exit_code == 0, out.output
+    docs = [json.loads(n["stdout"]) for n in json.loads(out.stdout)["nodes"]]
+    assert [d["task"] for d in docs] == [{"type": "worker", "index": 0}, {"type": "worker", "index": 1}]
+    assert docs[0]["cluster"] == docs[1]["cluster"] == {"worker": ["10.0.0.10:12345", "10.0.0.11:12345"]}
