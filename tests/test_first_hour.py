@@ -95,3 +95,15 @@ def test_size_plot_has_no_colour_codes_under_no_color(tmp_path: Path) -> None:
     text = b"".join(out_chunks).decode(errors="replace")
     chart = text[text.index("training time by cluster size") :]
     assert "\x1b[" not in chart
+
+
+def test_up_prints_a_summary_not_a_line_per_node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    isolated_home(tmp_path, monkeypatch)
+    spec = tmp_path / "c.yaml"
+    spec.write_text(yaml.safe_dump({**MINIMAL_SPEC, "name": "big", "nodes": 32}))
+    up = runner.invoke(app, ["up", str(spec), "--mock", "--yes"])
+    assert up.exit_code == 0, up.output
+    assert "hostfile: 32 nodes (provision outputs big hostfile)" in up.stdout
+    assert "slots=8" not in up.stdout and "Host big-31" not in up.stdout
+    full = runner.invoke(app, ["outputs", "big", "hostfile", "--mock"])
+    assert full.stdout.count("slots=8") == 32

@@ -96,3 +96,13 @@ def test_tcpxo_container_gets_the_plugin_path_and_devices() -> None:
     assert words[-3:] == ["bash", "-c", "torchrun t.py"] and words[-4].startswith("provision-runtime:")
     setup = runtime_setup_script(plan.runtime)
     assert plan.runtime.image in setup and "docker commit" in setup and "pdsh" in setup
+
+
+def test_without_a_pinned_default_the_plan_runs_jobs_on_the_node_and_says_so() -> None:
+    """AMD GPUs: images/runtime.yaml has no digest-pinned image, so no unpinned one is used either."""
+    from provision.planning.runtime import plan_runtime
+    from provision.spec import load_spec
+
+    runtime, problems = plan_runtime(load_spec(MINIMAL_SPEC), "amd", "infiniband", {})
+    assert problems == [] and runtime.kind == "node" and runtime.image is None
+    assert "no digest-pinned default image for amd GPUs" in runtime.source

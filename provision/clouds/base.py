@@ -190,6 +190,8 @@ class Adapter(ABC):
             runtime, runtime_problems = plan_runtime(spec, offer.gpu_vendor, res.fabric, image.versions)
             if image_problems or runtime_problems:
                 raise SpecError(problems=[*image_problems, *runtime_problems])
+            if runtime.source.startswith("no digest-pinned default"):
+                warnings.append(f"runtime: {runtime.source}.")
         return ClusterPlan(
             spec=spec,
             name=spec.name,

@@ -44,10 +44,10 @@ def plan_runtime(
 ) -> tuple[RuntimePlan, list[Problem]]:
     """The runtime of ``spec`` on nodes of ``gpu_vendor`` with ``fabric`` and the node image's ``node_versions``.
 
-    Returns the plan and the problems (a runtime the node's driver cannot run; no pinned default).
+    Returns the plan and the problems (a runtime the node's driver cannot run). Without a digest-pinned default
+    for the GPU vendor the jobs run in the node image's Python (an unpinned image is never chosen).
     """
     from provision.planning.images import version_tuple
-
     from provision.spec.runtime import RuntimeSpec
 
     rt = spec.runtime or RuntimeSpec()
@@ -71,15 +71,17 @@ def plan_runtime(
         tools = {k: str(v) for k, v in (entry.get("tools") or {}).items()}
         setup = (*entry.get("setup", ()), *rt.setup)
     else:
-        problems.append(
-            Problem(
-                "runtime.image",
-                None,
-                f"has no digest-pinned default for {gpu_vendor} GPUs (provision never runs an unpinned image)",
-                "set runtime.image to an image pinned by digest (with runtime.cuda), or runtime.kind: node",
-            )
+        # No digest-pinned default for this GPU vendor: never an unpinned image; the node's own Python, said so.
+        return (
+            RuntimePlan(
+                kind="node",
+                source=f"no digest-pinned default image for {gpu_vendor} GPUs: the node image's own Python "
+                "(set runtime.image, pinned by digest, to run jobs in a container)",
+                tools={t: "node image (install with runtime.setup)" for t in LAUNCHER_TOOLS},
+                setup=tuple(rt.setup),
+            ),
+            problems,
         )
-        return RuntimePlan(kind="container", source="none", setup=tuple(rt.setup)), problems
     driver = node_versions.get("driver")
     cuda = versions.get("cuda")
     if driver and cuda:
