@@ -278,3 +278,26 @@ def test_each_node_gets_its_tf_config(cluster: str) -> None:
     docs = [json.loads(n["stdout"]) for n in json.loads(out.stdout)["nodes"]]
     assert [d["task"] for d in docs] == [{"type": "worker", "index": 0}, {"type": "worker", "index": 1}]
     assert docs[0]["cluster"] == docs[1]["cluster"] == {"worker": ["10.0.0.10:12345", "10.0.0.11:12345"]}
+
+
+def test_top_samples_every_node_and_the_newest_job(cluster: str) -> None:
+    job_id = _detach(cluster, "--cmd", "--", "true")
+    _wait(cluster, job_id, {"succeeded", "failed"})
+    out = runner.invoke(app, ["top", cluster, "--mock", "--json"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert [n["rank"] for n in doc["nodes"]] == [0, 1] and all(n["gpus"] == 8 for n in doc["nodes"])
+    assert all(n["util_pct"] is not None and n["power_w"] and n["temp_max_c"] for n in doc["nodes"])
+    assert doc["job"]["id"] == job_id and doc["job"]["state"] == "succeeded"
+    screen = runner.invoke(app, ["top", cluster, "--mock", "--once"])
+    assert screen.exit_code == 0 and f"{cluster}-1" in screen.stdout and job_id in screen.stdout
+    assert max(len(line) for line in screen.stdout.splitlines()) <= 80
+
+
+def test_top_parses_nvidia_smi_and_marks_a_node_without_gpus() -> None:
+    from provision.ops.top import summarize
+
+    row = summarize(0, "h", 0, "0, 50, 1024, 81559, 300.5, 60\n1, 70, 2048, 81559, 310.5, 65\n")
+    assert (row["gpus"], row["util_pct"], row["power_w"], row["temp_max_c"]) == (2, 60.0, 611.0, 65.0)
+    down = summarize(1, "h", 255, "")
+    assert not down["ok"] and down["util_pct"] is None

@@ -43,6 +43,6 @@ def test_train_something_walkthrough_runs_as_written(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     out = done.stdout
     assert "rank 0 of 16 step 2" in out and "rank 8 of 16 step 2" in out  # logs -f followed both nodes to the end
-    jobs = out[out.index("job ") :]
-    assert "succeeded" in jobs and "0:0 1:0" in jobs
+    top = out[out.index("aws-p5-16: job ") :]
+    assert top.split("\n", 1)[0].split()[3] == "succeeded" and "aws-p5-16-1" in top
     assert not (tmp_path / "home" / "ssh" / "aws-p5-16").exists()  # down removed the nodes' folders

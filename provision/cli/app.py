@@ -72,6 +72,7 @@ EXAMPLES = {
     "jobs": "provision jobs llm-train --json",
     "logs": "provision logs llm-train --rank 1 -f",
     "cancel": "provision cancel llm-train 1201-221530-a3f9",
+    "top": "provision top llm-train --interval 10",
     "run": "provision run aws-p5-ci --max-usd 300 --ttl 2h -- pytest tests/multinode",
     "size": "provision size --params 70B --tokens 2T",
     "reap": "provision reap --yes",

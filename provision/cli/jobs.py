@@ -124,7 +124,63 @@ def cancel(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``jobs``, ``logs`` and ``cancel``."""
+    """Add ``jobs``, ``logs``, ``cancel`` and ``top``."""
     app.command("jobs")(jobs)
     app.command("logs")(logs)
     app.command("cancel")(cancel)
+    app.command("top")(top)
+
+
+def _top_table(doc: dict[str, Any]) -> Any:
+    from rich.table import Table
+
+    from provision.ops.top import rows
+
+    job = doc.get("job")
+    title = f"{doc['cluster']}: " + (
+        f"job {job['id']} {job['state']} ({_duration(job['duration_s'])})" if job else "no job"
+    )
+    table = Table(title=title, box=None, pad_edge=False)
+    for name in ("node", "gpus", "util", "memory", "power", "temp max"):
+        table.add_column(name, no_wrap=True)
+    for row in rows(doc):
+        table.add_row(*row)
+    return table
+
+
+def top(
+    target: str = _TARGET,
+    interval: float = typer.Option(5.0, "--interval", min=1, help="Seconds between samples."),
+    once: bool = typer.Option(False, "--once", help="One sample, then exit."),
+    mock: bool = _MOCK,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Per node GPU utilisation, memory, power and temperature, and the newest job, refreshed (Ctrl-C ends it)."""
+    from contextlib import ExitStack
+
+    def runner(stack: ExitStack) -> tuple[Any, Any]:
+        from provision.ops.acceptance import node_runner
+
+        cluster = _cluster(target, mock)
+        return cluster, stack.enter_context(node_runner(cluster, []))
+
+    with ExitStack() as stack:
+        cluster, run = run_command(as_json, lambda: runner(stack))
+        from provision.ops.top import sample
+
+        if as_json or once:
+            doc = run_command(as_json, lambda: sample(cluster, run))
+            if as_json:
+                emit_json(doc)
+            else:
+                console().print(_top_table(doc))
+            return
+        from rich.live import Live
+
+        try:
+            with Live(_top_table(sample(cluster, run)), console=console(), auto_refresh=False) as live:
+                while True:
+                    time.sleep(interval)
+                    live.update(_top_table(sample(cluster, run)), refresh=True)
+        except KeyboardInterrupt:
+            return
