@@ -46,3 +46,18 @@ def test_train_something_walkthrough_runs_as_written(tmp_path: Path) -> None:
     top = out[out.index("aws-p5-16: job ") :]
     assert top.split("\n", 1)[0].split()[3] == "succeeded" and "aws-p5-16-1" in top
     assert not (tmp_path / "home" / "ssh" / "aws-p5-16").exists()  # down removed the nodes' folders
+
+
+def test_the_readme_spec_example_validates_and_plans() -> None:
+    """The spec under "The cluster spec" is accepted as written (its key is the documented example key)."""
+    import yaml
+
+    from provision.clouds.base import plan_spec
+    from provision.spec import load_spec
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("## The cluster spec")
+    body = text.index("```yaml\n", start) + len("```yaml\n")
+    doc = yaml.safe_load(text[body : text.index("```\n", body)])
+    plan = plan_spec(load_spec(doc))
+    assert plan.nodes == 8 and plan.runtime is not None
