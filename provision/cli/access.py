@@ -180,6 +180,19 @@ def launch(
     mpirun: bool = typer.Option(False, "--mpirun", help="mpirun from the head node with the fabric's settings."),
     accelerate: bool = typer.Option(False, "--accelerate", help="accelerate launch on every node."),
     k8s: bool = typer.Option(False, "--k8s", help="Submit a training job (scheduler: kubernetes clusters)."),
+    cmd: bool = typer.Option(False, "--cmd", help="Run the words after -- as they are on every node (env sourced)."),
+    detach: bool = typer.Option(
+        False, "--detach", "-d", help="Start a job under the nodes' supervisor and return its id at once."
+    ),
+    max_restarts: int = typer.Option(0, "--max-restarts", min=0, help="--detach: restart a failed rank N times."),
+    checkpoint_dir: str | None = typer.Option(
+        None,
+        "--checkpoint-dir",
+        help="--detach: a restarted rank gets this folder's newest entry as $PROVISION_RESUME_FROM.",
+    ),
+    workdir: str | None = typer.Option(
+        None, "--workdir", help="Sync this local folder to the cluster (git-ignored files left out) and start there."
+    ),
     print_only: bool = typer.Option(False, "--print", help="Print the launch line instead of running it."),
     timeout: float | None = _TIMEOUT,
     mock: bool = _MOCK,
@@ -194,6 +207,7 @@ def launch(
             ("mpirun", mpirun),
             ("accelerate", accelerate),
             ("k8s", k8s),
+            ("cmd", cmd),
         )
         if on
     ]
@@ -209,11 +223,17 @@ def launch(
                     "launcher",
                     ", ".join(chosen) or "(none)",
                     "must be exactly one",
-                    "add one of --torchrun, --deepspeed, --mpirun, --accelerate, --k8s",
+                    "keep one of --torchrun, --deepspeed, --mpirun, --accelerate, --k8s, --cmd",
                 )
             )
         if not words:
             problems.append(Problem("SCRIPT", "", "is missing", "put the script after --, e.g. -- train.py --lr 3e-4"))
+        if (max_restarts or checkpoint_dir) and not detach:
+            problems.append(
+                Problem(
+                    "--max-restarts", max_restarts, "needs --detach (restarts are the supervisor's)", "add --detach"
+                )
+            )
         if problems:
             raise SpecError(problems=problems)
         return chosen[0]
@@ -223,10 +243,18 @@ def launch(
         _launch_k8s(target, words, print_only, mock, as_json)
         return
 
+    if detach:
+        _launch_detached(target, kind, words, mock, as_json, max_restarts, checkpoint_dir, workdir)
+        return
+
     def plan() -> tuple[Any, dict[str, Any]]:
         cluster = _cluster(target, mock)
+        from provision.ops.jobs import CMD, job_line
         from provision.ops.launch import launch_command
 
+        if kind == CMD:
+            line, ranks = job_line(cluster, kind, words)
+            return cluster, {"kind": kind, "runs_on": "all", "nodes": [], "line": line}
         return cluster, launch_command(cluster, kind, words[0], *words[1:])
 
     cluster, cmd = run_command(as_json, plan)
@@ -246,6 +274,21 @@ def launch(
             from provision.ops import access
 
             _check_tools(access.way_in(cluster)["via"])
+        if workdir:
+            from provision.ops.workdir import sync
+
+            synced = sync(cluster, workdir)
+            _say_synced(synced, as_json)
+            cmd["line"] = f"cd {_cd(synced.run_in)} && {cmd['line']}"
+        if kind == "cmd" or workdir:
+            from provision.ops.exec import run_on_nodes
+            from provision.ops.launch import ensure_prepared
+
+            ensure_prepared(cluster)
+            where = "all" if cmd["runs_on"] == "all" else "head"
+            return run_on_nodes(
+                cluster, cmd["line"], nodes=where, on_line=None if as_json else _print_line, timeout=timeout
+            )
         return run_launch(cluster, kind, words[0], words[1:], on_line=None if as_json else _print_line, timeout=timeout)
 
     results = run_command(as_json, go)
@@ -255,6 +298,71 @@ def launch(
     if as_json:
         emit_json({**cmd, "exit_code": code, "nodes": [r.as_dict() for r in results]})
     raise typer.Exit(code)
+
+
+def _cd(path: str) -> str:
+    import shlex
+
+    return f'"$HOME"/{shlex.quote(path[2:])}' if path.startswith("~/") else shlex.quote(path)
+
+
+def _say_synced(synced: Any, as_json: bool) -> None:
+    if not as_json:
+        console(stderr=True).print(
+            f"workdir: {synced.copied} of {synced.files} files sent to {synced.destination}", markup=False
+        )
+
+
+def _launch_detached(
+    target: str,
+    kind: str,
+    words: list[str],
+    mock: bool,
+    as_json: bool,
+    max_restarts: int,
+    checkpoint_dir: str | None,
+    workdir: str | None,
+) -> None:
+    def go() -> dict[str, Any]:
+        from provision.ops import jobs
+
+        cluster = _cluster(target, mock)
+        jobs.backend(cluster)  # a Kubernetes cluster is refused before anything is synced
+        synced = None
+        if workdir:
+            from provision.ops.workdir import sync
+
+            synced = sync(cluster, workdir)
+            _say_synced(synced, as_json)
+        spec = jobs.submit(
+            cluster,
+            kind,
+            words,
+            max_restarts=max_restarts,
+            checkpoint_dir=checkpoint_dir,
+            workdir=synced.run_in if synced else None,
+        )
+        return {
+            "job": spec.id,
+            "cluster": spec.cluster,
+            "kind": spec.kind,
+            "ranks": list(spec.ranks),
+            "workdir": synced.as_dict() if synced else None,
+            "stack": cluster.stack,
+            "mock": cluster.mock,
+        }
+
+    found = run_command(as_json, go)
+    if as_json:
+        emit_json(found)
+        return
+    mock_flag = " --mock" if found["mock"] else ""
+    print(found["job"])
+    console(stderr=True).print(
+        f"job {found['job']} started on {len(found['ranks'])} node(s). Follow it: "
+        f"provision logs {found['stack']} {found['job']} -f{mock_flag}",
+        markup=False,
+    )
 
 
 def _launch_k8s(target: str, words: list[str], print_only: bool, mock: bool, as_json: bool) -> None:

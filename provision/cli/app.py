@@ -22,6 +22,7 @@ from provision.cli import (
     catalog,
     check,
     inventory,
+    jobs,
     k8s,
     lifecycle,
     nodes,
@@ -31,10 +32,27 @@ from provision.cli import (
     run,
     setup,
     size,
+    sshconfig,
 )
 
 #: The command groups, in the order ``provision --help`` lists them.
-COMMAND_MODULES = (offers, plan, lifecycle, inventory, access, run, nodes, size, reap, catalog, k8s, setup, check)
+COMMAND_MODULES = (
+    offers,
+    plan,
+    lifecycle,
+    inventory,
+    access,
+    sshconfig,
+    jobs,
+    run,
+    nodes,
+    size,
+    reap,
+    catalog,
+    k8s,
+    setup,
+    check,
+)
 
 #: One example per command, shown at the end of its ``--help`` (commands that bring their own keep theirs).
 EXAMPLES = {
@@ -50,6 +68,11 @@ EXAMPLES = {
     "ssh": "provision ssh llm-train 1 -- nvidia-smi",
     "exec": "provision exec llm-train --nodes all -- hostname",
     "launch": "provision launch llm-train --torchrun -- train.py --lr 3e-4",
+    "ssh-config": "provision ssh-config --install",
+    "jobs": "provision jobs llm-train --json",
+    "logs": "provision logs llm-train --rank 1 -f",
+    "cancel": "provision cancel llm-train 1201-221530-a3f9",
+    "top": "provision top llm-train --interval 10",
     "run": "provision run aws-p5-ci --max-usd 300 --ttl 2h -- pytest tests/multinode",
     "size": "provision size --params 70B --tokens 2T",
     "reap": "provision reap --yes",

@@ -111,6 +111,18 @@ def _internal_error(as_json: bool, e: BaseException) -> None:
         traceback.print_exception(e, file=sys.stderr)
 
 
+def runtime_rows(runtime: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """The plan's job runtime: the image (by digest) and where each launcher tool comes from."""
+    if not runtime:
+        return []
+    what = runtime["image"] if runtime["kind"] == "container" else "the node image's own Python"
+    by_source: dict[str, list[str]] = {}
+    for tool, source in runtime["tools"].items():
+        by_source.setdefault(source.split(" (")[0], []).append(tool)
+    tools = "; ".join(f"{', '.join(names)} ({source})" for source, names in by_source.items())
+    return [("runtime", f"{what} ({runtime['source']})"), ("launcher tools", tools or "-")]
+
+
 def print_plan(summary: dict[str, Any]) -> None:
     from rich.markup import escape
     from rich.table import Table
@@ -133,6 +145,7 @@ def print_plan(summary: dict[str, Any]) -> None:
             f"{storage['kind']} {storage['tier']} {storage['size_gib']} GiB" if storage else "none",
         ),
         ("image", f"{summary['image']['ref']} ({summary['image']['source']})"),
+        *runtime_rows(summary.get("runtime")),
         ("hourly", f"${cost['hourly_usd']:,.2f}/h" if cost["hourly_usd"] is not None else "unpriced"),
         (
             "lifetime",

@@ -79,13 +79,22 @@ def _print_changes(result: Any) -> None:
         out.print(f"[yellow]warning:[/] {escape(warning)}")
 
 
-def _print_outputs(outputs: dict[str, Any]) -> None:
+#: Outputs with one line per node: ``up`` names them instead of printing them (``provision outputs`` prints them).
+_PER_NODE_OUTPUTS = ("hostfile", "ssh_config")
+
+
+def _print_outputs(outputs: dict[str, Any], summary_of: str | None = None) -> None:
+    """Print the outputs; ``summary_of`` (the target, for ``up``): per-node outputs as a pointer, not every line."""
     from rich.markup import escape
 
     out = console()
     for key in _SHOWN_OUTPUTS:
         value = outputs.get(key)
         if value is None:
+            continue
+        if summary_of is not None and key in _PER_NODE_OUTPUTS:
+            nodes = len(outputs.get("hosts") or [])
+            out.print(f"[bold]{key}:[/] {nodes} nodes (provision outputs {escape(summary_of)} {key})", soft_wrap=True)
             continue
         if key == "nccl_env" and isinstance(value, dict):
             value = export_lines(value)
@@ -149,7 +158,7 @@ def up(
         if as_json:
             emit_json(result.as_dict())
             return
-        _print_outputs(result.outputs)
+        _print_outputs(result.outputs, summary_of=cluster.stack)
         _print_next(cluster, result.outputs, mock)
         return
     from provision.ops.acceptance import accept as run_acceptance
@@ -162,7 +171,7 @@ def up(
     if as_json:
         emit_json({**result.as_dict(), "acceptance": verdict.as_dict(), "torn_down": torn_down})
     else:
-        _print_outputs(result.outputs)
+        _print_outputs(result.outputs, summary_of=cluster.stack)
         for line in verdict.lines():
             console().print(line, markup=False)
         if not verdict.ok:

@@ -176,7 +176,10 @@ def _plot(report: Any) -> None:
 
     plt.clf()
     plt.plotsize(78, 20)
-    if not sys.stdout.isatty():
+    import os
+
+    plain = not sys.stdout.isatty() or bool(os.environ.get("NO_COLOR"))  # https://no-color.org
+    if plain:
         plt.theme("clear")  # no colour codes in pipes and logs
     for cloud, rows in curve(report).items():
         gpus = [r[0] for r in rows]
@@ -187,7 +190,12 @@ def _plot(report: Any) -> None:
     plt.xlabel("GPUs")
     plt.ylabel("days")
     plt.title("training time by cluster size (legend: total cost at the smallest size)")
-    print(plt.build())
+    text = plt.build()
+    if plain:  # plotext still ends lines with a reset code under the clear theme
+        import re
+
+        text = re.sub(r"\x1b\[[0-9;]*m", "", text)
+    print(text)
 
 
 def register(app: typer.Typer) -> None:

@@ -30,6 +30,7 @@ from provision.planning.images import check_image, default_image
 from provision.planning.kubernetes import KubernetesPlan, system_price_note
 from provision.planning.plan import ClusterPlan, ImagePlan, P, StoragePlan
 from provision.planning.resolve import Resolution, resolve
+from provision.planning.runtime import plan_runtime
 from provision.spec import ClusterSpec
 from provision.spec.errors import Problem, ProblemCollector, SpecError, UnsupportedError
 
@@ -259,13 +260,18 @@ class Adapter(ABC, Generic[P]):
             image = ImagePlan(ref=k8s.extra.node_image, source=f"{k8s.control_plane.service} managed node image")
             # Under Kubernetes the environment is the one pods see (their interface names and paths).
             nccl_env = dict(k8s.job.env)
+            runtime = None  # a TrainJob names its own image
         else:
             image = self.image(spec, offer, res.fabric)
             nccl_env = self.nccl_env(offer, res.fabric)
             # Versions reach root scripts on every node: strict patterns and compatibility rules first.
             image_problems = check_image(image, res.fabric, nccl_env)
-            if image_problems:
-                raise SpecError(problems=image_problems)
+            # The job runtime's CUDA against the node image's driver, before anything is created.
+            runtime, runtime_problems = plan_runtime(spec, offer.gpu_vendor, res.fabric, image.versions)
+            if image_problems or runtime_problems:
+                raise SpecError(problems=[*image_problems, *runtime_problems])
+            if runtime.source.startswith("no digest-pinned default"):
+                warnings.append(f"runtime: {runtime.source}.")
         return ClusterPlan(
             spec=spec,
             name=spec.name,
@@ -295,6 +301,7 @@ class Adapter(ABC, Generic[P]):
             options=spec.cloud_options(),
             extra=self.extra_plan(spec, res),
             kubernetes=k8s,
+            runtime=runtime,
         )
 
     def unsupported(self, offer: InstanceOffer) -> str | None:

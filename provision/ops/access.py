@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sys
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -142,6 +143,7 @@ def ssh_config_text(cluster: Cluster, *, ports: list[int] | None = None) -> str:
     path = dict(outputs.get("access") or {"via": "direct"})
     path["user"] = login_user(cluster, path.get("user"))
     path["os_login"] = False  # this machine's file names the user OS Login gives (or the override)
+    path["provision_argv"] = [sys.executable, "-m", "provision.cli"]  # ProxyCommand by absolute path, not PATH
     text = render_ssh_config(
         cluster.spec.name,
         cluster_hosts(cluster),

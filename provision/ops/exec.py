@@ -14,7 +14,8 @@
   a local copy of its ``/etc/provision/env``), so launch scripts can be tested offline.
 
 Each output line is passed to ``on_line(result, stream, line)`` as it arrives (the CLI prints it
-prefixed with the node's name). A node's exit code is the command's; a node that could not be
+prefixed with the node's name); then a result keeps only the last :data:`TAIL_LINES` lines per stream,
+so memory stays bounded however much the nodes print. A node's exit code is the command's; a node that could not be
 reached gets 255 (as ``ssh``), one that timed out 124 (as ``timeout``).
 """
 
@@ -25,6 +26,7 @@ import os
 import shlex
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +42,10 @@ UNREACHABLE = 255
 TIMED_OUT = 124
 #: Connections opened at once by default: proxies (SSM, IAP) are processes; keep the laptop responsive.
 DEFAULT_FANOUT = 32
+#: Lines of each stream a node keeps in its :class:`NodeResult` when an ``on_line`` callback gets them all.
+TAIL_LINES = 200
+#: The longest line read at once from a local process (asyncio's default limit is 64 KiB).
+_LINE_LIMIT = 1 << 20
 
 T = TypeVar("T")
 LineCallback = Callable[["NodeResult", str, str], None]
@@ -54,7 +60,8 @@ class NodeResult:
         rank: its rank (0 = head node).
         host: its private IP.
         exit_code: the command's exit code; 255 unreachable, 124 timed out.
-        stdout, stderr: everything it printed.
+        stdout, stderr: what it printed: everything, or the last :data:`TAIL_LINES` lines when an
+            ``on_line`` callback received every line (so a long run's output is not held in memory).
         error: why it could not run (unreachable, timed out), else ``None``.
     """
 
@@ -192,9 +199,14 @@ def _ssh_errors() -> type[BaseException]:
 
 
 async def _pump(stream: Any, result: NodeResult, name: str, on_line: LineCallback | None) -> str:
-    chunks: list[str] = []
+    """Read ``stream`` line by line. With ``on_line`` each line goes there and only the last
+    :data:`TAIL_LINES` are kept (bounded memory for long runs); without it, everything is kept."""
+    chunks: deque[str] | list[str] = deque(maxlen=TAIL_LINES) if on_line is not None else []
     while True:
-        raw = await stream.readline()
+        try:
+            raw = await stream.readline()
+        except ValueError:  # a line longer than the stream's limit: take what is buffered as one line
+            raw = await stream.read(_LINE_LIMIT)
         if not raw:
             break
         text = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
@@ -216,6 +228,7 @@ def _local_runner(cluster: Cluster, env_files: dict[int, tuple[Path, dict[str, s
             stderr=asyncio.subprocess.PIPE,
             env={**os.environ, **env, "PROVISION_ENV_FILE": str(path), "PROVISION_NODE": result.node},
             start_new_session=True,
+            limit=_LINE_LIMIT,
         )
         try:
             if data is not None and proc.stdin is not None:

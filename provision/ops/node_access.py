@@ -70,5 +70,10 @@ class NodeAccess:
         return prepare_nodes(self)
 
     def forget_access(self) -> None:
-        """Remove this cluster's local SSH files (config, known hosts, node-to-node key)."""
+        """Remove this cluster's local SSH files (config, known hosts, node-to-node key); on a mocked cluster,
+        stop its nodes' running jobs first (its nodes are local process trees)."""
+        if self.mock:
+            from provision.ops.jobs.local import stop_all
+
+            stop_all(self)
         access.forget(self)

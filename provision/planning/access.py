@@ -174,7 +174,15 @@ def _proxy_command(path: Mapping[str, Any], node_id: str | None) -> str | None:
         return " ".join(shlex.quote(w) if "%" not in w else w for w in words)
     if via == "bastion":
         bastion = path.get("bastion") or {}
-        words = ["provision", "proxy", "azure-bastion", "--name", str(bastion.get("name"))]
+        # The local ssh_config names this installation's interpreter (ssh runs ProxyCommand with the user's PATH,
+        # where a venv's `provision` may be missing); the stack output keeps the portable `provision`.
+        words = [
+            *path.get("provision_argv", ["provision"]),
+            "proxy",
+            "azure-bastion",
+            "--name",
+            str(bastion.get("name")),
+        ]
         words += ["--resource-group", str(bastion.get("resource_group"))]
         for vmss in bastion.get("scale_sets") or []:
             words += ["--scale-set", str(vmss)]

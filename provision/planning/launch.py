@@ -4,6 +4,7 @@ Every node gets one environment file, ``/etc/provision/env``, with what a distri
 
     MASTER_ADDR=10.0.0.10   MASTER_PORT=29500   NODE_RANK=3   NNODES=8   NPROC_PER_NODE=8
     WORLD_SIZE=64   PROVISION_HOSTFILE=/etc/provision/hostfile   PROVISION_NODE_IPS=10.0.0.10,...
+    TF_CONFIG={"cluster":{"worker":["10.0.0.10:12345",...]},"task":{"type":"worker","index":3}}
     + the fabric's NCCL / libfabric / UCX variables (the plan's ``nccl_env``)
 
 ``KEY=value`` lines, single-quoted only where a shell needs it (TCPX's ``;``-separated bindings), so
@@ -120,9 +121,27 @@ def node_env(facts: ClusterFacts, rank: int) -> dict[str, str]:
             "NNODES": str(max(facts.nodes, 1)),
             "NPROC_PER_NODE": str(facts.gpus_per_node),
             "WORLD_SIZE": str(max(facts.nodes, 1) * facts.gpus_per_node),
+            "TF_CONFIG": tf_config(facts, rank),
         }
     )
     return env
+
+
+#: The port each TensorFlow worker listens on (TensorFlow's multi-worker tutorial uses 12345).
+TF_PORT = 12345
+
+
+def tf_config(facts: ClusterFacts, rank: int) -> str:
+    """TensorFlow's ``TF_CONFIG`` for node ``rank``: every node a worker (one per node, in rank order), this one
+    ``index`` = its rank, as ``MultiWorkerMirroredStrategy`` reads it (tensorflow.org/tutorials/distribute/
+    multi_worker_with_keras, "Multi-worker configuration")."""
+    import json
+
+    hosts = list(facts.hosts) or ["127.0.0.1"]
+    workers = [f"{h}:{TF_PORT}" for h in hosts]
+    return json.dumps(
+        {"cluster": {"worker": workers}, "task": {"type": "worker", "index": rank}}, separators=(",", ":")
+    )
 
 
 def render_env_file(env: Mapping[str, str]) -> str:

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 
 from provision.catalog.models import Cloud, FilesystemOffer, InstanceOffer
 from provision.planning.kubernetes import KubernetesJson, KubernetesPlan
+from provision.planning.runtime_plan import RuntimePlan
 from provision.spec import AccessSpec, CapacitySpec, ClusterSpec, ScratchStorage
 from provision.spec.options import AnyCloudOptions
 from provision.spec.units import format_time
@@ -154,6 +155,7 @@ class ClusterPlan(_Frozen, Generic[P]):
     kubernetes: KubernetesPlan | None = Field(
         default=None, description="The managed Kubernetes cluster (scheduler.kind kubernetes), else None."
     )
+    runtime: RuntimePlan | None = Field(default=None, description="What jobs run in on VM nodes (planning/runtime.py).")
 
     def island_of(self, rank: int) -> int:
         """The fabric island that node ``rank`` belongs to."""
@@ -195,6 +197,7 @@ class ClusterPlan(_Frozen, Generic[P]):
             warnings=self.warnings,
             extra=self.extra,
             scheduler=self.kubernetes.json_view() if self.kubernetes else NoScheduler(),
+            runtime=self.runtime,
         )
 
 
@@ -235,3 +238,4 @@ class PlanJson(_Frozen):
     warnings: tuple[str, ...]
     extra: SerializeAsAny[CloudPlan] = Field(description="The cloud's own decisions (clouds/<cloud>/plan.py).")
     scheduler: NoScheduler | KubernetesJson = Field(discriminator="kind")
+    runtime: RuntimePlan | None = Field(description="Where jobs run: the container image or the node's Python.")

@@ -32,6 +32,7 @@ from provision.spec.options.alibaba import AlibabaOptions
 from provision.spec.options.aws import AwsOptions
 from provision.spec.options.azure import AzureOptions
 from provision.spec.options.gcp import GcpOptions
+from provision.spec.runtime import RuntimeSpec
 from provision.spec.units import Duration, SizeGiB, parse_network
 
 #: The Pulumi project name; a stack file holds the spec under ``provision:cluster``.
@@ -451,6 +452,7 @@ class ClusterSpec(_Model):
     fabric: FabricChoice = Field(default="auto", description="GPU network; 'auto' takes the type's best fabric.")
     storage: StorageSpec = Field(default_factory=StorageSpec, description="Shared and scratch storage.")
     image: ImageSpec = Field(default_factory=ImageSpec, description="Node image pins.")
+    runtime: RuntimeSpec | None = Field(default=None, description="What jobs run in (default: images/runtime.yaml).")
     access: AccessSpec = Field(default_factory=AccessSpec, description="Login access.")
     capacity: CapacitySpec = Field(default_factory=CapacitySpec, description="Consumption model.")
     lifetime: LifetimeSpec = Field(default_factory=LifetimeSpec, description="TTL and cost cap.")
