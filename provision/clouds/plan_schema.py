@@ -33,7 +33,7 @@ def plan_models() -> dict[str, type[CloudPlan]]:
 def plan_json_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) every ``provision plan --json`` document satisfies."""
     models = plan_models()
-    union = Union[tuple(dict.fromkeys(models.values()))]  # type: ignore[valid-type]  # noqa: UP007
+    union: Any = Union[tuple(dict.fromkeys(models.values()))]  # type: ignore[valid-type]  # noqa: UP007
     doc_model = create_model(
         "PlanJson",
         __base__=PlanJson,

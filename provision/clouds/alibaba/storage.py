@@ -87,7 +87,7 @@ def build_storage(plan: ClusterPlan[AlibabaPlan], net: Network, parent: pulumi.R
         ),
     )
     options = extra.nfs_options
-    if cpfs:
+    if isinstance(storage, Cpfs):
         service = nas.ProtocolService(
             f"{name}-fs-nfs",
             file_system_id=fs.id,
@@ -169,6 +169,7 @@ def _lookup_role(
 ) -> tuple[ram.Role, Any]:
     """The nodes' RAM role: trusted by ECS, allowed ``nas:DescribeProtocolMountTarget`` on ``fs`` only."""
     storage, name = plan.extra.storage, plan.name
+    assert isinstance(storage, Cpfs)  # noqa: S101 - the lookup role exists for CPFS only
     role = ram.Role(
         f"{name}-nodes-role",
         role_name=storage.lookup_role,

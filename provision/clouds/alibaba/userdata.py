@@ -120,6 +120,7 @@ def render(plan: ClusterPlan[AlibabaPlan], mount_source: str | None = None, cpfs
     options = f"{plan.extra.nfs_options},_netdev"
     if plan.storage is not None and cpfs is not None:
         storage = plan.extra.storage
+        assert isinstance(storage, Cpfs)  # noqa: S101 - a CPFS export is passed only for a CPFS plan
         values.add("CPFS_FILE_SYSTEM_ID", cpfs.file_system_id, "token", "shared_fs.file_system_id")
         values.add("CPFS_EXPORT_ID", cpfs.export_id, "token", "shared_fs.export_id")
         values.add("CPFS_RAM_ROLE", cpfs.role_name, "token", "storage.lookup_role")
@@ -168,6 +169,7 @@ def mock_cpfs_export(plan: ClusterPlan[AlibabaPlan]) -> CpfsExport:
     """The CPFS export as the mocked cloud answers it (the ids of storage.py's logical names, alibaba/mocks.py)."""
     from provision.clouds.alibaba.mocks import cpfs_export_id, cpfs_file_system_id
 
+    assert isinstance(plan.extra.storage, Cpfs)  # noqa: S101 - called only for a CPFS plan
     return CpfsExport(
         cpfs_file_system_id(f"{plan.name}-fs"),
         cpfs_export_id(f"{plan.name}-fs-export"),

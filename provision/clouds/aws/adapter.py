@@ -385,7 +385,13 @@ class AwsAdapter(Adapter[AwsPlan]):
                 if spec.access.public_head_node
                 else ()
             )
-            network = NewNetwork(**vpc_layout(opts.vpc_cidr), head_routes=head_routes)
+            layout = vpc_layout(opts.vpc_cidr)
+            network = NewNetwork(
+                vpc_cidr=layout["vpc_cidr"],
+                private_cidr=layout["private_cidr"],
+                public_cidr=layout["public_cidr"],
+                head_routes=head_routes,
+            )
         reserved = cap.type in ("reservation", "capacity-block")
         pg_name = opts.placement_group
         market = Market(

@@ -412,7 +412,7 @@ def kubernetes_plan(spec: ClusterSpec, res: Resolution, vm_env: dict[str, str]) 
         node_image="COS_CONTAINERD",
         pods_cidr=PODS_CIDR,
         services_cidr=SERVICES_CIDR,
-        accelerator=ACCELERATORS.get(offer.instance_type),
+        accelerator=ACCELERATORS[offer.instance_type],
         local_ssd_count=disks,
         boot_disk_type=layout.BOOT_DISK_TYPES.get(offer.instance_type, layout.DEFAULT_BOOT_DISK_TYPE),
         networks=networks,

@@ -24,7 +24,7 @@ from pulumi_gcp import container, projects, serviceaccount
 from provision.clouds.gcp.adapter import assert_labels
 from provision.clouds.gcp.kubeplan import gke
 from provision.clouds.gcp.network import Networks, build_networks
-from provision.clouds.gcp.plan import GcpPlan, GkePlan
+from provision.clouds.gcp.plan import Filestore, GcpPlan, GkePlan, NodeNetwork, PodNetwork
 from provision.clouds.gcp.storage import build_storage
 from provision.clouds.k8s import objects
 from provision.planning.kubernetes import POOL_LABEL
@@ -124,7 +124,7 @@ class GkeCluster(pulumi.ComponentResource):
             f"{plan.name}-gke",
             name=plan.name,
             location=plan.region,
-            node_locations=[extra.zone],
+            node_locations=_node_locations(extra),
             description=f"provision cluster {plan.name}",
             network=nets.host.self_link,
             subnetwork=nets.host_subnet.self_link,
@@ -203,7 +203,7 @@ class GkeCluster(pulumi.ComponentResource):
             name="system",
             cluster=self.cluster.id,
             location=plan.region,
-            node_locations=[gke(plan.kubernetes).zone],
+            node_locations=_node_locations(gke(plan.kubernetes)),
             node_count=pool.nodes,
             management=container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
             node_config=self._node_config(
@@ -224,11 +224,12 @@ class GkeCluster(pulumi.ComponentResource):
         kp, extra = plan.kubernetes, gke(plan.kubernetes)
         pool = kp.gpu_pool
         flex = extra.flex_start
+        nodes_networks: list[NodeNetwork | PodNetwork] = [*extra.node_only_networks, *extra.networks]
         additional = [
             container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs(
                 network=nets.vpcs[n.vpc].name, subnetwork=nets.subnets[n.subnet].name
             )
-            for n in [*extra.node_only_networks, *extra.networks]
+            for n in nodes_networks
         ]
         if extra.reservation:
             affinity = container.NodePoolNodeConfigReservationAffinityArgs(
@@ -245,7 +246,7 @@ class GkeCluster(pulumi.ComponentResource):
             plan,
             machine_type=pool.instance_type,
             disk_type=extra.boot_disk_type,
-            disk_size_gb=plan.options.boot_disk_gib,
+            disk_size_gb=plan.extra.boot_disk.size_gib,
             guest_accelerators=[
                 container.NodePoolNodeConfigGuestAcceleratorArgs(
                     type=extra.accelerator,
@@ -272,7 +273,7 @@ class GkeCluster(pulumi.ComponentResource):
             name="gpu",
             cluster=self.cluster.id,
             location=plan.region,
-            node_locations=[extra.zone],
+            node_locations=_node_locations(extra),
             node_count=None if flex else pool.nodes,
             autoscaling=container.NodePoolAutoscalingArgs(
                 total_min_node_count=0, total_max_node_count=pool.max_nodes, location_policy="ANY"
@@ -340,6 +341,7 @@ class GkeCluster(pulumi.ComponentResource):
             )
         # Filestore static volumes: modeInstance/LOCATION/INSTANCE/SHARE with the IP and share name
         # (GKE "Access pre-existing Filestore instances with the Filestore CSI driver").
+        assert isinstance(plan.extra.storage, Filestore)  # noqa: S101 - the other kinds returned above
         share = plan.extra.storage.share
         return pulumi.Output.all(fs.location, fs.name, fs.networks).apply(
             lambda a: {
@@ -348,6 +350,11 @@ class GkeCluster(pulumi.ComponentResource):
                 "volumeAttributes": {"ip": (a[2][0].ip_addresses or [""])[0], "volume": share},
             }
         )
+
+
+def _node_locations(extra: GkePlan) -> list[str] | None:
+    """The pools' one zone (the VM layout's); ``None`` only when the catalog knows no zone for the type."""
+    return [extra.zone] if extra.zone is not None else None
 
 
 def _fabric_manifest(fabric: str, extra: GkePlan) -> dict[str, str]:

@@ -217,7 +217,7 @@ class GkePlan(KubernetesCloudPlan):
     release_channel: str
     pods_cidr: str
     services_cidr: str
-    accelerator: str | None
+    accelerator: str = Field(description="The GKE accelerator type of the GPU (check() refuses other types).")
     local_ssd_count: int
     boot_disk_type: str
     networks: tuple[PodNetwork, ...]

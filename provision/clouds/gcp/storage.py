@@ -19,7 +19,7 @@ from pulumi_gcp import compute, filestore, lustre, parallelstore, servicenetwork
 
 from provision.clouds.gcp.layout import physical_name
 from provision.clouds.gcp.network import Networks
-from provision.clouds.gcp.plan import GcpPlan
+from provision.clouds.gcp.plan import Filestore, GcpPlan, ManagedLustre
 from provision.planning.images import image_text
 from provision.planning.outputs import shared_fs_summary
 from provision.planning.plan import ClusterPlan
@@ -100,9 +100,8 @@ def build_storage(plan: ClusterPlan[GcpPlan], nets: Networks, parent: pulumi.Res
                 )
             )
     timeouts = pulumi.CustomTimeouts(create="90m", delete="60m")
-    kind = st.kind
     fs: pulumi.CustomResource
-    if kind == "managed-lustre":
+    if isinstance(st, ManagedLustre):
         ml = lustre.Instance(
             f"{plan.name}-lustre",
             instance_id=st.instance_id,
@@ -120,7 +119,8 @@ def build_storage(plan: ClusterPlan[GcpPlan], nets: Networks, parent: pulumi.Res
         fs, source = ml, ml.mount_point  # "IP@tcp:/FILESYSTEM"
         summary = source.apply(lambda s: shared_fs_summary(plan, s, "lustre", MOUNT_OPTIONS))
         script = source.apply(lambda s: _fstab_mount(plan, s, "lustre", "lustre-client.sh"))
-    elif kind == "filestore":
+    elif isinstance(st, Filestore):
+        share = st.share
         nfs = filestore.Instance(
             f"{plan.name}-filestore",
             name=physical_name(f"{plan.name}-filestore"),
@@ -135,7 +135,7 @@ def build_storage(plan: ClusterPlan[GcpPlan], nets: Networks, parent: pulumi.Res
             project=project,
             opts=resource_options(plan, parent, custom_timeouts=timeouts),
         )
-        fs, source = nfs, nfs.networks.apply(lambda n: f"{(n[0].ip_addresses or [''])[0]}:/{st.share}")
+        fs, source = nfs, nfs.networks.apply(lambda n: f"{(n[0].ip_addresses or [''])[0]}:/{share}")
         summary = source.apply(lambda s: shared_fs_summary(plan, s, "nfs", MOUNT_OPTIONS))
         script = source.apply(lambda s: _fstab_mount(plan, s, "nfs", None))
     else:
