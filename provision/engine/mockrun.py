@@ -81,11 +81,11 @@ def _resolve(value: Any) -> Any:
     """An Output of the program's outputs with every value resolved.
 
     A dict's Output values are chained, not passed through ``Output.from_input``, whose deep copy wraps
-    every element of a long host list in an Output of its own (see ``planning.outputs.gather``).
+    every element of a long host list in an Output of its own (see ``clouds.outputs.gather``).
     """
     import pulumi
 
-    from provision.planning.outputs import gather
+    from provision.clouds.outputs import gather
 
     if not isinstance(value, dict):
         return pulumi.Output.from_input(value)
