@@ -10,7 +10,7 @@ import pytest
 
 from provision.clouds.mocking import CloudMocks, StrictViolationError
 from provision.clouds.strict import Violation
-from provision.engine.mockrun import _drop_unread_fault_reports, _ensure_event_loop
+from provision.engine.mockrun import _ensure_event_loop
 from provision.testing import install_mocks
 
 
@@ -31,7 +31,6 @@ def violations_of(type_token: str, name: str, inputs: dict[str, Any]) -> list[Vi
 def run(program: Callable[[], Any], *, strict: bool = True, region: str = "us-east-1") -> CloudMocks:
     """Run ``program`` (which creates Pulumi resources) under the recording strict mocks."""
     _ensure_event_loop()
-    _drop_unread_fault_reports()
     mocks = CloudMocks(region=region, strict=strict)
     pulumi.runtime.settings.ROOT.set(None)
     install_mocks(mocks, project="provision", stack="strict-test")

@@ -1,18 +1,25 @@
 """The package's shape: layers that only import downwards, no import circles, a thin CLI app.
 
-The layers and the independence of the four cloud folders are import-linter contracts in
-pyproject.toml (ARCHITECTURE.md draws them); these tests run them in the suite, so a new
-back-import fails here as well as in ``lint-imports``.
+The layers, the independence of the four cloud folders and the pure layers' freedom from Pulumi and
+cloud SDKs are import-linter contracts in pyproject.toml (ARCHITECTURE.md draws them); these tests run
+them in the suite, so a new back-import fails here as well as in ``lint-imports``.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+from typing import Any
 
 import grimp
 import pytest
 from importlinter.cli import lint_imports
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10: import-linter depends on tomli there
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = ("cli", "testing", "ops", "engine", "clouds", "planning", "spec", "catalog")
@@ -30,6 +37,30 @@ def test_import_linter_contracts_are_kept() -> None:
         assert lint_imports(no_cache=True) == 0
     finally:
         os.chdir(cwd)
+
+
+def _contract(contract_id: str) -> dict[str, Any]:
+    doc = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    (found,) = [c for c in doc["tool"]["importlinter"]["contracts"] if c["id"] == contract_id]
+    return found
+
+
+#: Top-level names of Pulumi and its providers, the cloud SDKs and SSH: what the pure layers must not import.
+_CLOUD_PACKAGE = re.compile(r"^(pulumi\w*|boto3|botocore|azure|google\w*|alibabacloud\w*|aliyun\w*|asyncssh)$")
+
+
+def test_the_pure_layers_contract_lists_every_cloud_package_the_code_imports() -> None:
+    """A new Pulumi provider or SDK imported anywhere in ``provision`` must also be forbidden in the pure layers.
+
+    import-linter matches external packages by their exact top-level name, so ``pulumi_*`` cannot be written
+    as a pattern; this keeps the contract's list complete.
+    """
+    contract = _contract("pure-layers")
+    assert set(contract["source_modules"]) == {"provision.planning", "provision.spec", "provision.catalog"}
+    full = grimp.build_graph("provision", include_external_packages=True, cache_dir=None)
+    imported = {m for m in full.modules if "." not in m and _CLOUD_PACKAGE.match(m)}
+    assert {"pulumi", "pulumi_aws", "boto3"} <= imported  # the scan sees the lazy imports inside functions
+    assert imported - set(contract["forbidden_modules"]) == set()
 
 
 def _cycles(graph: grimp.ImportGraph) -> list[list[str]]:

@@ -357,12 +357,19 @@ def test_a_reservation_group_in_the_plan_reaches_the_scale_set_profile() -> None
 
 
 def test_a_bad_spec_registers_no_resource(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[Any] = []
-    monkeypatch.setattr(pulumi.runtime, "set_mocks", lambda *a, **k: calls.append(a))
+    installed: list[Any] = []
+    set_mocks = pulumi.runtime.set_mocks
+
+    def record(mocks: Any, *args: Any, **kwargs: Any) -> None:
+        installed.append(mocks)
+        set_mocks(mocks, *args, **kwargs)
+
+    monkeypatch.setattr(pulumi.runtime, "set_mocks", record)
     with pytest.raises(SpecError) as err:
         run(nodes=150, access={"public_head_node": True})
     assert {p.path for p in err.value.problems} >= {"nodes", "access.public_head_node"}
-    assert calls == []
+    # The program plans (and refuses the spec) before its first resource, as `pulumi up` does.
+    assert [m.ledger for m in installed] == [[]]
 
 
 # ------------------------------------------------------------------ golden files

@@ -18,7 +18,7 @@ import yaml
 
 from provision.catalog import read_cloud_files
 from provision.catalog.models import CloudFile
-from provision.catalog.refresh import (
+from provision.ops.catalog.refresh import (
     AwsSource,
     Sources,
     SourceUnavailable,
@@ -163,7 +163,7 @@ def test_unavailable_sources_are_skipped_with_the_reason() -> None:
 def test_cli_refresh_prints_one_json_document_and_skips_what_it_cannot_reach(monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    import provision.catalog.refresh as mod
+    import provision.ops.catalog.refresh as mod
     from provision.cli.app import app
 
     monkeypatch.setattr(mod, "default_sources", lambda: Sources(get=_offline, aws=_no_credentials, gcp_key=None))
@@ -179,7 +179,7 @@ def test_cli_refresh_prints_one_json_document_and_skips_what_it_cannot_reach(mon
 def test_cli_refresh_prints_the_diff(monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    import provision.catalog.refresh as mod
+    import provision.ops.catalog.refresh as mod
     from provision.cli.app import app
 
     monkeypatch.setattr(mod, "default_sources", lambda: Sources(get=azure_get))

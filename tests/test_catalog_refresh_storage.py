@@ -20,8 +20,8 @@ import yaml
 
 from provision.catalog import read_cloud_files
 from provision.catalog.models import CloudFile
-from provision.catalog.refresh import AwsSource, Sources, SourceUnavailable, apply_changes, refresh
-from provision.catalog.refresh_storage import amlfs_tier_number, azure_lustre_prices, fsx_lustre_prices
+from provision.ops.catalog.refresh import AwsSource, Sources, SourceUnavailable, apply_changes, refresh
+from provision.ops.catalog.refresh_storage import amlfs_tier_number, azure_lustre_prices, fsx_lustre_prices
 
 DATA = Path(__file__).parent / "data" / "prices"
 ROOT = Path(__file__).resolve().parent.parent
@@ -207,7 +207,7 @@ def test_a_written_answer_prices_the_stacks_that_were_gaps(catalog_copy: Path) -
 def test_cli_prints_the_storage_diff_and_the_notes(monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    import provision.catalog.refresh as mod
+    import provision.ops.catalog.refresh as mod
     from provision.cli.app import app
 
     monkeypatch.setattr(mod, "default_sources", lambda: Sources(get=_azure_get))
@@ -224,7 +224,7 @@ def test_cli_prints_the_storage_diff_and_the_notes(monkeypatch: pytest.MonkeyPat
 def test_cli_json_carries_the_notes(monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    import provision.catalog.refresh as mod
+    import provision.ops.catalog.refresh as mod
     from provision.cli.app import app
 
     monkeypatch.setattr(mod, "default_sources", lambda: Sources(aws=_aws))

@@ -28,8 +28,8 @@ def refresh(
 
         import provision.catalog as catalog_pkg
         from provision.catalog import read_cloud_files
-        from provision.catalog import refresh as refresh_mod
         from provision.catalog.models import CLOUDS
+        from provision.ops.catalog import refresh as refresh_mod
         from provision.spec.errors import Problem, SpecError
 
         chosen = [c.strip().lower() for c in cloud] if cloud else list(CLOUDS)
@@ -91,7 +91,7 @@ def _print(doc: dict[str, Any], write: bool) -> None:
 
 def _field_label(name: str) -> str:
     """A short label for a price field in the table (``--json`` keeps the field names); ``$`` is USD."""
-    from provision.catalog.refresh_storage import field_throughput
+    from provision.ops.catalog.refresh_storage import field_throughput
 
     tier = field_throughput(name)
     if tier is not None:

@@ -52,14 +52,17 @@ def preview(target: str = TargetArg, as_json: bool = JsonOpt, strict_report: boo
 
     def go() -> dict[str, Any]:
         from provision.clouds.mocking import StrictViolationError
-        from provision.engine.mockrun import run_program
+        from provision.engine.mockrun import held_config, run_program
         from provision.spec.errors import CloudError, Problem
+        from provision.spec.loading import target_path
 
         stack = _target_stack(target) or "preview"
         plan = _plan_target(target)  # every problem at once, before anything is registered
+        # A stack file's failover try and createdAt count as in `pulumi preview -s <stack>`.
+        held = held_config(target_path(target)) if _target_stack(target) else {}
         try:
             # Nothing is created by a preview: let the program run to the end and report every violation.
-            run = run_program(plan.spec, stack=stack, fail_fast=False, accounting=strict_report)
+            run = run_program(plan.spec, stack=stack, config=held, fail_fast=False, accounting=strict_report)
             return strict_report_doc(run) if strict_report else run.as_dict()
         except StrictViolationError as e:
             problems = [

@@ -1,4 +1,4 @@
-"""Run the cluster program under the mocked cloud, in-process."""
+"""Run the cluster program (the one a real ``pulumi up`` runs) under the mocked cloud, in-process."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from provision.clouds.mocking import CloudFaultError, CloudMocks, Fault, Registe
 from provision.clouds.strict import Leaf
 from provision.planning.plan import ClusterPlan
 from provision.spec import CONFIG_KEY, PROJECT, ClusterSpec
+from provision.spec.units import format_time
 
 
 @dataclass
@@ -80,15 +81,34 @@ def stack_config(root: Path, stack: str) -> tuple[dict[str, str], list[str]]:
     return {k: v if isinstance(v, str) else json.dumps(v) for k, v in cfg.items()}, secret
 
 
+def held_config(path: Path) -> dict[str, str]:
+    """What a stack file records about the cluster it holds, as program config: the failover try and createdAt.
+
+    ``provision up`` writes ``provision:failover`` and ``provision:createdAt`` into the stack; a bare
+    ``pulumi up`` reads them back (``engine/program.py``), so a mocked run of the stack file must too.
+    """
+    from provision.clouds.failover import CONFIG_KEY as FAILOVER_KEY
+    from provision.engine.program import CREATED_AT_KEY
+
+    doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    held: dict[str, str] = {}
+    for key, value in (doc.get("config") or {}).items():
+        full = key if ":" in key else f"{PROJECT}:{key}"
+        if full in (FAILOVER_KEY, CREATED_AT_KEY) and value is not None:
+            # YAML reads an unquoted time as a datetime; Pulumi hands the program the text.
+            held[full] = format_time(value) if isinstance(value, datetime) else str(value)
+    return held
+
+
 def _resolve(value: Any) -> Any:
     """An Output of the program's outputs with every value resolved.
 
     A dict's Output values are chained, not passed through ``Output.from_input``, whose deep copy wraps
-    every element of a long host list in an Output of its own (see ``planning.outputs.gather``).
+    every element of a long host list in an Output of its own (see ``clouds.outputs.gather``).
     """
     import pulumi
 
-    from provision.planning.outputs import gather
+    from provision.clouds.outputs import gather
 
     if not isinstance(value, dict):
         return pulumi.Output.from_input(value)
@@ -108,7 +128,13 @@ def run_program(
     fail_fast: bool = True,
     accounting: bool = False,
 ) -> PreviewResult:
-    """Plan ``spec`` and run its Pulumi program under :class:`CloudMocks`.
+    """Run the cluster program (:func:`~provision.engine.program.cluster_program`) under :class:`CloudMocks`.
+
+    The program gets the stack config a ``pulumi up`` would: ``config`` (``"ns:key"`` strings, e.g. from
+    :func:`stack_config`) with ``spec`` as ``provision:cluster``, so it reads the failover try
+    (``provision:failover``) and the creation time (``provision:createdAt``) from it as a real run does.
+    ``now`` is the creation time; without it the config's ``provision:createdAt`` counts, and without that
+    the current time is written there first, as ``provision up`` does.
 
     Validation happens first: a bad spec raises ``SpecError`` / ``BudgetError`` before any
     resource is registered. Faults raise ``CloudFaultError`` (wrapped by Pulumi). Under
@@ -123,33 +149,31 @@ def run_program(
     import pulumi
 
     from provision.clouds.base import get_adapter
+    from provision.engine import program
 
-    now = now or datetime.now(timezone.utc)
-    adapter = get_adapter(spec.cloud)
-    plan = adapter.plan(spec, now=now, stack=stack, owner=owner)
-    adapter.require_sdk()
+    settings = {**(config or {}), CONFIG_KEY: spec.model_dump_json(exclude_none=True)}
+    if now is None and not settings.get(program.CREATED_AT_KEY):
+        settings[program.CREATED_AT_KEY] = format_time(datetime.now(timezone.utc))
+    get_adapter(spec.cloud).require_sdk()
     _ensure_event_loop()
-    placement = tuple(p for p in (plan.region, plan.zone, plan.instance_type, plan.capacity.type) if p)
-    mocks = CloudMocks(
-        faults,
-        region=spec.region,
-        strict=strict,
-        fail_fast=fail_fast,
-        placement=placement,
-        accounting=accounting,
-        now=now,
-    )
-    pulumi.runtime.set_all_config({CONFIG_KEY: spec.model_dump_json(exclude_none=True), **(config or {})})
+    mocks = CloudMocks(faults, region=spec.region, strict=strict, fail_fast=fail_fast, accounting=accounting, now=now)
+    pulumi.runtime.set_all_config(settings)
     pulumi.runtime.settings.ROOT.set(None)
     install(mocks, project=PROJECT, stack=stack)
     captured: dict[str, Any] = {}
+    planned: list[ClusterPlan] = []
+
+    def placed(plan: ClusterPlan) -> None:
+        """The plan of the try the config holds: the mocked cloud answers for its region and places faults by it."""
+        planned.append(plan)
+        mocks.ctx.region = plan.spec.region
+        mocks.placement = tuple(p for p in (plan.region, plan.zone, plan.instance_type, plan.capacity.type) if p)
 
     @pulumi.runtime.test
     def _run() -> Any:
-        outputs = adapter.build(plan)
+        outputs = program.cluster_program(now=now, owner=owner, on_plan=placed)
         return _resolve(outputs).apply(captured.update)
 
-    _drop_unread_fault_reports()
     with _interrupt_stops_the_loop() as interrupted:
         try:
             _run()
@@ -169,7 +193,7 @@ def run_program(
         error.partial = list(mocks.ledger)
         raise error
     return PreviewResult(
-        plan=plan,
+        plan=planned[0],
         resources=list(mocks.ledger),
         outputs=captured,
         calls=list(mocks.calls),
@@ -217,34 +241,6 @@ def _interrupt_stops_the_loop() -> Iterator[list[bool]]:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def _drop_unread_fault_reports() -> None:
-    """Drop the reports of futures a failed registration left holding its error.
-
-    After a fault (or a strict violation) every resource that waited on the failed one holds the same
-    exception unread; whenever the garbage collector frees them, the loop would log "Future exception
-    was never retrieved" with a traceback for each. The error itself is raised to the caller. The
-    filter stays on this thread's loop (it passes every other report on).
-    """
-    try:
-        loop = asyncio.get_event_loop()
-    except RuntimeError:
-        return
-    previous = loop.get_exception_handler()
-
-    def quiet(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-        if isinstance(context.get("exception"), CloudFaultError) and "never retrieved" in context.get("message", ""):
-            return
-        if previous is not None:
-            previous(loop, context)
-        else:
-            loop.default_exception_handler(context)
-
-    if getattr(previous, "_provision_quiet", False):
-        return
-    quiet._provision_quiet = True  # type: ignore[attr-defined]
-    loop.set_exception_handler(quiet)
-
-
 def _ensure_event_loop() -> None:
     """Give this thread an open event loop unless one is running.
 
@@ -274,9 +270,10 @@ def _ensure_event_loop() -> None:
 def _quiet_injected_faults(loop: asyncio.AbstractEventLoop) -> None:
     """Drop asyncio's "Future exception was never retrieved" for an injected fault (and an interrupt's echo).
 
-    The run already raised the fault; Pulumi's futures of the resources that waited on the failed
-    one still hold it and would print its traceback again when collected. Everything else goes to
-    the loop's previous handler.
+    The run already raised the fault (or the strict violation); after it, every resource that waited on
+    the failed one holds the same exception unread, and whenever the garbage collector frees them the
+    loop would print its traceback again. Installed once per loop (the handler carries a marker);
+    everything else goes to the loop's previous handler.
     """
     previous = loop.get_exception_handler()
     if getattr(previous, "provision_quiet", False):
@@ -288,7 +285,7 @@ def _quiet_injected_faults(loop: asyncio.AbstractEventLoop) -> None:
             return
         # A Ctrl-C that lands inside a task step leaves asyncio unable to leave that task ("Leaving task
         # ... does not match the current task"); the interrupt itself is reported (exit 130), so its
-        # traceback on stderr is only noise (review 2026-12-01, D12: 6 of 78 interrupted runs).
+        # traceback on stderr is only noise.
         if isinstance(exc, RuntimeError) and "does not match the current task" in str(exc):
             return
         if previous is not None:

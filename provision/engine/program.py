@@ -1,13 +1,17 @@
 """The Pulumi program: stack config -> spec -> plan -> adapter build -> outputs.
 
-``stacks/__main__.py`` calls :func:`main` for ``pulumi up -s <stack>``; the Python API and
-``provision preview`` call :func:`cluster_program` with a spec in-process. Both run the
-same code.
+Every run takes this one entry: ``stacks/__main__.py`` calls :func:`main` for ``pulumi up -s <stack>``,
+the Python API's real mode runs :func:`main` as the Automation API's inline program, and the mocked
+runs (``provision preview``, ``provision up --mock``, the Python API's mock mode and
+``provision.testing.run_program``) call :func:`cluster_program` under the mocked cloud with the
+stack config set as Pulumi would hand it over. So the stack's failover try (``provision:failover``)
+and its creation time (``provision:createdAt``) are read the same way everywhere.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -78,7 +82,7 @@ def spec_from_config() -> ClusterSpec:
     return failover.alternative(spec, chosen) if chosen else spec
 
 
-def plan_for_stack(spec: ClusterSpec, now: datetime | None = None) -> ClusterPlan:
+def plan_for_stack(spec: ClusterSpec, now: datetime | None = None, owner: str | None = None) -> ClusterPlan:
     """Plan ``spec`` for the current stack, its lifetime counting from ``now`` or ``provision:createdAt``.
 
     Raises:
@@ -89,7 +93,7 @@ def plan_for_stack(spec: ClusterSpec, now: datetime | None = None) -> ClusterPla
     import pulumi
 
     anchor = now or _config_created_at()
-    plan = get_adapter(spec.cloud).plan(spec, now=anchor, stack=pulumi.get_stack())
+    plan = get_adapter(spec.cloud).plan(spec, now=anchor, stack=pulumi.get_stack(), owner=owner)
     if anchor is None and plan.expires_at is not None:
         if not pulumi.runtime.is_dry_run():
             from provision.spec.errors import Problem, SpecError
@@ -109,13 +113,24 @@ def plan_for_stack(spec: ClusterSpec, now: datetime | None = None) -> ClusterPla
     return plan
 
 
-def cluster_program(spec: ClusterSpec | None = None, now: datetime | None = None) -> dict[str, Any]:
+def cluster_program(
+    spec: ClusterSpec | None = None,
+    now: datetime | None = None,
+    *,
+    owner: str | None = None,
+    on_plan: Callable[[ClusterPlan], None] | None = None,
+) -> dict[str, Any]:
     """Create the cluster's resources in the current Pulumi context; returns the outputs.
 
-    Validation (spec, catalog, cost cap) completes before the first resource is registered.
+    ``spec`` defaults to the stack config's (:func:`spec_from_config`), ``now`` to its
+    ``provision:createdAt`` (:func:`plan_for_stack`); ``owner`` goes to the tags. Validation (spec,
+    catalog, cost cap) completes before the first resource is registered; ``on_plan`` is handed the
+    plan then (the mocked run reports it and places the mocked cloud's faults with it).
     """
     spec = spec or spec_from_config()
-    plan = plan_for_stack(spec, now)
+    plan = plan_for_stack(spec, now, owner)
+    if on_plan is not None:
+        on_plan(plan)
     return get_adapter(spec.cloud).build(plan)
 
 

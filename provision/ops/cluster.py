@@ -214,7 +214,14 @@ class Cluster(NodeAccess, MockOperations):
         """
         from provision.clouds import failover
 
-        failover.plan_all(self.spec, self._plan_spec)  # validation and the cost cap of every try, first
+        # Validation and the cost cap of every try, first. Try 0 is the spec itself (``alternative(spec, 0) is
+        # spec``): its plan is shared with :meth:`plan` both ways, so it is computed once.
+        created = self._known_created_at()
+        known = self._plans.get((0, created))
+        plans = failover.plan_all(
+            self.spec, lambda s: known if known is not None and s is self.spec else self._plan_spec(s, created)
+        )
+        self._plans.setdefault((0, created), plans[0])
         deployed = self._deployed_try()
         start = deployed or 0
         self._use_try(start)

@@ -1,9 +1,10 @@
 """The mocked clouds: run the real Pulumi program with no credentials and no spend.
 
-``run_program(spec)`` runs :func:`provision.engine.program.cluster_program` under
-:class:`~provision.clouds.mocking.CloudMocks` and returns what was registered and the
-outputs. ``stack_config(root, stack)`` loads a stack file into Pulumi config exactly as
-the CLI would.
+``run_program(spec)`` runs :func:`provision.engine.program.cluster_program`, the entry a real
+``pulumi up`` runs, under :class:`~provision.clouds.mocking.CloudMocks` and returns the plan, what
+was registered and the outputs. ``stack_config(root, stack)`` loads a stack file into Pulumi config
+exactly as the CLI would; passed as ``run_program(spec, config=...)``, its ``provision:failover`` and
+``provision:createdAt`` count as they do for ``pulumi up``.
 
 The mocked cloud is **strict** by default: every resource is checked against its cloud's rules
 (vendor models, documented limits, autonamed names, create-time dependencies, timeouts) before it

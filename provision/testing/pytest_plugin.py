@@ -105,6 +105,7 @@ def provision_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _target(target: Any, root: Path | None) -> tuple[ClusterSpec, str, dict[str, str]]:
     """(spec, stack name, the stack file's provider config) for a run under the mocks."""
+    from provision.engine.mockrun import held_config
     from provision.ops.ephemeral import read_stack_file_config
     from provision.spec.loading import resolve_target, stack_of_file
 
@@ -113,7 +114,8 @@ def _target(target: Any, root: Path | None) -> tuple[ClusterSpec, str, dict[str,
         return spec, spec.name, {}
     plain, secret, _ = read_stack_file_config(source)
     # Secrets cannot be decrypted without the CLI; the mocked cloud gets a placeholder, as `provision preview`.
-    config = {**plain, **dict.fromkeys(secret, "mock-secret")}
+    # The failover try and createdAt the file holds count as in `pulumi up -s <stack>`.
+    config = {**plain, **dict.fromkeys(secret, "mock-secret"), **held_config(source)}
     return spec, stack_of_file(source) or spec.name, config
 
 

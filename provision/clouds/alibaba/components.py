@@ -19,7 +19,7 @@ from provision.clouds.alibaba.network import Network, build_network
 from provision.clouds.alibaba.plan import AlibabaPlan
 from provision.clouds.alibaba.storage import Storage, build_storage
 from provision.clouds.alibaba.userdata import user_data
-from provision.planning.outputs import stack_outputs
+from provision.clouds.outputs import stack_outputs
 from provision.planning.plan import ClusterPlan
 
 TYPE_TOKEN = "provision:alibaba:Cluster"

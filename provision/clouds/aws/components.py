@@ -16,7 +16,8 @@ import pulumi
 import pulumi_aws as aws
 
 from provision.clouds.aws import network, nodes, storage
-from provision.planning.outputs import shared_fs_summary, stack_outputs
+from provision.clouds.outputs import stack_outputs
+from provision.planning.outputs import shared_fs_summary
 
 if TYPE_CHECKING:
     from provision.clouds.aws.plan import AwsPlan

@@ -18,7 +18,7 @@ import pulumi_aws as aws
 
 from provision.clouds.aws import userdata
 from provision.clouds.aws.network import Network, SecurityGroups, tags
-from provision.planning.outputs import gather
+from provision.clouds.outputs import gather
 
 if TYPE_CHECKING:
     from provision.clouds.aws.plan import AwsPlan

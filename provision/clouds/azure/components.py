@@ -29,7 +29,7 @@ from provision.clouds.azure.rules import vmss_hostnames
 from provision.clouds.azure.storage import SharedFs, build_filesystem
 from provision.clouds.azure.userdata import custom_data
 from provision.clouds.base import TAG_EXPIRES, TAG_RETAIN
-from provision.planning.outputs import stack_outputs
+from provision.clouds.outputs import stack_outputs
 from provision.planning.plan import ClusterPlan
 
 TYPE_TOKEN = "provision:azure:Cluster"

@@ -21,7 +21,7 @@ from provision.clouds.gcp.layout import physical_name
 from provision.clouds.gcp.network import Networks, build_networks
 from provision.clouds.gcp.plan import GcpPlan, SpecificReservation
 from provision.clouds.gcp.storage import build_storage
-from provision.planning.outputs import stack_outputs
+from provision.clouds.outputs import stack_outputs
 from provision.planning.plan import ClusterPlan
 
 TYPE_TOKEN = "provision:gcp:Cluster"

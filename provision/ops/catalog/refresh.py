@@ -10,7 +10,7 @@ Sources (each queried only for the rows the catalog already holds):
   on-demand Linux, shared-tenancy prices, and ``ec2:DescribeSpotPriceHistory`` for the lowest current spot
   price in the region. https://docs.aws.amazon.com/awsaccountbilling/latest/aboutv2/using-price-list-query-api.html
 * Storage (FSx for Lustre through the same Price List API, ``ServiceCode=AmazonFSx``; Azure Managed Lustre
-  through the Retail Prices API): see :mod:`provision.catalog.refresh_storage`. A storage price holds for the
+  through the Retail Prices API): see :mod:`provision.ops.catalog.refresh_storage`. A storage price holds for the
   one region it was read in (the row's ``priced_regions``, else ``refresh_storage.REFERENCE_REGION``).
 * GCP: the Cloud Billing Catalog API (``services/6F81-5844-456A/skus``, Compute Engine; an API key in
   ``GOOGLE_API_KEY``). A machine's price is its GPUs plus its vCPUs and memory at the family's SKUs.
@@ -34,8 +34,8 @@ from typing import Any
 
 import yaml
 
-from provision.catalog import refresh_storage as storage
 from provision.catalog.models import CLOUDS, CloudFile, FilesystemOffer
+from provision.ops.catalog import refresh_storage as storage
 
 AZURE_PRICES_URL = "https://prices.azure.com/api/retail/prices"
 GCP_SKUS_URL = "https://cloudbilling.googleapis.com/v1/services/6F81-5844-456A/skus"
