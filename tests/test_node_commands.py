@@ -1,0 +1,77 @@
+"""Commands on nodes mean what they say: `provision ssh` and `exec` pass every word through unchanged.
+
+OpenSSH joins the words after the host with spaces and the node's shell splits them again, so
+the words are sent as one quoted string (as `exec` sends them); one word stays a shell line.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import MINIMAL_SPEC, isolated_home
+from sshnodes import FakeNodes, fake_nodes
+from test_exec_ssh import _cluster
+from typer.testing import CliRunner
+
+from provision.cli.app import app
+from provision.ops.access import ssh_argv
+
+runner = CliRunner()
+WORDS = ["echo", "a  b", "$(id -u)", "it's", '"q"', ";", "echo", "INJECTED"]
+#: What `echo` prints when every word arrives unchanged.
+SAID = 'a  b $(id -u) it\'s "q" ; echo INJECTED\n'
+
+
+@pytest.fixture
+def up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    isolated_home(tmp_path, monkeypatch)
+    spec = tmp_path / "c.yaml"
+    spec.write_text(yaml.safe_dump({**MINIMAL_SPEC, "name": "qc", "lifetime": {"ttl": "2h"}}), encoding="utf-8")
+    result = runner.invoke(app, ["up", str(spec), "--mock", "--yes"])
+    assert result.exit_code == 0, result.output
+    return "qc"
+
+
+def test_ssh_and_exec_under_mock_pass_spaces_quotes_substitutions_and_semicolons_unchanged(up: str) -> None:
+    ssh = runner.invoke(app, ["ssh", up, "1", "--mock", "--", *WORDS])
+    assert ssh.exit_code == 0 and ssh.stdout == SAID
+    ex = runner.invoke(app, ["exec", up, "--mock", "--nodes", "1", "--", *WORDS])
+    assert ex.exit_code == 0 and ex.stdout == f"[{up}-1] {SAID}"
+
+
+def test_the_real_ssh_command_line_survives_openssh_joining_and_the_node_shell(up: str) -> None:
+    printed = json.loads(runner.invoke(app, ["ssh", up, "1", "--mock", "--json", "--", *WORDS]).stdout)
+    argv = printed["argv"]
+    # What OpenSSH does with the words after the host: join with spaces; the node runs `$SHELL -c` on that.
+    remote = " ".join(argv[argv.index("--") + 1 :])
+    ran = subprocess.run(["bash", "-c", remote], capture_output=True, text=True, check=False)  # noqa: S603, S607
+    assert ran.stdout == SAID, ran.stdout
+
+
+def test_one_word_stays_a_shell_line_as_with_openssh(up: str) -> None:
+    ssh = runner.invoke(app, ["ssh", up, "1", "--mock", "--", "echo one; echo two"])
+    assert ssh.exit_code == 0 and ssh.stdout == "one\ntwo\n"
+
+
+@pytest.fixture
+def nodes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    isolated_home(tmp_path, monkeypatch)
+    with fake_nodes(tmp_path, 2) as found:
+        monkeypatch.setenv("PROVISION_SSH_IDENTITY", str(found.client_key))
+        yield found
+
+
+@pytest.mark.skipif(shutil.which("ssh") is None, reason="needs the OpenSSH client")
+def test_openssh_against_a_local_node_runs_the_words_unchanged(nodes: FakeNodes) -> None:
+    argv = ssh_argv(_cluster(nodes), 1, WORDS)
+    argv[1:1] = ["-o", "BatchMode=yes"]
+    ran = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)  # noqa: S603
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout == SAID
+    assert nodes.commands[1][-1] == argv[-1]  # one quoted string reached the node
