@@ -12,6 +12,7 @@ from conftest import ROOT, isolated_home
 from typer.testing import CliRunner
 
 from provision.cli.app import app
+
 runner = CliRunner()
 CONFIRM_PRICE_ENV = "PROVISION_CONFIRM_HOURLY_PRICE_USD"
 
