@@ -63,7 +63,7 @@ def test_every_shipped_stack_passes_every_rule(stack: str, rule_id: str) -> None
 
 def test_rules_have_stable_unique_ids_rationale_and_anchors() -> None:
     ids = [r.id for r in RULES]
-    assert len(ids) == len(set(ids)) == 11
+    assert len(ids) == len(set(ids)) == 12
     assert all(r.id.startswith("PRV-") and r.title and r.rationale for r in RULES)
     assert sum(1 for r in RULES if r.anchors) >= 8
 

@@ -120,3 +120,25 @@ def test_prv_ttl_001_covers_azure_scale_sets() -> None:
     for dropped in ("azure-native:authorization:RoleDefinition", "azure-native:authorization:RoleAssignment"):
         found = evaluate([r for r in graph if r.type != dropped], _no_opt_in(), [ttl])
         assert [v.resource_type for v in found] == ["azure-native:compute:VirtualMachineScaleSet"], dropped
+
+
+def test_prv_img_001_refuses_a_host_holding_container_on_a_tag() -> None:
+    (img,) = [r for r in RULES if r.id == "PRV-IMG-001"]
+    pinned = "ubuntu:noble-20260911@sha256:b648a2094b746b16f8e688364f6fa0504788b209f328c54bf9e677f238a142df"
+
+    def daemonset(image: str, privileged: bool = True, host_pid: bool = False) -> Resource:
+        container = {"name": "setup", "image": image, "securityContext": {"privileged": privileged}}
+        spec = {"hostPID": host_pid, "initContainers": [container], "containers": [{"name": "p", "image": "pause"}]}
+        return Resource("kubernetes:apps/v1:DaemonSet", "ds", {"spec": {"template": {"spec": spec}}})
+
+    assert [v.rule.id for v in evaluate([daemonset("ubuntu:24.04")], _no_opt_in(), [img])] == ["PRV-IMG-001"]
+    assert evaluate([daemonset("ubuntu:24.04", privileged=False, host_pid=True)], _no_opt_in(), [img])
+    assert not evaluate([daemonset(pinned)], _no_opt_in(), [img])
+    assert not evaluate([daemonset("ubuntu:24.04", privileged=False)], _no_opt_in(), [img])  # holds no host
+
+
+def test_every_image_of_the_gke_stack_that_holds_the_host_is_pinned() -> None:
+    from provision.clouds.gcp.kubeplan import IMAGES
+
+    for key in ("setup", "tcpxo-installer", "tcpxo-rxdm", "device-injector", "pause"):
+        assert "@sha256:" in IMAGES[key], key

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from provision.ops.policy_images import check_pinned_images
 from provision.ops.policy_lifetime import check_lifetime, lifetime_graph
 from provision.ops.policy_rules import (
     Context,
@@ -143,6 +144,13 @@ RULES: tuple[Rule, ...] = (
         "The reaper and cost reports find a cluster by these tags, even after its Pulumi state is lost.",
         (),
         check_tags,
+    ),
+    Rule(
+        "PRV-IMG-001",
+        "Every container that holds the host (privileged or host namespaces) runs an image pinned by digest",
+        "A re-pointed tag runs its new content as root on every GPU node; a digest names the content itself.",
+        ("CKV_K8S_43",),
+        check_pinned_images,
     ),
     Rule(
         "PRV-TTL-001",
