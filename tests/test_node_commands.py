@@ -75,3 +75,35 @@ def test_openssh_against_a_local_node_runs_the_words_unchanged(nodes: FakeNodes)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout == SAID
     assert nodes.commands[1][-1] == argv[-1]  # one quoted string reached the node
+
+
+# ------------------------------------------------------------------ prepare_nodes trusts no self-report
+
+
+def test_prepare_ignores_an_address_a_node_makes_up_and_refuses_a_key_it_did_not_present(
+    nodes: FakeNodes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import provision.ops.prepare as prepare
+    from provision.spec.errors import CloudError
+
+    key = '"${PROVISION_ROOT:-}/etc/ssh/ssh_host_ed25519_key.pub"'
+    evil = 'if [ "$PROVISION_TEST_NODE" = 1 ]; then printf "%s " \'*",command="id\'; else printf "10.9.9.9 "; fi; '
+    monkeypatch.setattr(prepare, "HOST_KEY_COMMAND", evil + f"cat {key}")
+    cluster = _cluster(nodes)
+    prepare.prepare_nodes(cluster, sudo="")
+    for home in nodes.homes:
+        root = home / "root"
+        auth = next(root.rglob("authorized_keys2")).read_text()
+        assert auth.startswith('from="10.0.0.10,10.0.0.11"'), auth  # the cloud's addresses only
+        conf = (root / "etc/ssh/ssh_config.d/provision.conf").read_text()
+        assert "command=" not in conf and "*" not in conf
+    # Node 1 vouches for node 0's host key: refused, naming the node.
+    zero = nodes.host_keys[0].split()[:2]
+    monkeypatch.setattr(
+        prepare,
+        "HOST_KEY_COMMAND",
+        f'printf "10.0.0.1 "; if [ "$PROVISION_TEST_NODE" = 1 ]; then echo "{zero[0]} {zero[1]}"; else cat {key}; fi',
+    )
+    with pytest.raises(CloudError) as err:
+        prepare.prepare_nodes(cluster, sudo="")
+    assert "t-1" in str(err.value) and "other than the one it presented" in str(err.value)
