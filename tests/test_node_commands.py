@@ -107,3 +107,42 @@ def test_prepare_ignores_an_address_a_node_makes_up_and_refuses_a_key_it_did_not
     with pytest.raises(CloudError) as err:
         prepare.prepare_nodes(cluster, sudo="")
     assert "t-1" in str(err.value) and "other than the one it presented" in str(err.value)
+
+
+# ------------------------------------------------------------------ host keys from the cloud
+
+
+def _cloud_reports(cluster: Any, keys: dict[int, str]) -> Any:
+    cluster.outputs["host_keys"] = {rank: " ".join(k.split()[:2]) for rank, k in keys.items()}
+    return cluster
+
+
+def test_a_node_presenting_a_key_the_cloud_does_not_report_is_refused_on_first_contact(nodes: FakeNodes) -> None:
+    from provision.ops.exec import UNREACHABLE, run_on_nodes
+
+    cluster = _cloud_reports(_cluster(nodes), {0: nodes.host_keys[0], 1: nodes.host_keys[0]})  # t-1: not its key
+    results = run_on_nodes(cluster, "true")
+    assert [r.exit_code for r in results] == [0, UNREACHABLE]
+    assert "not trusted" in (results[1].error or "")
+
+
+def test_a_replaced_node_is_reached_after_its_key_is_read_from_the_cloud(
+    nodes: FakeNodes, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from provision.ops.access import known_hosts_path, ssh_dir
+    from provision.ops.exec import run_on_nodes, worst_exit
+
+    cluster = _cluster(nodes)
+    assert worst_exit(run_on_nodes(cluster, "true")) == 0  # no report from the cloud: keys recorded at first use
+    known = known_hosts_path(cluster)
+    old = {line.split(" ", 1)[0]: line.split(" ", 1)[1] for line in known.read_text().splitlines()}
+    # t-1 was pinned with its old VM's key; the new VM behind it presents another, which the cloud reports.
+    known.write_text(f"t-0 {old['t-0']}\nt-1 {old['t-0']}\n")
+    marker = ssh_dir(cluster) / "prepared-0123456789abcdef"
+    marker.touch()
+    assert worst_exit(run_on_nodes(cluster, "true")) != 0  # without the cloud's report: refused
+    _cloud_reports(cluster, dict(enumerate(nodes.host_keys)))
+    assert worst_exit(run_on_nodes(cluster, "true")) == 0
+    assert "t-1 changed host key: the node was replaced" in capsys.readouterr().err
+    assert not marker.exists()  # the nodes are prepared again on the next launch
+    assert f"t-1 {' '.join(nodes.host_keys[1].split()[:2])}" in known.read_text()

@@ -202,7 +202,11 @@ def remote_command(words: list[str]) -> str:
 
 def ssh_argv(cluster: Cluster, node: str | int | None = None, command: list[str] | None = None) -> list[str]:
     """The ``ssh`` command line into ``node`` through the cluster's way in (writes the config first)."""
+    from provision.ops.hostkeys import pin_from_cloud
+
     config = write_ssh_config(cluster)
+    if not getattr(cluster, "mock", False):
+        pin_from_cloud(cluster, known_hosts_path(cluster))  # OpenSSH then checks the cloud's key, not first use
     argv = ["ssh", "-F", str(config), node_alias(cluster, node)]
     if command:
         argv += ["--", remote_command(command)]
