@@ -14,6 +14,7 @@ to ``ssh-ed25519 <base64>``), which a cloud program fills from what the nodes pu
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -48,14 +49,21 @@ def _read(path: Path) -> dict[str, str]:
     return found
 
 
+def _write_private(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text``, readable by its owner only (as the rest of the ssh folder)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
 def pin_from_cloud(cluster: Any, known_hosts: Path) -> set[str]:
     """Write the cloud's host keys into ``known_hosts`` before any connection; the aliases pinned so.
 
     A node whose pinned key differs from the cloud's was replaced: its new key is pinned, a
     message says so, and the ``prepared-*`` markers beside ``known_hosts`` are removed.
     """
-    from provision.ops.access import _write_private
-
     keys = cloud_host_keys(cluster)
     if not keys:
         return set()
