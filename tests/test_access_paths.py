@@ -103,7 +103,7 @@ def test_identity_file_comes_from_the_users_key_matching_the_spec(
     monkeypatch.setenv("PROVISION_SSH_IDENTITY", "~/keys/ci")
     printed = runner.invoke(app, ["ssh", "idt", "1", "--print", "--mock", "--", "nvidia-smi", "-L"])
     argv = shlex.split(printed.stdout)
-    assert argv[-4:] == ["idt-1", "--", "nvidia-smi", "-L"]
+    assert argv[-3:] == ["idt-1", "--", "nvidia-smi -L"]  # the words as one quoted remote command
     assert f"IdentityFile {user / 'keys' / 'ci'}" in Path(argv[2]).read_text()
 
 

@@ -60,7 +60,7 @@ def test_a_lifetime_gives_the_identity_a_delete_only_role_scoped_to_the_cluster_
     assert definition.inputs["assignableScopes"] == [scope]  # assignable nowhere else
     assert definition.inputs["scope"] == "/".join(scope.split("/")[:3])  # custom roles live at the subscription
     assert definition.inputs["permissions"] == [{"actions": list(ROLE_ACTIONS)}]
-    assert ROLE_ACTIONS == ("*/delete",)
+    assert ROLE_ACTIONS == ("Microsoft.Compute/virtualMachineScaleSets/delete",)  # not */delete: no data deletion
     assert assignment.inputs["principalId"] == identity.outputs["principalId"]
     assert assignment.inputs["principalType"] == "ServicePrincipal"
     assert assignment.inputs["roleDefinitionId"].endswith("/roleDefinitions/" + role_guid("az-test", "definition"))
@@ -103,7 +103,8 @@ def _run_expiry(bounded: PreviewResult, monkeypatch: pytest.MonkeyPatch, delete_
         seen.append(req)
         url = req.full_url
         if "/metadata/instance/compute" in url:
-            return _Response(json.dumps({"subscriptionId": "sub-1", "resourceGroupName": "az-test-rg"}).encode())
+            meta = {"subscriptionId": "sub-1", "resourceGroupName": "az-test-rg", "vmScaleSetName": "az-test-vmss"}
+            return _Response(json.dumps(meta).encode())
         if "/metadata/identity/oauth2/token" in url:
             return _Response(json.dumps({"access_token": "tok-123"}).encode())
         if delete_status >= 400:
@@ -120,7 +121,7 @@ def _run_expiry(bounded: PreviewResult, monkeypatch: pytest.MonkeyPatch, delete_
     return code, seen
 
 
-def test_the_timer_deletes_its_own_group_with_the_identity_token(
+def test_the_timer_deletes_its_own_scale_set_with_the_identity_token(
     bounded: PreviewResult, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     code, seen = _run_expiry(bounded, monkeypatch, 202)
@@ -129,12 +130,14 @@ def test_the_timer_deletes_its_own_group_with_the_identity_token(
     assert all(r.headers.get("Metadata") == "true" for r in (meta, token))
     assert "msi_res_id=/subscriptions/sub-1/resourceGroups/az-test-rg/providers/" in token.full_url
     assert delete.get_method() == "DELETE"
-    assert delete.full_url.startswith("https://management.azure.com/subscriptions/sub-1/resourcegroups/az-test-rg?")
-    assert "forceDeletionTypes=Microsoft.Compute/virtualMachineScaleSets" in delete.full_url
+    assert delete.full_url.startswith(
+        "https://management.azure.com/subscriptions/sub-1/resourceGroups/az-test-rg/providers/Microsoft.Compute/"
+        "virtualMachineScaleSets/az-test-vmss?forceDeletion=true&"
+    )
     assert delete.headers["Authorization"] == "Bearer tok-123"
 
 
-def test_a_group_already_gone_is_success_and_other_errors_retry(
+def test_a_scale_set_already_gone_is_success_and_other_errors_retry(
     bounded: PreviewResult, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert _run_expiry(bounded, monkeypatch, 404)[0] == 0
@@ -159,3 +162,11 @@ def test_no_lifetime_no_role() -> None:
     assert result.plan.expires_at is None
     assert not [r for r in result.resources if r.type in (ROLE_DEF, ROLE_ASSIGN)]
     assert "provision-expiry.timer" not in _script(result)
+
+
+def test_the_metadata_service_answers_root_only_on_nodes_with_the_identity(bounded: PreviewResult) -> None:
+    unit = _files(bounded)["/etc/systemd/system/provision-imds-root.service"]
+    assert "-d 169.254.169.254 -m owner ! --uid-owner 0 -j REJECT" in unit  # host processes but root
+    assert "-I DOCKER-USER -d 169.254.169.254 -j REJECT" in unit  # containers
+    timer = _files(bounded)["/etc/systemd/system/provision-expiry.timer"]
+    assert "Wants=provision-imds-root.service" in timer  # started with the timer, at every boot

@@ -174,7 +174,7 @@ def test_the_only_identity_is_the_expiry_timers_with_its_delete_only_role(amlfs:
     (assignment,) = amlfs.of_type("azure-native:authorization:RoleAssignment")
     role = amlfs.one("azure-native:authorization:RoleDefinition").inputs
     assert assignment.inputs["principalId"] == identity.outputs["principalId"]
-    assert [p["actions"] for p in role["permissions"]] == [["*/delete"]]
+    assert [p["actions"] for p in role["permissions"]] == [["Microsoft.Compute/virtualMachineScaleSets/delete"]]
 
 
 # ------------------------------------------------------------------ node addresses (issue 11.3, A4)

@@ -81,7 +81,7 @@ def test_gke_installs_the_tcpxo_plugin_and_device_injector_on_the_gpu_pool(gke: 
     installer = ds["nccl-tcpxo-installer"]["spec"]["template"]["spec"]
     assert installer["nodeSelector"] == {"provision-pool": "gpu"}
     images = [c["image"] for c in installer["initContainers"]]
-    assert any(i.endswith("nccl-plugin-gpudirecttcpx-dev:v1.0.15") for i in images)
+    assert any("nccl-plugin-gpudirecttcpx-dev:v1.0.15@sha256:" in i for i in images)
 
 
 def test_gke_shared_volume_points_the_lustre_csi_driver_at_the_instance(gke: Any) -> None:

@@ -63,7 +63,7 @@ def test_every_shipped_stack_passes_every_rule(stack: str, rule_id: str) -> None
 
 def test_rules_have_stable_unique_ids_rationale_and_anchors() -> None:
     ids = [r.id for r in RULES]
-    assert len(ids) == len(set(ids)) == 11
+    assert len(ids) == len(set(ids)) == 12
     assert all(r.id.startswith("PRV-") and r.title and r.rationale for r in RULES)
     assert sum(1 for r in RULES if r.anchors) >= 8
 
@@ -292,8 +292,6 @@ def test_check_exits_3_naming_the_rule_and_the_resource(
 ) -> None:
     import yaml
 
-    import provision.ops.policy as policy
-
     spec = {
         "name": "t1",
         "cloud": "aws",
@@ -309,8 +307,10 @@ def test_check_exits_3_naming_the_rule_and_the_resource(
     }
     path = tmp_path / "head.yaml"
     path.write_text(yaml.safe_dump(spec))
-    assert CliRunner().invoke(app, ["check", str(path), "--json"]).exit_code == 0  # the opt-in allows node 0's EIP
-    monkeypatch.setattr(policy, "context_for", lambda spec: Context())  # as if the spec had not opted in
+    grant = tmp_path / "policy.json"
+    grant.write_text('{"public_head_node": true}')
+    # The operator's policy config allows node 0's EIP; the spec's own opt-in does not.
+    assert CliRunner().invoke(app, ["check", str(path), "--json", "--policy-config", str(grant)]).exit_code == 0
     result = CliRunner().invoke(app, ["check", str(path), "--json"])
     assert result.exit_code == 3
     (violation,) = json.loads(result.stdout)["violations"]

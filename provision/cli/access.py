@@ -106,10 +106,12 @@ def ssh(
                 f"a mocked cluster has no node to log into; on a real one this runs:\n  {line}", markup=False
             )
             return
+        from provision.ops import access as access_ops
         from provision.ops.exec import run_on_nodes
 
         rank = int(found["node"].rsplit("-", 1)[1])
-        results = run_command(False, lambda: run_on_nodes(cluster, shlex.join(found["command"]), nodes=[rank]))
+        remote = access_ops.remote_command(found["command"])  # the string a real node's shell gets
+        results = run_command(False, lambda: run_on_nodes(cluster, remote, nodes=[rank]))
         sys.stdout.write(results[0].stdout)
         sys.stderr.write(results[0].stderr)
         raise typer.Exit(results[0].exit_code)

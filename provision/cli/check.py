@@ -16,15 +16,26 @@ from provision.cli.common import JsonOpt, TargetArg, console, emit_json, run_com
 EXIT_POLICY = 3
 
 
-def check(target: str = TargetArg, as_json: bool = JsonOpt) -> None:
+def check(
+    target: str = TargetArg,
+    policy_config: str | None = typer.Option(
+        None,
+        "--policy-config",
+        help="The operator's exemptions (JSON/YAML: allow_world_ssh, public_head_node, gcp_os_login; flat or in "
+        "the policy pack's --policy-pack-config layout). The spec's own opt-ins waive no rule.",
+    ),
+    as_json: bool = JsonOpt,
+) -> None:
     """Check the cluster's resources against the security and hygiene rules (exit 3 on a violation)."""
 
     def go() -> dict[str, Any]:
         from provision.cli.plan import _plan_target, _target_stack
-        from provision.ops.policy import check_spec
+        from provision.ops.policy import check_spec, read_policy_config
 
+        ctx = read_policy_config(policy_config) if policy_config else None
         plan = _plan_target(target)  # every spec problem at once, before anything is registered
-        return {"target": target, **check_spec(plan.spec, stack=_target_stack(target) or "check").as_dict()}
+        report = check_spec(plan.spec, stack=_target_stack(target) or "check", ctx=ctx)
+        return {"target": target, **report.as_dict()}
 
     doc = run_command(as_json, go)
     # A policy violation is a refusal (3); inputs a real cloud would reject are a failure (1).
@@ -48,6 +59,10 @@ def check(target: str = TargetArg, as_json: bool = JsonOpt) -> None:
         out.print(
             f"[red]{v['rule']}[/] {escape(v['resource_type'])} [cyan]{escape(v['resource'])}[/]: "
             f"{escape(v['message'])}{escape(anchors)}"
+        )
+    for path in doc["spec_opt_ins_not_granted"]:
+        out.print(
+            f"[yellow]not waived:[/] the spec's {escape(path)} is not an exemption; grant it with --policy-config"
         )
     for rejection in doc["rejected_by_cloud"]:
         out.print(f"[red]rejected by the cloud:[/] {escape(rejection)}")

@@ -188,12 +188,30 @@ def node_alias(cluster: Cluster, node: str | int | None) -> str:
     )
 
 
+def remote_command(words: list[str]) -> str:
+    """The one command string a node's shell runs for ``words``.
+
+    OpenSSH joins the words after the host with spaces and the node's shell splits them again
+    (``ssh(1)``: "command is executed on the remote host instead of a login shell"), so
+    ``echo 'a b' ';' id`` would run ``id``. Several words are quoted as ``exec`` quotes them
+    (:func:`shlex.join`), so each reaches the program unchanged; one word is a shell line, as
+    with OpenSSH (``provision ssh c -- 'ls | wc -l'``).
+    """
+    import shlex
+
+    return words[0] if len(words) == 1 else shlex.join(words)
+
+
 def ssh_argv(cluster: Cluster, node: str | int | None = None, command: list[str] | None = None) -> list[str]:
     """The ``ssh`` command line into ``node`` through the cluster's way in (writes the config first)."""
+    from provision.ops.hostkeys import pin_from_cloud
+
     config = write_ssh_config(cluster)
+    if not getattr(cluster, "mock", False):
+        pin_from_cloud(cluster, known_hosts_path(cluster))  # OpenSSH then checks the cloud's key, not first use
     argv = ["ssh", "-F", str(config), node_alias(cluster, node)]
     if command:
-        argv += ["--", *command]
+        argv += ["--", remote_command(command)]
     return argv
 
 

@@ -164,7 +164,11 @@ def run_on_nodes(
         env_files = access.mock_env_files(cluster)
         runner = _local_runner(cluster, env_files)
     else:
-        runner = _ssh_runner(access.write_ssh_config(cluster), access.known_hosts_path(cluster))
+        from provision.ops.hostkeys import pin_from_cloud
+
+        known_hosts = access.known_hosts_path(cluster)
+        pin_from_cloud(cluster, known_hosts)  # the cloud's keys before any first contact
+        runner = _ssh_runner(access.write_ssh_config(cluster), known_hosts)
     sem_size = max(1, fanout)
 
     async def main() -> None:

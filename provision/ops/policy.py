@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from provision.ops.policy_images import check_pinned_images
 from provision.ops.policy_lifetime import check_lifetime, lifetime_graph
 from provision.ops.policy_rules import (
     Context,
@@ -145,6 +146,13 @@ RULES: tuple[Rule, ...] = (
         check_tags,
     ),
     Rule(
+        "PRV-IMG-001",
+        "Every container that holds the host (privileged or host namespaces) runs an image pinned by digest",
+        "A re-pointed tag runs its new content as root on every GPU node; a digest names the content itself.",
+        ("CKV_K8S_43",),
+        check_pinned_images,
+    ),
+    Rule(
         "PRV-TTL-001",
         "Every VM of an ephemeral cluster has a cloud-side lifetime",
         "A crashed CI runner never runs `down`; only a lifetime enforced by the cloud stops the GPU bill.",
@@ -211,6 +219,8 @@ class CheckReport:
     #: What the strict mocked cloud refused (a real cloud would reject it): not a policy matter, exit 1.
     rejected: list[str] = field(default_factory=list)
     rules: tuple[Rule, ...] = RULES
+    #: Opt-ins the spec asks for that the operator's policy config does not grant (so they waive nothing).
+    not_granted: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -228,6 +238,7 @@ class CheckReport:
             "passed": self.passed,
             "violations": [v.as_dict() for v in self.violations],
             "rejected_by_cloud": list(self.rejected),
+            "spec_opt_ins_not_granted": list(self.not_granted),
             "rules": [
                 {
                     "id": r.id,
@@ -242,13 +253,90 @@ class CheckReport:
 
 
 def context_for(spec: ClusterSpec) -> Context:
-    """The opt-ins of ``spec`` that rules honour."""
+    """The opt-ins ``spec`` asks for. ``provision check`` does not honour them: a gate cannot take its
+    exemptions from what it checks (see :func:`operator_context`); they are reported when not granted."""
     opts = spec.cloud_options()
     return Context(
         allow_world_ssh=spec.access.allow_world_ssh,
         public_head_node=spec.access.public_head_node,
         gcp_os_login=bool(getattr(opts, "os_login", True)) if spec.cloud == "gcp" else True,
     )
+
+
+_OPT_INS = {
+    "allow_world_ssh": "access.allow_world_ssh",
+    "public_head_node": "access.public_head_node",
+    "gcp_os_login": "gcp.os_login",
+}
+
+
+def operator_context(config: Mapping[str, Any] | None = None) -> Context:
+    """The rules' context from the operator's policy config, the same as the policy pack's.
+
+    ``config`` is either the pack's keys (``{"allow_world_ssh": true}``) or Pulumi's
+    ``--policy-pack-config`` file layout, one entry per policy
+    (https://www.pulumi.com/docs/iac/using-pulumi/crossguard/configuration/):
+    ``{"PRV-NET-002": {"allow_world_ssh": true}, "all": "mandatory"}``. An entry granting an
+    opt-in grants it. No config: no opt-in, OS Login required.
+    """
+    merged: dict[str, Any] = {}
+    for key, value in (config or {}).items():
+        if key in _OPT_INS:
+            merged[key] = value
+        elif isinstance(value, Mapping):
+            for k, v in value.items():
+                if k in ("allow_world_ssh", "public_head_node") and v is True:
+                    merged[k] = True
+                elif k == "gcp_os_login" and v is False:
+                    merged[k] = False
+    return pack_context(merged)
+
+
+def read_policy_config(path: str) -> Context:
+    """:func:`operator_context` of a JSON or YAML policy config file.
+
+    Raises:
+        SpecError: the file cannot be read or is not a mapping of the pack's keys.
+    """
+    from pathlib import Path
+
+    from provision.spec.errors import Problem, SpecError
+    from provision.spec.yamlsafe import load_bounded, read_text_bounded
+
+    try:
+        data = load_bounded(read_text_bounded(Path(path)))
+    except Exception as e:  # noqa: BLE001  # any unreadable file is the same user error
+        why = f"cannot be read ({type(e).__name__})"
+        raise SpecError(problems=[Problem("--policy-config", path, why, "give a JSON or YAML file")]) from None
+    if not isinstance(data, Mapping):
+        bad = ["(not a mapping)"]
+    else:
+        bad = [str(k) for k, v in data.items() if k not in _OPT_INS and not isinstance(v, (Mapping, str))]
+    if bad:
+        raise SpecError(
+            problems=[
+                Problem(
+                    "--policy-config",
+                    path,
+                    f"is not a policy config (unexpected {', '.join(bad)})",
+                    f"write the pack's keys ({', '.join(_OPT_INS)}), flat or under a rule id",
+                )
+            ]
+        )
+    return operator_context(data)
+
+
+def not_granted(spec: ClusterSpec, ctx: Context) -> list[str]:
+    """The spec's opt-ins that ``ctx`` (the operator's) does not grant, as spec paths."""
+    asked = context_for(spec)
+    out = []
+    if asked.allow_world_ssh and not ctx.allow_world_ssh:
+        out.append(_OPT_INS["allow_world_ssh"])
+    if asked.public_head_node and not ctx.public_head_node:
+        out.append(_OPT_INS["public_head_node"])
+    if not asked.gcp_os_login and ctx.gcp_os_login:
+        out.append(_OPT_INS["gcp_os_login"])
+    return out
 
 
 def evaluate(resources: Iterable[Resource], ctx: Context, rules: Sequence[Rule] = RULES) -> list[Violation]:
@@ -265,8 +353,13 @@ def evaluate(resources: Iterable[Resource], ctx: Context, rules: Sequence[Rule] 
     return out
 
 
-def check_spec(spec: ClusterSpec, stack: str = "check", now: datetime | None = None) -> CheckReport:
+def check_spec(
+    spec: ClusterSpec, stack: str = "check", now: datetime | None = None, ctx: Context | None = None
+) -> CheckReport:
     """Run the program for ``spec`` under the mocked cloud and evaluate every rule on its graph.
+
+    ``ctx`` holds the exemptions the operator grants (:func:`operator_context`); the spec's own
+    opt-ins waive nothing here.
 
     Raises:
         SpecError, BudgetError: the spec is invalid or refused (nothing is registered).
@@ -282,7 +375,10 @@ def check_spec(spec: ClusterSpec, stack: str = "check", now: datetime | None = N
         registered = list(e.partial)
         rejected = [str(v) for v in getattr(e, "violations", ())] or [str(e)]
     graph = [Resource(r.type, r.name, r.inputs, r.outputs, r.id) for r in registered if r.custom]
-    return CheckReport(stack, spec.cloud, len(graph), evaluate(graph, context_for(spec)), rejected=rejected)
+    ctx = ctx or Context()
+    return CheckReport(
+        stack, spec.cloud, len(graph), evaluate(graph, ctx), rejected=rejected, not_granted=not_granted(spec, ctx)
+    )
 
 
 # ---------------------------------------------------------------------- the Pulumi policy pack

@@ -20,8 +20,11 @@ billing at that time even when nobody runs ``down``. What really enforces it, pe
   termination time for pools, so a node that GKE re-creates (repair, upgrade) gets a fresh
   duration; the reaper stays the backstop for those.
 * Alibaba instances: ``autoReleaseTime``.
-* Azure has no VM lifetime: the nodes delete their resource group at the expiry
-  (``clouds/azure/expiry.py``); the tag rule guarantees the reaper's tags.
+* Azure has no VM lifetime: the nodes delete the cluster's scale sets at the expiry
+  (``clouds/azure/expiry.py``). A graph property too: an ephemeral scale set needs a user-assigned
+  identity, a custom role (in the graph) whose actions include
+  ``Microsoft.Compute/virtualMachineScaleSets/delete``, an assignment of that role, and the timer
+  (``OnCalendar=``) in its custom data.
 
 Because of the EKS case the rule runs over the whole graph (:func:`lifetime_graph`); the Pulumi
 policy pack serves it as a ``StackValidationPolicy``. :func:`check_lifetime` is the per-resource
@@ -185,6 +188,47 @@ def _is_template(r: Resource, ref: tuple[str, str]) -> bool:
     return bool(lt_id and lt_id in ids or lt_name and lt_name in names)
 
 
+AZURE_VMSS = "azure-native:compute:VirtualMachineScaleSet"
+AZURE_ROLE = "azure-native:authorization:RoleDefinition"
+AZURE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
+#: The action the expiry timer needs (Azure resource provider operations, Microsoft.Compute:
+#: https://learn.microsoft.com/azure/role-based-access-control/permissions/compute).
+VMSS_DELETE = "microsoft.compute/virtualmachinescalesets/delete"
+
+
+def _allows(actions: Any, operation: str) -> bool:
+    from fnmatch import fnmatchcase
+
+    return any(isinstance(a, str) and fnmatchcase(operation, a.lower()) for a in _items(actions))
+
+
+def _azure_vmss_problems(vmss: Resource, resources: Sequence[Resource]) -> list[str]:
+    out = []
+    ident = vmss.get("identity", "userAssignedIdentities")
+    if not ident:
+        out.append("the scale set carries no user-assigned identity, so its nodes cannot delete it at the expiry")
+    roles = [
+        r
+        for r in resources
+        if r.type == AZURE_ROLE
+        and any(isinstance(p, Mapping) and _allows(p.get("actions"), VMSS_DELETE) for p in _items(r.get("permissions")))
+    ]
+    guids = {str(r.get("roleDefinitionId") or r.id or "").rsplit("/", 1)[-1].lower() for r in roles} - {""}
+    assigned = [
+        a
+        for a in resources
+        if a.type == AZURE_ASSIGNMENT and str(a.get("roleDefinitionId") or "").rsplit("/", 1)[-1].lower() in guids
+    ]
+    if not roles:
+        out.append("no role in the graph may delete scale sets (Microsoft.Compute/virtualMachineScaleSets/delete)")
+    elif not assigned:
+        out.append("the scale-set delete role is assigned to nobody")
+    data = decoded(str(vmss.get("virtualMachineProfile", "osProfile", "customData") or ""))
+    if "OnCalendar=" not in data:
+        out.append("the custom data sets no timer at the expiry")
+    return out
+
+
 def lifetime_graph(resources: Sequence[Resource], ctx: Context) -> list[tuple[Resource, str]]:
     """Every PRV-TTL-001 violation of a graph, as (resource, message).
 
@@ -202,6 +246,9 @@ def lifetime_graph(resources: Sequence[Resource], ctx: Context) -> list[tuple[Re
                 out.extend((r, m) for m in _node_group_problems(r, schedules))
         elif r.type == AWS_LT and any(_is_template(r, ref) for ref in eks_templates):
             continue
+        elif r.type == AZURE_VMSS:
+            if ephemeral(r):
+                out.extend((r, m) for m in _azure_vmss_problems(r, resources))
         else:
             out.extend((r, m) for m in check_lifetime(r, ctx))
     return out

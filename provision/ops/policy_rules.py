@@ -15,7 +15,6 @@ reliability-security.md, section 1).
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -182,20 +181,20 @@ def check_public_ip(r: Resource, ctx: Context) -> list[str]:
 
 # ---------------------------------------------------------------------- PRV-NET-002
 
-_WORLD_WORDS = {"*", "internet", "any", "0.0.0.0", "0.0.0.0/0", "::/0"}
-
 
 def is_world(source: Any) -> bool:
-    """An ingress source that means "anyone on the internet"."""
-    if not isinstance(source, str):
-        return False
-    s = source.strip().lower()
-    if s in _WORLD_WORDS:
-        return True
-    try:
-        return ipaddress.ip_network(s, strict=False).prefixlen == 0
-    except ValueError:
-        return False
+    """An ingress source that means "anyone on the internet": judged by the public addresses it
+    holds (``0.0.0.0/1`` is half the internet), see :mod:`provision.spec.cidrs`."""
+    from provision.spec.cidrs import world_wide
+
+    return isinstance(source, str) and world_wide([source])
+
+
+def any_world(sources: list[Any]) -> bool:
+    """Whether ``sources`` (one rule's list) together admit the internet, e.g. 32 CIDRs covering all but one address."""
+    from provision.spec.cidrs import world_wide
+
+    return world_wide([s for s in sources if isinstance(s, str)])
 
 
 def _ports(low: Any, high: Any) -> tuple[int, int]:
@@ -236,18 +235,18 @@ def check_world_ingress(r: Resource, ctx: Context) -> list[str]:
             out += _exposure(r.get("ipProtocol"), *_ports(r.get("fromPort"), r.get("toPort")), ctx, "the rule")
     elif r.type == "aws:ec2/securityGroupRule:SecurityGroupRule":
         sources = _items(r.get("cidrBlocks")) + _items(r.get("ipv6CidrBlocks"))
-        if r.get("type") == "ingress" and any(is_world(s) for s in sources):
+        if r.get("type") == "ingress" and any_world(sources):
             out += _exposure(r.get("protocol"), *_ports(r.get("fromPort"), r.get("toPort")), ctx, "the rule")
     elif r.type == "aws:ec2/securityGroup:SecurityGroup":
         for i, rule in enumerate(_items(r.get("ingress"))):
             if isinstance(rule, Mapping):
                 sources = _items(rule.get("cidrBlocks")) + _items(rule.get("ipv6CidrBlocks"))
-                if any(is_world(s) for s in sources):
+                if any_world(sources):
                     lo, hi = _ports(rule.get("fromPort"), rule.get("toPort"))
                     out += _exposure(rule.get("protocol"), lo, hi, ctx, f"ingress[{i}]")
     elif r.type == "gcp:compute/firewall:Firewall":
         ingress = str(r.get("direction") or "INGRESS").upper() == "INGRESS" and not truthy(r.get("disabled"))
-        if ingress and any(is_world(s) for s in _items(r.get("sourceRanges"))):
+        if ingress and any_world(_items(r.get("sourceRanges"))):
             for i, allow in enumerate(_items(r.get("allows"))):
                 if not isinstance(allow, Mapping):
                     continue
@@ -261,7 +260,7 @@ def check_world_ingress(r: Resource, ctx: Context) -> list[str]:
             if str(rule.get("direction", "")).lower() != "inbound" or str(rule.get("access", "")).lower() != "allow":
                 continue
             sources = _items(rule.get("sourceAddressPrefix")) + _items(rule.get("sourceAddressPrefixes"))
-            if any(is_world(s) for s in sources):
+            if any_world(sources):
                 ranges = _items(rule.get("destinationPortRange")) + _items(rule.get("destinationPortRanges"))
                 for p in ranges or ["*"]:
                     out += _exposure(rule.get("protocol"), *_port_range_text(p), ctx, f"securityRules[{i}]")

@@ -6,6 +6,7 @@ on a command line, nothing in user data or state), written by one small root scr
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Any
 
@@ -80,6 +81,54 @@ HOST_KEY_COMMAND = (
 )
 
 
+_ED25519 = re.compile(r"^ssh-ed25519 AAAAC3NzaC1lZDI1NTE5[A-Za-z0-9+/]{40,80}={0,2}$")
+
+
+def vetted_reports(cluster: Cluster, f: ClusterFacts, read: list[Any]) -> tuple[dict[int, str], dict[int, str]]:
+    """Each node's address and host key from what it printed, trusting nothing it says about itself.
+
+    The address is the cloud's (the cluster's outputs) when that is an IP; a node reached by a DNS
+    name may name its address, which must then be one IP (no list, no quote, no option). The host
+    key must be one ``ssh-ed25519`` key and the very key this machine verified when it connected
+    (pinned in the cluster's known_hosts), so a node cannot vouch for another key.
+
+    Raises:
+        CloudError: a node printed something else (names the node and what was wrong).
+    """
+    import ipaddress
+
+    from provision.ops.access import known_hosts_path
+
+    pinned = {}
+    try:
+        for line in known_hosts_path(cluster).read_text(encoding="utf-8").splitlines():
+            alias, _, key = line.partition(" ")
+            pinned[alias] = " ".join(key.split()[:2])
+    except OSError:
+        pass
+    hosts = list(f.hosts)
+    ips, keys, bad = {}, {}, []
+    for r in read:
+        words = r.stdout.split()
+        host = hosts[r.rank]
+        try:
+            ips[r.rank] = str(ipaddress.ip_address(host))
+        except ValueError:
+            try:
+                ips[r.rank] = str(ipaddress.ip_address(words[0] if words else ""))
+            except ValueError:
+                bad.append(f"{r.node} (reported address {(words or [''])[0][:60]!r} is not one IP address)")
+        key = " ".join(words[1:3])
+        if not _ED25519.match(key):
+            bad.append(f"{r.node} (its host key is not one ssh-ed25519 key)")
+        elif pinned.get(r.node, key) != key:
+            bad.append(f"{r.node} (reported a host key other than the one it presented to this machine)")
+        keys[r.rank] = key
+    if bad:
+        raise CloudError("refusing what the nodes report about themselves: " + ", ".join(bad))
+    return ips, keys
+
+
 def prepare_nodes(cluster: Cluster, *, timeout: float = 120, sudo: str = "sudo -n") -> list[Any]:
     """Install ``/etc/provision/env``, the hostfile, the node-to-node key and pinned host keys on every node.
 
@@ -105,8 +154,7 @@ def prepare_nodes(cluster: Cluster, *, timeout: float = 120, sudo: str = "sudo -
         raise CloudError(
             "cannot read the host keys of " + ", ".join(f"{r.node} ({r.error or r.stderr.strip()})" for r in failed)
         )
-    ips = {r.rank: r.stdout.split()[0] for r in read}
-    host_keys = {r.rank: " ".join(r.stdout.split()[1:3]) for r in read}
+    ips, host_keys = vetted_reports(cluster, f, read)
     private, public = cluster_key(cluster)
     key = (private.read_text(encoding="utf-8"), public)
     user = login_user(cluster)

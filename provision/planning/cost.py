@@ -176,11 +176,75 @@ def compute_hourly_usd(spec: ClusterSpec, offer: InstanceOffer, nodes: int) -> f
     return None if per_node is None else per_node * nodes
 
 
+#: Set to the exact ``lifetime.hourly_price_usd`` to confirm a contract price below every catalog price
+#: of that GPU (the operator's confirmation, outside the spec it confirms).
+CONFIRM_PRICE_ENV = "PROVISION_CONFIRM_HOURLY_PRICE_USD"
+
+
+def cheapest_gpu_hour(gpu: str | None) -> tuple[float, str] | None:
+    """The lowest USD per GPU-hour the catalog lists for ``gpu`` (``None``: any GPU) on any cloud, region
+    and capacity type, with where it is listed."""
+    from provision.catalog import load_catalog
+
+    best: tuple[float, str] | None = None
+    for o in load_catalog().instances:
+        if gpu is not None and o.gpu != gpu:
+            continue
+        for region, r in o.regions.items():
+            for price in (r.price_per_hour_usd, r.spot_price_per_hour_usd, r.reservation_price_per_hour_usd):
+                if price is not None and price > 0 and (best is None or price / o.gpus_per_node < best[0]):
+                    best = (price / o.gpus_per_node, f"{o.cloud} {o.instance_type} in {region}")
+    return best
+
+
+def _confirmed(per_node: float) -> bool:
+    import os
+
+    raw = os.environ.get(CONFIRM_PRICE_ENV, "")
+    try:
+        return raw.isascii() and math.isclose(float(raw), per_node, rel_tol=1e-9)
+    except ValueError:
+        return False
+
+
+def _check_unpriced_override(spec: ClusterSpec, offer: InstanceOffer, per_node: float) -> None:
+    """For a type the catalog cannot price: in capped or ephemeral runs, refuse a figure below the cheapest
+    catalog price of the same GPU on any cloud (of any GPU when the catalog prices that one nowhere),
+    unless the operator confirms it outside the spec (:data:`CONFIRM_PRICE_ENV`)."""
+    if spec.lifetime.max_cost_usd is None and spec.lifetime.ttl is None:
+        return  # nothing is capped: the figure only prices the estimate
+    cheapest = cheapest_gpu_hour(offer.gpu)
+    model = f"a {offer.gpu}"
+    if cheapest is None:
+        cheapest, model = cheapest_gpu_hour(None), "any GPU"
+    if cheapest is None or _confirmed(per_node):
+        return
+    per_gpu, where = cheapest
+    floor = per_gpu * offer.gpus_per_node
+    if per_node >= floor * (1 - 1e-9):
+        return
+    raise BudgetError(
+        "the contract price is below any catalog price of this GPU",
+        [
+            Problem(
+                "lifetime.hourly_price_usd",
+                per_node,
+                f"is below the cheapest catalog price of {model} on any cloud (${per_gpu:,.4f} per GPU-hour, "
+                f"{where}; ${floor:,.4f} per node-hour for {offer.gpus_per_node} GPUs); the catalog has no price for "
+                f"{offer.instance_type}, so this figure alone would set the cost cap",
+                f"give the contract price per node-hour; if it really is that low, confirm it outside the spec: "
+                f"{CONFIRM_PRICE_ENV}={per_node:g}",
+            )
+        ],
+    )
+
+
 def _check_override(spec: ClusterSpec, offer: InstanceOffer, per_node: float) -> None:
     """Refuse ``lifetime.hourly_price_usd`` below the catalog's price (on-demand) or its deepest discount."""
     listed, what = offer.capacity_price(spec.region, spec.capacity.type)
     if listed is None:
-        return  # the override is the only price there is
+        _check_unpriced_override(spec, offer, per_node)  # the override is the only price there is
+        return
     on_demand = spec.capacity.type == "on-demand"
     floor = listed if on_demand else listed * MIN_DISCOUNTED_SHARE
     if per_node >= floor * (1 - 1e-9):

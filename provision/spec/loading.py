@@ -176,8 +176,9 @@ def secret_problems(data: Any) -> list[Problem]:
                     Problem(
                         path,
                         REDACTED,
-                        f"looks like a {kind}; a spec is printed in plans, state and logs, so it must hold no secret",
-                        "remove it and rotate that secret; give public keys only (the .pub file)",
+                        f"looks like a secret ({kind}); a spec is printed in plans, state and logs, so it holds none",
+                        "remove it and rotate that secret; give public keys only (the .pub file); a commit hash fits "
+                        "as its short form (git rev-parse --short=12)",
                     )
                 )
         elif isinstance(value, dict):

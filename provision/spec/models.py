@@ -27,6 +27,9 @@ from pydantic import (
 )
 
 from provision.catalog.models import CLOUDS, Cloud, Consumption, FabricKind, FilesystemKind
+from provision.spec.cidrs import GLOBAL_V6 as _GLOBAL_V6
+from provision.spec.cidrs import NON_PUBLIC_V4 as _NON_PUBLIC_V4
+from provision.spec.cidrs import world_wide
 from provision.spec.errors import MISSING, Problem
 from provision.spec.options.alibaba import AlibabaOptions
 from provision.spec.options.aws import AwsOptions
@@ -118,20 +121,6 @@ def _mount(path: str) -> str:
     if why:
         raise ValueError(f"{why}; use a folder of its own such as /shared, /scratch or /mnt/data")
     return _normpath(path)
-
-
-#: IANA special-purpose IPv4 ranges (RFC 6890 and the IANA IPv4 Special-Purpose Address Registry):
-#: together with these, a list that covers every other address covers the whole public internet.
-_NON_PUBLIC_V4 = tuple(
-    ipaddress.IPv4Network(n)
-    for n in (
-        "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
-        "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15",
-        "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
-    )
-)  # fmt: skip
-#: Global unicast IPv6 (RFC 4291 section 2.4; IANA IPv6 Global Unicast Address Assignments).
-_GLOBAL_V6 = ipaddress.IPv6Network("2000::/3")
 
 
 def covers_internet(cidrs: Any) -> bool:
@@ -290,6 +279,12 @@ class AccessSpec(_Model):
             raise ValueError(
                 f"{', '.join(cidrs)} together cover the whole internet, which opens SSH to everyone as 0.0.0.0/0 "
                 "does; list your own networks instead, or set access.allow_world_ssh: true to accept the risk"
+            )
+        if world_wide(cidrs) and not info.data.get("allow_world_ssh", False):
+            raise ValueError(
+                f"{', '.join(cidrs)} hold more public addresses than a /8 (16,777,216), a large part of the "
+                "internet, which is world access; list your own networks instead, or set "
+                "access.allow_world_ssh: true to accept the risk"
             )
         # Merge: an exact duplicate, or a network inside another listed one, adds nothing but a
         # second identical firewall rule (AWS refuses duplicate security-group rules).

@@ -7,7 +7,9 @@ Two strengths of evidence:
   Face, OpenAI-style ``sk-`` keys, Alibaba AccessKey ids, JWTs, Azure storage ``AccountKey=``).
 * **blobs** (only where no legitimate value looks like one, e.g. a value echoed in an error):
   a long run of base64 with upper case, lower case and digits, which is what a private key's
-  body line looks like once its header is cut off. Hex digests are not blobs.
+  body line looks like once its header is cut off; and every format the maintained detector
+  of :mod:`provision.spec.detector` knows (unprefixed cloud secrets, vendor tokens, long hex
+  keys). Labelled digests (``sha256:...``) are not blobs.
 
 :func:`scrub` replaces every match with ``<redacted: kind>``; :func:`scrub_data` does so in
 every string of a JSON-like document.
@@ -83,6 +85,9 @@ def _spans(text: str, blobs: bool) -> Iterator[tuple[int, int, str]]:
         for m in _BLOB.finditer(text):
             if _is_blob(m.group()):
                 yield m.start(), m.end(), "key material"
+        from provision.spec.detector import detected  # detect-secrets, imported on first use
+
+        yield from detected(text)
 
 
 def secret_kind(text: str, blobs: bool = False) -> str | None:

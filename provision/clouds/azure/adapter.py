@@ -246,13 +246,14 @@ class AzureAdapter(Adapter[AzurePlan]):
             )
 
     def lifetime_enforcement(self, spec: ClusterSpec) -> str | None:
-        """Azure has no VM lifetime: the nodes delete their own resource group (see ``expiry.py``), if allowed."""
+        """Azure has no VM lifetime: the nodes delete their own scale sets (see ``expiry.py``), if allowed."""
         opts: AzureOptions = spec.cloud_options()
         if not opts.delete_at_expiry:
             return None
         return (
-            "a systemd timer on every node deletes the cluster's resource group at the expiry, through a custom "
-            "role (only */delete) scoped to that group and assigned to the nodes' identity"
+            "a systemd timer on every node deletes its scale set at the expiry, through a custom role (only "
+            "Microsoft.Compute/virtualMachineScaleSets/delete) scoped to the cluster's resource group, assigned to the "
+            "nodes' identity; the reaper removes the rest"
         )
 
     # ------------------------------------------------------------------ plan pieces

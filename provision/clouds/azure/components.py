@@ -123,7 +123,7 @@ class AzureCluster(pulumi.ComponentResource):
         self.register_outputs({"hostfile": self.outputs["hostfile"]})
 
     def _expiry_role(self, identity: managedidentity.UserAssignedIdentity, opts: pulumi.ResourceOptions) -> None:
-        """The custom role (only ``*/delete``, scoped to the cluster's resource group) the expiry timer uses.
+        """The custom role (only scale-set delete, scoped to the cluster's resource group) the expiry timer uses.
 
         See ``expiry.py``. The role definition lives at the subscription (Azure keeps custom roles
         there) but can only be assigned inside the cluster's group; the assignment goes to the

@@ -1,21 +1,26 @@
-"""Azure's cloud-side lifetime: every node deletes the cluster's resource group at the expiry.
+"""Azure's cloud-side lifetime: every node deletes its own scale set at the expiry.
 
 Azure has no VM lifetime (an OS shutdown leaves the VM allocated and billed, and scheduled
-deallocation is preview-only), so the cluster carries its own backstop:
+deallocation is preview-only), so the cluster carries its own backstop, with the least
+privilege it needs:
 
-* a custom role scoped to the cluster's resource group that allows only ``*/delete`` (deleting a
-  resource group needs the delete action on the group *and* on every resource in it:
-  https://learn.microsoft.com/azure/azure-resource-manager/management/delete-resource-group#required-access),
-  assigned to the cluster's user-assigned identity, which the scale sets carry;
+* a custom role scoped to the cluster's resource group that allows only
+  ``Microsoft.Compute/virtualMachineScaleSets/delete`` (Azure permissions for Compute:
+  https://learn.microsoft.com/azure/role-based-access-control/permissions/compute), assigned to
+  the cluster's user-assigned identity, which the scale sets carry. The scale sets are the cost;
+  the network, the file system and the group are left to ``down`` and the tag reaper
+  (``ops/reap_azure.py``), so a process on a node cannot delete the cluster's data with it;
 * a systemd calendar timer on every node (``Persistent=true``: it fires at the next boot when the
-  expiry passed while the node was down) whose service asks the instance metadata service for a
-  token of that identity and calls ``DELETE resourceGroups/{rg}`` with
-  ``forceDeletionTypes=Microsoft.Compute/virtualMachineScaleSets``
-  (https://learn.microsoft.com/rest/api/resources/resource-groups/delete). Every node tries, so
-  one dead node does not keep the cluster alive; a second DELETE of a group being deleted is
-  harmless. The service retries every 5 minutes until the group is gone.
+  expiry passed while the node was down) whose service asks the instance metadata service (IMDS)
+  for the node's scale set and a token of that identity and calls
+  ``DELETE .../virtualMachineScaleSets/{name}?forceDeletion=true``
+  (https://learn.microsoft.com/rest/api/compute/virtual-machine-scale-sets/delete). Every node
+  tries, so one dead node does not keep the cluster alive; the service retries every 5 minutes;
+* IMDS answers root only: a boot unit rejects non-root traffic to 169.254.169.254 (``iptables -m
+  owner``) and container traffic (the ``DOCKER-USER`` chain, which Docker keeps:
+  https://docs.docker.com/engine/network/packet-filtering-firewalls/), so a job or a container
+  cannot take the identity's token.
 
-The retained data resource group (``storage.shared.retain``) is a different group: it survives.
 Pure text and names here; the Pulumi resources are made in ``components.py``.
 """
 
@@ -31,9 +36,9 @@ if TYPE_CHECKING:
     from provision.planning.plan import ClusterPlan
 
 #: What the expiry role may do, and nothing else.
-ROLE_ACTIONS = ("*/delete",)
-#: The ARM api-version of ResourceGroups_Delete with forceDeletionTypes.
-RESOURCE_GROUPS_API = "2021-04-01"
+ROLE_ACTIONS = ("Microsoft.Compute/virtualMachineScaleSets/delete",)
+#: The ARM api-version of VirtualMachineScaleSets_Delete with forceDeletion (2022-08-01 REST reference).
+VMSS_API = "2022-08-01"
 #: The IMDS api-versions for instance metadata and managed-identity tokens.
 IMDS_COMPUTE_API = "2021-02-01"
 IMDS_TOKEN_API = "2018-02-01"
@@ -65,23 +70,36 @@ def get(url):
     with urllib.request.urlopen(req, timeout=30) as r:
         return json.load(r)
 meta = get(f"{{IMDS}}/instance/compute?api-version={IMDS_COMPUTE_API}")
-sub, rg = meta["subscriptionId"], meta["resourceGroupName"]
+sub, rg, vmss = meta["subscriptionId"], meta["resourceGroupName"], meta["vmScaleSetName"]
 ident = (f"/subscriptions/{{sub}}/resourceGroups/{{rg}}/providers/Microsoft.ManagedIdentity"
          f"/userAssignedIdentities/{identity_name(plan)}")
 token = get(f"{{IMDS}}/identity/oauth2/token?api-version={IMDS_TOKEN_API}"
             f"&resource=https://management.azure.com/&msi_res_id={{ident}}")["access_token"]
-url = (f"https://management.azure.com/subscriptions/{{sub}}/resourcegroups/{{rg}}"
-       f"?forceDeletionTypes=Microsoft.Compute/virtualMachineScaleSets&api-version={RESOURCE_GROUPS_API}")
+url = (f"https://management.azure.com/subscriptions/{{sub}}/resourceGroups/{{rg}}/providers/Microsoft.Compute"
+       f"/virtualMachineScaleSets/{{vmss}}?forceDeletion=true&api-version={VMSS_API}")
 req = urllib.request.Request(url, method="DELETE", headers={{"Authorization": "Bearer " + token}})
 try:
     with urllib.request.urlopen(req, timeout=60) as r:
-        print("provision: deleting resource group", rg, "status", r.status)
+        print("provision: deleting scale set", vmss, "status", r.status)
 except urllib.error.HTTPError as e:
     if e.code == 404:
         sys.exit(0)
-    print("provision: deleting resource group", rg, "failed:", e.code, e.read()[:500], file=sys.stderr)
+    print("provision: deleting scale set", vmss, "failed:", e.code, e.read()[:500], file=sys.stderr)
     sys.exit(1)
 """
+
+
+#: Boot unit: IMDS for root only (host processes by owner; containers through DOCKER-USER, made if absent).
+_IMDS_ROOT_ONLY = (
+    "[Unit]\nDescription=provision: the instance metadata service answers root only\n"
+    "DefaultDependencies=no\nBefore=network-pre.target docker.service\nWants=network-pre.target\n\n"
+    "[Service]\nType=oneshot\nRemainAfterExit=yes\n"
+    "ExecStart=/usr/sbin/iptables -w -I OUTPUT -d 169.254.169.254 -m owner ! --uid-owner 0 -j REJECT\n"
+    "ExecStart=-/usr/sbin/iptables -w -N DOCKER-USER\n"
+    "ExecStart=/usr/sbin/iptables -w -I DOCKER-USER -d 169.254.169.254 -j REJECT\n"
+    "ExecStart=/usr/sbin/iptables -w -I FORWARD -d 169.254.169.254 -j REJECT\n\n"
+    "[Install]\nWantedBy=multi-user.target\n"
+)
 
 
 def expiry_files(plan: ClusterPlan[AzurePlan]) -> list[File]:
@@ -89,17 +107,20 @@ def expiry_files(plan: ClusterPlan[AzurePlan]) -> list[File]:
     assert plan.expires_at is not None  # noqa: S101  # the adapter plans a node timer only with a lifetime
     stamp = plan.expires_at.strftime("%Y-%m-%d %H:%M:%S UTC")
     service = (
-        "[Unit]\nDescription=provision: delete the cluster's resource group (lifetime reached)\n"
+        "[Unit]\nDescription=provision: delete this node's scale set (lifetime reached)\n"
         "Wants=network-online.target\nAfter=network-online.target\n\n"
         "[Service]\nType=oneshot\nExecStart=/usr/bin/python3 /usr/local/lib/provision/expire.py\n"
         "Restart=on-failure\nRestartSec=300\n"
     )
     timer = (
-        "[Unit]\nDescription=provision: delete the cluster at its expiry\n\n"
+        "[Unit]\nDescription=provision: delete the cluster at its expiry\n"
+        # Armed at every boot with the timer (timers.target): IMDS answers root only before any job runs.
+        "Wants=provision-imds-root.service\n\n"
         f"[Timer]\nOnCalendar={stamp}\nPersistent=true\nAccuracySec=1s\n\n[Install]\nWantedBy=timers.target\n"
     )
     return [
         File("/usr/local/lib/provision/expire.py", _script(plan), "0755"),
         File("/etc/systemd/system/provision-expiry.service", service),
         File("/etc/systemd/system/provision-expiry.timer", timer),
+        File("/etc/systemd/system/provision-imds-root.service", _IMDS_ROOT_ONLY),
     ]

@@ -63,16 +63,22 @@ RELEASE_CHANNEL = "REGULAR"
 LOCAL_SSD_GIB = 375
 NVIDIA_LIBS = "/usr/local/nvidia/lib64"
 HOST_NVIDIA_LIBS = "/home/kubernetes/bin/nvidia/lib64"
+#: Images of containers that hold the host are pinned by digest (PRV-IMG-001). Digests as published:
+#: tcpxo ones in NVIDIA/aicr docs/user/container-images.md (gke-nccl-tcpxo, kubeflow-trainer), ubuntu's
+#: index in docker-library/repo-info repos/ubuntu/remote/noble-20260911.md. The tcpx and rdma installers
+#: have no published digest yet: PRV-IMG-001 refuses them until one is added.
 IMAGES = {
-    "tcpxo-installer": "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15",
-    "tcpxo-rxdm": "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.21",
+    "tcpxo-installer": "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15"
+    "@sha256:4c9f0de3f39455a2ea35e844e0fc92564ca5629f6b03250fde40e8160719dae4",
+    "tcpxo-rxdm": "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.21"
+    "@sha256:8d9e10fd589a34ab8a0aa64f7e70ad075c8f1c69bea176350f8d211367697e3d",
     "tcpx-installer": "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9",
     "tcpx-rxdm": "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.12",
     "rdma-installer": "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.1",
     "device-injector": "gcr.io/gke-release/nri-device-injector@sha256:"
     "6e79483d52abdc28454bf186320b10a56b0f117a10e8d65d5c74dbb821a76970",
     "pause": "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830",
-    "setup": "ubuntu:24.04",
+    "setup": "ubuntu:noble-20260911@sha256:b648a2094b746b16f8e688364f6fa0504788b209f328c54bf9e677f238a142df",
 }
 #: Default training image: NVIDIA's PyTorch container; the fabric plugin comes from the host mount.
 DEFAULT_IMAGE = "nvcr.io/nvidia/pytorch:25.01-py3"
@@ -338,7 +344,7 @@ def _addons(fabric: str, storage_kind: str | None) -> list[AddonPlan]:
                 name=f"nccl-{fabric}-installer",
                 kind="manifest",
                 source=IMAGES[f"{fabric}-installer"],
-                version=IMAGES[f"{fabric}-installer"].rsplit(":", 1)[-1],
+                version=IMAGES[f"{fabric}-installer"].split("@")[0].rsplit(":", 1)[-1],
                 namespace="kube-system",
                 purpose="Google's NCCL plugin for the fabric, installed on every GPU node",
             )

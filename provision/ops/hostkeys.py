@@ -1,0 +1,82 @@
+"""Host keys verified from the cloud, not trusted on first use.
+
+When the cloud reports the nodes' host keys (read through its API, which authenticates the
+node: the key a node publishes at boot), every connection checks the node against them: the keys
+are written into the cluster's known_hosts *before* the first connection, so a node presenting
+another key is refused. A node that was replaced (a new VM behind the same rank) has a new key in
+the cloud's report: it is re-pinned with a message, and the ``prepared-*`` markers are dropped so
+the next ``launch`` prepares the nodes again (the others' ``/etc/provision/known_hosts`` must learn
+the new key too). Without a report from the cloud the first contact still records the key it sees.
+
+:func:`cloud_host_keys` reads the report: the ``host_keys`` output of the cluster (alias or rank
+to ``ssh-ed25519 <base64>``), which a cloud program fills from what the nodes publish at boot.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+_KEY = re.compile(r"^(ssh-ed25519|ecdsa-sha2-nistp256|ssh-rsa) [A-Za-z0-9+/]+={0,2}$")
+
+
+def cloud_host_keys(cluster: Any) -> dict[str, str]:
+    """``alias -> "type base64"`` as the cloud reports the nodes' host keys; ``{}`` when it reports none."""
+    raw = (getattr(cluster, "outputs", None) or {}).get("host_keys") or {}
+    name = cluster.spec.name
+    out = {}
+    for node, key in dict(raw).items():
+        alias = f"{name}-{node}" if str(node).isdigit() else str(node)
+        text = " ".join(str(key).split()[:2])
+        if _KEY.match(text):
+            out[alias] = text
+    return out
+
+
+def _read(path: Path) -> dict[str, str]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return {}
+    found = {}
+    for line in lines:
+        alias, _, key = line.partition(" ")
+        if alias:
+            found[alias] = " ".join(key.split()[:2])
+    return found
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text``, readable by its owner only (as the rest of the ssh folder)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def pin_from_cloud(cluster: Any, known_hosts: Path) -> set[str]:
+    """Write the cloud's host keys into ``known_hosts`` before any connection; the aliases pinned so.
+
+    A node whose pinned key differs from the cloud's was replaced: its new key is pinned, a
+    message says so, and the ``prepared-*`` markers beside ``known_hosts`` are removed.
+    """
+    keys = cloud_host_keys(cluster)
+    if not keys:
+        return set()
+    current = _read(known_hosts)
+    replaced = sorted(a for a, k in keys.items() if a in current and current[a] != k)
+    merged = {**current, **keys}
+    if merged != current:
+        _write_private(known_hosts, "".join(f"{a} {k}\n" for a, k in merged.items()))
+    if replaced:
+        for marker in known_hosts.parent.glob("prepared-*"):
+            marker.unlink(missing_ok=True)
+        sys.stderr.write(
+            f"provision: {', '.join(replaced)} changed host key: the node was replaced; pinned the key the cloud "
+            f"reports for it ({known_hosts}); the nodes will be prepared again on the next launch\n"
+        )
+    return set(keys)
