@@ -235,3 +235,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
             report.outcome = "failed"
             report.longrepr = f"secret canary {fragment!r} leaked into {title!r}"
             break
+
+
+# ---------------------------------------------------------------------- children a test interrupts
+def default_signals() -> None:
+    """``preexec_fn`` for a child that a test interrupts: SIGINT and SIGTERM back to their default action.
+
+    A shell started in the background (``cmd &``, CI runners) ignores SIGINT, and an ignored signal stays ignored
+    across ``exec``: Python then installs no ``KeyboardInterrupt`` handler and the child never sees the Ctrl-C.
+    """
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
