@@ -248,3 +248,28 @@ def default_signals() -> None:
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+# ---------------------------------------------------------------------- one preview per distinct input
+#: The mocked runs :func:`shipped_preview` made in this test process, by (stack, keyword arguments).
+_SHIPPED_RUNS: dict[tuple[str, str], Any] = {}
+
+
+def shipped_preview(name: str, /, **kwargs: Any) -> Any:
+    """``preview(stack_spec(name), **kwargs)``, run once per distinct ``(name, kwargs)`` in this test process.
+
+    ``name`` is a shipped stack's (``stacks/Pulumi.<name>.yaml``); ``stack=`` in ``kwargs`` names the Pulumi stack
+    the run tags its resources with, as for :func:`preview` (``mock`` when not given).
+
+    Golden, strict, policy and module fixtures of the shipped stacks share it; a test that changes the spec or
+    monkeypatches what the run calls must call :func:`preview` itself. Each caller gets its own deep copy (2 ms
+    against 1-2 s for a run), so a test that edits the result cannot change what the next one sees. A run that
+    raises is not kept: the next caller runs it again and gets the same error. Under pytest-xdist the modules that
+    call it run in one worker (:func:`pytest_xdist_make_scheduler`), so the cache serves the whole run.
+    """
+    import copy
+
+    key = (name, repr(sorted(kwargs.items())))
+    if key not in _SHIPPED_RUNS:
+        _SHIPPED_RUNS[key] = preview(stack_spec(name), **kwargs)
+    return copy.deepcopy(_SHIPPED_RUNS[key])

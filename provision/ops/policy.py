@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from provision.ops.policy_lifetime import check_lifetime, lifetime_graph
 from provision.ops.policy_rules import (
@@ -40,6 +40,9 @@ from provision.ops.policy_rules import (
     check_world_ingress,
 )
 from provision.spec.models import ClusterSpec
+
+if TYPE_CHECKING:
+    from provision.engine.mockrun import PreviewResult
 
 RULES: tuple[Rule, ...] = (
     Rule(
@@ -265,8 +268,13 @@ def evaluate(resources: Iterable[Resource], ctx: Context, rules: Sequence[Rule] 
     return out
 
 
-def check_spec(spec: ClusterSpec, stack: str = "check", now: datetime | None = None) -> CheckReport:
+def check_spec(
+    spec: ClusterSpec, stack: str = "check", now: datetime | None = None, result: PreviewResult | None = None
+) -> CheckReport:
     """Run the program for ``spec`` under the mocked cloud and evaluate every rule on its graph.
+
+    ``result``: a mocked run of ``spec`` made already (``engine.mockrun.run_program``); its graph is checked
+    instead of running the program again.
 
     Raises:
         SpecError, BudgetError: the spec is invalid or refused (nothing is registered).
@@ -277,7 +285,8 @@ def check_spec(spec: ClusterSpec, stack: str = "check", now: datetime | None = N
 
     rejected: list[str] = []
     try:
-        registered = run_program(spec, stack=stack, now=now, fail_fast=False).resources
+        run = result if result is not None else run_program(spec, stack=stack, now=now, fail_fast=False)
+        registered = run.resources
     except StrictViolationError as e:  # the whole program ran; the strict cloud listed what it would refuse
         registered = list(e.partial)
         rejected = [str(v) for v in getattr(e, "violations", ())] or [str(e)]
