@@ -273,3 +273,56 @@ def shipped_preview(name: str, /, **kwargs: Any) -> Any:
     if key not in _SHIPPED_RUNS:
         _SHIPPED_RUNS[key] = preview(stack_spec(name), **kwargs)
     return copy.deepcopy(_SHIPPED_RUNS[key])
+
+
+# ---------------------------------------------------------------------- parallel runs (pytest-xdist)
+#: The scope of the modules that use :func:`shipped_preview`: they run in one worker, so its session cache serves
+#: all of them (one preview per distinct input in the whole run, not one per worker).
+SHIPPED_PREVIEW_SCOPE = "shipped-previews"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def provision_home_per_process(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """``PROVISION_HOME`` of this test process (one per xdist worker): no test writes to the developer's
+    ``~/.provision`` and two workers never share a state folder. Tests that need a fresh one still set their own
+    (:func:`isolated_home`)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PROVISION_HOME", str(tmp_path_factory.mktemp("provision-home")))
+        yield
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` (pyproject's addopts) with one change: every test module that uses ``shipped_preview``
+    is one work unit. Each other module stays one unit, so its module fixtures run once. Other ``--dist`` modes are
+    xdist's own."""
+    if config.getoption("dist", None) != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    uses: dict[str, bool] = {}
+
+    def scope(nodeid: str) -> str:
+        path = nodeid.split("::", 1)[0]
+        if path not in uses:
+            try:
+                uses[path] = "shipped_preview" in (config.rootpath / path).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):  # not a file of ours (a doctest module, a plugin's item)
+                uses[path] = False
+        return SHIPPED_PREVIEW_SCOPE if uses[path] else path
+
+    class SharedPreviewScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scope(nodeid)
+
+    return SharedPreviewScheduling(config, log)
+
+
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    """Without pytest-xdist (``-p no:xdist``, or not installed) the ``--numprocesses``/``--dist`` of pyproject's
+    addopts are accepted and the suite runs in this process."""
+    if pluginmanager.has_plugin("xdist"):
+        return
+    group = parser.getgroup("xdist", "pytest-xdist is not loaded: tests run in this process")
+    group.addoption("--numprocesses", dest="numprocesses", default=0, help="ignored without pytest-xdist")
+    group.addoption("--dist", dest="dist", default="no", help="ignored without pytest-xdist")
