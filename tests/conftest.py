@@ -326,3 +326,20 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     group = parser.getgroup("xdist", "pytest-xdist is not loaded: tests run in this process")
     group.addoption("--numprocesses", dest="numprocesses", default=0, help="ignored without pytest-xdist")
     group.addoption("--dist", dest="dist", default="no", help="ignored without pytest-xdist")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def python_sigint_handler() -> Any:
+    """Python's own SIGINT handler in the test process even when it started with SIGINT ignored (a background
+    shell, some CI runners): tests that interrupt themselves or check the handler see what a terminal gives them
+    (an ignored Ctrl-C would leave ``test_a_ctrl_c_stops_the_loop_between_steps_and_restores_the_handler``
+    waiting forever), and the children they start get SIGINT's default action."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
