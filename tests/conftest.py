@@ -235,3 +235,111 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
             report.outcome = "failed"
             report.longrepr = f"secret canary {fragment!r} leaked into {title!r}"
             break
+
+
+# ---------------------------------------------------------------------- children a test interrupts
+def default_signals() -> None:
+    """``preexec_fn`` for a child that a test interrupts: SIGINT and SIGTERM back to their default action.
+
+    A shell started in the background (``cmd &``, CI runners) ignores SIGINT, and an ignored signal stays ignored
+    across ``exec``: Python then installs no ``KeyboardInterrupt`` handler and the child never sees the Ctrl-C.
+    """
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+# ---------------------------------------------------------------------- one preview per distinct input
+#: The mocked runs :func:`shipped_preview` made in this test process, by (stack, keyword arguments).
+_SHIPPED_RUNS: dict[tuple[str, str], Any] = {}
+
+
+def shipped_preview(name: str, /, **kwargs: Any) -> Any:
+    """``preview(stack_spec(name), **kwargs)``, run once per distinct ``(name, kwargs)`` in this test process.
+
+    ``name`` is a shipped stack's (``stacks/Pulumi.<name>.yaml``); ``stack=`` in ``kwargs`` names the Pulumi stack
+    the run tags its resources with, as for :func:`preview` (``mock`` when not given).
+
+    Golden, strict, policy and module fixtures of the shipped stacks share it; a test that changes the spec or
+    monkeypatches what the run calls must call :func:`preview` itself. Each caller gets its own deep copy (2 ms
+    against 1-2 s for a run), so a test that edits the result cannot change what the next one sees. A run that
+    raises is not kept: the next caller runs it again and gets the same error. Under pytest-xdist the modules that
+    call it run in one worker (:func:`pytest_xdist_make_scheduler`), so the cache serves the whole run.
+    """
+    import copy
+
+    key = (name, repr(sorted(kwargs.items())))
+    if key not in _SHIPPED_RUNS:
+        _SHIPPED_RUNS[key] = preview(stack_spec(name), **kwargs)
+    return copy.deepcopy(_SHIPPED_RUNS[key])
+
+
+# ---------------------------------------------------------------------- parallel runs (pytest-xdist)
+#: The scope of the modules that use :func:`shipped_preview`: they run in one worker, so its session cache serves
+#: all of them (one preview per distinct input in the whole run, not one per worker).
+SHIPPED_PREVIEW_SCOPE = "shipped-previews"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def provision_home_per_process(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """``PROVISION_HOME`` of this test process (one per xdist worker): no test writes to the developer's
+    ``~/.provision`` and two workers never share a state folder. Tests that need a fresh one still set their own
+    (:func:`isolated_home`)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PROVISION_HOME", str(tmp_path_factory.mktemp("provision-home")))
+        yield
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` (pyproject's addopts) with one change: every test module that uses ``shipped_preview``
+    is one work unit. Each other module stays one unit, so its module fixtures run once. Other ``--dist`` modes are
+    xdist's own."""
+    if config.getoption("dist", None) != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    uses: dict[str, bool] = {}
+
+    def scope(nodeid: str) -> str:
+        path = nodeid.split("::", 1)[0]
+        if path not in uses:
+            try:
+                uses[path] = "shipped_preview" in (config.rootpath / path).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):  # not a file of ours (a doctest module, a plugin's item)
+                uses[path] = False
+        return SHIPPED_PREVIEW_SCOPE if uses[path] else path
+
+    class SharedPreviewScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scope(nodeid)
+
+    return SharedPreviewScheduling(config, log)
+
+
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    """Without pytest-xdist (``-p no:xdist``, or not installed) the ``--numprocesses``/``--dist`` of pyproject's
+    addopts are accepted and the suite runs in this process."""
+    if pluginmanager.has_plugin("xdist"):
+        return
+    group = parser.getgroup("xdist", "pytest-xdist is not loaded: tests run in this process")
+    group.addoption("--numprocesses", dest="numprocesses", default=0, help="ignored without pytest-xdist")
+    group.addoption("--dist", dest="dist", default="no", help="ignored without pytest-xdist")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def python_sigint_handler() -> Any:
+    """Python's own SIGINT handler in the test process even when it started with SIGINT ignored (a background
+    shell, some CI runners): tests that interrupt themselves or check the handler see what a terminal gives them
+    (an ignored Ctrl-C would leave ``test_a_ctrl_c_stops_the_loop_between_steps_and_restores_the_handler``
+    waiting forever), and the children they start get SIGINT's default action."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, signal.SIG_IGN)

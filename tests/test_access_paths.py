@@ -6,7 +6,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from conftest import isolated_home, preview, stack_spec
+from conftest import isolated_home, preview, shipped_preview, stack_spec
 from typer.testing import CliRunner
 
 from provision.cli.app import app
@@ -29,7 +29,7 @@ def _hosts(config: str) -> dict[str, dict[str, str]]:
 
 
 def test_aws_nodes_are_reached_through_ssm_session_manager_by_instance_id() -> None:
-    run = preview(stack_spec("aws-p5-16"), stack="aws-p5-16")
+    run = shipped_preview("aws-p5-16", stack="aws-p5-16")
     hosts = _hosts(run.outputs["ssh_config"])
     ids = run.outputs["access"]["node_ids"]
     assert len(hosts) == 2 and all(i.startswith("i-") for i in ids)
@@ -40,7 +40,7 @@ def test_aws_nodes_are_reached_through_ssm_session_manager_by_instance_id() -> N
 
 
 def test_gcp_nodes_are_reached_through_iap_with_the_firewall_for_googles_range() -> None:
-    run = preview(stack_spec("gcp-a3-64"), stack="gcp-a3-64")
+    run = shipped_preview("gcp-a3-64", stack="gcp-a3-64")
     names = run.outputs["access"]["node_ids"]
     hosts = _hosts(run.outputs["ssh_config"])
     proxy = shlex.split(hosts["llm-train-3"]["ProxyCommand"])
@@ -72,7 +72,7 @@ def test_an_opted_in_public_head_node_is_the_jump_host_for_the_others() -> None:
 
 
 def test_without_a_private_path_the_config_names_private_ips_and_says_what_is_needed() -> None:
-    run = preview(stack_spec("azure-ndh100-64"), stack="azure-ndh100-64")
+    run = shipped_preview("azure-ndh100-64", stack="azure-ndh100-64")
     assert run.outputs["access"]["via"] == "direct"
     assert "VPN" in run.outputs["access"]["needs"]
 

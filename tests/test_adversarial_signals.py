@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, default_signals
 
 from provision.engine.mockrun import _interrupt_stops_the_loop
 
@@ -51,7 +51,15 @@ def test_a_running_loop_is_left_alone() -> None:
 def test_an_interrupted_up_exits_0_or_130_with_one_json_document(tmp_path: Path, delay: float) -> None:
     env = {**os.environ, "PROVISION_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "provision.cli", "up", "aws-p5-ci", "--mock", "--yes", "--json"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, cwd=tmp_path)
+    proc = subprocess.Popen(  # SIGINT's default action, even under a background shell that ignores it
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+        cwd=tmp_path,
+        preexec_fn=default_signals,
+    )
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     try:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXED_NOW, preview, stack_spec
+from conftest import FIXED_NOW, preview, shipped_preview, stack_spec
 from strict_helpers import one, register, violations_of
 
 from provision.clouds.alibaba import ramrole, strict
@@ -28,7 +28,7 @@ GOOD_POLICY = ramrole.lookup_policy("cn-hangzhou", "cpfs-1")
 
 @pytest.fixture(scope="module")
 def cpfs() -> Any:
-    return preview(stack_spec("alibaba-gn8-64"))
+    return shipped_preview("alibaba-gn8-64")
 
 
 # ---------------------------------------------------------------- the graph
@@ -73,7 +73,7 @@ def test_ram_names_follow_the_cluster_and_region_so_two_clusters_never_share_a_r
 
 
 def test_nas_clusters_get_no_role() -> None:
-    result = preview(stack_spec("alibaba-gn8-ci"))
+    result = shipped_preview("alibaba-gn8-ci")
     assert not [r for r in result.resources if r.type.startswith("alicloud:ram/")]
     assert all("roleName" not in n.inputs for n in result.of_type(INSTANCE))
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import assert_golden, golden_graph, preview, stack_spec
+from conftest import assert_golden, golden_graph, preview, shipped_preview
 
 from provision.catalog import load_catalog
 from provision.clouds.alibaba.userdata import render as render_user_data
@@ -422,7 +422,7 @@ def test_bad_spec_creates_no_resource(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("stack", ["alibaba-gn8-64", "alibaba-gn8-ci"])
 def test_stack_graph_matches_golden(stack: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("provision.clouds.base.load_catalog", load_catalog)  # the packaged data, as deployed
-    graph = golden_graph(preview(stack_spec(stack), stack=stack))
+    graph = golden_graph(shipped_preview(stack, stack=stack))
     # Registration order follows Pulumi's async scheduling, which varies between runs: pin the set, not the order.
     graph["resources"].sort(key=lambda r: (r["type"], r["name"]))
     assert_golden(stack, graph)

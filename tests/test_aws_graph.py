@@ -10,7 +10,7 @@ import ipaddress
 from typing import Any
 
 import pytest
-from conftest import assert_golden, golden_graph, preview, stack_spec
+from conftest import assert_golden, golden_graph, preview, shipped_preview
 from test_aws_plan import spec
 
 from provision.engine import mockrun as run_module
@@ -30,7 +30,7 @@ STACKS = ("aws-p5-64", "aws-p5-16", "aws-p5-ci")
 
 @pytest.fixture(scope="module")
 def p5_64() -> Any:
-    return preview(stack_spec("aws-p5-64"))
+    return shipped_preview("aws-p5-64")
 
 
 def by_name(result: Any, type_token: str) -> dict[str, Any]:
@@ -217,7 +217,7 @@ def test_security_group_rules_are_standalone_and_private(p5_64: Any) -> None:
 
 
 def test_scratch_fsx_opens_only_lustre_ports_from_the_nodes() -> None:
-    result = preview(stack_spec("aws-p5-16"))
+    result = shipped_preview("aws-p5-16")
     fsx = by_name(result, SG)["aws-p5-16-fsx-sg"]
     nodes = by_name(result, SG)["aws-p5-16-nodes"]
     fsx_in = [r.inputs for r in result.of_type(INGRESS) if r.inputs["securityGroupId"] == fsx.id]
@@ -434,4 +434,4 @@ def test_bad_spec_registers_no_resource(monkeypatch: pytest.MonkeyPatch) -> None
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_golden_stack(stack: str) -> None:
-    assert_golden(stack, golden_graph(preview(stack_spec(stack))))
+    assert_golden(stack, golden_graph(shipped_preview(stack)))

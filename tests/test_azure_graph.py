@@ -10,7 +10,7 @@ from typing import Any
 
 import pulumi
 import pytest
-from conftest import FIXED_NOW, assert_golden, golden_graph, preview, stack_spec
+from conftest import FIXED_NOW, assert_golden, golden_graph, preview, shipped_preview
 from test_azure_plan import azure_spec
 
 from provision.catalog import load_catalog
@@ -377,4 +377,4 @@ def test_a_bad_spec_registers_no_resource(monkeypatch: pytest.MonkeyPatch) -> No
 
 @pytest.mark.parametrize("stack", ["azure-ndh100-64", "azure-ndh100-256", "azure-ndh100-ci"])
 def test_stack_graph_matches_its_golden_file(stack: str) -> None:
-    assert_golden(stack, golden_graph(preview(stack_spec(stack))))
+    assert_golden(stack, golden_graph(shipped_preview(stack)))

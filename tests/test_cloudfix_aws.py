@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 import pytest
-from conftest import preview, stack_spec
+from conftest import preview, shipped_preview, stack_spec
 from graph_deps import Graph, recorded_graph
 from test_aws_plan import spec
 
@@ -36,7 +36,7 @@ def graph_of(**over: Any) -> tuple[Any, Graph]:
 
 @pytest.mark.parametrize("stack", ["aws-p5-64", "aws-p5-16", "aws-p5-ci"])
 def test_every_security_group_description_uses_only_characters_ec2_accepts(stack: str) -> None:
-    result = preview(stack_spec(stack))
+    result = shipped_preview(stack)
     descriptions = [r.inputs.get("description", "") for t in (SG, INGRESS, EGRESS) for r in result.of_type(t)]
     assert descriptions
     bad = [d for d in descriptions if not SG_DESCRIPTION.match(d)]

@@ -13,7 +13,7 @@ import ipaddress
 from typing import Any
 
 import pytest
-from conftest import preview, stack_spec
+from conftest import preview, shipped_preview
 from test_azure_plan import azure_spec
 
 from provision.clouds.azure.adapter import AzureAdapter
@@ -181,7 +181,7 @@ def test_the_only_identity_is_the_expiry_timers_with_its_delete_only_role(amlfs:
 
 
 def test_hostfile_is_the_scale_sets_hostnames_without_a_read_per_node() -> None:
-    result = preview(stack_spec("azure-ndh100-256"))
+    result = shipped_preview("azure-ndh100-256")
     assert [c for c in result.calls if c[0] == "azure-native:resources:getResource"] == []
     hosts = result.outputs["hosts"]
     assert len(hosts) == len(set(hosts)) == 256

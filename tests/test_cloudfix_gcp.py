@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 import pytest
-from conftest import preview, stack_spec
+from conftest import preview, shipped_preview, stack_spec
 from test_gcp_graph import KEY, LUSTRE, gspec
 
 from provision.clouds.gcp.adapter import GcpAdapter
@@ -54,7 +54,7 @@ def physical_name(resource: Any) -> str:
 
 
 def test_shipped_parallelstore_stack_asks_for_a_capacity_the_api_accepts() -> None:
-    result = preview(stack_spec("gcp-a3high-16"))
+    result = shipped_preview("gcp-a3high-16")
     gib = int(result.one(PARALLELSTORE).inputs["capacityGib"])
     # parallelstore v1 Instance.capacityGib: "between 12000 and 100000, in multiples of 4000".
     assert 12000 <= gib <= 100000 and gib % 4000 == 0

@@ -6,7 +6,7 @@ import base64
 from typing import Any
 
 import pytest
-from conftest import preview, stack_spec
+from conftest import preview, shipped_preview, stack_spec
 
 SCRIPT_INPUTS = ("userData", "customData", "user-data")
 
@@ -45,7 +45,7 @@ def node_files(result: Any) -> dict[str, str]:
     ],
 )
 def test_shared_root_belongs_to_one_owner_and_is_not_world_writable(stack: str, owner: str | None) -> None:
-    files = node_files(preview(stack_spec(stack)))
+    files = node_files(shipped_preview(stack))
     assert files
     env = files["/etc/provision/bootstrap.env"]
     if owner is None:
@@ -56,7 +56,7 @@ def test_shared_root_belongs_to_one_owner_and_is_not_world_writable(stack: str, 
     if owner is not None:  # GCP mounts its filesystems in its own storage step
         assert 'chown "$SHARED_OWNER": "$mnt"' in mount_step and 'chmod 0755 "$mnt"' in mount_step
     assert "1777" not in mount_step
-    shared = preview(stack_spec(stack)).plan.storage
+    shared = shipped_preview(stack).plan.storage
     assert shared is not None
     for path, content in files.items():  # no other file opens the share to everyone
         for line in content.splitlines():

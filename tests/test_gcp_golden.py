@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import pytest
-from conftest import assert_golden, golden_graph, preview, stack_spec
+from conftest import assert_golden, golden_graph, shipped_preview
 
 GCP_STACKS = ["gcp-a3-64", "gcp-a3high-16", "gcp-a3ultra-64", "gcp-a3-ci"]
 
 
 @pytest.mark.parametrize("stack", GCP_STACKS)
 def test_gcp_stack_matches_its_golden_graph(stack: str) -> None:
-    assert_golden(stack, golden_graph(preview(stack_spec(stack), stack=stack)))
+    assert_golden(stack, golden_graph(shipped_preview(stack, stack=stack)))
 
 
 def test_headline_stack_is_eight_mega_nodes_with_managed_lustre() -> None:
-    r = preview(stack_spec("gcp-a3-64"), stack="gcp-a3-64")
+    r = shipped_preview("gcp-a3-64", stack="gcp-a3-64")
     assert r.plan.instance_type == "a3-megagpu-8g" and r.plan.nodes == 8 and r.plan.gpus == 64
     assert r.one("gcp:lustre/instance:Instance").inputs["capacityGib"] == "36000"
     assert len(r.outputs["hosts"]) == 8

@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from conftest import assert_golden, golden_graph, preview, stack_spec
+from conftest import assert_golden, golden_graph, preview, shipped_preview
 from test_kubernetes_plan import variant
 
 from provision.clouds.k8s.mocks import KubernetesApiError, check_object
@@ -25,17 +25,17 @@ PARAMS = "kubernetes:networking.gke.io/v1:GKENetworkParamSet"
 
 @pytest.fixture(scope="module")
 def gke() -> Any:
-    return preview(stack_spec("gcp-a3-64-gke"), stack="gcp-a3-64-gke")
+    return shipped_preview("gcp-a3-64-gke", stack="gcp-a3-64-gke")
 
 
 @pytest.fixture(scope="module")
 def eks() -> Any:
-    return preview(stack_spec("aws-p5-64-eks"), stack="aws-p5-64-eks")
+    return shipped_preview("aws-p5-64-eks", stack="aws-p5-64-eks")
 
 
 @pytest.mark.parametrize("stack", ["gcp-a3-64-gke", "aws-p5-64-eks"])
 def test_kubernetes_stack_matches_its_golden_graph(stack: str) -> None:
-    assert_golden(stack, golden_graph(preview(stack_spec(stack), stack=stack)))
+    assert_golden(stack, golden_graph(shipped_preview(stack, stack=stack)))
 
 
 def test_gke_cluster_is_private_regional_multi_network_with_workload_identity(gke: Any) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, isolated_home
+from conftest import ROOT, default_signals, isolated_home
 from typer.testing import CliRunner
 
 from provision.cli.app import app
@@ -172,7 +172,16 @@ def test_run_tears_down_on_sigterm_and_ctrl_c(home: Path, tmp_path: Path, signum
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PROVISION_HOME": str(home)}
     cmd = [sys.executable, "-m", "provision.cli", "run", str(spec), "--mock", "--"]
     cmd += ["sh", "-c", f"touch {started}; sleep 60"]
-    proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # The child gets SIGINT's default action even when this test runs from a background shell (which ignores it).
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_signals,
+    )
     deadline = time.monotonic() + 120
     while not started.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -6,7 +6,7 @@ import shlex
 import subprocess
 
 import pytest
-from conftest import preview, stack_spec
+from conftest import shipped_preview
 
 from provision.planning.launch import (
     LAUNCHERS,
@@ -103,7 +103,7 @@ def test_unknown_launcher_is_refused() -> None:
 
 @pytest.mark.parametrize("stack", ["aws-p5-16", "gcp-a3-64"])
 def test_outputs_carry_launch_lines_and_the_spec(stack: str) -> None:
-    run = preview(stack_spec(stack), stack=stack)
+    run = shipped_preview(stack, stack=stack)
     launch = run.outputs["launch"]
     assert set(launch) == set(LAUNCHERS)
     assert launch["torchrun"]["runs_on"] == "all" and launch["mpirun"]["runs_on"] == "head"

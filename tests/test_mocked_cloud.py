@@ -15,6 +15,18 @@ from provision.spec import CONFIG_KEY
 from provision.testing import CloudMocks, Fault, UnknownInvokeError, install_mocks, stack_config
 
 
+@pytest.fixture(autouse=True)
+def an_open_event_loop() -> None:
+    """The tests that install the mocks themselves need the loop run_program would give them: after another
+    module's asyncio.run() (in the same xdist worker, in any order) the main thread has none."""
+    import asyncio
+
+    try:
+        asyncio.get_event_loop_policy().get_event_loop()
+    except RuntimeError:
+        asyncio.set_event_loop(asyncio.new_event_loop())
+
+
 def test_stack_config_is_flat_namespaced_strings_with_structured_values_as_json() -> None:
     cfg, secret = stack_config(ROOT, "gcp-a3-64")
     assert secret == []

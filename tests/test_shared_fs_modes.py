@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 import pytest
-from conftest import ROOT, preview, stack_spec
+from conftest import ROOT, preview, shipped_preview, stack_spec
 from test_cloudfix_shared import node_files
 
 from provision.clouds.azure.plan import NetApp
@@ -66,7 +66,7 @@ def test_world_write_detector_catches_what_it_must() -> None:
 
 
 def test_netapp_root_access_is_the_node_subnet_only_and_only_root_gives_files_away() -> None:
-    result = preview(stack_spec("azure-ndh100-ci"))
+    result = shipped_preview("azure-ndh100-ci")
     volume = result.one(VOLUME).inputs
     assert int(volume["unixPermissions"], 8) & 0o002 == 0
     (rule,) = volume["exportPolicy"]["rules"]

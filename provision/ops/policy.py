@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from provision.ops.policy_images import check_pinned_images
 from provision.ops.policy_lifetime import check_lifetime, lifetime_graph
@@ -41,6 +41,9 @@ from provision.ops.policy_rules import (
     check_world_ingress,
 )
 from provision.spec.models import ClusterSpec
+
+if TYPE_CHECKING:
+    from provision.engine.mockrun import PreviewResult
 
 RULES: tuple[Rule, ...] = (
     Rule(
@@ -354,12 +357,17 @@ def evaluate(resources: Iterable[Resource], ctx: Context, rules: Sequence[Rule] 
 
 
 def check_spec(
-    spec: ClusterSpec, stack: str = "check", now: datetime | None = None, ctx: Context | None = None
+    spec: ClusterSpec,
+    stack: str = "check",
+    now: datetime | None = None,
+    ctx: Context | None = None,
+    result: PreviewResult | None = None,
 ) -> CheckReport:
     """Run the program for ``spec`` under the mocked cloud and evaluate every rule on its graph.
 
     ``ctx`` holds the exemptions the operator grants (:func:`operator_context`); the spec's own
-    opt-ins waive nothing here.
+    opt-ins waive nothing here. ``result``: a mocked run of ``spec`` made already
+    (``engine.mockrun.run_program``); its graph is checked instead of running the program again.
 
     Raises:
         SpecError, BudgetError: the spec is invalid or refused (nothing is registered).
@@ -370,7 +378,8 @@ def check_spec(
 
     rejected: list[str] = []
     try:
-        registered = run_program(spec, stack=stack, now=now, fail_fast=False).resources
+        run = result if result is not None else run_program(spec, stack=stack, now=now, fail_fast=False)
+        registered = run.resources
     except StrictViolationError as e:  # the whole program ran; the strict cloud listed what it would refuse
         registered = list(e.partial)
         rejected = [str(v) for v in getattr(e, "violations", ())] or [str(e)]
