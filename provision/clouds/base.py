@@ -83,6 +83,9 @@ class Adapter(ABC):
     lifetime_mechanism: ClassVar[str | None] = None
     #: What ends managed-Kubernetes nodes at the expiry (``scheduler: kubernetes``); None: as the VMs.
     kubernetes_lifetime_mechanism: ClassVar[str | None] = None
+    #: Whether ``components.build`` creates the Slurm controller (``scheduler: slurm``); the seam a cloud
+    #: plugs into: its build renders the controller and node files with :mod:`provision.planning.slurm`.
+    slurm_controller: ClassVar[bool] = False
 
     # ------------------------------------------------------------------ plan (pure)
     def plan(
@@ -116,6 +119,13 @@ class Adapter(ABC):
         self._check_supported(catalog, res, found)
         self.check(spec, res, found)
         k8s = self._kubernetes(spec, res, found)
+        if spec.scheduler.kind == "slurm" and not self.slurm_controller:
+            found.add(
+                "scheduler.kind",
+                "slurm",
+                f"is not supported on {self.cloud} yet: its build does not create the Slurm controller",
+                "use scheduler.kind: none (plain VMs, torchrun over the hostfile)",
+            )
         found.raise_if_any(SpecError)
         assert res.offer is not None and res.nodes is not None and res.fabric is not None  # noqa: S101
         offer, nodes = res.offer, res.nodes

@@ -1,0 +1,117 @@
+"""Slurm's configuration rendered from a cluster plan (provision/planning/slurm.py) and the spec's
+``scheduler: slurm`` rules: node names in rank order, 8 GPUs per node, the instance type as a feature,
+one block (or leaf switch) per placement island."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from conftest import MINIMAL_SPEC
+
+from provision.clouds.base import plan_spec
+from provision.planning.slurm import (
+    NodeGroup,
+    SlurmLayout,
+    SlurmNode,
+    hostlist,
+    layout_from_plan,
+    render_all,
+    topology_kind,
+)
+from provision.spec.errors import SpecError
+from provision.spec.models import ClusterSpec
+
+AZURE_256: dict[str, Any] = {
+    "name": "az256",
+    "cloud": "azure",
+    "region": "eastus",
+    "zone": "1",
+    "gpu": "H100",
+    "nodes": 256,
+    "instance_type": "Standard_ND96isr_H100_v5",
+    "access": MINIMAL_SPEC["access"],
+    "azure": {"split_islands": True},
+}
+
+
+def _conf_nodes(conf: str) -> dict[str, str]:
+    return {m.group(1): line for line in conf.splitlines() if (m := re.match(r"NodeName=(\S+) ", line))}
+
+
+def _expand(hosts: str) -> list[str]:
+    out = []
+    for part in re.findall(r"[^,\[]+(?:\[[^\]]*\])?", hosts):
+        m = re.fullmatch(r"(.*)\[(\d+)-(\d+)\]", part)
+        out += [f"{m.group(1)}{i}" for i in range(int(m.group(2)), int(m.group(3)) + 1)] if m else [part]
+    return out
+
+
+def test_three_azure_islands_become_three_blocks_of_the_planned_nodes() -> None:
+    plan = plan_spec(ClusterSpec.model_validate(AZURE_256))
+    assert plan.islands == (86, 85, 85)
+    layout = layout_from_plan(
+        plan, slurm_version="23.11.4", node_addrs=[f"10.0.{i // 250}.{i % 250}" for i in range(256)]
+    )
+    files = render_all(layout)
+    nodes = _conf_nodes(files["slurm.conf"])
+    assert list(nodes) == [f"az256-{r}" for r in range(256)]
+    assert all("Gres=gpu:h100:8 " in line for line in nodes.values())
+    assert "Feature=Standard_ND96isr_H100_v5,h100,infiniband" in nodes["az256-0"]
+    assert "NodeAddr=10.0.1.5 " in nodes["az256-255"]
+    assert "TopologyPlugin=topology/block" in files["slurm.conf"]
+    blocks = [line for line in files["topology.conf"].splitlines() if line.startswith("BlockName=")]
+    members = [_expand(b.split("Nodes=")[1]) for b in blocks]
+    assert [len(m) for m in members] == [86, 85, 85]
+    assert members[1][0] == "az256-86" and members[2][-1] == "az256-255"
+    assert files["gres.conf"].splitlines()[-1] == "NodeName=az256-[0-255] Name=gpu Type=h100 File=/dev/nvidia[0-7]"
+    assert "PartitionName=gpu Nodes=az256-[0-255] Default=YES" in files["slurm.conf"]
+
+
+def test_before_slurm_23_11_the_islands_are_leaf_switches_under_one_top() -> None:
+    plan = plan_spec(ClusterSpec.model_validate(AZURE_256))
+    topo = render_all(layout_from_plan(plan, slurm_version="22.05.8"))["topology.conf"].splitlines()
+    assert topo[1:] == [
+        "SwitchName=island0 Nodes=az256-[0-85]",
+        "SwitchName=island1 Nodes=az256-[86-170]",
+        "SwitchName=island2 Nodes=az256-[171-255]",
+        "SwitchName=top Switches=island[0-2]",
+    ]
+
+
+def test_one_island_aws_plan_is_one_switch_and_memory_leaves_room_for_the_os() -> None:
+    plan = plan_spec(ClusterSpec.model_validate({**MINIMAL_SPEC, "nodes": 16}))
+    files = render_all(layout_from_plan(plan, slurm_version="22.05.8"))
+    assert files["topology.conf"].splitlines()[1:] == ["SwitchName=island0 Nodes=t1-[0-15]"]
+    node = _conf_nodes(files["slurm.conf"])["t1-0"]
+    memory = int(re.search(r"RealMemory=(\d+)", node).group(1))  # type: ignore[union-attr]
+    assert 0 < memory < plan.offer.memory_gib * 1024
+    assert f"CPUs={plan.offer.vcpus} " in node and "Feature=p5.48xlarge," in node
+
+
+def test_hostlist_compresses_runs_and_keeps_the_rest() -> None:
+    assert hostlist(["a-0", "a-1", "a-2", "a-4", "b", "c-07", "c-08"]) == "a-[0-2],a-4,b,c-[07-08]"
+
+
+def test_islands_must_add_up() -> None:
+    group = NodeGroup("gpu", (SlurmNode("x-0"), SlurmNode("x-1")), 8, None, 8, 1024, islands=(3,))
+    with pytest.raises(ValueError, match="do not add up"):
+        render_all(SlurmLayout("x", SlurmNode("c"), (group,)))
+
+
+def test_block_is_refused_on_a_slurm_without_it() -> None:
+    assert topology_kind("auto", "22.05.8") == "tree"
+    assert topology_kind("auto", "24.05.1") == "block"
+    with pytest.raises(ValueError, match="23.11"):
+        topology_kind("block", "22.05.8")
+
+
+def test_slurm_options_need_kind_slurm_and_clouds_without_a_controller_refuse_it() -> None:
+    with pytest.raises(ValueError, match="scheduler.slurm applies to kind slurm only"):
+        ClusterSpec.model_validate({**MINIMAL_SPEC, "scheduler": {"slurm": {"accounting": True}}})
+    spec = ClusterSpec.model_validate({**MINIMAL_SPEC, "scheduler": {"kind": "slurm", "slurm": {"partition": "h100"}}})
+    assert spec.scheduler.slurm is not None and spec.scheduler.slurm.partition == "h100"
+    with pytest.raises(SpecError) as err:
+        plan_spec(spec)
+    assert any(p.path == "scheduler.kind" and "Slurm controller" in p.rule for p in err.value.problems)
