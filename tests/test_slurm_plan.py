@@ -115,3 +115,29 @@ def test_slurm_options_need_kind_slurm_and_clouds_without_a_controller_refuse_it
     with pytest.raises(SpecError) as err:
         plan_spec(spec)
     assert any(p.path == "scheduler.kind" and "Slurm controller" in p.rule for p in err.value.problems)
+
+
+def test_pins_come_from_compat_with_sources_and_block_follows_the_pin() -> None:
+    from provision.planning.images import compat_rules
+    from provision.planning.slurm import BLOCK_MIN_VERSION, parse_version, slurm_pins
+
+    jammy = slurm_pins("ubuntu-22.04")
+    assert jammy.slurm.startswith("21.08") and all(s.startswith("https://") for s in jammy.sources)
+    assert topology_kind("auto", jammy.slurm) == "tree"
+    assert topology_kind("auto", slurm_pins("ubuntu-24.04").slurm) == "block"
+    assert parse_version(compat_rules()["slurm"]["topology_block_min_slurm"]) == BLOCK_MIN_VERSION
+    with pytest.raises(ValueError, match="no Slurm pin for 'rocky-9'"):
+        slurm_pins("rocky-9")
+
+
+def test_the_ci_machine_runs_the_pinned_debian_slurm() -> None:
+    import shutil
+    import subprocess
+
+    from provision.planning.slurm import slurm_pins
+
+    slurmd = shutil.which("slurmd") or shutil.which("slurmd", path="/usr/sbin")
+    if slurmd is None:
+        pytest.skip("no Slurm installed here (.ci/run installs Debian's slurm-wlm)")
+    out = subprocess.run([slurmd, "-V"], capture_output=True, text=True, check=True).stdout.split()
+    assert out[1] == slurm_pins("debian-12").slurm

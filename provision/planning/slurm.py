@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-#: Slurm releases with topology/block (https://slurm.schedmd.com/topology.html, "Block Topology": 23.11).
+#: Slurm releases with topology/block (images/compat.yaml ``slurm.topology_block_min_slurm``, with its source).
 BLOCK_MIN_VERSION = (23, 11)
 #: Share of a node's memory given to jobs (``RealMemory``): slurmd drains a node whose memory is below
 #: its configured ``RealMemory`` ("Low RealMemory"), and the OS, page cache of the image and the
@@ -267,6 +267,43 @@ def topology_kind(choice: str, slurm_version: str) -> TopologyKind:
     return choice  # type: ignore[return-value]
 
 
+@dataclass(frozen=True)
+class SlurmPins:
+    """The versions a Slurm cluster's nodes install (``images/compat.yaml`` ``slurm``), with their sources."""
+
+    os: str
+    slurm: str
+    munge: str
+    enroot: str
+    pyxis: str
+    sources: tuple[str, ...]
+
+
+def slurm_pins(os_name: str) -> SlurmPins:
+    """The pins for the image OS ``os_name`` (e.g. ``ubuntu-22.04``).
+
+    Raises:
+        ValueError: no pin for that OS, or pins that break a rule (pyxis needs enroot >= its minimum).
+    """
+    from provision.planning.images import compat_rules, version_tuple
+
+    rules = compat_rules()["slurm"]
+    row = rules["by_os"].get(os_name)
+    if row is None:
+        raise ValueError(f"no Slurm pin for {os_name!r} in images/compat.yaml; pinned: {', '.join(rules['by_os'])}")
+    enroot, pyxis = rules["enroot"], rules["pyxis"]
+    if version_tuple(str(enroot["version"])) < version_tuple(str(pyxis["min_enroot"])):
+        raise ValueError(f"pyxis {pyxis['version']} needs enroot >= {pyxis['min_enroot']}, pinned {enroot['version']}")
+    return SlurmPins(
+        os=os_name,
+        slurm=str(row["slurm"]),
+        munge=str(row["munge"]),
+        enroot=str(enroot["version"]),
+        pyxis=str(pyxis["version"]),
+        sources=(str(row["source"]), str(enroot["source"]), str(pyxis["source"])),
+    )
+
+
 def node_names(cluster: str, nodes: int) -> tuple[str, ...]:
     """The Slurm node names of a cluster's GPU nodes in rank order."""
     return tuple(f"{cluster}-{rank}" for rank in range(nodes))
@@ -309,3 +346,23 @@ def layout_from_plan(
         topology=topology_kind(opts.topology, slurm_version),
         accounting=opts.accounting,
     )
+
+
+def node_steps(
+    values: Any, pins: SlurmPins, *, role: Literal["controller", "node"], accounting: bool, containers: bool
+) -> list[Any]:
+    """The bootstrap steps (and their values, added to ``values``) a Slurm cluster's ``role`` runs; a cloud
+    passes them to :func:`provision.planning.bootstrap.render` with its own steps."""
+    from provision.planning.bootstrap import Step
+
+    values.add("SLURM_ROLE", role, "name", "scheduler.kind")
+    values.add("SLURM_VERSION", pins.slurm, "version", "images/compat.yaml slurm.by_os")
+    values.add("MUNGE_VERSION", pins.munge, "version", "images/compat.yaml slurm.by_os")
+    values.add("SLURM_ACCOUNTING", "1" if accounting else "0", "int", "scheduler.slurm.accounting")
+    steps = [Step("slurm", "common/steps/slurm.sh", timeout=1800)]
+    if containers and role == "node":
+        values.add("ENROOT_VERSION", pins.enroot, "version", "images/compat.yaml slurm.enroot")
+        values.add("PYXIS_VERSION", pins.pyxis, "version", "images/compat.yaml slurm.pyxis")
+        # Not critical: a node without pyxis still runs sbatch/srun jobs; `srun --container-image` fails there.
+        steps.append(Step("enroot-pyxis", "common/steps/enroot-pyxis.sh", critical=False, timeout=1800))
+    return steps
