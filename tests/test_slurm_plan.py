@@ -141,3 +141,18 @@ def test_the_ci_machine_runs_the_pinned_debian_slurm() -> None:
         pytest.skip("no Slurm installed here (.ci/run installs Debian's slurm-wlm)")
     out = subprocess.run([slurmd, "-V"], capture_output=True, text=True, check=True).stdout.split()
     assert out[1] == slurm_pins("debian-12").slurm
+
+
+def test_nccl_test_on_a_slurm_cluster_is_srun_of_one_task_per_gpu_on_the_chosen_nodes() -> None:
+    from provision.ops.nccl import allreduce_command
+    from provision.spec.models import SchedulerSpec
+
+    plan = plan_spec(ClusterSpec.model_validate({**MINIMAL_SPEC, "nodes": 4}))
+    hosts = ["10.0.0.10", "10.0.0.11", "10.0.0.12", "10.0.0.13"]
+    assert "mpirun" in allreduce_command(plan, hosts)  # plain VMs: unchanged
+    slurm = plan.model_copy(update={"spec": plan.spec.model_copy(update={"scheduler": SchedulerSpec(kind="slurm")})})
+    line = allreduce_command(slurm, hosts, [hosts[1], hosts[2]])
+    assert "mpirun" not in line
+    assert "srun '--nodelist=t1-[1-2]' --nodes=2 --ntasks-per-node=8 --gpus-per-node=8 --mpi=pmix" in line
+    assert line.rstrip().endswith("all_reduce_perf -b 512M -e 8G -f 2 -g 1")
+    assert "NCCL_DEBUG=INFO" in line and '. "${PROVISION_ENV_FILE:-/etc/provision/env}"' in line

@@ -366,3 +366,21 @@ def node_steps(
         # Not critical: a node without pyxis still runs sbatch/srun jobs; `srun --container-image` fails there.
         steps.append(Step("enroot-pyxis", "common/steps/enroot-pyxis.sh", critical=False, timeout=1800))
     return steps
+
+
+def srun_line(names: Sequence[str], gpus_per_node: int, command: str) -> str:
+    """``srun`` of ``command`` (a shell-ready line) as one task per GPU on exactly the named nodes: how
+    ``provision nccl-test`` and ``up --accept`` run ``all_reduce_perf`` on a Slurm cluster. ``--mpi=pmix``
+    wires the ranks together (Ubuntu's and Debian's Open MPI and Slurm both carry PMIx; srun(1) ``--mpi``)."""
+    import shlex
+
+    words = [
+        "srun",
+        f"--nodelist={hostlist(names)}",
+        f"--nodes={len(names)}",
+        f"--ntasks-per-node={gpus_per_node}",
+        f"--gpus-per-node={gpus_per_node}",
+        "--mpi=pmix",
+        "--exclusive",
+    ]
+    return f"{shlex.join(words)} {command}"
