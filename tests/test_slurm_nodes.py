@@ -75,3 +75,36 @@ def test_node_user_data_carries_the_pins_and_steps_but_no_key_or_node_name() -> 
     assert not any("munge" in p for p in paths) and "t1-1" not in env
     files = render_all(layout_from_plan(plan, slurm_version="21.08.5"))
     assert "HealthCheckProgram=/usr/local/sbin/provision-slurm-health" in files["slurm.conf"]
+
+
+def test_controller_user_data_is_valid_cloud_config_with_the_controller_step_and_lifetime(tmp_path: Path) -> None:
+    import shutil
+
+    from provision.planning.slurm import controller_user_data
+
+    spec = {**MINIMAL_SPEC, "lifetime": {"ttl": "6h"}, "scheduler": {"kind": "none"}}
+    plan = plan_spec(ClusterSpec.model_validate(spec))
+    slurm = {"kind": "slurm", "slurm": {"accounting": True}}
+    plan = plan.model_copy(
+        update={
+            "spec": plan.spec.model_copy(
+                update={"scheduler": ClusterSpec.model_validate({**MINIMAL_SPEC, "scheduler": slurm}).scheduler}
+            )
+        }
+    )
+    text = controller_user_data(plan, slurm_pins("ubuntu-22.04"), login_keys=plan.access.ssh_public_keys)
+    doc = parse(text)
+    env = next(f["content"] for f in doc["write_files"] if f["path"] == "/etc/provision/bootstrap.env")
+    assert "SLURM_ROLE=controller" in env and "SLURM_ACCOUNTING=1" in env and "ENROOT_VERSION" not in env
+    steps = next(f["content"] for f in doc["write_files"] if f["path"] == "/etc/provision/steps.json")
+    import json
+
+    assert [s["name"] for s in json.loads(steps)["steps"]] == ["apt-guard", "login-user", "slurm", "lifetime"]
+    assert "munge.key" not in text
+    cloud_init = shutil.which("cloud-init")
+    if cloud_init:
+        path = tmp_path / "controller.yaml"
+        path.write_text(text)
+        assert subprocess.run([cloud_init, "schema", "--config-file", str(path)], capture_output=True).returncode == 0
+    elif os.environ.get("CI"):
+        pytest.fail("cloud-init is missing; .ci/run installs it")

@@ -384,3 +384,71 @@ def srun_line(names: Sequence[str], gpus_per_node: int, command: str) -> str:
         "--exclusive",
     ]
     return f"{shlex.join(words)} {command}"
+
+
+def controller_user_data(plan: Any, pins: SlurmPins, *, login_keys: Sequence[str] = ()) -> str:
+    """The controller's ``#cloud-config`` (a cloud's build gives it to the controller VM): the same step runner,
+    library and values as the GPU nodes, with the apt guard, the login user, the ``slurm`` step as
+    ``controller`` and the lifetime timer (the controller dies with the nodes). Nothing secret: the munge
+    key and the rendered files arrive over SSH (:mod:`provision.ops.slurm`)."""
+    import json
+
+    import yaml
+
+    from provision.planning.bootstrap import (
+        BOOT_UNIT,
+        LIB,
+        File,
+        Step,
+        _Dumper,
+        base_values,
+        checked,
+        expiry_units,
+        static_file,
+    )
+    from provision.spec.slurm import SlurmSpec
+
+    opts = plan.spec.scheduler.slurm or SlurmSpec()
+    values = base_values(plan)
+    order = [Step("apt-guard", "common/steps/apt-guard.sh")]
+    files: list[File] = []
+    if login_keys:
+        keys = [checked("ssh-key", k, f"access.ssh_public_keys[{i}]") for i, k in enumerate(login_keys)]
+        files.append(File("/etc/provision/authorized_keys", "".join(k + "\n" for k in keys)))
+        order.append(Step("login-user", "common/steps/login-user.sh"))
+    order += node_steps(values, pins, role="controller", accounting=opts.accounting, containers=False)
+    if plan.expires_at is not None:
+        files += expiry_units(plan.expires_at)
+        order.append(Step("lifetime", "common/steps/lifetime.sh"))
+    written = [
+        static_file(f"{LIB}/lib.sh", "common/lib.sh"),
+        static_file(f"{LIB}/provision-bootstrap", "common/provision-bootstrap", "0755"),
+    ]
+    manifest = []
+    for i, step in enumerate(order):
+        script = f"{i:02d}-{step.name}.sh"
+        written.append(File(f"{LIB}/steps/{script}", step.body(), "0755"))
+        manifest.append(
+            {
+                "name": step.name,
+                "script": script,
+                "every_boot": step.every_boot,
+                "critical": step.critical,
+                "timeout": step.timeout,
+            }
+        )
+    written += [
+        File("/etc/provision/bootstrap.env", values.render()),
+        File("/etc/provision/steps.json", json.dumps({"steps": manifest}, indent=1) + "\n"),
+        File("/etc/systemd/system/provision-bootstrap.service", BOOT_UNIT),
+        *files,
+    ]
+    doc = {
+        "write_files": [{"path": f.path, "permissions": f.permissions, "content": f.content} for f in written],
+        "runcmd": [
+            ["systemctl", "daemon-reload"],
+            ["systemctl", "enable", "provision-bootstrap.service"],
+            ["python3", f"{LIB}/provision-bootstrap"],
+        ],
+    }
+    return "#cloud-config\n" + yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=4096, allow_unicode=False)
