@@ -116,3 +116,12 @@ def test_the_local_slurm_is_the_projects_rendered_configuration(tmp_path: Path) 
     finally:
         s.stop()
     assert not s.running()
+
+
+def test_following_a_jobs_log_streams_until_slurm_ends_it(cluster: Any) -> None:
+    spec = jobs.submit(cluster, jobs.CMD, ["echo first; sleep 3; echo second"])
+    lines: list[str] = []
+    job = jobs.logs(cluster, spec.id, lambda _r, t: lines.append(t), follow=True)
+    assert job.spec.id == spec.id
+    assert [t for t in lines if t in ("first", "second")] == ["first", "second"], lines
+    assert jobs.find(cluster, spec.id).state == "succeeded"
