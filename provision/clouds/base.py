@@ -139,6 +139,9 @@ class Adapter(ABC, Generic[P]):
     #: What the cloud's tag sweeper sweeps (``"region"``, ``"subscription"``) when the state is gone, declared by
     #: every cloud: ``sweep(target, delete, client)`` in ``clouds/<cloud>/sweeper.py``; ``None``: it has none.
     sweeper: ClassVar[str | None] = None
+    #: Whether ``components.build`` creates the Slurm controller (``scheduler: slurm``); the seam a cloud
+    #: plugs into: its build renders the controller and node files with :mod:`provision.planning.slurm`.
+    slurm_controller: ClassVar[bool] = False
 
     # ------------------------------------------------------------------ hooks into the cloud's account
     def preflight(self, plan: ClusterPlan, session: Any = None) -> list[Problem]:
@@ -197,6 +200,13 @@ class Adapter(ABC, Generic[P]):
         self._check_supported(catalog, res, found)
         self.check(spec, res, found)
         k8s = self._kubernetes(spec, res, found)
+        if spec.scheduler.kind == "slurm" and not self.slurm_controller:
+            found.add(
+                "scheduler.kind",
+                "slurm",
+                f"is not supported on {self.cloud} yet: its build does not create the Slurm controller",
+                "use scheduler.kind: none (plain VMs, torchrun over the hostfile)",
+            )
         found.raise_if_any(SpecError)
         assert res.offer is not None and res.nodes is not None and res.fabric is not None  # noqa: S101
         offer, nodes = res.offer, res.nodes

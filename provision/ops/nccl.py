@@ -113,13 +113,23 @@ def allreduce_command(plan: ClusterPlan, hosts: Sequence[str], subset: Sequence[
     nodes keep them in a sandbox. Each rank starts through ``env`` with :data:`~provision.ops.nccl_transport.DEBUG_ENV`,
     so NCCL logs its transports to the output whatever the node's own ``NCCL_DEBUG`` (or ``NCCL_DEBUG_FILE``) says.
     """
+    chosen = list(subset if subset is not None else hosts)
+    if plan.spec.scheduler.kind == "slurm":  # Slurm starts the ranks (srun), on the subset's Slurm nodes
+        from provision.planning.launch import SOURCE_ENV
+        from provision.planning.slurm import node_names, srun_line
+
+        names = node_names(plan.name, len(hosts))
+        debug = " ".join(f"{k}={shlex.quote(v)}" for k, v in DEBUG_ENV)
+        body = f"env -u NCCL_DEBUG_FILE {debug} $PV_BIN/all_reduce_perf {TEST_ARGS}"
+        line = srun_line([names[list(hosts).index(h)] for h in chosen], plan.gpus_per_node, body)
+        return f'PV_BIN="${{PROVISION_ROOT:-}}{shlex.quote(NCCL_TESTS_BIN)}" && {SOURCE_ENV} && {line}'
     line = launch_line(
         "mpirun",
         facts_of(plan, hosts),
         "env",
         # -u NCCL_DEBUG_FILE: the log must reach mpirun's output, not a file on each node.
         ["-u", "NCCL_DEBUG_FILE", *(f"{k}={v}" for k, v in DEBUG_ENV), "$PV_BIN/all_reduce_perf", *TEST_ARGS.split()],
-        hosts=list(subset if subset is not None else hosts),
+        hosts=chosen,
         mpirun="$PV_BIN/mpirun",
     )
     return f'PV_BIN="${{PROVISION_ROOT:-}}{shlex.quote(NCCL_TESTS_BIN)}" && {line}'

@@ -74,6 +74,8 @@ class NodeAccess:
         stop its nodes' running jobs first (its nodes are local process trees)."""
         if self.mock:
             from provision.ops.jobs.local import stop_all
+            from provision.ops.slurm_local import stop_mock_slurm
 
             stop_all(self)
+            stop_mock_slurm(self)  # a mocked Slurm cluster's local daemons
         access.forget(self)

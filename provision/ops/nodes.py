@@ -129,7 +129,7 @@ def mock_user_data(plan: ClusterPlan) -> str:
     Raises:
         UnsupportedError: a ``scheduler: kubernetes`` cluster (its nodes run the managed node image).
     """
-    if plan.spec.scheduler.kind != "none":
+    if plan.spec.scheduler.kind == "kubernetes":  # Slurm clusters run provision's bootstrap too
         from provision.spec.errors import UnsupportedError
 
         raise UnsupportedError(

@@ -36,6 +36,7 @@ from provision.spec.options.aws import AwsOptions
 from provision.spec.options.azure import AzureOptions
 from provision.spec.options.gcp import GcpOptions
 from provision.spec.runtime import RuntimeSpec
+from provision.spec.slurm import SlurmSpec
 from provision.spec.units import Duration, SizeGiB, parse_network
 
 #: The Pulumi project name; a stack file holds the spec under ``provision:cluster``.
@@ -339,11 +340,13 @@ K8S_NAME_PATTERN = r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"
 class SchedulerSpec(_Model):
     """What runs the jobs: the nodes themselves (``none``) or the cloud's managed Kubernetes."""
 
-    kind: Literal["none", "kubernetes"] = Field(
+    kind: Literal["none", "kubernetes", "slurm"] = Field(
         default="none",
         description="'none': plain VMs (SSH, torchrun over the hostfile). 'kubernetes': the cloud's managed "
-        "Kubernetes (GKE, EKS) with the GPU fabric wired into pods, Kueue and Kubeflow Trainer.",
+        "Kubernetes (GKE, EKS) with the GPU fabric wired into pods, Kueue and Kubeflow Trainer. 'slurm': "
+        "the VMs plus a Slurm controller (sbatch/srun, enroot + pyxis containers).",
     )
+    slurm: SlurmSpec | None = Field(default=None, description="Slurm options (kind slurm only).")
     version: str | None = Field(
         default=None,
         pattern=r"^1\.[0-9]{2}$",
@@ -363,7 +366,9 @@ class SchedulerSpec(_Model):
 
     @model_validator(mode="after")
     def _only_with_kubernetes(self) -> SchedulerSpec:
-        if self.kind == "none":
+        if self.slurm is not None and self.kind != "slurm":
+            raise ValueError(f"scheduler.slurm applies to kind slurm only (kind is {self.kind!r}); set kind: slurm")
+        if self.kind != "kubernetes":
             given = [k for k in ("version", "system_instance_type") if getattr(self, k) is not None]
             if given:
                 raise ValueError(

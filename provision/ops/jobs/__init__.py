@@ -41,6 +41,10 @@ def backend(cluster: Any) -> Backend:
     Raises:
         UnsupportedError: a ``scheduler: kubernetes`` cluster (its jobs are TrainJobs: ``launch --k8s``).
     """
+    if cluster.spec.scheduler.kind == "slurm":
+        from provision.ops.jobs.slurm import slurm_backend
+
+        return slurm_backend(cluster)
     if cluster.spec.scheduler.kind != "none":
         raise UnsupportedError(
             f"{cluster.spec.name} runs under Kubernetes, where a job is a TrainJob. "
