@@ -377,7 +377,8 @@ def test_bad_spec_creates_no_resource(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("provision.engine.mockrun.CloudMocks", Recording)
     with pytest.raises(SpecError):
         run(capacity={"type": "flex-start"}, lifetime={"ttl": None})
-    assert made == []  # planning failed before the mocked cloud (or any resource) existed
+    # The program plans (and refuses the spec) before its first resource, as `pulumi up` does.
+    assert [m.ledger for m in made] == [[]]
 
 
 def test_bad_labels_stop_the_build_before_any_resource() -> None:

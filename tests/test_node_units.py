@@ -53,6 +53,9 @@ NODE_COMMANDS = {
     "/usr/bin/daos_agent": "daos-client (images/gcp/daos-client.sh installs it)",
     "/bin/dfuse": "daos-client (images/gcp/daos-client.sh installs it)",
     "/bin/fusermount3": "fuse3 (a dependency of daos-client)",
+    # Ubuntu server images (Azure's Ubuntu-HPC image among them) ship iptables (priority "important" in Ubuntu's
+    # archive: packages.ubuntu.com/jammy/iptables); provision-imds-root.service runs it.
+    "/usr/sbin/iptables": "iptables (in Ubuntu's server and cloud images)",
 }
 
 _HEREDOC_UNIT = re.compile(r"cat >\s*(/etc/systemd/system/[\w@.-]+)\s*<<-?'?(\w+)'?\n(.*?)\n\2\n", re.S)

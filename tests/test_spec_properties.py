@@ -30,8 +30,8 @@ from provision.spec import (
     ClusterSpec,
     load_spec,
 )
+from provision.spec.cidrs import world_wide
 from provision.spec.errors import BudgetError, ProblemCollector, SpecError
-from provision.spec.models import covers_internet
 
 CATALOG = load_catalog()
 CLOUDS = ("aws", "gcp", "azure", "alibaba")
@@ -233,8 +233,8 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
     data["access"] = {
         "ssh_public_keys": draw(st.lists(valid_keys, max_size=2)),
         "allowed_cidrs": cidrs + (["0.0.0.0/0"] if world else []),
-        # Short prefixes (::/1, 0.0.0.0/1 + 128.0.0.0/1) cover the internet too and need the opt-in.
-        "allow_world_ssh": world or covers_internet(cidrs),
+        # Short prefixes (::/1, 0.0.0.0/1: more public addresses than a /8) are world access too and need the opt-in.
+        "allow_world_ssh": world or world_wide(cidrs),
         "public_head_node": draw(st.booleans()),
     }
     ctype = draw(st.sampled_from(["on-demand", "spot", "reservation", "capacity-block", "flex-start"]))
