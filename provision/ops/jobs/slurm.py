@@ -173,7 +173,9 @@ class SlurmBackend:
             raise CloudError(f"{what} failed (exit {ran.code}): {ran.stderr.strip()[-500:]}")
         return ran
 
-    def submit(self, spec: JobSpec) -> None:
+    def submit(self, spec: JobSpec, runtime: Any = None) -> None:
+        """``sbatch`` one job whose steps run every rank's script. ``runtime`` is not applied here: under Slurm
+        the ranks run in the nodes' own environment (containers go through ``srun --container-image``)."""
         folder = self.job_dir(0, spec.id)
         files = {
             f"{folder}/job.json": spec.to_json(),
