@@ -1,0 +1,53 @@
+"""storage.shared.object_store: the filesystem linked to its bucket (AWS: an FSx data repository association)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from provision.spec import load_spec
+from provision.spec.errors import SpecError
+from tests.conftest import preview, stack_spec
+
+
+def aws_spec(link: dict[str, Any] | None) -> Any:
+    data = stack_spec("aws-p5-ci").model_dump(mode="json", exclude_none=True)
+    if link is not None:
+        data["storage"]["shared"]["object_store"] = link
+    return load_spec(data)
+
+
+def of_type(result: Any, suffix: str) -> list[Any]:
+    return [r for r in result.resources if r.type.endswith(suffix)]
+
+
+def test_aws_links_fsx_to_the_bucket_with_import_and_export() -> None:
+    result = preview(aws_spec({"uri": "s3://my-train-data/llm", "import_path": "/data", "export_path": "/data/ckpt"}))
+    [fs] = of_type(result, ":LustreFileSystem")
+    [dra] = of_type(result, ":DataRepositoryAssociation")
+    assert dra.inputs["fileSystemId"] == fs.id
+    assert dra.inputs["fileSystemPath"] == "/data"
+    assert dra.inputs["dataRepositoryPath"] == "s3://my-train-data/llm/"
+    assert dra.inputs["batchImportMetaDataOnCreate"] is True
+    assert dra.inputs["s3"]["autoImportPolicy"]["events"] == ["NEW", "CHANGED", "DELETED"]
+    assert dra.inputs["s3"]["autoExportPolicy"]["events"] == ["NEW", "CHANGED", "DELETED"]
+
+
+def test_aws_import_only_link_exports_nothing() -> None:
+    [dra] = of_type(preview(aws_spec({"uri": "s3://my-train-data"})), ":DataRepositoryAssociation")
+    assert dra.inputs["fileSystemPath"] == "/"
+    assert "autoExportPolicy" not in dra.inputs["s3"]
+
+
+def test_no_object_store_no_link() -> None:
+    assert of_type(preview(aws_spec(None)), ":DataRepositoryAssociation") == []
+
+
+def test_bad_links_are_refused_all_at_once() -> None:
+    with pytest.raises(SpecError) as e:
+        aws_spec({"uri": "gs://other-cloud/x", "import_path": "/data", "export_path": "/elsewhere"})
+    fields = {p.path for p in e.value.problems}
+    assert fields == {"storage.shared.object_store.uri", "storage.shared.object_store"}
+    text = str(e.value)
+    assert "s3://" in text and "not inside import_path" in text
