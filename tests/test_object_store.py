@@ -51,3 +51,25 @@ def test_bad_links_are_refused_all_at_once() -> None:
     assert fields == {"storage.shared.object_store.uri", "storage.shared.object_store"}
     text = str(e.value)
     assert "s3://" in text and "not inside import_path" in text
+
+
+def test_a_failed_link_creation_keeps_what_exists_and_down_removes_it(tmp_path: Any, monkeypatch: Any) -> None:
+    from provision.engine.mockstate import MockStore
+    from provision.ops.cluster import Cluster
+    from provision.spec.errors import ProvisionError
+    from provision.testing import Fault
+
+    monkeypatch.setenv("PROVISION_HOME", str(tmp_path / "home"))
+    dra = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
+    fault = Fault(code="BadRequest", type_token=dra, message="Unable to access the bucket")
+    spec = aws_spec({"uri": "s3://my-train-data/llm", "import_path": "/data"})
+    cluster = Cluster(spec, mock=True, faults=[fault], display="none")
+    with pytest.raises(ProvisionError) as err:
+        cluster.up()
+    assert "BadRequest" in str(err.value)
+    state = MockStore().load(cluster.stack)
+    assert state is not None
+    types = {r.type for r in state.resources}
+    assert "aws:fsx/lustreFileSystem:LustreFileSystem" in types and dra not in types
+    cluster.down()
+    assert MockStore().load(cluster.stack) is None
