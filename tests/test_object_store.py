@@ -73,3 +73,47 @@ def test_a_failed_link_creation_keeps_what_exists_and_down_removes_it(tmp_path: 
     assert "aws:fsx/lustreFileSystem:LustreFileSystem" in types and dra not in types
     cluster.down()
     assert MockStore().load(cluster.stack) is None
+
+
+def ali_spec(link: dict[str, Any], **shared: Any) -> Any:
+    data = stack_spec("alibaba-gn8-64").model_dump(mode="json", exclude_none=True)
+    data["storage"]["shared"].update(shared)
+    data["storage"]["shared"]["object_store"] = link
+    return load_spec(data)
+
+
+def test_alibaba_links_cpfs_to_oss_through_a_fileset_and_a_data_flow() -> None:
+    result = preview(ali_spec({"uri": "oss://my-train-data/ignored-prefix", "import_path": "/data"}))
+    [fs] = of_type(result, "nas/fileSystem:FileSystem")
+    [fileset] = of_type(result, ":Fileset")
+    [flow] = of_type(result, ":DataFlow")
+    assert fileset.inputs["fileSystemId"] == fs.id and fileset.inputs["fileSystemPath"] == "/data/"
+    assert flow.inputs["fileSystemId"] == fs.id
+    assert flow.inputs["fsetId"].startswith("fset-") and flow.inputs["fsetId"] in fileset.id
+    assert flow.inputs["sourceStorage"] == "oss://my-train-data"
+    assert flow.inputs["throughput"] == 600
+
+
+def test_strict_alibaba_cloud_refuses_a_bucket_name_the_data_flow_api_refuses() -> None:
+    # OSS bucket names may be 3 characters, but CreateDataFlow takes 8-128 (ALIYUN::NAS::DataFlow SourceStorage).
+    with pytest.raises(Exception) as e:  # noqa: PT011  # the engine wraps the strict cloud's error
+        preview(ali_spec({"uri": "oss://short", "import_path": "/data"}))
+    assert "sourceStorage" in str(e.value) and "8-128" in str(e.value)
+
+
+@pytest.mark.parametrize("cloud_stack", ["gcp-a3-ci", "azure-ndh100-ci"])
+def test_clouds_without_a_link_refuse_object_store(cloud_stack: str) -> None:
+    data = stack_spec(cloud_stack).model_dump(mode="json", exclude_none=True)
+    scheme = {"gcp-a3-ci": "gs://my-train-data", "azure-ndh100-ci": "https://acct1.blob.core.windows.net/data"}
+    data["storage"]["shared"]["object_store"] = {"uri": scheme[cloud_stack]}
+    with pytest.raises(SpecError) as e:
+        load_spec(data)
+    assert [p.path for p in e.value.problems] == ["storage.shared.kind"]
+
+
+def test_alibaba_nas_cannot_be_linked() -> None:
+    with pytest.raises(SpecError) as e:
+        ali_spec({"uri": "oss://my-train-data"}, kind="nas", tier="Capacity", size_gib=1024)
+    assert [p.path for p in e.value.problems] == ["storage.shared.kind"] and "set storage.shared.kind: cpfs" in str(
+        e.value
+    )

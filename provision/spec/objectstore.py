@@ -23,6 +23,9 @@ _URI = (
     r"(/[A-Za-z0-9._/-]*)?$"
 )
 _PATH = r"^/[A-Za-z0-9._/-]*$"
+#: The filesystem kinds whose link provision builds, per cloud (AWS: FSx data repository association,
+#: clouds/aws/datalink.py; Alibaba: CPFS data flow, clouds/alibaba/datalink.py). GCP and Azure: not yet.
+LINKABLE: dict[str, tuple[str, ...]] = {"aws": ("auto", "fsx-lustre"), "alibaba": ("cpfs",), "gcp": (), "azure": ()}
 
 
 class ObjectStore(BaseModel):
@@ -67,6 +70,18 @@ def object_store_problems(data: dict[str, Any]) -> list[Problem]:
                 uri,
                 f"is not a {cloud} bucket: a {cloud} filesystem links to its own cloud's object store",
                 f"give a {want} URI",
+            )
+        )
+    kind = shared.get("kind", "auto")
+    linkable = LINKABLE.get(cloud) if isinstance(cloud, str) else None
+    if link and linkable is not None and kind not in linkable:
+        out.append(
+            Problem(
+                "storage.shared.kind",
+                kind,
+                f"cannot be linked to an object store by provision on {cloud} "
+                f"(linked kinds: {', '.join(k for k in linkable if k != 'auto') or 'none yet'})",
+                f"set storage.shared.kind: {linkable[-1]}" if linkable else "drop storage.shared.object_store",
             )
         )
     if link and shared.get("volume"):
