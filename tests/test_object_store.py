@@ -117,3 +117,9 @@ def test_alibaba_nas_cannot_be_linked() -> None:
     assert [p.path for p in e.value.problems] == ["storage.shared.kind"] and "set storage.shared.kind: cpfs" in str(
         e.value
     )
+
+
+def test_alibaba_export_path_is_refused_until_data_flow_tasks_exist() -> None:
+    with pytest.raises(SpecError) as e:
+        ali_spec({"uri": "oss://my-train-data", "import_path": "/data", "export_path": "/data/ckpt"})
+    assert [p.path for p in e.value.problems] == ["storage.shared.object_store.export_path"]

@@ -84,6 +84,15 @@ def object_store_problems(data: dict[str, Any]) -> list[Problem]:
                 f"set storage.shared.kind: {linkable[-1]}" if linkable else "drop storage.shared.object_store",
             )
         )
+    if link and cloud == "alibaba" and link.get("export_path") is not None:
+        out.append(
+            Problem(
+                "storage.shared.object_store.export_path",
+                link.get("export_path"),
+                "is not exported on alibaba yet: CPFS exports through data flow tasks, which provision does not run",
+                "drop export_path and export with a data flow task (NAS API CreateDataFlowTask)",
+            )
+        )
     if link and shared.get("volume"):
         out.append(
             Problem(
