@@ -82,6 +82,7 @@ def test_volume_attached_by_two_clusters_in_turn_outlives_them(tmp_path: Path) -
         assert cli("down", name, "--mock", "--yes")[0] == 0
     listed = volumes()["llm-data"]
     assert listed["used_by"] == [] and listed["tags"] == {"team": "ml"} and listed["lifetime_until"]
+    assert listed["tier"] and listed["hourly_usd"] > 0  # priced from the catalog (FSx for Lustre, 1200 GiB)
     code, out = cli("list", "--mock", "--json")
     assert json.loads(out)["clusters"] == []  # a volume is not a cluster
     assert cli("volume", "delete", "llm-data", "--mock")[0] == 0

@@ -65,7 +65,7 @@ def list_(mock: bool = _MOCK, as_json: bool = JsonOpt) -> None:
         return
     from rich.table import Table
 
-    table = Table("name", "cloud", "where", "filesystem", "GiB", "id", "used by", "origin")
+    table = Table("name", "cloud", "where", "filesystem", "GiB", "$/h", "id", "used by", "origin")
     for r in rows:
         table.add_row(
             r["name"],
@@ -73,6 +73,7 @@ def list_(mock: bool = _MOCK, as_json: bool = JsonOpt) -> None:
             str(r["zone"] or r["region"]),
             str(r["filesystem"]),
             str(r["size_gib"]),
+            "-" if r["hourly_usd"] is None else f"{r['hourly_usd']:,.2f}",
             str(r["filesystem_id"]),
             ", ".join(r["used_by"]) or "-",
             str(r["origin"]),

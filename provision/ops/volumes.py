@@ -64,6 +64,8 @@ class VolumeRecord:
             "filesystem": out.get("filesystem"),
             "size_gib": out.get("size_gib"),
             "filesystem_id": out.get("filesystem_id"),
+            "tier": out.get("tier"),
+            "hourly_usd": out.get("hourly_usd"),
             "lifetime_until": out.get("expires_at"),
             "origin": out.get("origin"),
             "tags": out.get("tags") or {},
@@ -126,6 +128,22 @@ def _save_volume(store: Any, name: str, outputs: dict[str, Any], resources: list
     )
 
 
+def volume_price(spec: VolumeSpec) -> tuple[str | None, float | None]:
+    """The catalog tier of ``spec`` (the cheapest of its kind that sells its throughput) and its USD per hour."""
+    from provision.catalog import load_catalog
+    from provision.planning.cost import storage_hourly_usd
+
+    best: tuple[str | None, float | None] = (None, None)
+    for offer in load_catalog().filesystems_for(spec.cloud, spec.kind):
+        tput = spec.throughput_mbps_per_tib
+        if tput is not None and offer.throughput_mbps_per_tib and tput not in offer.throughput_mbps_per_tib:
+            continue
+        hourly = storage_hourly_usd(offer, spec.size_gib, tput, spec.region)
+        if hourly is not None and (best[1] is None or hourly < best[1]):
+            best = (offer.tier, round(hourly, 4))
+    return best
+
+
 def create_volume(spec: VolumeSpec, mock: bool) -> VolumeRecord:
     """Create the volume's stack (refused when a volume of that name exists)."""
     _need_mock(mock)
@@ -135,7 +153,10 @@ def create_volume(spec: VolumeSpec, mock: bool) -> VolumeRecord:
             problems=[Problem("name", spec.name, "names a volume that exists", "pick another name or delete it first")]
         )
     now = datetime.now(timezone.utc).replace(microsecond=0)
+    tier, hourly = volume_price(spec)
     outputs: dict[str, Any] = {
+        "tier": tier,
+        "hourly_usd": hourly,
         "kind": VOLUME_MARK,
         "volume": spec.name,
         "cloud": spec.cloud,
@@ -261,6 +282,8 @@ def retain_at_down(state: Any) -> tuple[str | None, set[tuple[str, str]]]:
         "filesystem": kind,
         "size_gib": shared_fs.get("size_gib") or shared.get("size_gib"),
         "shared_fs": shared_fs,
+        "tier": shared_fs.get("tier"),
+        "hourly_usd": None,
         "filesystem_id": kept[0].id,
         "tags": dict(spec.get("tags") or {}),
         "origin": f"retained by cluster {base} at down",
