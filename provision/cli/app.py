@@ -33,6 +33,7 @@ from provision.cli import (
     setup,
     size,
     sshconfig,
+    volumes,
 )
 
 #: The command groups, in the order ``provision --help`` lists them.
@@ -52,6 +53,7 @@ COMMAND_MODULES = (
     k8s,
     setup,
     check,
+    volumes,
 )
 
 #: One example per command, shown at the end of its ``--help`` (commands that bring their own keep theirs).

@@ -274,6 +274,9 @@ class Cluster(NodeAccess, MockOperations):
         plan = self.plan()
         if self.mock:
             return self._mock_up(apply=True)
+        from provision.ops.volumes import refuse_real_attach
+
+        refuse_real_attach(self.spec)  # attaching a volume is implemented for the mocked cloud only
         from provision.engine import automation, preflight
 
         skipped = preflight.check_before_up(plan)  # raises before anything exists when the account says no

@@ -28,6 +28,13 @@ class MockOperations:
 
         def forget_access(self) -> None: ...
 
+        def _print(self, line: str) -> None: ...
+
+        def plan(self) -> Any: ...
+
+    def _plan_zone(self) -> str | None:
+        return self.plan().zone  # type: ignore[no-any-return]
+
     def _store(self) -> Any:
         from provision.engine.mockstate import MockStore
 
@@ -51,11 +58,16 @@ class MockOperations:
     def _mock_up(self, apply: bool) -> OperationResult:
         from provision.clouds.failover import capacity_error
         from provision.engine.mockstate import MockRunFailedError, run_mock
+        from provision.ops.volumes import attached_program_spec
+
+        # An attached volume (storage.shared.volume) is checked before anything exists; the program then
+        # creates no filesystem and the outputs record the volume (how `volume delete` finds its users).
+        program_spec, volume_outputs = attached_program_spec(self.effective_spec, self._plan_zone(), mock=True)
 
         def run() -> tuple[list[Any], dict[str, Any]]:
             store = self._store()
             try:
-                planned = run_mock(self.effective_spec, self.stack, store.load(self.stack), faults=self._faults)
+                planned = run_mock(program_spec, self.stack, store.load(self.stack), faults=self._faults)
             except MockRunFailedError as e:
                 if apply:  # like Pulumi, keep what was created before the failure; `down` removes it
                     store.save(e.state)
@@ -63,6 +75,8 @@ class MockOperations:
                 if capacity is not None:
                     raise capacity from None
                 raise
+            if volume_outputs:
+                planned.state.outputs.update(volume_outputs)
             if apply and planned.changed:
                 store.save(planned.state)
             return planned.changes, planned.state.outputs
@@ -75,7 +89,19 @@ class MockOperations:
     def _mock_down(self) -> OperationResult:
         from provision.engine.mockstate import destroy_steps
 
-        result = self._mock_operation("destroy", lambda: (destroy_steps(self._store().delete(self.stack)), {}))
+        def run() -> tuple[list[Any], dict[str, Any]]:
+            from provision.ops.volumes import retain_at_down
+
+            state = self._store().delete(self.stack)
+            if state is None:
+                return [], {}
+            volume, kept = retain_at_down(state)  # a retained own filesystem becomes volume `volume`
+            if volume is not None:
+                self._print(f"the retained filesystem is now volume {volume} (provision volume list --mock)")
+                state.resources = [r for r in state.resources if r.key not in kept]
+            return destroy_steps(state), {}
+
+        result = self._mock_operation("destroy", run)
         self._outputs, self._state = {}, "none"
         self.forget_access()
         return result

@@ -71,8 +71,8 @@ def _mock_records() -> list[ClusterRecord]:
             state = store.load(stack)
         except CloudError:
             continue  # a damaged file: `provision status` on it names the file and the fix
-        if state is None or not state.resources:
-            continue
+        if state is None or not state.resources or state.outputs.get("kind") == "volume":
+            continue  # nothing there, or a volume (provision volume list)
         found.append(
             ClusterRecord(
                 stack=state.stack,

@@ -31,6 +31,7 @@ from provision.spec.cidrs import GLOBAL_V6 as _GLOBAL_V6
 from provision.spec.cidrs import NON_PUBLIC_V4 as _NON_PUBLIC_V4
 from provision.spec.cidrs import world_wide
 from provision.spec.errors import MISSING, Problem
+from provision.spec.objectstore import ObjectStore, object_store_problems
 from provision.spec.options.alibaba import AlibabaOptions
 from provision.spec.options.aws import AwsOptions
 from provision.spec.options.azure import AzureOptions
@@ -162,6 +163,8 @@ class SharedStorage(_Model):
         "advance_200, ...); chosen from kind and throughput when absent.",
     )
     retain: bool = Field(default=False, description="Keep the filesystem when the cluster is destroyed.")
+    object_store: ObjectStore | None = Field(default=None, description="The bucket linked to the filesystem.")
+    volume: str | None = Field(default=None, pattern=NAME_PATTERN, description="Attach this existing volume (provision volume create) instead of creating a filesystem.")  # noqa: E501
     mount: str = Field(default="/shared", pattern=r"^/[A-Za-z0-9._/-]*$", description="Mount point on nodes.")
 
     _numbers = field_validator("throughput_mbps_per_tib", mode="before")(_not_bool)
@@ -536,7 +539,7 @@ def cross_field_problems(data: dict[str, Any]) -> list[Problem]:
     Running them on raw data (not only in a model validator) lets one report list them
     beside field errors: pydantic skips model validators once any field fails.
     """
-    out: list[Problem] = []
+    out: list[Problem] = object_store_problems(data)
     gpu = data.get("gpu")
     if gpu is None and data.get("instance_type") is None:
         out.append(

@@ -15,6 +15,7 @@ import pulumi
 from pulumi_alicloud import ecs
 
 from provision.clouds.alibaba.adapter import auto_release_time, image_lookup
+from provision.clouds.alibaba.datalink import build_oss_link
 from provision.clouds.alibaba.network import Network, build_network
 from provision.clouds.alibaba.plan import AlibabaPlan
 from provision.clouds.alibaba.storage import Storage, build_storage
@@ -42,6 +43,7 @@ class AlibabaCluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         net = build_network(plan, self)
         storage = build_storage(plan, net, self)
+        build_oss_link(plan, storage.fs, self)
         self.shared_fs = storage.shared_fs
 
         # ECS key pairs take RSA/ECDSA keys only; without one the nodes get none (login via the user data).

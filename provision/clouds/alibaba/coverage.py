@@ -28,6 +28,7 @@ from provision.clouds.alibaba.strict_api import (
     VPC_CIDR_SOURCE,
     VSWITCH_SOURCE,
 )
+from provision.clouds.alibaba.strict_datalink import WAIVED as DATALINK_WAIVED
 from provision.clouds.strict import Coverage, Leaf, Resource
 from provision.clouds.strict import account as account_leaves
 
@@ -124,6 +125,7 @@ COVERAGE: dict[str, Coverage] = {
             "fileSystemType": NAS_API + "CreateAccessGroup FileSystemType",
         }
     ),
+    **{t: Coverage(waived=reasons) for t, reasons in DATALINK_WAIVED.items()},
 }
 
 

@@ -147,6 +147,12 @@ def resource(args: Any, ctx: MockContext) -> tuple[str, dict[str, Any]]:
         exp = cpfs_export_id(name)
         rid = f"{inputs['fileSystemId']}:{inputs['protocolServiceId']}:{exp}"
         return rid, {**inputs, "exportId": exp, "status": "Active"}
+    if typ == "alicloud:nas/fileset:Fileset":  # provider id: <file_system_id>:<fileset_id>
+        fset = f"fset-{_alnum(ctx, name, 16)}"
+        return f"{inputs['fileSystemId']}:{fset}", {**inputs, "filesetId": fset, "status": "CREATED"}
+    if typ == "alicloud:nas/dataFlow:DataFlow":  # provider id: <file_system_id>:<data_flow_id>
+        flow = f"df-{_alnum(ctx, name, 16)}"
+        return f"{inputs['fileSystemId']}:{flow}", {**inputs, "dataFlowId": flow, "status": "Running"}
     if typ in _RAM:
         return _RAM[typ](inputs, ctx)
     raise ValueError(f"the mocked Alibaba cloud has no answer for {typ} ({name}); add one to alibaba/mocks.py")

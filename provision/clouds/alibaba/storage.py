@@ -53,6 +53,7 @@ class Storage:
     cpfs: Any = None
     role_name: Any = None
     ready: list[pulumi.Resource] = field(default_factory=list)
+    fs: Any = None  # the nas.FileSystem (the object-store link of clouds/alibaba/datalink.py attaches to it)
 
 
 def build_storage(plan: ClusterPlan[AlibabaPlan], net: Network, parent: pulumi.Resource) -> Storage:
@@ -128,7 +129,7 @@ def build_storage(plan: ClusterPlan[AlibabaPlan], net: Network, parent: pulumi.R
             }
         )
         cpfs_export = pulumi.Output.all(fs.id, export.export_id, role.role_name).apply(lambda a: CpfsExport(*a))
-        return Storage(shared_fs=shared_fs, cpfs=cpfs_export, role_name=role.role_name, ready=[attachment])
+        return Storage(shared_fs=shared_fs, cpfs=cpfs_export, role_name=role.role_name, ready=[attachment], fs=fs)
 
     group = nas.AccessGroup(
         f"{name}-fs-ag",

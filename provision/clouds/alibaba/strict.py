@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from provision.clouds.alibaba import ramrole
 from provision.clouds.alibaba.strict_api import api_rules
+from provision.clouds.alibaba.strict_datalink import CHECKED as DATALINK_CHECKED
+from provision.clouds.alibaba.strict_datalink import datalink_rules
 from provision.clouds.strict import Resource, Violation, check_enum, check_range, timeout_rule
 
 if TYPE_CHECKING:
@@ -200,7 +202,7 @@ HOST_NAME = r"(?![.-])(?!.*[.-]{2})[A-Za-z0-9.-]{2,64}(?<![.-])"
 
 
 def _known() -> frozenset[str]:
-    return frozenset(RULES) | frozenset(NAME_FIELDS) | UNCHECKED | {ROLE, POLICY}
+    return frozenset(RULES) | frozenset(NAME_FIELDS) | UNCHECKED | {ROLE, POLICY} | frozenset(DATALINK_CHECKED)
 
 
 def _provider(file: str, tf_field: str) -> str:
@@ -384,6 +386,7 @@ def check(res: Resource, ctx: MockContext) -> list[Violation]:
         + ram_rules(res)
         + role_reference_rules(res, ctx)
         + api_rules(res, ctx)
+        + datalink_rules(res)
     )
 
 
@@ -416,7 +419,7 @@ def rule_paths(res: Resource) -> dict[str, str]:
     if res.type == ROLE_ATTACHMENT:
         src = "RAM API reference, AttachPolicyToRole (EntityNotExist.Role / EntityNotExist.Policy)"
         out |= {"roleName": src, "policyName": src}
-    return out
+    return out | DATALINK_CHECKED.get(res.type, {})
 
 
 #: Every type this module knows (rules, or deliberately unchecked).

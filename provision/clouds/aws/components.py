@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pulumi
 import pulumi_aws as aws
 
-from provision.clouds.aws import network, nodes, storage
+from provision.clouds.aws import datalink, network, nodes, storage
 from provision.clouds.outputs import stack_outputs
 from provision.planning.outputs import shared_fs_summary
 
@@ -42,6 +42,7 @@ class AwsCluster(pulumi.ComponentResource):
         pg = nodes.placement_group(plan, self)
         sgs = network.build_security_groups(plan, net, self, placement=pg)
         fs = storage.build_fsx(plan, net, sgs, self)
+        datalink.build_s3_link(plan, fs, self)
         identity = nodes.build_identity(plan, self)
         ami = nodes.image_id(plan, self)
         lt = nodes.launch_template(plan, net, sgs, identity, ami, fs, pg, self)

@@ -131,6 +131,7 @@ APIS: dict[str, Api] = {
     ),
     "aws:ec2/fleet:Fleet": Api("ec2", "CreateFleet"),
     "aws:fsx/lustreFileSystem:LustreFileSystem": Api("fsx", "CreateFileSystem", roots=("", "LustreConfiguration")),
+    "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": Api("fsx", "CreateDataRepositoryAssociation"),
     "aws:iam/role:Role": Api(
         "iam",
         "CreateRole",

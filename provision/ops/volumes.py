@@ -1,0 +1,327 @@
+"""Volumes: shared filesystems that outlive clusters (``provision volume create|list|delete``).
+
+A volume is its own stack, ``vol-<name>``, holding the filesystem only; its outputs
+(``kind: volume``, cloud, region, zone, filesystem kind, size, filesystem id) are what a cluster
+that attaches it (``storage.shared.volume: NAME``) is checked against: same cloud, region and
+zone (the nodes of another zone cannot mount a zonal filesystem), same filesystem kind when the
+cluster names one. The attaching cluster records ``volume: NAME`` in its outputs, which is how
+``volume delete`` finds the clusters still using it and refuses.
+
+A cluster's own filesystem with ``storage.shared.retain: true`` becomes a volume at ``down``: the
+filesystem resource moves from the cluster's state into ``vol-<cluster name>`` (``-2``, ``-3``, ...
+when that name is taken), listed by ``volume list`` and attachable by name.
+
+Only the mocked cloud (``--mock``) is implemented: the volume's state lives in the mocked cloud's
+state directory (:mod:`provision.engine.mockstate`), so it persists between mocked clusters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from provision.spec.errors import Problem, UnsupportedError
+from provision.spec.units import format_time
+from provision.spec.volume import STACK_PREFIX, VolumeSpec, VolumeSpecError
+
+#: The Pulumi resource type of each filesystem kind (the clouds' storage.py builders register these).
+FILESYSTEM_TYPES: dict[str, str] = {
+    "fsx-lustre": "aws:fsx/lustreFileSystem:LustreFileSystem",
+    "filestore": "gcp:filestore/instance:Instance",
+    "managed-lustre": "gcp:lustre/instance:Instance",
+    "parallelstore": "gcp:parallelstore/instance:Instance",
+    "amlfs": "azure-native:storagecache:AmlFilesystem",
+    "netapp": "azure-native:netapp:Volume",
+    "cpfs": "alicloud:nas/fileSystem:FileSystem",
+    "cpfs-lingjun": "alicloud:nas/fileSystem:FileSystem",
+    "nas": "alicloud:nas/fileSystem:FileSystem",
+    "nas-extreme": "alicloud:nas/fileSystem:FileSystem",
+}
+#: The ``kind`` output that marks a stack as a volume (``provision list`` skips such stacks).
+VOLUME_MARK = "volume"
+
+
+@dataclass(frozen=True)
+class VolumeRecord:
+    """One volume in the state."""
+
+    name: str
+    outputs: dict[str, Any]
+    created_at: datetime | None
+    used_by: tuple[str, ...]
+
+    def row(self) -> dict[str, Any]:
+        """The ``provision volume list`` row (JSON shape)."""
+        out = self.outputs
+        return {
+            "name": self.name,
+            "stack": STACK_PREFIX + self.name,
+            "cloud": out.get("cloud"),
+            "region": out.get("region"),
+            "zone": out.get("zone"),
+            "filesystem": out.get("filesystem"),
+            "size_gib": out.get("size_gib"),
+            "filesystem_id": out.get("filesystem_id"),
+            "tier": out.get("tier"),
+            "hourly_usd": out.get("hourly_usd"),
+            "lifetime_until": out.get("expires_at"),
+            "origin": out.get("origin"),
+            "tags": out.get("tags") or {},
+            "created_at": format_time(self.created_at) if self.created_at else None,
+            "used_by": list(self.used_by),
+        }
+
+
+def _need_mock(mock: bool) -> None:
+    if not mock:
+        raise UnsupportedError(
+            "volumes are implemented for the mocked cloud only so far; to fix: add --mock (a real volume "
+            "stack is not written yet)"
+        )
+
+
+def _store() -> Any:
+    from provision.engine.mockstate import MockStore
+
+    return MockStore()
+
+
+def _fs_id(name: str, kind: str) -> str:
+    return f"{kind}-{hashlib.sha256(name.encode()).hexdigest()[:12]}"
+
+
+def _users(store: Any) -> dict[str, list[str]]:
+    """Volume name -> the cluster stacks whose state records attaching it."""
+    users: dict[str, list[str]] = {}
+    for stack in store.stacks():
+        try:
+            state = store.load(stack)
+        except Exception:  # a damaged file: `provision status` on it names the file and the fix
+            continue
+        if state is None or state.outputs.get("kind") == VOLUME_MARK:
+            continue
+        name = state.outputs.get("volume")
+        if isinstance(name, str):
+            users.setdefault(name, []).append(state.stack)
+    return users
+
+
+def _save_volume(store: Any, name: str, outputs: dict[str, Any], resources: list[Any], spec: dict[str, Any]) -> None:
+    from provision.engine.mockstate import MockResource, MockState
+
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    res = resources or [
+        MockResource(FILESYSTEM_TYPES[outputs["filesystem"]], f"vol-{name}-fs", {}, outputs["filesystem_id"])
+    ]
+    store.save(
+        MockState(
+            stack=STACK_PREFIX + name,
+            spec=spec,
+            spec_hash=hashlib.sha256(repr(sorted(spec.items())).encode()).hexdigest()[:16],
+            resources=res,
+            outputs=outputs,
+            created_at=now,
+            updated_at=now,
+        )
+    )
+
+
+def volume_price(spec: VolumeSpec) -> tuple[str | None, float | None]:
+    """The catalog tier of ``spec`` (the cheapest of its kind that sells its throughput) and its USD per hour."""
+    from provision.catalog import load_catalog
+    from provision.planning.cost import storage_hourly_usd
+
+    best: tuple[str | None, float | None] = (None, None)
+    for offer in load_catalog().filesystems_for(spec.cloud, spec.kind):
+        tput = spec.throughput_mbps_per_tib
+        if tput is not None and offer.throughput_mbps_per_tib and tput not in offer.throughput_mbps_per_tib:
+            continue
+        hourly = storage_hourly_usd(offer, spec.size_gib, tput, spec.region)
+        if hourly is not None and (best[1] is None or hourly < best[1]):
+            best = (offer.tier, round(hourly, 4))
+    return best
+
+
+def create_volume(spec: VolumeSpec, mock: bool) -> VolumeRecord:
+    """Create the volume's stack (refused when a volume of that name exists)."""
+    _need_mock(mock)
+    store = _store()
+    if store.load(spec.stack) is not None:
+        raise VolumeSpecError(
+            problems=[Problem("name", spec.name, "names a volume that exists", "pick another name or delete it first")]
+        )
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    tier, hourly = volume_price(spec)
+    outputs: dict[str, Any] = {
+        "tier": tier,
+        "hourly_usd": hourly,
+        "kind": VOLUME_MARK,
+        "volume": spec.name,
+        "cloud": spec.cloud,
+        "region": spec.region,
+        "zone": spec.zone,
+        "filesystem": spec.kind,
+        "size_gib": spec.size_gib,
+        "throughput_mbps_per_tib": spec.throughput_mbps_per_tib,
+        "filesystem_id": _fs_id(spec.name, spec.kind),
+        "tags": dict(spec.tags),
+        "origin": "created",
+        "expires_at": format_time(now + spec.lifetime) if spec.lifetime else None,
+    }
+    _save_volume(store, spec.name, outputs, [], spec.model_dump(mode="json"))
+    return find_volume(spec.name, mock) or VolumeRecord(spec.name, outputs, now, ())
+
+
+def list_volumes(mock: bool) -> list[VolumeRecord]:
+    """Every volume in the mocked cloud, with the cluster stacks attaching each."""
+    _need_mock(mock)
+    store = _store()
+    users = _users(store)
+    found = []
+    for stack in store.stacks():
+        try:
+            state = store.load(stack)
+        except Exception:
+            continue
+        if state is None or state.outputs.get("kind") != VOLUME_MARK:
+            continue
+        name = str(state.outputs.get("volume"))
+        found.append(VolumeRecord(name, dict(state.outputs), state.created_at, tuple(users.get(name, []))))
+    return sorted(found, key=lambda r: r.name)
+
+
+def find_volume(name: str, mock: bool) -> VolumeRecord | None:
+    return next((v for v in list_volumes(mock) if v.name == name), None)
+
+
+def delete_volume(name: str, mock: bool) -> VolumeRecord:
+    """Delete the volume; refused while a cluster's state records attaching it (names them)."""
+    record = find_volume(name, mock)
+    if record is None:
+        raise VolumeSpecError(
+            problems=[Problem("name", name, "names no volume", "see `provision volume list --mock` for the names")]
+        )
+    if record.used_by:
+        raise VolumeSpecError(
+            problems=[
+                Problem(
+                    "name",
+                    name,
+                    f"is attached by cluster stack(s) {', '.join(record.used_by)}",
+                    "bring those clusters down first (`provision down STACK --mock`), then delete the volume",
+                )
+            ]
+        )
+    _store().delete(STACK_PREFIX + name)
+    return record
+
+
+def attach_problems(spec: Any, zone: str | None, mock: bool) -> list[Problem]:
+    """Why the cluster ``spec`` (planned in ``zone``) cannot attach its ``storage.shared.volume``; [] when it can."""
+    shared = spec.storage.shared
+    name = shared.volume
+    field = "storage.shared.volume"
+    record = find_volume(name, mock)
+    if record is None:
+        return [Problem(field, name, "names no volume", "create it with `provision volume create FILE --mock`")]
+    out, problems = record.outputs, []
+    if out.get("cloud") != spec.cloud:
+        problems.append(
+            Problem(field, name, f"is a {out.get('cloud')} volume, not {spec.cloud}", "use a volume of this cloud")
+        )
+    if out.get("region") != spec.region:
+        problems.append(
+            Problem(
+                field, name, f"is in region {out.get('region')}, not {spec.region}", f"set region: {out.get('region')}"
+            )
+        )
+    if out.get("zone") and zone and out.get("zone") != zone:
+        problems.append(
+            Problem(
+                field,
+                name,
+                f"is in zone {out.get('zone')}; nodes in {zone} cannot mount it",
+                f"set zone: {out.get('zone')}",
+            )
+        )
+    if shared.kind not in ("auto", out.get("filesystem")):
+        problems.append(
+            Problem(
+                "storage.shared.kind", shared.kind, f"differs from the volume's {out.get('filesystem')}", "drop kind"
+            )
+        )
+    return problems
+
+
+def retain_at_down(state: Any) -> tuple[str | None, set[tuple[str, str]]]:
+    """At ``down``: move a retained own filesystem of ``state`` into a volume; returns its name and the kept keys."""
+    spec = state.spec or {}
+    shared = (spec.get("storage") or {}).get("shared") or {}
+    if not shared.get("retain") or shared.get("volume"):
+        return None, set()
+    kept = [r for r in state.resources if r.type in set(FILESYSTEM_TYPES.values())]
+    if not kept:
+        return None, set()
+    store = _store()
+    base = str(spec.get("name") or state.stack)
+    name, n = base, 1
+    while store.load(STACK_PREFIX + name) is not None:
+        n += 1
+        name = f"{base[:37]}-{n}"
+    out = state.outputs
+    shared_fs = out.get("shared_fs") if isinstance(out.get("shared_fs"), dict) else {}
+    kind = shared_fs.get("kind") or next(k for k, t in FILESYSTEM_TYPES.items() if t == kept[0].type)
+    outputs = {
+        "kind": VOLUME_MARK,
+        "volume": name,
+        "cloud": spec.get("cloud"),
+        "region": out.get("region") or spec.get("region"),
+        "zone": out.get("zone") or spec.get("zone"),
+        "filesystem": kind,
+        "size_gib": shared_fs.get("size_gib") or shared.get("size_gib"),
+        "shared_fs": shared_fs,
+        "tier": shared_fs.get("tier"),
+        "hourly_usd": None,
+        "filesystem_id": kept[0].id,
+        "tags": dict(spec.get("tags") or {}),
+        "origin": f"retained by cluster {base} at down",
+        "expires_at": None,
+    }
+    _save_volume(store, name, outputs, kept, {"name": name, "from_cluster": base})
+    return name, {r.key for r in kept}
+
+
+def attached_program_spec(spec: Any, zone: str | None, mock: bool) -> tuple[Any, dict[str, Any]]:
+    """The spec the cluster program runs (no own filesystem when a volume is attached) and the outputs to add.
+
+    Raises:
+        VolumeSpecError: the volume is missing or the cluster's nodes cannot mount it (every problem).
+    """
+    shared = spec.storage.shared
+    if shared is None or shared.volume is None:
+        return spec, {}
+    problems = attach_problems(spec, zone, mock)
+    if problems:
+        raise VolumeSpecError(problems=problems)
+    record = find_volume(shared.volume, mock)
+    assert record is not None  # noqa: S101  # attach_problems found it
+    fs = dict(record.outputs.get("shared_fs") or {})
+    fs.update({"kind": record.outputs.get("filesystem"), "mount_point": shared.mount, "volume": record.name})
+    storage = spec.storage.model_copy(update={"shared": None})
+    return spec.model_copy(update={"storage": storage}), {
+        "volume": record.name,
+        "volume_filesystem_id": record.outputs.get("filesystem_id"),
+        "shared_fs": fs,
+    }
+
+
+def refuse_real_attach(spec: Any) -> None:
+    """Refuse ``storage.shared.volume`` outside the mocked cloud (no real volume stack yet)."""
+    shared = spec.storage.shared
+    if shared is not None and shared.volume is not None:
+        raise UnsupportedError(
+            f"storage.shared.volume {shared.volume}: attaching a volume works under --mock only so far; "
+            "to fix: use --mock, or drop storage.shared.volume to give the cluster its own filesystem"
+        )
