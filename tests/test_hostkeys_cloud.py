@@ -152,3 +152,16 @@ def test_without_a_cloud_answer_first_contact_still_records_and_says_why(
     cluster = _cluster(nodes)
     assert [r.exit_code for r in run_on_nodes(cluster, "true")] == [0, 0, 0]
     assert "could not read the nodes' host keys from the cloud" in capsys.readouterr().err
+
+
+def test_the_ssh_config_is_strict_for_nodes_whose_key_the_cloud_gave(
+    nodes: FakeNodes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from provision.ops.access import ssh_argv
+
+    monkeypatch.setattr(aws_hostkeys, "ec2_client", lambda region: MockEc2(nodes))
+    cluster = _cluster(nodes)
+    config = Path(ssh_argv(cluster, 1)[2]).read_text()
+    blocks = {b.split()[0]: b for b in config.split("Host ")[1:]}
+    assert all("StrictHostKeyChecking yes" in blocks[f"t-{i}"] for i in range(3))
+    assert "StrictHostKeyChecking accept-new" not in config
