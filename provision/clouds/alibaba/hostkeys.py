@@ -23,8 +23,8 @@ def sdk_fetch(region: str, instance_id: str) -> dict[str, Any]:
         from alibabacloud_ecs20140526 import models
         from alibabacloud_ecs20140526.client import Client
         from alibabacloud_tea_openapi.models import Config
-    except ImportError as e:  # pragma: no cover - depends on the installed extras
-        raise RuntimeError("reading Alibaba host keys needs the ECS SDK: pip install 'alibabacloud-ecs20140526'") from e
+    except ImportError as e:
+        raise RuntimeError("reading Alibaba host keys needs the ECS SDK: pip install 'provision[alibaba]'") from e
     from alibabacloud_credentials.client import Client as Credentials
 
     client = Client(Config(credential=Credentials(), region_id=region, endpoint=f"ecs.{region}.aliyuncs.com"))
