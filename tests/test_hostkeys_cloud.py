@@ -165,3 +165,40 @@ def test_the_ssh_config_is_strict_for_nodes_whose_key_the_cloud_gave(
     blocks = {b.split()[0]: b for b in config.split("Host ")[1:]}
     assert all("StrictHostKeyChecking yes" in blocks[f"t-{i}"] for i in range(3))
     assert "StrictHostKeyChecking accept-new" not in config
+
+
+def test_alibaba_and_gcp_clusters_read_their_keys_through_their_own_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from provision.clouds.alibaba import hostkeys as alibaba_hostkeys
+    from provision.clouds.gcp import hostkeys as gcp_hostkeys
+
+    key = " ".join(asyncssh.generate_private_key("ssh-ed25519").export_public_key().decode().split()[:2])
+    seen: list[tuple[str, ...]] = []
+
+    def ecs(region: str, instance_id: str) -> dict[str, Any]:
+        seen.append((region, instance_id))
+        return {"InstanceId": instance_id, "ConsoleOutput": base64.b64encode(console(key).encode()).decode()}
+
+    def guest(project: str, zone: str, instance: str) -> dict[str, Any]:
+        seen.append((project, zone, instance))
+        items = [{"namespace": "hostkeys", "key": "ssh-ed25519", "value": key.split()[1]}]
+        return {"queryValue": {"items": items}}
+
+    monkeypatch.setattr(alibaba_hostkeys, "sdk_fetch", ecs)
+    monkeypatch.setattr(gcp_hostkeys, "rest_fetch", guest)
+    access = {"node_ids": ["i-a", "i-b"]}
+    ali = SimpleNamespace(
+        spec=SimpleNamespace(name="a", cloud="alibaba", region="cn-wulanchabu"), mock=False, outputs={"access": access}
+    )
+    assert cloud_host_keys(ali) == {"a-0": key, "a-1": key}
+    options = SimpleNamespace(project="proj")
+    gcp = SimpleNamespace(
+        spec=SimpleNamespace(
+            name="g", cloud="gcp", region="us-central1", zone="us-central1-a", cloud_options=lambda: options
+        ),
+        mock=False,
+        outputs={"access": {"node_ids": ["g-0"]}},
+    )
+    assert cloud_host_keys(gcp) == {"g-0": key}
+    assert seen == [("cn-wulanchabu", "i-a"), ("cn-wulanchabu", "i-b"), ("proj", "us-central1-a", "g-0")]

@@ -50,6 +50,10 @@ def read_from_cloud(cluster: Any) -> dict[int, str]:
         zone = outputs.get("zone") or getattr(cluster.spec, "zone", None)
         if project and zone:
             return gcp.read_host_keys(ids, str(project), str(zone))
+    if cloud == "alibaba":
+        from provision.clouds.alibaba import hostkeys as alibaba
+
+        return alibaba.read_host_keys(ids, cluster.spec.region)
     return {}
 
 
