@@ -236,6 +236,8 @@ def test_guest_hardening_metadata_and_shielded_vm(mega: Any) -> None:
     md = tmpl["metadata"]
     assert (md["enable-oslogin"], md["block-project-ssh-keys"], md["serial-port-enable"]) == ("TRUE", "TRUE", "FALSE")
     assert "ssh-keys" not in md
+    # The guest agent publishes the host keys as guest attributes, read before the first connection.
+    assert md["enable-guest-attributes"] == "TRUE"
     assert tmpl["shieldedInstanceConfig"] == {
         "enableVtpm": True,
         "enableIntegrityMonitoring": True,

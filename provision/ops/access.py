@@ -154,6 +154,7 @@ def ssh_config_text(cluster: Cluster, *, ports: list[int] | None = None) -> str:
         known_hosts=str(known_hosts_path(cluster)),
         ports=ports or list(path.get("ports") or []),
         hostnames=list(path.get("hostnames") or []),
+        pinned=known_host_aliases(known_hosts_path(cluster)),
     )
     return text
 
@@ -206,9 +207,9 @@ def ssh_argv(cluster: Cluster, node: str | int | None = None, command: list[str]
     """The ``ssh`` command line into ``node`` through the cluster's way in (writes the config first)."""
     from provision.ops.hostkeys import pin_from_cloud
 
-    config = write_ssh_config(cluster)
     if not getattr(cluster, "mock", False):
         pin_from_cloud(cluster, known_hosts_path(cluster))  # OpenSSH then checks the cloud's key, not first use
+    config = write_ssh_config(cluster)  # after the pinning: pinned nodes get StrictHostKeyChecking yes
     argv = ["ssh", "-F", str(config), node_alias(cluster, node)]
     if command:
         argv += ["--", remote_command(command)]

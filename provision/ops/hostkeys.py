@@ -9,7 +9,11 @@ the next ``launch`` prepares the nodes again (the others' ``/etc/provision/known
 the new key too). Without a report from the cloud the first contact still records the key it sees.
 
 :func:`cloud_host_keys` reads the report: the ``host_keys`` output of the cluster (alias or rank
-to ``ssh-ed25519 <base64>``), which a cloud program fills from what the nodes publish at boot.
+to ``ssh-ed25519 <base64>``) when a program filled it, else the cloud's API with the user's
+credentials (:func:`read_from_cloud`): EC2 console output (:mod:`provision.clouds.aws.hostkeys`),
+Compute Engine guest attributes (:mod:`provision.clouds.gcp.hostkeys`). Azure
+(:mod:`provision.clouds.azure.hostkeys`) and Alibaba (:mod:`provision.clouds.alibaba.hostkeys`) have
+readers, used once the outputs name the nodes' scale set instances / instance ids.
 """
 
 from __future__ import annotations
@@ -23,9 +27,48 @@ from typing import Any
 _KEY = re.compile(r"^(ssh-ed25519|ecdsa-sha2-nistp256|ssh-rsa) [A-Za-z0-9+/]+={0,2}$")
 
 
+def read_from_cloud(cluster: Any) -> dict[int, str]:
+    """``rank -> "type base64"`` read from the cloud's API for the nodes the outputs name; ``{}`` if none.
+
+    Only the nodes' identities in the cloud (instance ids / names from the stack outputs) are used,
+    never an address or a key the nodes answer with.
+    """
+    outputs = getattr(cluster, "outputs", None) or {}
+    ids = [str(i or "") for i in (dict(outputs.get("access") or {}).get("node_ids") or [])]
+    cloud = getattr(cluster.spec, "cloud", None)
+    if not ids or getattr(cluster, "mock", False):
+        return {}
+    if cloud == "aws":
+        from provision.clouds.aws import hostkeys as aws
+
+        return aws.read_host_keys(ids, cluster.spec.region)
+    if cloud == "gcp":
+        from provision.clouds.gcp import hostkeys as gcp
+
+        options = cluster.spec.cloud_options() if callable(getattr(cluster.spec, "cloud_options", None)) else None
+        project = outputs.get("project") or getattr(options, "project", None)
+        zone = outputs.get("zone") or getattr(cluster.spec, "zone", None)
+        if project and zone:
+            return gcp.read_host_keys(ids, str(project), str(zone))
+    if cloud == "alibaba":
+        from provision.clouds.alibaba import hostkeys as alibaba
+
+        return alibaba.read_host_keys(ids, cluster.spec.region)
+    return {}
+
+
 def cloud_host_keys(cluster: Any) -> dict[str, str]:
     """``alias -> "type base64"`` as the cloud reports the nodes' host keys; ``{}`` when it reports none."""
     raw = (getattr(cluster, "outputs", None) or {}).get("host_keys") or {}
+    if not raw:
+        try:
+            raw = read_from_cloud(cluster)
+        except Exception as e:  # noqa: BLE001  (no credentials, throttled: say so, keep first-use recording)
+            sys.stderr.write(
+                f"provision: could not read the nodes' host keys from the cloud ({type(e).__name__}: {e}); "
+                "a node's key is recorded on first contact instead\n"
+            )
+            raw = {}
     name = cluster.spec.name
     out = {}
     for node, key in dict(raw).items():

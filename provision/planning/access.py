@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import ipaddress
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from provision.catalog import cloud_facts
@@ -206,6 +206,7 @@ def render_ssh_config(
     known_hosts: str | None = None,
     ports: Sequence[int] = (),
     hostnames: Sequence[str] = (),
+    pinned: Collection[str] = (),
 ) -> str:
     """An ``~/.ssh/config`` fragment: ``Host <name>-<rank>`` per node, by rank.
 
@@ -220,6 +221,8 @@ def render_ssh_config(
             (``accept-new``) and must match afterwards, so a recycled private IP never clashes.
         ports: per rank, the SSH port when not 22 (tests point nodes at local servers).
         hostnames: per rank, the address to connect to when it is not the private IP.
+        pinned: aliases whose host key is already in ``known_hosts`` (read from the cloud before the
+            first connection): ``StrictHostKeyChecking yes`` for them, so OpenSSH never learns a key.
     """
     lines: list[str] = []
     user = str(path.get("user") or "ubuntu")
@@ -240,7 +243,7 @@ def render_ssh_config(
         lines.append(f"  HostKeyAlias {name}-{rank}")
         if known_hosts:
             lines.append(f"  UserKnownHostsFile {known_hosts}")
-        lines.append("  StrictHostKeyChecking accept-new")
+        lines.append(f"  StrictHostKeyChecking {'yes' if f'{name}-{rank}' in pinned else 'accept-new'}")
         if public and rank > 0:
             lines.append(f"  ProxyJump {name}-0")
         proxy = _proxy_command(path, node_ids[rank] if rank < len(node_ids) else None)

@@ -267,6 +267,9 @@ def _step(name: str, path: str, **kw: Any) -> Step:
 #: Steps every node runs, in order around the cloud's own.
 FIRST = (_step("apt-guard", "common/steps/apt-guard.sh"), _step("memlock", "common/steps/memlock.sh"))
 SCRATCH = _step("scratch", "common/steps/scratch.sh", every_boot=True)
+#: The host public keys on the serial console at every boot, read through the cloud's API before the first
+#: connection (provision/clouds/consolekeys.py); not critical: without them the laptop says so and records.
+HOST_KEYS = _step("host-keys", "common/steps/host-keys.sh", every_boot=True, critical=False, timeout=60)
 
 
 class _Dumper(yaml.SafeDumper):
@@ -331,7 +334,7 @@ def render(
         UnsafeValueError: a value does not match its kind (it names the field).
     """
     files = list(files or [])
-    order: list[Step] = [*FIRST, SCRATCH]
+    order: list[Step] = [*FIRST, SCRATCH, HOST_KEYS]
     if login_keys:
         keys = [checked("ssh-key", k, f"access.ssh_public_keys[{i}]") for i, k in enumerate(login_keys)]
         files.append(File("/etc/provision/authorized_keys", "".join(k + "\n" for k in keys)))

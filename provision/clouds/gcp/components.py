@@ -17,6 +17,7 @@ from pulumi_gcp import compute, projects, serviceaccount
 
 from provision.clouds.gcp import userdata
 from provision.clouds.gcp.adapter import assert_labels
+from provision.clouds.gcp.hostkeys import GUEST_ATTRIBUTES
 from provision.clouds.gcp.layout import physical_name
 from provision.clouds.gcp.network import Networks, build_networks
 from provision.clouds.gcp.plan import GcpPlan, SpecificReservation
@@ -210,6 +211,9 @@ class GcpCluster(pulumi.ComponentResource):
             metadata={
                 **login_metadata(plan),
                 "serial-port-enable": "FALSE",
+                # The guest agent publishes the host public keys as hostkeys/* guest attributes, which the
+                # laptop reads before the first connection (provision/clouds/gcp/hostkeys.py).
+                **GUEST_ATTRIBUTES,
                 # The hostfile names nodes by their zonal internal DNS names; ZonalOnly makes that the name the
                 # VM registers whatever the project's default ("Use Zonal DNS for your internal DNS type": the
                 # VmDnsSetting metadata key moves a VM to zonal DNS).
