@@ -135,8 +135,9 @@ class AzureCluster(pulumi.ComponentResource):
         rg_id = self.resource_group.id
         definition = authorization.RoleDefinition(
             f"{plan.name}-expiry-role",
-            role_definition_id=role_guid(plan.name, "definition"),
-            role_name=role_name(plan.name),
+            # Seeded with the group's id (subscription and group): tenant-unique, stable (expiry.role_guid).
+            role_definition_id=rg_id.apply(lambda i: role_guid(i, "definition")),
+            role_name=rg_id.apply(lambda i: role_name(plan.name, i)),
             description=f"provision: lets the nodes of cluster {plan.name} delete its resource group at expiry",
             role_type="CustomRole",
             scope=rg_id.apply(lambda i: "/".join(i.split("/")[:3])),
@@ -146,7 +147,7 @@ class AzureCluster(pulumi.ComponentResource):
         )
         authorization.RoleAssignment(
             f"{plan.name}-expiry-assignment",
-            role_assignment_name=role_guid(plan.name, "assignment"),
+            role_assignment_name=rg_id.apply(lambda i: role_guid(i, "assignment")),
             principal_id=identity.principal_id,
             principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
             role_definition_id=definition.id,
