@@ -21,7 +21,7 @@ import math
 from collections.abc import Mapping
 from typing import ClassVar
 
-from provision.catalog import InstanceOffer
+from provision.catalog import InstanceOffer, cloud_facts
 from provision.clouds.azure import rules
 from provision.clouds.azure.plan import (
     Amlfs,
@@ -81,6 +81,11 @@ def rccl_env(gpus: int) -> dict[str, str]:
     }
 
 
+def has_zones(region: str) -> bool:
+    """Whether an Azure region has availability zones (the catalog's ``regions_without_zones`` fact)."""
+    return region not in cloud_facts("azure").regions_without_zones
+
+
 class AzureAdapter(Adapter[AzurePlan]):
     cloud = "azure"
     extra = "azure"
@@ -120,6 +125,14 @@ class AzureAdapter(Adapter[AzurePlan]):
         self._check_network(spec, res, opts, found)
         if spec.zone is not None and spec.zone not in ("1", "2", "3"):
             found.add("zone", spec.zone, "is not an Azure availability zone", "use 1, 2 or 3, or drop zone")
+        elif spec.zone is not None and not has_zones(spec.region):
+            found.add(
+                "zone",
+                spec.zone,
+                f"region {spec.region} has no availability zones, so Azure refuses a zonal resource there "
+                "(learn.microsoft.com/azure/reliability/regions-list)",
+                "drop zone, or pick a region with zones (e.g. westus2, westus3, eastus)",
+            )
 
     @staticmethod
     def _count_path(spec: ClusterSpec) -> tuple[str, int | None]:
@@ -286,7 +299,13 @@ class AzureAdapter(Adapter[AzurePlan]):
                 "which pulumi destroy and the reaper leave in place (tag provision-retain=true); it keeps billing "
                 "until you delete that resource group."
             )
-        if res.storage is not None and res.storage.kind == "amlfs" and spec.zone is None and opts.filesystem_zone:
+        if (
+            res.storage is not None
+            and res.storage.kind == "amlfs"
+            and spec.zone is None
+            and opts.filesystem_zone
+            and has_zones(spec.region)
+        ):
             # create-file-system-portal: "create the file system in the same region and availability zone as
             # your client machines" for optimal performance.
             out.append(
@@ -429,7 +448,8 @@ class AzureAdapter(Adapter[AzurePlan]):
                 name=f"{name}-lustre",
                 sku=res.storage.tier,
                 capacity_tib=int(tib) if tib == int(tib) else tib,
-                zone=spec.zone or opts.filesystem_zone,
+                # No default zone in a region without zones (catalog fact regions_without_zones).
+                zone=spec.zone or (opts.filesystem_zone if has_zones(spec.region) else None),
                 maintenance=Maintenance(day_of_week=opts.maintenance_day, time_of_day_utc=opts.maintenance_time_utc),
                 subnet_prefix_rule=f"/{rules.amlfs_subnet_prefix(tib)} for {tib:g} TiB "
                 "(amlfs-prerequisites table, at least /24 per the SDK)",
