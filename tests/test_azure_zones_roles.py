@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from test_azure_plan import plan, problems
 
 from provision.catalog import cloud_facts
@@ -37,3 +40,111 @@ def test_the_strict_cloud_refuses_a_zonal_resource_where_there_are_no_zones() ->
     assert (v.field, v.value) == ("zones", ["1"]) and "regions-list" in v.source
     assert strict.zone_rules(Resource(AMLFS, "x-lustre", {"location": "westus"})) == []
     assert strict.zone_rules(Resource(AMLFS, "x-lustre", {"location": "eastus", "zones": ["1"]})) == []
+
+
+# ---------------------------------------------------------------------- who may create the expiry role
+
+#: Built-in role definitions (MicrosoftDocs/azure-docs role-based-access-control/built-in-roles/privileged.md).
+CONTRIBUTOR = (
+    ["*"],
+    [
+        "Microsoft.Authorization/*/Delete",
+        "Microsoft.Authorization/*/Write",
+        "Microsoft.Authorization/elevateAccess/Action",
+        "Microsoft.Blueprint/blueprintAssignments/write",
+        "Microsoft.Blueprint/blueprintAssignments/delete",
+        "Microsoft.Compute/galleries/share/action",
+    ],
+)
+USER_ACCESS_ADMINISTRATOR = (["*/read", "Microsoft.Authorization/*", "Microsoft.Support/*"], [])
+
+
+def _bounded_plan() -> object:
+    from test_preflight_azure import plan as preflight_plan
+
+    return preflight_plan(lifetime={"ttl": "6h"})
+
+
+def test_a_contributor_is_told_before_anything_bills_that_the_expiry_role_needs_more() -> None:
+    from test_preflight_azure import FakeSubscription
+
+    from provision.clouds.azure.preflight import azure_preflight
+
+    account = FakeSubscription(granted=[CONTRIBUTOR])
+    (problem,) = azure_preflight(_bounded_plan(), account)
+    assert problem.path == "azure.delete_at_expiry"
+    assert "Microsoft.Authorization/roleDefinitions/write" in problem.rule
+    assert "Microsoft.Authorization/roleAssignments/write" in problem.rule
+    assert "azure.delete_at_expiry: false" in problem.fix and "User Access Administrator" in problem.fix
+    # Contributor plus User Access Administrator may; so may Owner (the fake's default).
+    assert azure_preflight(_bounded_plan(), FakeSubscription(granted=[CONTRIBUTOR, USER_ACCESS_ADMINISTRATOR])) == []
+    assert azure_preflight(_bounded_plan(), FakeSubscription()) == []
+
+
+def test_without_an_expiry_role_the_permissions_are_not_asked() -> None:
+    from test_preflight_azure import FakeSubscription
+    from test_preflight_azure import plan as preflight_plan
+
+    from provision.clouds.azure.preflight import azure_preflight
+
+    account = FakeSubscription(granted=[CONTRIBUTOR])
+    assert azure_preflight(preflight_plan(lifetime={"ttl": "6h"}, azure={"delete_at_expiry": False}), account) == []
+    assert not [a for a in account.asked if a.startswith("permissions:")]
+
+
+def test_the_live_account_asks_the_subscription_when_the_group_does_not_exist_yet(monkeypatch: object) -> None:
+    from azure.core.exceptions import ResourceNotFoundError
+
+    from provision.clouds.azure.preflight import ArmAccount
+
+    class Credential:
+        def get_token(self, *scopes: str, **kw: Any) -> Any:
+            raise AssertionError("no network in tests")
+
+    account = ArmAccount("00000000-0000-0000-0000-000000000000", credential=Credential())
+    sent: list[Any] = []
+
+    class Response:
+        def raise_for_status(self) -> None:
+            return None
+
+        def json(self) -> dict[str, Any]:
+            return {"value": [{"actions": CONTRIBUTOR[0], "notActions": CONTRIBUTOR[1]}]}
+
+    def missing(name: str) -> Any:
+        raise ResourceNotFoundError("ResourceGroupNotFound")
+
+    monkeypatch.setattr(account._permissions, "list_for_resource_group", missing)  # type: ignore[attr-defined]
+    monkeypatch.setattr(account._resources, "send_request", lambda req: sent.append(req) or Response())  # type: ignore[attr-defined]
+    assert account.permissions("c-rg") == [CONTRIBUTOR]
+    assert sent[0].url.startswith(
+        "/subscriptions/00000000-0000-0000-0000-000000000000/providers/Microsoft.Authorization/permissions"
+    )
+    assert "api-version=2022-04-01" in sent[0].url
+
+
+# ---------------------------------------------------------------------- what the scale sets wait for
+
+VMSS = "azure-native:compute:VirtualMachineScaleSet"
+ASSIGNMENT = "azure-native:authorization:RoleAssignment"
+SHIPPED = ("azure-ndh100-64", "azure-ndh100-256", "azure-ndh100-ci")
+
+
+def _graph(stack: str) -> object:
+    from conftest import preview, stack_spec
+    from graph_deps import recorded_graph
+
+    with recorded_graph() as graph:
+        preview(stack_spec(stack))
+    return graph
+
+
+@pytest.fixture(scope="module", params=SHIPPED)
+def shipped_graph(request: pytest.FixtureRequest) -> object:
+    return _graph(request.param)
+
+
+def test_no_scale_set_is_created_before_the_expiry_role_is_assigned(shipped_graph: Any) -> None:
+    (assignment,) = shipped_graph.of_type(ASSIGNMENT)
+    scale_sets = shipped_graph.of_type(VMSS)
+    assert scale_sets and all(assignment.urn in shipped_graph.ancestors(v) for v in scale_sets)
