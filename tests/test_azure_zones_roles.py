@@ -148,3 +148,35 @@ def test_no_scale_set_is_created_before_the_expiry_role_is_assigned(shipped_grap
     (assignment,) = shipped_graph.of_type(ASSIGNMENT)
     scale_sets = shipped_graph.of_type(VMSS)
     assert scale_sets and all(assignment.urn in shipped_graph.ancestors(v) for v in scale_sets)
+
+
+# ---------------------------------------------------------------------- Bastion with a retained file system
+
+
+def test_the_bastion_proxy_looks_scale_sets_up_in_their_own_group_when_the_fs_is_retained(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import subprocess
+    from types import SimpleNamespace
+
+    from provision.ops import proxy
+
+    storage = {"shared": {"kind": "amlfs", "tier": "AMLFS-Durable-Premium-250", "size_gib": 8192, "retain": True}}
+    p = plan(azure={"bastion": True}, storage=storage)
+    bastion = p.extra.managed_bastion()
+    assert bastion.resource_group == p.extra.network_resource_group != p.extra.resource_group
+    assert bastion.scale_sets == tuple(f"{p.extra.resource_group}/{i.vmss}" for i in p.extra.islands)
+    assert [w for w in p.warnings if "Bastion" in w and "keeps billing" in w]
+    calls: list[list[str]] = []
+
+    def run(argv: list[str], **kw: Any) -> Any:
+        calls.append(argv)
+        return SimpleNamespace(stdout="/subscriptions/s/resourceGroups/x/providers/vm/0\n")
+
+    monkeypatch.setattr(subprocess, "run", run)
+    assert proxy._target("az-test000000", bastion.resource_group, bastion.scale_sets)[0] == "--target-resource-id"
+    assert calls[0][calls[0].index("-g") + 1] == p.extra.resource_group
+    assert calls[0][calls[0].index("-n") + 1] == p.extra.islands[0].vmss
+    # Without retain both live in the cluster group: plain names, the Bastion's group.
+    plain = plan(azure={"bastion": True}).extra.managed_bastion()
+    assert plain.scale_sets == tuple(i.vmss for i in plan(azure={"bastion": True}).extra.islands)

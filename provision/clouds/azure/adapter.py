@@ -297,7 +297,12 @@ class AzureAdapter(Adapter[AzurePlan]):
             out.append(
                 f"storage.shared.retain: the filesystem and the network it sits in live in resource group {data_rg}, "
                 "which pulumi destroy and the reaper leave in place (tag provision-retain=true); it keeps billing "
-                "until you delete that resource group."
+                "until you delete that resource group"
+                + (
+                    ", with the NAT gateway, its public IP and the Bastion (about $0.29/h on its own)."
+                    if opts.bastion
+                    else ", with the NAT gateway and its public IP."
+                )
             )
         if (
             res.storage is not None
