@@ -180,3 +180,17 @@ def test_the_bastion_proxy_looks_scale_sets_up_in_their_own_group_when_the_fs_is
     # Without retain both live in the cluster group: plain names, the Bastion's group.
     plain = plan(azure={"bastion": True}).extra.managed_bastion()
     assert plain.scale_sets == tuple(i.vmss for i in plan(azure={"bastion": True}).extra.islands)
+
+
+# ---------------------------------------------------------------------- NCCL on ND H100 v5
+
+
+def test_nd_h100_v5_gets_microsofts_ndv5_nccl_tuning() -> None:
+    env = plan().nccl_env
+    assert {k: env[k] for k in ("NCCL_PXN_DISABLE", "NCCL_MIN_NCHANNELS", "NCCL_P2P_NET_CHUNKSIZE")} == {
+        "NCCL_PXN_DISABLE": "1",
+        "NCCL_MIN_NCHANNELS": "32",
+        "NCCL_P2P_NET_CHUNKSIZE": "2097152",
+    }
+    assert env["NCCL_IB_QPS_PER_CONNECTION"] == "4"
+    assert "NCCL_COLLNET_ENABLE" not in env  # SHARP needs HPC-X's plugin: not set by default

@@ -45,6 +45,16 @@ TOPOLOGY_FILES = {
     "Standard_ND96asr_v4": "/opt/microsoft/ndv4-topo.xml",
     "Standard_ND96amsr_A100_v4": "/opt/microsoft/ndv4-topo.xml",
 }
+#: Microsoft's NCCL tuning for Azure NDv5 (H100 / H200, NVSwitch inside, InfiniBand across):
+#: Azure/ai-infrastructure-on-azure infrastructure_validations/slurm/NCCL/configs/hopper.conf. Its SHARP set
+#: (NCCL_COLLNET_ENABLE and SHARP_*) is left out: it needs HPC-X's SHARP plugin on the library path.
+NDV5_TUNING = {
+    "NCCL_PXN_DISABLE": "1",
+    "NCCL_MIN_NCHANNELS": "32",
+    "NCCL_P2P_NET_CHUNKSIZE": str(2 * 1024 * 1024),
+    "NCCL_IB_QPS_PER_CONNECTION": "4",
+}
+NDV5_SIZES = frozenset({"Standard_ND96isr_H100_v5", "Standard_ND96isr_H200_v5"})
 #: The ubuntu-hpc images name the accelerated-networking Ethernet NIC eth0.
 HOST_NIC = "eth0"
 
@@ -358,6 +368,8 @@ class AzureAdapter(Adapter[AzurePlan]):
             topo = TOPOLOGY_FILES.get(offer.instance_type)
             if topo:
                 env["NCCL_TOPO_FILE"] = topo
+            if offer.instance_type in NDV5_SIZES:
+                env.update(NDV5_TUNING)
         else:
             env.update(rccl_env(offer.gpus_per_node))
         return env
