@@ -194,3 +194,35 @@ def test_nd_h100_v5_gets_microsofts_ndv5_nccl_tuning() -> None:
     }
     assert env["NCCL_IB_QPS_PER_CONNECTION"] == "4"
     assert "NCCL_COLLNET_ENABLE" not in env  # SHARP needs HPC-X's plugin: not set by default
+
+
+# ---------------------------------------------------------------------- preflight: zone offering, subscription
+
+
+def test_a_size_not_offered_in_the_chosen_zone_is_refused() -> None:
+    from test_preflight_azure import FakeSubscription
+    from test_preflight_azure import plan as preflight_plan
+
+    from provision.clouds.azure.preflight import azure_preflight
+
+    account = FakeSubscription()
+    account.skus["Standard_ND96isr_H100_v5"]["zones"] = ["2", "3"]
+    (problem,) = azure_preflight(preflight_plan(zone="1"), account)
+    assert (problem.path, problem.value) == ("zone", "1") and "not offered in zone 1" in problem.rule
+    assert problem.fix == "use one of: 2, 3"
+    assert azure_preflight(preflight_plan(zone="2"), account) == []
+
+
+def test_the_preflight_asks_the_subscription_the_provider_deploys_to(monkeypatch: pytest.MonkeyPatch) -> None:
+    from provision.clouds.azure import preflight
+    from provision.spec.errors import UnsupportedError
+
+    made: list[str] = []
+    monkeypatch.setattr(preflight.ArmAccount, "__init__", lambda self, sub, credential=None: made.append(sub))
+    monkeypatch.delenv("AZURE_SUBSCRIPTION_ID", raising=False)
+    monkeypatch.setenv("ARM_SUBSCRIPTION_ID", "sub-arm")
+    preflight.ArmAccount.from_environment()
+    assert made == ["sub-arm"]
+    monkeypatch.setenv("AZURE_SUBSCRIPTION_ID", "sub-stale")
+    with pytest.raises(UnsupportedError, match="differ"):
+        preflight.ArmAccount.from_environment()

@@ -176,6 +176,7 @@ def test_the_live_account_reads_the_sdk_models_it_gets(monkeypatch: Any) -> None
         "family": ND_FAMILY,
         "restrictions": [{"type": "Zone", "reason": "NotAvailableForSubscription", "zones": ["2"]}],
         "capabilities": {"EncryptionAtHostSupported": "False"},
+        "zones": None,  # no locationInfo in this answer
     }
     assert account.sku("eastus", "Standard_ND96asr_v4") is None
     assert account.usages("eastus") == {ND_FAMILY: (96.0, 100.0)}

@@ -164,6 +164,19 @@ def azure_preflight(plan: ClusterPlan, account: AzureAccount | None = None) -> l
 
 def _azure_restrictions(plan: ClusterPlan, sku: dict[str, Any]) -> list[Problem]:
     out = []
+    offered = sku.get("zones")
+    if plan.zone and offered is not None and plan.zone not in offered:
+        # resource SKUs list the zones a size is offered in (locationInfo[].zones); a size absent from a zone
+        # carries no restriction there, it is simply not listed.
+        out.append(
+            Problem(
+                "zone",
+                plan.zone,
+                f"{plan.instance_type} is not offered in zone {plan.zone} of {plan.region} for this subscription "
+                f"(offered: {', '.join(offered) or 'no zone'})",
+                f"use one of: {', '.join(offered)}" if offered else "drop zone",
+            )
+        )
     for restriction in sku.get("restrictions", []):
         reason = restriction.get("reason") or "restricted"
         if restriction.get("type") == "Location":
@@ -247,9 +260,22 @@ class ArmAccount:
 
     @classmethod
     def from_environment(cls) -> ArmAccount:
-        subscription = os.environ.get("AZURE_SUBSCRIPTION_ID")
+        """The subscription the azure-native provider deploys to when no stack config names one:
+        ``ARM_SUBSCRIPTION_ID`` (the provider's variable, Pulumi registry azure-native installation-configuration),
+        else ``AZURE_SUBSCRIPTION_ID``; both set and different is refused, so the preflight never checks another
+        subscription than the deploy uses."""
+        arm, azure = os.environ.get("ARM_SUBSCRIPTION_ID"), os.environ.get("AZURE_SUBSCRIPTION_ID")
+        if arm and azure and arm.lower() != azure.lower():
+            raise UnsupportedError(
+                f"ARM_SUBSCRIPTION_ID ({arm}) and AZURE_SUBSCRIPTION_ID ({azure}) differ; the provider deploys to "
+                "ARM_SUBSCRIPTION_ID. To fix: unset one or make them equal"
+            )
+        subscription = arm or azure
         if not subscription:
-            raise UnsupportedError("the Azure preflight needs AZURE_SUBSCRIPTION_ID; to fix: export it")
+            raise UnsupportedError(
+                "the Azure preflight needs ARM_SUBSCRIPTION_ID (the subscription the provider deploys to); to fix: "
+                "export ARM_SUBSCRIPTION_ID=$(az account show --query id -o tsv)"
+            )
         return cls(subscription)
 
     def provider_state(self, namespace: str) -> str:
@@ -272,7 +298,9 @@ class ArmAccount:
                 for r in sku.restrictions or []
             ]
             capabilities = {c.name: c.value for c in sku.capabilities or []}
-            return {"family": sku.family, "restrictions": restrictions, "capabilities": capabilities}
+            # None when ARM sent no locationInfo (nothing to compare with), else the zones offering the size.
+            zones = sorted({z for info in sku.location_info for z in info.zones or []}) if sku.location_info else None
+            return {"family": sku.family, "restrictions": restrictions, "capabilities": capabilities, "zones": zones}
         return None
 
     def permissions(self, resource_group: str) -> list[tuple[list[str], list[str]]]:
