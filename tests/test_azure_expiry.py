@@ -13,7 +13,7 @@ import pytest
 from conftest import preview as run_at_fixed_clock
 from test_azure_plan import azure_spec
 
-from provision.clouds.azure.expiry import ROLE_ACTIONS, role_guid
+from provision.clouds.azure.expiry import ROLE_ACTIONS, role_guid, role_name
 from provision.ops.ephemeral import require_bounds
 from provision.planning.bootstrap import parse
 from provision.spec import load_spec
@@ -63,13 +63,24 @@ def test_a_lifetime_gives_the_identity_a_delete_only_role_scoped_to_the_cluster_
     assert ROLE_ACTIONS == ("Microsoft.Compute/virtualMachineScaleSets/delete",)  # not */delete: no data deletion
     assert assignment.inputs["principalId"] == identity.outputs["principalId"]
     assert assignment.inputs["principalType"] == "ServicePrincipal"
-    assert assignment.inputs["roleDefinitionId"].endswith("/roleDefinitions/" + role_guid("az-test", "definition"))
+    rg_id = scope  # the group id
+    assert assignment.inputs["roleDefinitionId"].endswith("/roleDefinitions/" + role_guid(rg_id, "definition"))
+    assert definition.inputs["roleName"] == role_name("az-test", rg_id)
+    assert assignment.inputs["roleAssignmentName"] == role_guid(rg_id, "assignment")
 
 
-def test_role_ids_are_stable_guids_per_cluster() -> None:
-    assert role_guid("a", "definition") == role_guid("a", "definition")
-    assert role_guid("a", "definition") != role_guid("b", "definition")
-    assert role_guid("a", "definition") != role_guid("a", "assignment")
+SUB_A = "/subscriptions/00000000-0000-4000-8000-00000000000a/resourceGroups/az-test-rg"
+SUB_B = "/subscriptions/00000000-0000-4000-8000-00000000000b/resourceGroups/az-test-rg"
+
+
+def test_role_ids_and_name_are_unique_per_subscription_in_a_tenant_and_stable() -> None:
+    # Custom role names and ids are unique per Entra tenant: the same stack in two subscriptions must differ.
+    for kind in ("definition", "assignment"):
+        assert role_guid(SUB_A, kind) == role_guid(SUB_A.upper(), kind)  # ARM ids are case-insensitive
+        assert role_guid(SUB_A, kind) != role_guid(SUB_B, kind)
+    assert role_guid(SUB_A, "definition") != role_guid(SUB_A, "assignment")
+    assert role_name("az-test", SUB_A) != role_name("az-test", SUB_B)
+    assert role_name("az-test", SUB_A).startswith("provision-expiry-az-test-")
 
 
 def test_every_node_gets_a_persistent_timer_at_the_expiry(bounded: PreviewResult) -> None:

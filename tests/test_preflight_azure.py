@@ -39,6 +39,8 @@ class FakeSubscription:
     quota: dict[str, tuple[float, float]] = field(
         default_factory=lambda: {ND_FAMILY: (0, 2000), "cores": (10, 5000), "lowPriorityCores": (0, 1000)}
     )
+    #: (actions, notActions) per role of the deployer; Owner by default.
+    granted: list[tuple[list[str], list[str]]] = field(default_factory=lambda: [(["*"], [])])
     asked: list[str] = field(default_factory=list)
 
     def provider_state(self, namespace: str) -> str:
@@ -53,6 +55,10 @@ class FakeSubscription:
 
     def usages(self, region: str) -> dict[str, tuple[float, float]]:
         return self.quota
+
+    def permissions(self, resource_group: str) -> list[tuple[list[str], list[str]]]:
+        self.asked.append(f"permissions:{resource_group}")
+        return self.granted
 
 
 def plan(**over: Any) -> Any:
@@ -170,6 +176,7 @@ def test_the_live_account_reads_the_sdk_models_it_gets(monkeypatch: Any) -> None
         "family": ND_FAMILY,
         "restrictions": [{"type": "Zone", "reason": "NotAvailableForSubscription", "zones": ["2"]}],
         "capabilities": {"EncryptionAtHostSupported": "False"},
+        "zones": None,  # no locationInfo in this answer
     }
     assert account.sku("eastus", "Standard_ND96asr_v4") is None
     assert account.usages("eastus") == {ND_FAMILY: (96.0, 100.0)}

@@ -12,6 +12,7 @@ from azure.core.exceptions import ClientAuthenticationError, ResourceNotFoundErr
 from typer.testing import CliRunner
 
 from provision.cli.app import app
+from provision.clouds.azure.expiry import role_guid, role_name
 from provision.clouds.azure.sweeper import FORCE_DELETION_TYPES, AzureSweeper
 from provision.ops import reaper
 
@@ -60,6 +61,21 @@ class Client:
         self.resource_groups = Groups(groups)
 
 
+@dataclass
+class Roles:
+    """``role_definitions`` of azure-mgmt-authorization: ``delete`` returns None when the role is gone."""
+
+    existing: set[str]
+    deleted: list[tuple[str, str]] = field(default_factory=list)
+
+    def delete(self, scope: str, role_definition_id: str) -> object | None:
+        self.deleted.append((scope, role_definition_id))
+        if role_definition_id in self.existing:
+            self.existing.discard(role_definition_id)
+            return object()
+        return None
+
+
 def tags(cluster: str, expires: str, **extra: str) -> dict[str, str]:
     return {"provision-cluster": cluster, "provision-expires-at": expires, **extra}
 
@@ -96,11 +112,22 @@ def test_delete_removes_the_group_whole_and_force_deletes_scale_sets(client: Cli
     assert sweeper.delete(expired) == []  # already gone: idempotent
 
 
+def test_delete_removes_the_clusters_expiry_role_definition_after_its_group(client: Client) -> None:
+    group_id = "/subscriptions/sub/resourceGroups/old-rg"
+    roles = Roles({role_guid(group_id, "definition")})
+    sweeper = AzureSweeper("sub", client=client, now=lambda: NOW, roles=roles)
+    (expired,) = sweeper.find()
+    assert sweeper.delete(expired) == ["resourceGroup/old-rg", f"roleDefinition/{role_name('old', group_id)}"]
+    assert roles.deleted == [("/subscriptions/sub", role_guid(group_id, "definition"))]
+    assert not roles.existing
+
+
 def test_reap_cli_sweeps_a_subscription_and_deletes_with_yes(
     client: Client, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
     monkeypatch.setenv("PROVISION_HOME", str(tmp_path))
     monkeypatch.setattr("provision.clouds.azure.sweeper._client", lambda sub: client)
+    monkeypatch.setattr("provision.clouds.azure.sweeper._roles", lambda sub: Roles(set()))
     monkeypatch.setattr("provision.clouds.azure.sweeper.datetime", _Frozen)
     result = CliRunner().invoke(
         app, ["reap", "--mock", "--azure-subscription", "00000000-0000-4000-8000-000000000001", "--yes", "--json"]

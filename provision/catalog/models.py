@@ -387,6 +387,11 @@ class CloudFacts(_Row):
         description="Shared filesystems in order of preference when prices cannot decide (``storage.kind: auto``);"
         " the first is the cloud's default parallel filesystem.",
     )
+    regions_without_zones: tuple[str, ...] = Field(
+        default=(),
+        description="Catalog regions that have no availability zones: a zonal resource there is refused, so the "
+        "plan refuses a zone and applies no default zone (the source is next to the list in the data file).",
+    )
 
 
 class CloudFile(_Row):

@@ -43,10 +43,14 @@ def _target(host: str, resource_group: str, scale_sets: Sequence[str]) -> list[s
     except ValueError:
         pass
     name = host.split(".", 1)[0]
-    for vmss in scale_sets:
+    for entry in scale_sets:
+        # ``group/name`` names a scale set in another group than the Bastion's (Azure: a retained file system puts
+        # the network and the Bastion in the data group, the scale sets stay in the cluster's); neither an ARM
+        # group nor a scale-set name may contain ``/``.
+        group, _, vmss = entry.rpartition("/")
         query = f"[?osProfile.computerName=='{name}'].id | [0]"
         found = subprocess.run(
-            ["az", "vmss", "list-instances", "-g", resource_group, "-n", vmss, "--query", query, "-o", "tsv"],
+            ["az", "vmss", "list-instances", "-g", group or resource_group, "-n", vmss, "--query", query, "-o", "tsv"],
             capture_output=True,
             text=True,
             check=False,

@@ -21,7 +21,7 @@ import math
 from collections.abc import Mapping
 from typing import ClassVar
 
-from provision.catalog import InstanceOffer
+from provision.catalog import InstanceOffer, cloud_facts
 from provision.clouds.azure import rules
 from provision.clouds.azure.plan import (
     Amlfs,
@@ -45,6 +45,16 @@ TOPOLOGY_FILES = {
     "Standard_ND96asr_v4": "/opt/microsoft/ndv4-topo.xml",
     "Standard_ND96amsr_A100_v4": "/opt/microsoft/ndv4-topo.xml",
 }
+#: Microsoft's NCCL tuning for Azure NDv5 (H100 / H200, NVSwitch inside, InfiniBand across):
+#: Azure/ai-infrastructure-on-azure infrastructure_validations/slurm/NCCL/configs/hopper.conf. Its SHARP set
+#: (NCCL_COLLNET_ENABLE and SHARP_*) is left out: it needs HPC-X's SHARP plugin on the library path.
+NDV5_TUNING = {
+    "NCCL_PXN_DISABLE": "1",
+    "NCCL_MIN_NCHANNELS": "32",
+    "NCCL_P2P_NET_CHUNKSIZE": str(2 * 1024 * 1024),
+    "NCCL_IB_QPS_PER_CONNECTION": "4",
+}
+NDV5_SIZES = frozenset({"Standard_ND96isr_H100_v5", "Standard_ND96isr_H200_v5"})
 #: The ubuntu-hpc images name the accelerated-networking Ethernet NIC eth0.
 HOST_NIC = "eth0"
 
@@ -79,6 +89,11 @@ def rccl_env(gpus: int) -> dict[str, str]:
         "NCCL_IB_HCA": ",".join(f"mlx5_ib{i}:1" for i in range(gpus)),
         "HSA_NO_SCRATCH_RECLAIM": "1",
     }
+
+
+def has_zones(region: str) -> bool:
+    """Whether an Azure region has availability zones (the catalog's ``regions_without_zones`` fact)."""
+    return region not in cloud_facts("azure").regions_without_zones
 
 
 class AzureAdapter(Adapter[AzurePlan]):
@@ -120,6 +135,14 @@ class AzureAdapter(Adapter[AzurePlan]):
         self._check_network(spec, res, opts, found)
         if spec.zone is not None and spec.zone not in ("1", "2", "3"):
             found.add("zone", spec.zone, "is not an Azure availability zone", "use 1, 2 or 3, or drop zone")
+        elif spec.zone is not None and not has_zones(spec.region):
+            found.add(
+                "zone",
+                spec.zone,
+                f"region {spec.region} has no availability zones, so Azure refuses a zonal resource there "
+                "(learn.microsoft.com/azure/reliability/regions-list)",
+                "drop zone, or pick a region with zones (e.g. westus2, westus3, eastus)",
+            )
 
     @staticmethod
     def _count_path(spec: ClusterSpec) -> tuple[str, int | None]:
@@ -284,9 +307,20 @@ class AzureAdapter(Adapter[AzurePlan]):
             out.append(
                 f"storage.shared.retain: the filesystem and the network it sits in live in resource group {data_rg}, "
                 "which pulumi destroy and the reaper leave in place (tag provision-retain=true); it keeps billing "
-                "until you delete that resource group."
+                "until you delete that resource group"
+                + (
+                    ", with the NAT gateway, its public IP and the Bastion (about $0.29/h on its own)."
+                    if opts.bastion
+                    else ", with the NAT gateway and its public IP."
+                )
             )
-        if res.storage is not None and res.storage.kind == "amlfs" and spec.zone is None and opts.filesystem_zone:
+        if (
+            res.storage is not None
+            and res.storage.kind == "amlfs"
+            and spec.zone is None
+            and opts.filesystem_zone
+            and has_zones(spec.region)
+        ):
             # create-file-system-portal: "create the file system in the same region and availability zone as
             # your client machines" for optimal performance.
             out.append(
@@ -334,6 +368,8 @@ class AzureAdapter(Adapter[AzurePlan]):
             topo = TOPOLOGY_FILES.get(offer.instance_type)
             if topo:
                 env["NCCL_TOPO_FILE"] = topo
+            if offer.instance_type in NDV5_SIZES:
+                env.update(NDV5_TUNING)
         else:
             env.update(rccl_env(offer.gpus_per_node))
         return env
@@ -429,7 +465,8 @@ class AzureAdapter(Adapter[AzurePlan]):
                 name=f"{name}-lustre",
                 sku=res.storage.tier,
                 capacity_tib=int(tib) if tib == int(tib) else tib,
-                zone=spec.zone or opts.filesystem_zone,
+                # No default zone in a region without zones (catalog fact regions_without_zones).
+                zone=spec.zone or (opts.filesystem_zone if has_zones(spec.region) else None),
                 maintenance=Maintenance(day_of_week=opts.maintenance_day, time_of_day_utc=opts.maintenance_time_utc),
                 subnet_prefix_rule=f"/{rules.amlfs_subnet_prefix(tib)} for {tib:g} TiB "
                 "(amlfs-prerequisites table, at least /24 per the SDK)",

@@ -75,6 +75,7 @@ class AzureCluster(pulumi.ComponentResource):
         # Without one an identity with no role served nothing, and any process on any node could use it through
         # IMDS once someone granted it a role (review 2026-12-01 Azure C2).
         self.identity: managedidentity.UserAssignedIdentity | None = None
+        self.expiry_assignment: authorization.RoleAssignment | None = None
         if extra.lifetime == "node-timer":
             self.identity = managedidentity.UserAssignedIdentity(
                 f"{plan.name}-identity",
@@ -84,7 +85,9 @@ class AzureCluster(pulumi.ComponentResource):
                 tags=plan.tags,
                 opts=child,
             )
-            self._expiry_role(self.identity, child)
+            # The scale sets wait for the assignment: a deployer who may not create it (or a role not yet
+            # replicated) stops the `up` before any GPU bills, and no node's timer runs without its role.
+            self.expiry_assignment = self._expiry_role(self.identity, child)
         self.network: Network = build_network(plan, net_rg, net_tags, net_opts)
         if extra.bastion:
             build_bastion(plan, net_rg, self.network, net_tags, net_opts)
@@ -122,7 +125,9 @@ class AzureCluster(pulumi.ComponentResource):
         self.outputs = stack_outputs(plan, hosts, None, self.shared_fs.summary if self.shared_fs else None)
         self.register_outputs({"hostfile": self.outputs["hostfile"]})
 
-    def _expiry_role(self, identity: managedidentity.UserAssignedIdentity, opts: pulumi.ResourceOptions) -> None:
+    def _expiry_role(
+        self, identity: managedidentity.UserAssignedIdentity, opts: pulumi.ResourceOptions
+    ) -> authorization.RoleAssignment:
         """The custom role (only scale-set delete, scoped to the cluster's resource group) the expiry timer uses.
 
         See ``expiry.py``. The role definition lives at the subscription (Azure keeps custom roles
@@ -135,8 +140,9 @@ class AzureCluster(pulumi.ComponentResource):
         rg_id = self.resource_group.id
         definition = authorization.RoleDefinition(
             f"{plan.name}-expiry-role",
-            role_definition_id=role_guid(plan.name, "definition"),
-            role_name=role_name(plan.name),
+            # Seeded with the group's id (subscription and group): tenant-unique, stable (expiry.role_guid).
+            role_definition_id=rg_id.apply(lambda i: role_guid(i, "definition")),
+            role_name=rg_id.apply(lambda i: role_name(plan.name, i)),
             description=f"provision: lets the nodes of cluster {plan.name} delete its resource group at expiry",
             role_type="CustomRole",
             scope=rg_id.apply(lambda i: "/".join(i.split("/")[:3])),
@@ -144,9 +150,9 @@ class AzureCluster(pulumi.ComponentResource):
             permissions=[authorization.PermissionArgs(actions=list(ROLE_ACTIONS))],
             opts=opts,
         )
-        authorization.RoleAssignment(
+        return authorization.RoleAssignment(
             f"{plan.name}-expiry-assignment",
-            role_assignment_name=role_guid(plan.name, "assignment"),
+            role_assignment_name=rg_id.apply(lambda i: role_guid(i, "assignment")),
             principal_id=identity.principal_id,
             principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
             role_definition_id=definition.id,
@@ -242,7 +248,9 @@ class AzureCluster(pulumi.ComponentResource):
             else None,
             virtual_machine_profile=profile,
             tags=plan.tags,
-            opts=opts,
+            opts=pulumi.ResourceOptions.merge(
+                opts, pulumi.ResourceOptions(depends_on=[self.expiry_assignment] if self.expiry_assignment else [])
+            ),
         )
 
 

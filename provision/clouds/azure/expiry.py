@@ -46,14 +46,21 @@ IMDS_TOKEN_API = "2018-02-01"
 _NAMESPACE = uuid.UUID("6c1f3c52-5f0e-4c55-9a1e-2f6bb0c0f7a1")
 
 
-def role_guid(cluster: str, kind: str) -> str:
-    """A GUID that is the same for the same cluster on every run (logical names must be stable)."""
-    return str(uuid.uuid5(_NAMESPACE, f"{kind}:{cluster}"))
+def role_guid(group_id: str, kind: str) -> str:
+    """A GUID, stable across runs, unique per resource group id (``/subscriptions/{sub}/resourceGroups/{rg}``).
+
+    A role definition's id and its display name must be unique in the whole Microsoft Entra tenant,
+    not just the subscription (MicrosoftDocs/azure-docs role-based-access-control/custom-roles.md,
+    ``roleName``: "This display name must be unique at the scope of the Microsoft Entra tenant"), so a
+    seed of the cluster name alone collides when the same stack runs in a second subscription of the
+    tenant. ARM ids are case-insensitive, hence the lower-casing.
+    """
+    return str(uuid.uuid5(_NAMESPACE, f"{kind}:{group_id.lower()}"))
 
 
-def role_name(cluster: str) -> str:
-    """The custom role's display name; unique per subscription, so it carries the cluster's name."""
-    return f"provision-expiry-{cluster}"
+def role_name(cluster: str, group_id: str) -> str:
+    """The custom role's display name: the cluster plus 8 hex digits of its group id (tenant-unique, readable)."""
+    return f"provision-expiry-{cluster}-{role_guid(group_id, 'name')[:8]}"
 
 
 def identity_name(plan: ClusterPlan[AzurePlan]) -> str:

@@ -114,5 +114,11 @@ class AzurePlan(CloudPlan):
         return Bastion(
             name=self.bastion.name,
             resource_group=self.network_resource_group,
-            scale_sets=tuple(island.vmss for island in self.islands),
+            # The scale sets live in the cluster's group; qualify them when the Bastion is in the data group.
+            scale_sets=tuple(
+                island.vmss
+                if self.resource_group == self.network_resource_group
+                else f"{self.resource_group}/{island.vmss}"
+                for island in self.islands
+            ),
         )

@@ -8,6 +8,7 @@ otherwise surfaces minutes into ``pulumi up``, after the network and storage exi
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from typing import Any, Protocol
 
@@ -35,6 +36,11 @@ class AzureAccount(Protocol):
         """Compute usage in ``region``: usage name -> (current value, limit)."""
         ...
 
+    def permissions(self, resource_group: str) -> list[tuple[list[str], list[str]]]:
+        """The caller's effective permissions on the resource group (the subscription when the group does not
+        exist yet), as ``(actions, notActions)`` per role (ARM "Permissions - List For Resource Group")."""
+        ...
+
 
 #: Resource providers each plan needs registered; PUTs to an unregistered namespace fail with
 #: MissingSubscriptionRegistration (Azure "Resource providers and types": register before use).
@@ -43,6 +49,28 @@ AZURE_STORAGE_PROVIDERS = {"amlfs": "Microsoft.StorageCache", "netapp": "Microso
 #: Regional vCPU usage names of "az vm list-usage": all regular VMs, and all Spot/low-priority VMs.
 AZURE_REGIONAL_CORES = "cores"
 AZURE_SPOT_CORES = "lowPriorityCores"
+#: What creating the expiry role and its assignment needs (custom-roles-rest.md: "you must be signed in with a user
+#: that is assigned a role that has the Microsoft.Authorization/roleDefinitions/write permission ... Of the
+#: built-in roles, only Owner and User Access Administrator include this permission"; Contributor has
+#: ``Microsoft.Authorization/*/Write`` in NotActions: built-in-roles/privileged.md).
+ROLE_WRITE_ACTIONS = (
+    "Microsoft.Authorization/roleDefinitions/write",
+    "Microsoft.Authorization/roleAssignments/write",
+)
+
+
+def _matches(pattern: str, action: str) -> bool:
+    """An RBAC action pattern (``*`` wildcards, case-insensitive: role-definitions.md "Actions format")."""
+    return fnmatch.fnmatchcase(action.lower(), pattern.lower())
+
+
+def allowed(permissions: list[tuple[list[str], list[str]]], action: str) -> bool:
+    """Whether some role grants ``action``: in its Actions and not in its NotActions (role-definitions.md
+    "NotActions": access is the union of every role's Actions minus its own NotActions)."""
+    return any(
+        any(_matches(a, action) for a in actions) and not any(_matches(n, action) for n in not_actions)
+        for actions, not_actions in permissions
+    )
 
 
 def azure_preflight(plan: ClusterPlan, account: AzureAccount | None = None) -> list[Problem]:
@@ -51,7 +79,8 @@ def azure_preflight(plan: ClusterPlan, account: AzureAccount | None = None) -> l
     Checks resource-provider registration (Compute, Network, and StorageCache or NetApp for the shared
     filesystem), that the size is offered to the subscription in the region and zone (resource SKU
     restrictions), the vCPU quota of the size's family (ND families often start at 0) and the regional
-    total, and, when ``azure.encryption_at_host`` is on, the EncryptionAtHost feature and the size's
+    total, that the deployer may create the expiry role and its assignment when the plan has one, and, when
+    ``azure.encryption_at_host`` is on, the EncryptionAtHost feature and the size's
     ``EncryptionAtHostSupported`` capability (disks-enable-host-based-encryption-cli).
 
     Args:
@@ -79,6 +108,21 @@ def azure_preflight(plan: ClusterPlan, account: AzureAccount | None = None) -> l
                     f"resource provider {namespace} is {state} on this subscription, so creating its resources fails "
                     "(MissingSubscriptionRegistration)",
                     f"az provider register --namespace {namespace} --wait",
+                )
+            )
+    if extra.lifetime == "node-timer":
+        granted = account.permissions(extra.resource_group)
+        missing = [a for a in ROLE_WRITE_ACTIONS if not allowed(granted, a)]
+        if missing:
+            problems.append(
+                Problem(
+                    "azure.delete_at_expiry",
+                    True,
+                    f"the expiry role needs {' and '.join(missing)}, which you do not have on this subscription "
+                    "(only Owner and User Access Administrator have them; Contributor does not), so the deploy "
+                    "would fail at the role",
+                    "ask for User Access Administrator on the subscription, or set azure.delete_at_expiry: false "
+                    "(then only `provision reap --azure-subscription` ends the cluster at its expiry)",
                 )
             )
     sku = account.sku(plan.region, plan.instance_type)
@@ -120,6 +164,19 @@ def azure_preflight(plan: ClusterPlan, account: AzureAccount | None = None) -> l
 
 def _azure_restrictions(plan: ClusterPlan, sku: dict[str, Any]) -> list[Problem]:
     out = []
+    offered = sku.get("zones")
+    if plan.zone and offered is not None and plan.zone not in offered:
+        # resource SKUs list the zones a size is offered in (locationInfo[].zones); a size absent from a zone
+        # carries no restriction there, it is simply not listed.
+        out.append(
+            Problem(
+                "zone",
+                plan.zone,
+                f"{plan.instance_type} is not offered in zone {plan.zone} of {plan.region} for this subscription "
+                f"(offered: {', '.join(offered) or 'no zone'})",
+                f"use one of: {', '.join(offered)}" if offered else "drop zone",
+            )
+        )
     for restriction in sku.get("restrictions", []):
         reason = restriction.get("reason") or "restricted"
         if restriction.get("type") == "Location":
@@ -177,7 +234,8 @@ def _text(value: Any) -> str:
 
 class ArmAccount:
     """:class:`AzureAccount` over the Azure management SDKs (azure-identity, azure-mgmt-resource,
-    azure-mgmt-resource-features, azure-mgmt-compute), imported only when a live preflight runs."""
+    azure-mgmt-resource-features, azure-mgmt-compute, azure-mgmt-authorization), imported only when a live
+    preflight runs."""
 
     def __init__(self, subscription_id: str, credential: Any = None) -> None:
         try:
@@ -194,12 +252,30 @@ class ArmAccount:
         self._resources = ResourceManagementClient(credential, subscription_id)
         self._features = FeatureClient(credential, subscription_id)
         self._compute = ComputeManagementClient(credential, subscription_id)
+        self._subscription = subscription_id
+        from azure.mgmt.authorization import AuthorizationManagementClient
+
+        # The multi-api client builds a new operations object on each access: keep one.
+        self._permissions = AuthorizationManagementClient(credential, subscription_id).permissions
 
     @classmethod
     def from_environment(cls) -> ArmAccount:
-        subscription = os.environ.get("AZURE_SUBSCRIPTION_ID")
+        """The subscription the azure-native provider deploys to when no stack config names one:
+        ``ARM_SUBSCRIPTION_ID`` (the provider's variable, Pulumi registry azure-native installation-configuration),
+        else ``AZURE_SUBSCRIPTION_ID``; both set and different is refused, so the preflight never checks another
+        subscription than the deploy uses."""
+        arm, azure = os.environ.get("ARM_SUBSCRIPTION_ID"), os.environ.get("AZURE_SUBSCRIPTION_ID")
+        if arm and azure and arm.lower() != azure.lower():
+            raise UnsupportedError(
+                f"ARM_SUBSCRIPTION_ID ({arm}) and AZURE_SUBSCRIPTION_ID ({azure}) differ; the provider deploys to "
+                "ARM_SUBSCRIPTION_ID. To fix: unset one or make them equal"
+            )
+        subscription = arm or azure
         if not subscription:
-            raise UnsupportedError("the Azure preflight needs AZURE_SUBSCRIPTION_ID; to fix: export it")
+            raise UnsupportedError(
+                "the Azure preflight needs ARM_SUBSCRIPTION_ID (the subscription the provider deploys to); to fix: "
+                "export ARM_SUBSCRIPTION_ID=$(az account show --query id -o tsv)"
+            )
         return cls(subscription)
 
     def provider_state(self, namespace: str) -> str:
@@ -222,8 +298,24 @@ class ArmAccount:
                 for r in sku.restrictions or []
             ]
             capabilities = {c.name: c.value for c in sku.capabilities or []}
-            return {"family": sku.family, "restrictions": restrictions, "capabilities": capabilities}
+            # None when ARM sent no locationInfo (nothing to compare with), else the zones offering the size.
+            zones = sorted({z for info in sku.location_info for z in info.zones or []}) if sku.location_info else None
+            return {"family": sku.family, "restrictions": restrictions, "capabilities": capabilities, "zones": zones}
         return None
+
+    def permissions(self, resource_group: str) -> list[tuple[list[str], list[str]]]:
+        from azure.core.exceptions import ResourceNotFoundError
+
+        try:
+            found = list(self._permissions.list_for_resource_group(resource_group))
+        except ResourceNotFoundError:  # the first `up` creates the group: ask at the subscription
+            from azure.core.rest import HttpRequest
+
+            url = f"/subscriptions/{self._subscription}/providers/Microsoft.Authorization/permissions"
+            response = self._resources.send_request(HttpRequest("GET", url, params={"api-version": "2022-04-01"}))
+            response.raise_for_status()
+            return [(list(p.get("actions") or []), list(p.get("notActions") or [])) for p in response.json()["value"]]
+        return [(list(p.actions or []), list(p.not_actions or [])) for p in found]
 
     def usages(self, region: str) -> dict[str, tuple[float, float]]:
         return {str(u.name.value): (float(u.current_value), float(u.limit)) for u in self._compute.usage.list(region)}

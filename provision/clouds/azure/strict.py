@@ -512,9 +512,27 @@ def tag_rules(res: Resource) -> list[Violation]:
     return out
 
 
+def zone_rules(res: Resource) -> list[Violation]:
+    """A zonal resource in a region without availability zones is refused (catalog ``regions_without_zones``)."""
+    from provision.catalog import cloud_facts
+
+    zones, location = res.inputs.get("zones"), res.inputs.get("location")
+    if not zones or location not in cloud_facts("azure").regions_without_zones:
+        return []
+    return [
+        res.violation(
+            "zones",
+            zones,
+            f"region {location} has no availability zones: no zonal resource there",
+            "learn.microsoft.com/azure/reliability/regions-list (Availability zone support column)",
+        )
+    ]
+
+
 def check(res: Resource, ctx: MockContext) -> list[Violation]:
     """Every rule this cloud knows for one registration."""
     out = enum_rules(res, ctx) + name_rules(res) + tag_rules(res) + storage_rules(res) + nsg_rules(res)
+    out += zone_rules(res)
     return out + amlfs_network_rules(res, ctx) + strict_rbac.check(res, ctx)
 
 

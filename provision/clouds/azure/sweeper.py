@@ -9,8 +9,13 @@ keeps those whose expiry has passed and that are not marked ``provision-retain=t
 (``forceDeletionTypes=Microsoft.Compute/virtualMachineScaleSets``). It backs up the nodes' own
 expiry timer (``clouds/azure/expiry.py``) when that could not run or was opted out of.
 
-What it does not delete: the custom expiry role definition, which Azure keeps at the subscription
-(it costs nothing and is removed by ``provision down``; its name is ``provision-expiry-<cluster>``).
+After the group, it deletes the cluster's custom expiry role definition, which Azure keeps at the
+subscription (deleting the group removes the role's assignment, which lives in the group; a
+definition still assigned is refused with ``RoleDefinitionHasAssignments``:
+https://learn.microsoft.com/azure/role-based-access-control/custom-roles-rest "Delete a custom
+role"). Its id is derived from the group's id (``clouds/azure/expiry.role_guid``), so no lookup is
+needed, and a left-behind role would otherwise block nothing but still count toward the 5,000
+custom roles per tenant.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from typing import Any
 
+from provision.clouds.azure.expiry import role_guid, role_name
 from provision.clouds.base import TAG_CLUSTER, TAG_EXPIRES, TAG_RETAIN, parse_label_time
 from provision.clouds.sweep import ExpiredCluster
 
@@ -37,6 +43,14 @@ def _client(subscription: str) -> Any:
     return ResourceManagementClient(DefaultAzureCredential(), subscription)
 
 
+def _roles(subscription: str) -> Any:
+    """The ``role_definitions`` operations of an ``AuthorizationManagementClient`` (azure-mgmt-authorization)."""
+    from azure.identity import DefaultAzureCredential
+    from azure.mgmt.authorization import AuthorizationManagementClient
+
+    return AuthorizationManagementClient(DefaultAzureCredential(), subscription).role_definitions
+
+
 class AzureSweeper:
     """Tag-based discovery and deletion of expired clusters in one Azure subscription.
 
@@ -44,6 +58,8 @@ class AzureSweeper:
         subscription: the subscription id.
         client: a ``ResourceManagementClient``-like object (tests pass a fake); made from the
             default credential chain when ``None``.
+        roles: ``role_definitions`` operations (``AuthorizationManagementClient``); made from the default
+            credential chain when both it and ``client`` are ``None``.
         now: the time expiries are compared with (UTC now when ``None``).
     """
 
@@ -52,8 +68,10 @@ class AzureSweeper:
         subscription: str,
         client: Any = None,
         now: Callable[[], datetime] | None = None,
+        roles: Any = None,
     ) -> None:
         self.subscription = subscription
+        self.roles = roles if roles is not None or client is not None else _roles(subscription)
         self.client = client if client is not None else _client(subscription)
         self._now = now or (lambda: datetime.now(timezone.utc))
 
@@ -99,12 +117,17 @@ class AzureSweeper:
             if wait:
                 poller.result()
             deleted.append(f"resourceGroup/{name}")
+        if wait and self.roles is not None:
+            for name in cluster.resources:
+                group_id = f"/subscriptions/{self.subscription}/resourceGroups/{name}"
+                # ARM answers 204 for a definition already gone (the SDK returns None): idempotent.
+                if self.roles.delete(f"/subscriptions/{self.subscription}", role_guid(group_id, "definition")):
+                    deleted.append(f"roleDefinition/{role_name(cluster.cluster, group_id)}")
         return deleted
 
 
-#: What the group deletion leaves: the expiry role definition lives at the subscription (it costs nothing;
-#: ``provision down`` removes it).
-KEPT = {"azure-native:authorization:RoleDefinition": "kept at the subscription; `provision down` removes it"}
+#: What the group deletion leaves: the expiry role definition lives at the subscription; the sweep deletes it next.
+KEPT = {"azure-native:authorization:RoleDefinition": "by its id, derived from the group's id, after the group"}
 
 
 def coverage(type_token: str) -> str | None:
