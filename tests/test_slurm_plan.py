@@ -112,6 +112,9 @@ def test_slurm_options_need_kind_slurm_and_clouds_without_a_controller_refuse_it
         ClusterSpec.model_validate({**MINIMAL_SPEC, "scheduler": {"slurm": {"accounting": True}}})
     spec = ClusterSpec.model_validate({**MINIMAL_SPEC, "scheduler": {"kind": "slurm", "slurm": {"partition": "h100"}}})
     assert spec.scheduler.slurm is not None and spec.scheduler.slurm.partition == "h100"
+    assert plan_spec(spec).extra.slurm is not None  # AWS builds the controller (clouds/aws/slurm.py)
+    gcp = {**MINIMAL_SPEC, "cloud": "gcp", "region": "us-central1", "gcp": {"project": "p-123456"}}
+    spec = ClusterSpec.model_validate({**gcp, "scheduler": {"kind": "slurm"}})
     with pytest.raises(SpecError) as err:
         plan_spec(spec)
     assert any(p.path == "scheduler.kind" and "Slurm controller" in p.rule for p in err.value.problems)
