@@ -40,3 +40,20 @@ def test_rendered_files_match_the_plan() -> None:
     assert f"NodeName={STACK}-[0-1] Name=gpu Type=h100 File=/dev/nvidia[0-7]" in gres
     islands = [line for line in topo.splitlines() if line.startswith(("BlockName", "SwitchName")) and "Nodes=" in line]
     assert len(islands) == 1 and f"{STACK}-[0-1]" in islands[0]
+
+
+def test_ssh_config_has_the_controller_through_ssm() -> None:
+    from provision.ops.slurm_access import controller, controller_ssh_block, is_controller
+
+    outputs = shipped_preview(STACK).outputs
+    slurm = controller(outputs)
+    assert slurm is not None
+    block = controller_ssh_block(STACK, slurm, outputs["access"], identity_file="/k", known_hosts="/kh")
+    lines = block.splitlines()
+    assert lines[0] == f"Host {STACK}-ctl" and f"  HostName {slurm['address']}" in lines
+    assert f"  HostKeyAlias {STACK}-ctl" in lines
+    proxy = next(line for line in lines if line.startswith("  ProxyCommand "))
+    assert f"--target {slurm['instance_id']}" in proxy and "AWS-StartSSHSession" in proxy
+    public = controller_ssh_block(STACK, slurm, {**outputs["access"], "via": "head"})
+    assert f"  ProxyJump {STACK}-0" in public.splitlines() and "ProxyCommand" not in public
+    assert is_controller(STACK, "ctl") and is_controller(STACK, f"{STACK}-ctl") and not is_controller(STACK, "0")
