@@ -173,7 +173,9 @@ class SlurmBackend:
             raise CloudError(f"{what} failed (exit {ran.code}): {ran.stderr.strip()[-500:]}")
         return ran
 
-    def submit(self, spec: JobSpec) -> None:
+    def submit(self, spec: JobSpec, runtime: Any = None) -> None:
+        """sbatch ``spec`` (the :class:`~provision.ops.jobs.backend.JobBackend` signature; ``runtime`` is not used:
+        the batch step runs on the nodes as they are, a container through pyxis' ``srun --container-image``)."""
         folder = self.job_dir(0, spec.id)
         files = {
             f"{folder}/job.json": spec.to_json(),
