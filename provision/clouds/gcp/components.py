@@ -112,7 +112,9 @@ class GcpCluster(pulumi.ComponentResource):
         if extra.slurm is not None:  # scheduler: slurm
             from provision.clouds.gcp.slurm import build_controller
 
-            self.outputs["slurm"] = build_controller(plan, nets, self.service_account, self.ips, self)
+            self.outputs["slurm"] = build_controller(
+                plan, nets, self.service_account, self.ips, self, login_metadata(plan)
+            )
         self.register_outputs({"hosts": self.ips, "instance_group": self.group.instance_group})
 
     # ------------------------------------------------------------------ parts

@@ -70,12 +70,14 @@ def build_controller(
     service_account: Any,
     node_ips: pulumi.Output[list[str]],
     parent: pulumi.Resource,
+    login: dict[str, str],
 ) -> dict[str, Any]:
-    """Create the controller; returns the ``slurm`` stack output (name, address, instance name, rendered files)."""
+    """Create the controller; returns the ``slurm`` stack output (name, address, instance name, rendered files).
+
+    ``login``: the nodes' login metadata (``components.login_metadata``: OS Login or the ``ssh-keys``)."""
     import pulumi
     from pulumi_gcp import compute
 
-    from provision.clouds.gcp.components import login_metadata
     from provision.planning.slurm import controller_user_data, slurm_pins
 
     extra = plan.extra
@@ -118,7 +120,7 @@ def build_controller(
             enable_integrity_monitoring=extra.shielded.integrity_monitoring,
         ),
         metadata={
-            **login_metadata(plan),
+            **login,
             "serial-port-enable": "FALSE",
             "VmDnsSetting": "ZonalOnly",
             "user-data": user_data,
