@@ -25,7 +25,7 @@ EGRESS = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
 FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
 PG = "aws:ec2/placementGroup:PlacementGroup"
 EIP = "aws:ec2/eip:Eip"
-STACKS = ("aws-p5-64", "aws-p5-16", "aws-p5-ci")
+STACKS = ("aws-p5-64", "aws-p5-16", "aws-p5-ci", "aws-p5-16-slurm")
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import assert_golden, golden_graph, shipped_preview
 
-GCP_STACKS = ["gcp-a3-64", "gcp-a3high-16", "gcp-a3ultra-64", "gcp-a3-ci"]
+GCP_STACKS = ["gcp-a3-64", "gcp-a3high-16", "gcp-a3ultra-64", "gcp-a3-ci", "gcp-a3-16-slurm"]
 
 
 @pytest.mark.parametrize("stack", GCP_STACKS)

@@ -107,11 +107,17 @@ def test_block_is_refused_on_a_slurm_without_it() -> None:
         topology_kind("block", "22.05.8")
 
 
-def test_slurm_options_need_kind_slurm_and_clouds_without_a_controller_refuse_it() -> None:
+def test_slurm_options_need_kind_slurm_and_clouds_without_a_controller_refuse_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     with pytest.raises(ValueError, match="scheduler.slurm applies to kind slurm only"):
         ClusterSpec.model_validate({**MINIMAL_SPEC, "scheduler": {"slurm": {"accounting": True}}})
     spec = ClusterSpec.model_validate({**MINIMAL_SPEC, "scheduler": {"kind": "slurm", "slurm": {"partition": "h100"}}})
     assert spec.scheduler.slurm is not None and spec.scheduler.slurm.partition == "h100"
+    assert plan_spec(spec).extra.slurm is not None  # AWS builds the controller (clouds/aws/slurm.py)
+    from provision.clouds.aws.adapter import AwsAdapter
+
+    monkeypatch.setattr(AwsAdapter, "slurm_controller", False)  # a cloud whose build has no controller
     with pytest.raises(SpecError) as err:
         plan_spec(spec)
     assert any(p.path == "scheduler.kind" and "Slurm controller" in p.rule for p in err.value.problems)

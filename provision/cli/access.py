@@ -44,6 +44,7 @@ def _is_node(word: str, cluster: Any) -> bool:
         or (word.isascii() and word.isdigit())
         or re.fullmatch(rf"{re.escape(cluster.spec.name)}-[0-9]+", word)
         or word in hosts
+        or word.lower() in ("ctl", "controller", f"{cluster.spec.name}-ctl".lower())  # a Slurm controller
     )
 
 

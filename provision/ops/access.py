@@ -156,6 +156,17 @@ def ssh_config_text(cluster: Cluster, *, ports: list[int] | None = None) -> str:
         hostnames=list(path.get("hostnames") or []),
         pinned=known_host_aliases(known_hosts_path(cluster)),
     )
+    from provision.ops.slurm_access import controller, controller_ssh_block
+
+    slurm = controller(outputs)
+    if slurm is not None and not cluster.mock:  # scheduler: slurm: the controller (login) node
+        text += controller_ssh_block(
+            cluster.spec.name,
+            slurm,
+            path,
+            identity_file=identity_file(cluster),
+            known_hosts=str(known_hosts_path(cluster)),
+        )
     return text
 
 
@@ -172,6 +183,11 @@ def node_alias(cluster: Cluster, node: str | int | None) -> str:
     """
     hosts = cluster_hosts(cluster)
     name = cluster.spec.name
+    from provision.ops.slurm_access import controller, is_controller
+
+    slurm = controller(cluster.outputs) is not None and not cluster.mock
+    if slurm and (node is None or is_controller(name, str(node))):  # Slurm: ssh lands on the controller (login)
+        return f"{name}-ctl"
     if node is None or str(node).lower() == "head":
         return f"{name}-0"
     text = str(node)

@@ -69,7 +69,7 @@ def check_lifetime(r: Resource, ctx: Context) -> list[str]:
         out = []
         if r.get("instanceInitiatedShutdownBehavior") != "terminate":
             out.append("instanceInitiatedShutdownBehavior is not 'terminate': a shutdown only stops the node")
-        script = decoded(str(r.get("userData") or ""))
+        script = decoded(str(r.get("userData") or r.get("userDataBase64") or ""))  # Instance: either input
         if "OnCalendar=" not in script and not re.search(r"shutdown\s+(-h|-P|--poweroff)", script):
             out.append("the user data sets no shutdown timer at the expiry")
         return out

@@ -444,6 +444,10 @@ def controller_user_data(plan: Any, pins: SlurmPins, *, login_keys: Sequence[str
         *files,
     ]
     doc = {
+        # slurm.conf(5) SlurmctldHost: the name must be what `hostname -s` returns on the controller, so the VM
+        # takes the controller's Slurm name whatever the cloud named it (cloud-init's "Set Hostname" module).
+        "hostname": controller_name(plan.name),
+        "preserve_hostname": False,
         "write_files": [{"path": f.path, "permissions": f.permissions, "content": f.content} for f in written],
         "runcmd": [
             ["systemctl", "daemon-reload"],

@@ -44,6 +44,7 @@ from provision.clouds.aws.plan import (
     PlacementGroup,
     Ssh,
 )
+from provision.clouds.aws.slurm import slurm_controller_plan
 from provision.clouds.base import Adapter, Limit
 from provision.planning.images import LOOKUP_PREFIX
 from provision.planning.kubernetes import KubernetesPlan
@@ -139,6 +140,7 @@ class AwsAdapter(Adapter[AwsPlan]):
         "to 0 at the expiry (the EKS control plane, NAT and FSx stay until `down` or `reap`)"
     )
     sweeper: ClassVar[str | None] = "region"
+    slurm_controller: ClassVar[bool] = True
     preflight_asks: ClassVar[tuple[str, str] | None] = ("AWS account", "zone offerings and the vCPU quota")
     limits: ClassVar[Mapping[Limit, str]] = {
         Limit.GANG_SIZE: f"an EC2 Fleet gang (all or nothing) holds at most {FLEET_MAX_NODES} nodes; "
@@ -301,7 +303,7 @@ class AwsAdapter(Adapter[AwsPlan]):
         opts: AwsOptions = spec.cloud_options()
         out: list[str] = []
         # Under Kubernetes, EKS runs the nodes: no node timer, no DLAMI lookup, no instant fleet.
-        vm = spec.scheduler.kind == "none"
+        vm = spec.scheduler.kind != "kubernetes"  # slurm: the VM cluster plus its controller
         if vm and (spec.lifetime.ttl or spec.lifetime.max_cost_usd):
             stop = (
                 "a scheduled scale-to-zero of the Auto Scaling group, with a node shutdown timer as backstop"
@@ -448,6 +450,7 @@ class AwsAdapter(Adapter[AwsPlan]):
                 asg_schedule=opts.allocation == "asg",
                 timer_delay_minutes=ASG_TIMER_DELAY_MINUTES if opts.allocation == "asg" else 0,
             ),
+            slurm=slurm_controller_plan(spec),
         )
 
     # ------------------------------------------------------------------ scheduler: kubernetes (EKS)

@@ -64,6 +64,14 @@ class AwsCluster(pulumi.ComponentResource):
             plan, ranked.apply(lambda r: r[1]), head_ip, shared, node_ids=ranked.apply(lambda r: r[0])
         )
         manifest = dict(outputs["fabric_manifest"])
+        if plan.extra.slurm is not None:  # scheduler: slurm
+            from provision.clouds.aws.slurm import build_controller
+
+            outputs["slurm"] = build_controller(
+                plan, subnet_id=net.subnet_id, security_group_id=sgs.cluster.id, profile_name=identity.profile.name,
+                key_name=identity.key_name, image_id=lt.image_id, node_ips=ranked.apply(lambda r: r[1]),
+                parent=self, depends_on=[identity.ready, *sgs.node_rules, *net.egress],
+            )  # fmt: skip
         self.outputs = {
             **outputs,
             # The AMI the launch template really holds (a lookup is resolved once; pin it with image.id).

@@ -18,7 +18,7 @@ _TAGS = "botocore ec2 Tag.Key/Tag.Value documentation (tag_rules in provision/cl
 
 #: Every AWS type.
 COMMON = Coverage(
-    checked={"tags": _TAGS, "tagSpecifications[].tags": _TAGS},
+    checked={"tags": _TAGS, "tagSpecifications[].tags": _TAGS, "volumeTags": _TAGS},
     waived={
         "region": "the provider's region, not an API input: the plan checks it against the catalog's regions",
     },

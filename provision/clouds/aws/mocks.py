@@ -139,6 +139,10 @@ def resource(args: pulumi.runtime.MockResourceArgs, ctx: MockContext) -> tuple[s
                 {"instanceIds": instance_ids(ctx, rid, count), "lifecycle": lifecycle, "platform": "Linux"}
             ],
         )
+    elif typ == "aws:ec2/instance:Instance":  # the Slurm controller: a private address in the node subnet
+        rid = f"i-{hx[:17]}"
+        ip = ctx.ips(node_cidr(ctx), 1, skip=6)[0]  # below the nodes' addresses (skip=10)
+        out.update(arn=_arn(ctx, "ec2", f"instance/{rid}"), privateIp=ip, publicIp="", instanceState="running")
     elif typ == "aws:autoscaling/group:Group":
         rid = _autoname(args, ctx)
         out.update(name=rid, arn=_arn(ctx, "autoscaling", f"autoScalingGroup:{hx}:autoScalingGroupName/{rid}"))

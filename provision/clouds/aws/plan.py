@@ -96,6 +96,15 @@ class Lifetime(PlanPart):
     timer_delay_minutes: int = Field(description="The node shutdown timer fires this long after the expiry.")
 
 
+class SlurmController(PlanPart):
+    """The Slurm controller VM (``scheduler.kind: slurm``): built by ``slurm.py`` in the node subnet."""
+
+    name: str = Field(description="The controller's Slurm and console name, ``<cluster>-ctl``.")
+    instance_type: str = Field(description="A small CPU type (scheduler.slurm.controller_instance_type).")
+    disk_gib: int = Field(description="Its encrypted gp3 root volume.")
+    accounting: bool = Field(description="slurmdbd runs on it.")
+
+
 class AwsPlan(CloudPlan):
     """The AWS decisions (``ClusterPlan.extra``)."""
 
@@ -111,6 +120,9 @@ class AwsPlan(CloudPlan):
     ssh: Ssh
     public_head_node: bool
     lifetime: Lifetime
+    slurm: SlurmController | None = Field(
+        default=None, exclude_if=lambda v: v is None, description="The Slurm controller (kind slurm only)."
+    )
 
 
 class HelmChart(PlanPart):

@@ -130,6 +130,23 @@ APIS: dict[str, Api] = {
         autoname="name",
     ),
     "aws:ec2/fleet:Fleet": Api("ec2", "CreateFleet"),
+    # The Slurm controller (clouds/aws/slurm.py): one RunInstances call.
+    "aws:ec2/instance:Instance": Api(
+        "ec2",
+        "RunInstances",
+        aliases={
+            "ami": "ImageId",
+            "vpcSecurityGroupIds": "SecurityGroupIds",
+            "associatePublicIpAddress": "NetworkInterfaces[].AssociatePublicIpAddress",
+            "iamInstanceProfile": "IamInstanceProfile.Name",
+            "userDataBase64": "UserData",
+            "rootBlockDevice.volumeSize": "BlockDeviceMappings[].Ebs.VolumeSize",
+            "rootBlockDevice.volumeType": "BlockDeviceMappings[].Ebs.VolumeType",
+            "rootBlockDevice.encrypted": "BlockDeviceMappings[].Ebs.Encrypted",
+            "rootBlockDevice.deleteOnTermination": "BlockDeviceMappings[].Ebs.DeleteOnTermination",
+            "volumeTags": "TagSpecifications[].Tags",
+        },
+    ),
     "aws:fsx/lustreFileSystem:LustreFileSystem": Api("fsx", "CreateFileSystem", roots=("", "LustreConfiguration")),
     "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": Api("fsx", "CreateDataRepositoryAssociation"),
     "aws:iam/role:Role": Api(
@@ -659,7 +676,7 @@ def tag_rules(res: Resource, models: _Models) -> list[Violation]:
     reserved = "aws:" if "May not begin with aws:" in key_doc else None
     src = f'botocore ec2 {models.service("ec2").api_version} Tag.Key/Tag.Value documentation: "{key_doc[-90:]}"'
     out: list[Violation] = []
-    for path in ("tags", "tagSpecifications[].tags"):
+    for path in ("tags", "tagSpecifications[].tags", "volumeTags"):
         for tags in values_at(res.inputs, path):
             if not isinstance(tags, Mapping):
                 continue

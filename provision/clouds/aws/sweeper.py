@@ -183,7 +183,7 @@ AWS_KINDS: tuple[AwsKind, ...] = (
         "instance",
         _ec2_delete("terminate_instances", "InstanceIds", listed=True),
         "ec2:instance",
-        types=("aws:ec2/fleet:Fleet",),
+        types=("aws:ec2/fleet:Fleet", "aws:ec2/instance:Instance"),  # fleet nodes, the Slurm controller
         after=_ec2_wait("instance_terminated", "InstanceIds"),
     ),
     # EKS before the network: node groups hold instances and ENIs, the cluster its ENIs and security group. Node

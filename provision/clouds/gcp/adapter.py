@@ -177,6 +177,7 @@ class GcpAdapter(Adapter[GcpPlan]):
         "(a node GKE re-creates gets a fresh duration; the GKE control plane stays until `down` or `reap`)"
     )
     sweeper: ClassVar[str | None] = None
+    slurm_controller: ClassVar[bool] = True
     preflight_asks: ClassVar[tuple[str, str] | None] = None
     limits: ClassVar[Mapping[Limit, str]] = {
         Limit.PUBLIC_HEAD_NODE: "nodes are managed instance group members (one template): none gets an external IP; "
@@ -414,7 +415,9 @@ class GcpAdapter(Adapter[GcpPlan]):
         return {"NCCL_SOCKET_IFNAME": "^lo,docker", "NCCL_CROSS_NIC": "0"}
 
     def extra_plan(self, spec: ClusterSpec, res: Resolution) -> GcpPlan:
-        return layout.decide(spec, res)
+        from provision.clouds.gcp.slurm import slurm_controller_plan  # scheduler: slurm
+
+        return layout.decide(spec, res).model_copy(update={"slurm": slurm_controller_plan(spec)})
 
     # ------------------------------------------------------------------ scheduler: kubernetes (GKE)
     def check_kubernetes(self, spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:

@@ -110,6 +110,12 @@ class GcpCluster(pulumi.ComponentResource):
         # same single getInstanceGroup read serves both.
         names = self.ips.apply(lambda hosts: [h.split(".", 1)[0] for h in hosts])
         self.outputs = stack_outputs(plan, self.ips, None, self.shared.summary, node_ids=names)
+        if extra.slurm is not None:  # scheduler: slurm
+            from provision.clouds.gcp.slurm import build_controller
+
+            self.outputs["slurm"] = build_controller(
+                plan, nets, self.service_account, self.ips, self, login_metadata(plan)
+            )
         self.register_outputs({"hosts": self.ips, "instance_group": self.group.instance_group})
 
     # ------------------------------------------------------------------ parts

@@ -39,6 +39,7 @@ COMMON = Coverage(
     checked={
         "labels": LABEL_SOURCE,
         "disks[].labels": LABEL_SOURCE,
+        "bootDisk.initializeParams.labels": LABEL_SOURCE,
         "resourceLabels": LABEL_SOURCE,
         "nodeConfig.resourceLabels": LABEL_SOURCE,
         "metadata": METADATA_SOURCE,

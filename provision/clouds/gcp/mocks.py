@@ -167,6 +167,20 @@ def resource(args: pulumi.runtime.MockResourceArgs, ctx: MockContext) -> tuple[s
         groups = [f"{API}/projects/{proj}/zones/{z}/instanceGroupManagers/gke-{inputs['name']}-{ctx.hex_id(rid, 8)}-grp"
                   for z in zones]  # fmt: skip
         out.update(instanceGroupUrls=groups, managedInstanceGroupUrls=groups, operation="", version="1.34.1-gke.1000")
+    elif typ == "gcp:compute/instance:Instance":  # the Slurm controller: the subnet's last address (nodes: first)
+        zone = inputs.get("zone") or f"{ctx.region}-a"
+        rid = f"projects/{proj}/zones/{zone}/instances/{name}"
+        nics = []
+        for nic in inputs.get("networkInterfaces") or []:
+            subnet = next(
+                s
+                for s in ctx.find("gcp:compute/subnetwork:Subnetwork")
+                if s.outputs.get("selfLink") == nic.get("subnetwork")
+            )
+            ip = str(ipaddress.ip_network(subnet.inputs["ipCidrRange"]).broadcast_address - 1)
+            nics.append({**nic, "name": f"nic{len(nics)}", "networkIp": ip, "accessConfigs": []})
+        out.update(name=name, zone=zone, selfLink=f"{API}/{rid}", instanceId=ctx.num_id(rid), networkInterfaces=nics,
+                   currentStatus="RUNNING")  # fmt: skip
     elif typ == "gcp:serviceaccount/iAMMember:IAMMember":
         rid = f"{inputs['serviceAccountId']}/{inputs['role']}/{inputs['member']}"
         out.update(etag=f"BwY{ctx.hex_id(rid, 9)}=")

@@ -168,6 +168,16 @@ class Filestore(PlanPart):
 SharedStorage = Annotated[ManagedLustre | Parallelstore | Filestore, Field(discriminator="kind")]
 
 
+class SlurmController(PlanPart):
+    """The Slurm controller VM (``scheduler.kind: slurm``): built by ``slurm.py`` on the host VPC's subnet."""
+
+    name: str = Field(description="The controller's Slurm name, ``<cluster>-ctl`` (its VM name: ``physical_name``).")
+    machine_type: str = Field(description="A small CPU type (scheduler.slurm.controller_instance_type).")
+    disk_type: str = Field(description="Its boot disk type (Google encrypts every disk at rest).")
+    disk_gib: int
+    accounting: bool = Field(description="slurmdbd runs on it.")
+
+
 class GcpPlan(CloudPlan):
     """The GCP decisions (``ClusterPlan.extra``)."""
 
@@ -185,6 +195,9 @@ class GcpPlan(CloudPlan):
     psa_prefix_length: int
     os_login: bool
     storage: SharedStorage | None
+    slurm: SlurmController | None = Field(
+        default=None, exclude_if=lambda v: v is None, description="The Slurm controller (kind slurm only)."
+    )
 
     def iap_tunnel(self) -> IapTunnel | None:
         return IapTunnel(project=self.project, zone=self.zone) if IAP_RANGE in self.ssh_source_ranges else None

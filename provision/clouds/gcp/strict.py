@@ -98,6 +98,20 @@ APIS: dict[str, Api] = {
     "gcp:compute/instanceTemplate:InstanceTemplate": Api(
         "compute.v1", "InstanceTemplate", _TEMPLATE | {"*": "properties."}
     ),
+    # The Slurm controller (clouds/gcp/slurm.py): pulumi-gcp's boot_disk is the API's first attached disk.
+    "gcp:compute/instance:Instance": Api(
+        "compute.v1",
+        "Instance",
+        {
+            "serviceAccount": "serviceAccounts[]",
+            "bootDisk.initializeParams.type": "disks[].initializeParams.diskType",
+            "bootDisk.initializeParams.image": "disks[].initializeParams.sourceImage",
+            "bootDisk.initializeParams.size": "disks[].initializeParams.diskSizeGb",
+            "bootDisk.initializeParams.labels": "",
+            "bootDisk.autoDelete": "disks[].autoDelete",
+            "metadata": "",
+        },
+    ),
     "gcp:compute/instanceGroupManager:InstanceGroupManager": Api(
         "compute.v1",
         "InstanceGroupManager",
@@ -302,7 +316,13 @@ def _leaves(value: Any, path: str = "") -> list[tuple[str, Any]]:
 
 def label_rules(res: Resource) -> list[Violation]:
     out = []
-    for path in ("labels", "disks[].labels", "resourceLabels", "nodeConfig.resourceLabels"):
+    for path in (
+        "labels",
+        "disks[].labels",
+        "bootDisk.initializeParams.labels",
+        "resourceLabels",
+        "nodeConfig.resourceLabels",
+    ):
         for labels in values_at(res.inputs, path):
             if not isinstance(labels, Mapping):
                 continue

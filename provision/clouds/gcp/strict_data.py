@@ -30,6 +30,7 @@ ROOTS: dict[str, tuple[str, ...]] = {
         "Address",
         "ResourcePolicy",
         "InstanceTemplate",
+        "Instance",  # the Slurm controller (clouds/gcp/slurm.py)
         "InstanceGroupManager",
         "InstanceGroupManagerResizeRequest",
     ),

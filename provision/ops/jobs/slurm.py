@@ -174,8 +174,8 @@ class SlurmBackend:
         return ran
 
     def submit(self, spec: JobSpec, runtime: Any = None) -> None:
-        """``sbatch`` one job whose steps run every rank's script. ``runtime`` is not applied here: under Slurm
-        the ranks run in the nodes' own environment (containers go through ``srun --container-image``)."""
+        """sbatch ``spec`` (the :class:`~provision.ops.jobs.backend.JobBackend` signature; ``runtime`` is not used:
+        the batch step runs on the nodes as they are, a container through pyxis' ``srun --container-image``)."""
         folder = self.job_dir(0, spec.id)
         files = {
             f"{folder}/job.json": spec.to_json(),

@@ -1,0 +1,98 @@
+"""``scheduler: slurm`` on each cloud under the strict mocked cloud: the shipped Slurm stack's graph has the controller
+(private, encrypted, with the cluster's lifetime), the GPU nodes and the rendered Slurm files matching the plan, and
+``provision ssh`` reaches the controller through the cluster's way in."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import re
+from typing import Any
+
+import pytest
+from conftest import shipped_preview
+
+#: stack -> the controller's resource type.
+STACKS = {
+    "aws-p5-16-slurm": "aws:ec2/instance:Instance",
+    "gcp-a3-16-slurm": "gcp:compute/instance:Instance",
+}
+
+
+def _cloud_config(ctl: Any) -> str:
+    if "userDataBase64" in ctl.inputs:  # AWS: gzip + base64
+        return gzip.decompress(base64.b64decode(ctl.inputs["userDataBase64"])).decode()
+    return str(ctl.inputs["metadata"]["user-data"])  # GCP
+
+
+def _private_encrypted_expiring(stack: str, ctl: Any, plan: Any) -> None:
+    i = ctl.inputs
+    if stack.startswith("aws"):
+        assert i["associatePublicIpAddress"] is False and str(i["subnetId"]).startswith("subnet-")
+        assert i["rootBlockDevice"]["encrypted"] is True
+        assert i["instanceInitiatedShutdownBehavior"] == "terminate"
+    elif stack.startswith("gcp"):
+        assert all(not nic.get("accessConfigs") for nic in i["networkInterfaces"])  # no external IP
+        assert i["scheduling"]["instanceTerminationAction"] == "DELETE"
+        assert i["scheduling"]["terminationTime"] == plan.expires_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@pytest.mark.parametrize("stack", sorted(STACKS))
+def test_controller_is_private_encrypted_and_dies_with_the_cluster(stack: str) -> None:
+    result = shipped_preview(stack, stack=stack)
+    ctl = result.one(STACKS[stack])
+    assert ctl.name == f"{result.plan.name}-ctl"
+    _private_encrypted_expiring(stack, ctl, result.plan)
+    cloud_config = _cloud_config(ctl)
+    assert cloud_config.startswith("#cloud-config")
+    assert f"\nhostname: {result.plan.name}-ctl\n" in cloud_config  # slurmctld's host is its SlurmctldHost
+    accounting = "1" if result.plan.extra.slurm.accounting else "0"
+    assert "SLURM_ROLE=controller" in cloud_config and f"SLURM_ACCOUNTING={accounting}" in cloud_config
+    assert "OnCalendar=" in cloud_config  # the same shutdown timer as the nodes
+
+
+@pytest.mark.parametrize("stack", sorted(STACKS))
+def test_rendered_files_match_the_plan(stack: str) -> None:
+    result = shipped_preview(stack, stack=stack)
+    name, gpu = result.plan.name, result.plan.offer.gpu.lower()
+    slurm = result.outputs["slurm"]
+    hosts = result.outputs["hosts"]
+    assert slurm["address"] and slurm["address"] not in hosts
+    conf, gres, topo = (slurm["files"][f] for f in ("slurm.conf", "gres.conf", "topology.conf"))
+    assert re.search(rf"SlurmctldHost={name}-ctl\({re.escape(slurm['address'])}\)", conf)
+    for rank, ip in enumerate(hosts):
+        assert re.search(rf"NodeName={name}-{rank} NodeAddr={re.escape(ip)} .*Gres=gpu:{gpu}:8", conf)
+    assert ("AccountingStorageType=accounting_storage/slurmdbd" in conf) == result.plan.extra.slurm.accounting
+    assert f"NodeName={name}-[0-{len(hosts) - 1}] Name=gpu Type={gpu} File=/dev/nvidia[0-7]" in gres
+    islands = [line for line in topo.splitlines() if line.startswith(("BlockName", "SwitchName")) and "Nodes=" in line]
+    assert len(islands) == len(result.plan.islands) == 1 and f"{name}-[0-{len(hosts) - 1}]" in islands[0]
+
+
+def test_ssh_config_has_the_aws_controller_through_ssm() -> None:
+    from provision.ops.slurm_access import controller, controller_ssh_block, is_controller
+
+    stack = "aws-p5-16-slurm"
+    outputs = shipped_preview(stack, stack=stack).outputs
+    slurm = controller(outputs)
+    assert slurm is not None
+    block = controller_ssh_block(stack, slurm, outputs["access"], identity_file="/k", known_hosts="/kh")
+    lines = block.splitlines()
+    assert lines[0] == f"Host {stack}-ctl" and f"  HostName {slurm['address']}" in lines
+    assert f"  HostKeyAlias {stack}-ctl" in lines
+    proxy = next(line for line in lines if line.startswith("  ProxyCommand "))
+    assert f"--target {slurm['instance_id']}" in proxy and "AWS-StartSSHSession" in proxy
+    public = controller_ssh_block(stack, slurm, {**outputs["access"], "via": "head"})
+    assert f"  ProxyJump {stack}-0" in public.splitlines() and "ProxyCommand" not in public
+    assert is_controller(stack, "ctl") and is_controller(stack, f"{stack}-ctl") and not is_controller(stack, "0")
+
+
+def test_ssh_config_has_the_gcp_controller_through_iap() -> None:
+    from provision.ops.slurm_access import controller, controller_ssh_block
+
+    stack = "gcp-a3-16-slurm"
+    result = shipped_preview(stack, stack=stack)
+    slurm = controller(result.outputs)
+    assert slurm is not None and slurm["instance_id"] == result.one(STACKS[stack]).outputs["name"]
+    block = controller_ssh_block(result.plan.name, slurm, result.outputs["access"])
+    proxy = next(line for line in block.splitlines() if line.startswith("  ProxyCommand "))
+    assert f"start-iap-tunnel {slurm['instance_id']} %p" in proxy
