@@ -99,7 +99,7 @@ def test_training_operator_and_queues_are_installed_from_pinned_charts(fixture: 
     assert (
         "trainer.kubeflow.org/trainjob" in releases["kueue"]["values"]["managerConfig"]["controllerManagerConfigYaml"]
     )
-    queue = r.one("kubernetes:kueue.x-k8s.io/v1beta1:ClusterQueue").inputs["spec"]
+    queue = r.one("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue").inputs["spec"]
     quota = {q["name"]: q["nominalQuota"] for q in queue["resourceGroups"][0]["flavors"][0]["resources"]}
     assert quota["nvidia.com/gpu"] == "64"
     # Every resource a job requests is covered by the queue (Kueue admits nothing else).

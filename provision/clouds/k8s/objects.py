@@ -9,7 +9,9 @@ The cloud's ``kubernetes.py`` creates the managed cluster and its node pools, th
 4. Kueue's ResourceFlavor (the GPU pool), ClusterQueue (the pool's whole capacity) and LocalQueue;
 5. the ClusterTrainingRuntime with the fabric wired in (:func:`provision.clouds.k8s.jobs.training_runtime`).
 
-Kueue API ``kueue.x-k8s.io/v1beta1`` (served by Kueue 0.14): ResourceFlavor ``spec.nodeLabels``,
+Kueue API ``kueue.x-k8s.io/v1beta2`` (served since Kueue 0.15, the storage version since 0.16, where
+v1beta1 became deprecated: kubernetes-sigs/kueue PR #8020 "Use v1beta2 as storage for 0.16"). The
+fields used here are the same in both versions: ResourceFlavor ``spec.nodeLabels``,
 ClusterQueue ``spec.namespaceSelector`` + ``spec.resourceGroups[].{coveredResources, flavors[].
 {name, resources[].{name, nominalQuota}}}``, LocalQueue ``spec.clusterQueue``.
 """
@@ -61,7 +63,7 @@ def kubeconfig_text(name: str, server: str, exec_lines: list[str], ca_data: str 
 if TYPE_CHECKING:
     from provision.planning.plan import ClusterPlan
 
-KUEUE_API = "kueue.x-k8s.io/v1beta1"
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
 #: Labels every object carries (Kubernetes label values allow what GCP labels allow, and more).
 MANAGED_BY = {"app.kubernetes.io/managed-by": "provision"}
 
