@@ -113,9 +113,40 @@ def test_eks_cluster_spans_two_zones_and_is_reachable_only_from_allowed_networks
     assert c["version"] == "1.35" and c["accessConfig"]["authenticationMode"] == "API"
     vpc = c["vpcConfig"]
     assert vpc["endpointPrivateAccess"] is True and vpc["publicAccessCidrs"] == ["203.0.113.0/24"]
-    subnets = {r.id: r.inputs for r in eks.of_type("aws:ec2/subnet:Subnet")}
-    zones = {subnets[s]["availabilityZone"] for s in vpc["subnetIds"]}
+    subnets = {r.id: r.outputs for r in eks.of_type("aws:ec2/subnet:Subnet")}
+    zones = {subnets[s]["availabilityZoneId"] for s in vpc["subnetIds"]}
     assert len(zones) == 2 and c["upgradePolicy"] == {"supportType": "STANDARD"}
+
+
+def test_eks_control_plane_subnet_is_placed_by_zone_id_never_in_one_eks_refuses(eks: Any) -> None:
+    """The mocked account maps us-east-1b (the plan's preferred name) to use1-az3, which EKS refuses."""
+    from provision.clouds.aws.mocks import zone_ids
+
+    assert zone_ids("us-east-1")["us-east-1b"] == "use1-az3"
+    cp = next(r for r in eks.of_type("aws:ec2/subnet:Subnet") if r.name.endswith("-control-plane"))
+    assert "availabilityZone" not in cp.inputs
+    assert cp.inputs["availabilityZoneId"] == "use1-az2" and cp.outputs["availabilityZone"] == "us-east-1c"
+
+
+@pytest.mark.parametrize(
+    ("names", "ids", "preferred", "chosen"),
+    [
+        (["us-east-1a", "us-east-1b", "us-east-1c"], ["use1-az1", "use1-az2", "use1-az4"], "us-east-1b", "use1-az2"),
+        (["us-east-1a", "us-east-1c"], ["use1-az1", "use1-az2"], "us-east-1b", "use1-az2"),
+        (["ca-central-1a", "ca-central-1b"], ["cac1-az1", "cac1-az3"], "ca-central-1b", None),
+    ],
+)
+def test_control_plane_zone_keeps_the_preferred_name_only_when_eks_accepts_its_id(
+    names: list[str], ids: list[str], preferred: str, chosen: str | None
+) -> None:
+    from provision.clouds.aws.kubeplan import pick_control_plane_zone
+
+    node = names[0]
+    if chosen is None:
+        with pytest.raises(ValueError, match="no Availability Zone besides"):
+            pick_control_plane_zone(names, ids, node, preferred)
+    else:
+        assert pick_control_plane_zone(names, ids, node, preferred) == chosen
 
 
 def test_eks_gpu_group_launches_the_full_efa_layout_in_the_placement_group(eks: Any) -> None:

@@ -20,7 +20,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from provision.clouds.aws import network, nodes, storage
-from provision.clouds.aws.kubeplan import eks
+from provision.clouds.aws.kubeplan import EKS_UNSUPPORTED_ZONE_IDS, eks, pick_control_plane_zone
 from provision.clouds.aws.network import Network, SecurityGroups, tags
 from provision.clouds.k8s import objects
 from provision.planning.outputs import shared_fs_summary, static_outputs
@@ -185,14 +185,28 @@ class EksCluster(pulumi.ComponentResource):
 
     # ------------------------------------------------------------------ network and nodes
     def _control_plane_subnet(self, plan: ClusterPlan[AwsPlan], net: Network) -> aws.ec2.Subnet:
-        """The second-AZ subnet EKS requires for its control-plane interfaces (no nodes run in it)."""
+        """The second-AZ subnet EKS requires for its control-plane interfaces (no nodes run in it).
+
+        Placed by zone ID: the account's zones (DescribeAvailabilityZones, default zones only) without the IDs
+        EKS refuses (:data:`~provision.clouds.aws.kubeplan.EKS_UNSUPPORTED_ZONE_IDS`), the plan's zone kept
+        when its ID is allowed in this account."""
         assert plan.kubernetes is not None  # noqa: S101
         kx = eks(plan.kubernetes)
+        node_zone = plan.zone or f"{plan.region}a"
+        zones = aws.get_availability_zones_output(
+            state="available",
+            exclude_zone_ids=list(EKS_UNSUPPORTED_ZONE_IDS),
+            filters=[{"name": "opt-in-status", "values": ["opt-in-not-required"]}],
+            opts=pulumi.InvokeOutputOptions(parent=self),
+        )
+        zone_id = zones.apply(
+            lambda z: pick_control_plane_zone(list(z.names), list(z.zone_ids), node_zone, kx.control_plane_zone)
+        )
         subnet = aws.ec2.Subnet(
             f"{plan.name}-control-plane",
             vpc_id=net.vpc_id,
             cidr_block=kx.control_plane_cidr,
-            availability_zone=kx.control_plane_zone,
+            availability_zone_id=zone_id,
             map_public_ip_on_launch=False,
             tags=tags(plan, "control-plane"),
             opts=_opts(self),
