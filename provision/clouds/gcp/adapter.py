@@ -173,8 +173,8 @@ class GcpAdapter(Adapter[GcpPlan]):
         "scheduling.termination_time with instance_termination_action DELETE (max_run_duration for flex-start)"
     )
     kubernetes_lifetime_mechanism = (
-        "node_config.max_run_duration on every GKE node pool deletes each node after the cluster's lifetime "
-        "(a node GKE re-creates gets a fresh duration; the GKE control plane stays until `down` or `reap`)"
+        "node_config.max_run_duration on a flex-start GPU pool ends its nodes after lifetime.ttl; other pools "
+        "have no cloud-side expiry and `provision reap` removes the cluster at expires_at"
     )
     sweeper: ClassVar[str | None] = None
     preflight_asks: ClassVar[tuple[str, str] | None] = None
