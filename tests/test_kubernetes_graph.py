@@ -221,8 +221,25 @@ def test_gke_flex_start_spot_and_reservation_pools() -> None:
     flex = preview(variant("gcp-a3-64-gke", capacity={"type": "flex-start"}, lifetime={"ttl": "24h"}))
     gpu = [r.inputs for r in flex.of_type(POOL) if r.inputs["name"] == "gpu"][0]
     assert "nodeCount" not in gpu and gpu["autoscaling"]["totalMaxNodeCount"] == 8 and "placementPolicy" not in gpu
-    assert gpu["nodeConfig"]["flexStart"] is True and gpu["nodeConfig"]["maxRunDuration"] == "86400s"
-    assert gpu["management"]["autoRepair"] is False
+    assert gpu["nodeConfig"]["flexStart"] is True and gpu["management"]["autoRepair"] is False
+    # Eight nodes: queued provisioning, so all arrive at once; Kueue admits a job once its ProvisioningRequest
+    # has every node, and the request (not the pool) carries the run duration.
+    assert gpu["queuedProvisioning"] == {"enabled": True} and "maxRunDuration" not in gpu["nodeConfig"]
+    config = flex.one("kubernetes:kueue.x-k8s.io/v1beta2:ProvisioningRequestConfig").inputs["spec"]
+    assert config == {
+        "provisioningClassName": "queued-provisioning.gke.io",
+        "managedResources": ["nvidia.com/gpu"],
+        "parameters": {"maxRunDurationSeconds": "86400"},
+    }
+    check = flex.one("kubernetes:kueue.x-k8s.io/v1beta2:AdmissionCheck").inputs["spec"]
+    assert check["controllerName"] == "kueue.x-k8s.io/provisioning-request"
+    queue = flex.one("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue").inputs["spec"]
+    assert queue["admissionChecksStrategy"] == {"admissionChecks": [{"name": "gpu-pool"}]}
+    # One node: plain flex-start with the pool's run duration, no admission check.
+    one = preview(variant("gcp-a3-64-gke", gpus=8, capacity={"type": "flex-start"}, lifetime={"ttl": "24h"}))
+    gpu1 = [r.inputs for r in one.of_type(POOL) if r.inputs["name"] == "gpu"][0]
+    assert gpu1["nodeConfig"]["maxRunDuration"] == "86400s" and "queuedProvisioning" not in gpu1
+    assert not one.of_type("kubernetes:kueue.x-k8s.io/v1beta2:AdmissionCheck")
     # Only flex-start nodes have a run duration; the system pool never (its nodes run Kueue and Trainer).
     assert [
         r.inputs["nodeConfig"].get("maxRunDuration") for r in flex.of_type(POOL) if r.inputs["name"] == "system"

@@ -289,6 +289,9 @@ class GkeCluster(pulumi.ComponentResource):
             if flex
             else None,
             placement_policy=container.NodePoolPlacementPolicyArgs(type="COMPACT") if extra.compact else None,
+            queued_provisioning=container.NodePoolQueuedProvisioningArgs(enabled=True)
+            if extra.queued_provisioning
+            else None,
             management=container.NodePoolManagementArgs(auto_repair=not flex, auto_upgrade=True),
             # GPU nodes are never surged (no spare capacity); one at a time during upgrades.
             upgrade_settings=container.NodePoolUpgradeSettingsArgs(strategy="SURGE", max_surge=0, max_unavailable=1),

@@ -222,6 +222,36 @@ def _queues(plan: ClusterPlan, prov: k8s.Provider, parent: pulumi.Resource, deps
         opts=_opts(parent, prov, deps),
     )
     quota = job.queue_quota
+    checks: dict[str, Any] = {}
+    if job.provisioning_class is not None:
+        # Kueue "Provisioning Admission Check Controller": a job is admitted once a ProvisioningRequest of this
+        # class has all of its nodes (kubernetes-sigs/kueue site/content/en/docs/admission-check-controllers/
+        # provisioning.md: AdmissionCheck controllerName kueue.x-k8s.io/provisioning-request, parameters a
+        # ProvisioningRequestConfig with provisioningClassName and managedResources).
+        config = k8s.apiextensions.CustomResource(
+            f"{plan.name}-provisioning-config",
+            api_version=KUEUE_API,
+            kind="ProvisioningRequestConfig",
+            metadata={"name": "gpu-pool", "labels": labels(plan)},
+            spec={
+                "provisioningClassName": job.provisioning_class,
+                "managedResources": [k for k in quota if k.endswith("/gpu")],
+                **({"parameters": dict(job.provisioning_parameters)} if job.provisioning_parameters else {}),
+            },
+            opts=_opts(parent, prov, deps),
+        )
+        k8s.apiextensions.CustomResource(
+            f"{plan.name}-admission-check",
+            api_version=KUEUE_API,
+            kind="AdmissionCheck",
+            metadata={"name": "gpu-pool", "labels": labels(plan)},
+            spec={
+                "controllerName": "kueue.x-k8s.io/provisioning-request",
+                "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": "gpu-pool"},
+            },
+            opts=_opts(parent, prov, [*deps, config]),
+        )
+        checks = {"admissionChecksStrategy": {"admissionChecks": [{"name": "gpu-pool"}]}}
     cluster_queue = k8s.apiextensions.CustomResource(
         f"{plan.name}-cluster-queue",
         api_version=KUEUE_API,
@@ -239,6 +269,7 @@ def _queues(plan: ClusterPlan, prov: k8s.Provider, parent: pulumi.Resource, deps
                     ],
                 }
             ],
+            **checks,
         },
         opts=_opts(parent, prov, [*deps, flavor]),
     )
