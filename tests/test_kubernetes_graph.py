@@ -309,3 +309,16 @@ def test_mocked_gke_and_eks_refuse_pool_settings_the_clouds_refuse() -> None:
     )
     cluster = {"vpcConfig": {"subnetIds": ["subnet-1"]}}
     assert eks_rule_violations("aws:eks/cluster:Cluster", cluster, ctx)  # one AZ only
+
+
+def test_eks_gpu_nodes_configure_the_lustre_client_for_an_efa_enabled_fsx(eks: Any) -> None:
+    """The VM path's fsx-efa-client step, on EKS: without it FSx traffic goes over TCP on one ENA interface."""
+    import base64
+
+    from provision.clouds.aws.userdata import FSX_EFA_CLIENT_URL
+
+    assert eks.one("aws:fsx/lustreFileSystem:LustreFileSystem").inputs["efaEnabled"] is True
+    text = base64.b64decode(eks.one(LT).inputs["userData"]).decode()
+    assert text.startswith("MIME-Version: 1.0") and "text/x-shellscript" in text
+    assert "dnf install -y lustre-client" in text and FSX_EFA_CLIENT_URL in text
+    assert "bash ./setup.sh" in text and "grep -q '@efa'" in text
