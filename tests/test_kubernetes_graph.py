@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from conftest import assert_golden, golden_graph, preview, shipped_preview, stack_spec
+from conftest import assert_golden, golden_graph, preview, shipped_preview
 from test_kubernetes_plan import variant
 
 from provision.clouds.k8s.mocks import KubernetesApiError, check_object
@@ -50,13 +50,6 @@ def test_gke_cluster_is_private_regional_multi_network_with_workload_identity(gk
     assert [b["cidrBlock"] for b in c["masterAuthorizedNetworksConfig"]["cidrBlocks"]] == ["203.0.113.0/24"]
     # The Lustre instance serves GKE clients (the CSI driver's legacy port matches it).
     assert gke.one("gcp:lustre/instance:Instance").inputs["gkeSupportEnabled"] is True
-
-
-def test_gke_pools_without_flex_start_have_no_run_duration(gke: Any) -> None:
-    """At a shared max_run_duration every node would die at once; the reaper enforces the lifetime instead."""
-    pools = {r.inputs["name"]: r.inputs for r in gke.of_type(POOL)}
-    assert stack_spec("gcp-a3-64-gke").lifetime.ttl is not None
-    assert {name: p["nodeConfig"].get("maxRunDuration") for name, p in pools.items()} == {"gpu": None, "system": None}
 
 
 def test_gke_gpu_pool_has_eight_compact_nodes_with_every_gpu_vpc_as_a_node_network(gke: Any) -> None:
@@ -223,8 +216,8 @@ def test_gke_flex_start_spot_and_reservation_pools() -> None:
     assert "nodeCount" not in gpu and gpu["autoscaling"]["totalMaxNodeCount"] == 8 and "placementPolicy" not in gpu
     assert gpu["nodeConfig"]["flexStart"] is True and gpu["management"]["autoRepair"] is False
     # Eight nodes: queued provisioning, so all arrive at once; Kueue admits a job once its ProvisioningRequest
-    # has every node, and the request (not the pool) carries the run duration.
-    assert gpu["queuedProvisioning"] == {"enabled": True} and "maxRunDuration" not in gpu["nodeConfig"]
+    # has every node; the request carries the run duration too.
+    assert gpu["queuedProvisioning"] == {"enabled": True} and gpu["nodeConfig"]["maxRunDuration"] == "86400s"
     config = flex.one("kubernetes:kueue.x-k8s.io/v1beta2:ProvisioningRequestConfig").inputs["spec"]
     assert config == {
         "provisioningClassName": "queued-provisioning.gke.io",
@@ -240,10 +233,6 @@ def test_gke_flex_start_spot_and_reservation_pools() -> None:
     gpu1 = [r.inputs for r in one.of_type(POOL) if r.inputs["name"] == "gpu"][0]
     assert gpu1["nodeConfig"]["maxRunDuration"] == "86400s" and "queuedProvisioning" not in gpu1
     assert not one.of_type("kubernetes:kueue.x-k8s.io/v1beta2:AdmissionCheck")
-    # Only flex-start nodes have a run duration; the system pool never (its nodes run Kueue and Trainer).
-    assert [
-        r.inputs["nodeConfig"].get("maxRunDuration") for r in flex.of_type(POOL) if r.inputs["name"] == "system"
-    ] == [None]
     spot = preview(variant("gcp-a3-64-gke", capacity={"type": "spot"}))
     assert [r.inputs["nodeConfig"].get("spot") for r in spot.of_type(POOL) if r.inputs["name"] == "gpu"] == [True]
     res = preview(variant("gcp-a3-64-gke", capacity={"type": "reservation", "reservation": "a3-res"}))

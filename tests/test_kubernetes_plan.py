@@ -129,8 +129,8 @@ def test_gke_flex_start_pool_grows_from_zero_without_compact_placement() -> None
     k = plan_of(spec).kubernetes
     assert (k.gpu_pool.min_nodes, k.gpu_pool.max_nodes) == (0, 8)
     assert k.extra.flex_start and not k.extra.compact
-    # Eight nodes: queued provisioning; the ProvisioningRequest carries the run duration, not the pool.
-    assert k.extra.queued_provisioning and k.extra.max_run_duration_s is None
+    # Eight nodes: queued provisioning; the pool and the ProvisioningRequest both carry the run duration.
+    assert k.extra.queued_provisioning and k.extra.max_run_duration_s == 24 * 3600
     assert k.job.provisioning_class == "queued-provisioning.gke.io"
     assert k.job.provisioning_parameters == {"maxRunDurationSeconds": str(24 * 3600)}
     single = plan_of(variant("gcp-a3-64-gke", gpus=8, capacity={"type": "flex-start"}, lifetime={"ttl": "24h"}))

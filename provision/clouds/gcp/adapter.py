@@ -173,8 +173,8 @@ class GcpAdapter(Adapter[GcpPlan]):
         "scheduling.termination_time with instance_termination_action DELETE (max_run_duration for flex-start)"
     )
     kubernetes_lifetime_mechanism = (
-        "node_config.max_run_duration on a flex-start GPU pool ends its nodes after lifetime.ttl; other pools "
-        "have no cloud-side expiry and `provision reap` removes the cluster at expires_at"
+        "node_config.max_run_duration on every GKE node pool deletes each node after the cluster's lifetime "
+        "(a node GKE re-creates gets a fresh duration; the GKE control plane stays until `down` or `reap`)"
     )
     sweeper: ClassVar[str | None] = None
     preflight_asks: ClassVar[tuple[str, str] | None] = None
@@ -434,8 +434,9 @@ class GcpAdapter(Adapter[GcpPlan]):
                 )
             else:
                 out.append(
-                    "lifetime on GKE: node pools have no expiry; `provision reap` (or `down`) removes the "
-                    "cluster at expires_at. Use capacity flex-start for a cloud-side node lifetime."
+                    "lifetime on GKE: every node pool has max_run_duration = the lifetime, so at expires_at GKE "
+                    "deletes all nodes (system pool included) at once and may re-create them with a fresh "
+                    "duration; `provision reap` (or `down`) removes the cluster."
                 )
         out.append(
             "GKE upgrades nodes in maintenance windows (release channel REGULAR, one GPU node at a time); "

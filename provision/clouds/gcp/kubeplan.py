@@ -446,7 +446,7 @@ def kubernetes_plan(spec: ClusterSpec, res: Resolution, vm_env: dict[str, str]) 
         compact=cap in ("on-demand", "spot"),
         spot=cap == "spot",
         flex_start=cap == "flex-start",
-        max_run_duration_s=int(ttl.total_seconds()) if cap == "flex-start" and ttl and not queued else None,
+        max_run_duration_s=int(ttl.total_seconds()) if cap == "flex-start" and ttl else None,
         reservation=spec.capacity.reservation if cap == "reservation" else None,
         storage_kind=storage_kind,
         queued_provisioning=queued,

@@ -185,7 +185,7 @@ class GkeCluster(pulumi.ComponentResource):
         )
 
     def _node_config(self, plan: ClusterPlan[GcpPlan], **kw: Any) -> container.NodePoolNodeConfigArgs:
-        """Every pool's node config (no ``max_run_duration``: only flex-start GPU nodes get one, :meth:`_gpu_pool`)."""
+        """Every pool's node config; ``max_run_duration`` is the cluster's lifetime (see :func:`lifetime_seconds`)."""
         assert plan.kubernetes is not None  # noqa: S101
         return container.NodePoolNodeConfigArgs(
             image_type="COS_CONTAINERD",
@@ -218,6 +218,7 @@ class GkeCluster(pulumi.ComponentResource):
                 disk_type="pd-balanced",
                 disk_size_gb=100,
                 labels={POOL_LABEL: "system"},
+                max_run_duration=f"{run}s" if (run := lifetime_seconds(plan)) else None,
             ),
             network_config=container.NodePoolNetworkConfigArgs(enable_private_nodes=True),
             project=plan.extra.project,
@@ -246,10 +247,7 @@ class GkeCluster(pulumi.ComponentResource):
             # Flex-start takes no reservation (Cluster Toolkit gke-node-pool precondition); others take none
             # either, so a stray reservation in the project is never used up.
             affinity = container.NodePoolNodeConfigReservationAffinityArgs(consume_reservation_type="NO_RESERVATION")
-        # Only flex-start nodes get a run duration (the plan's lifetime.ttl, the VM path's rule). On any other pool
-        # max_run_duration would delete every node at the same instant and the pool (a MIG with a target size)
-        # would re-create them with fresh durations; there the reaper enforces the lifetime (the plan says so).
-        run = extra.max_run_duration_s if flex else None
+        run = extra.max_run_duration_s or lifetime_seconds(plan)
         node_config = self._node_config(
             plan,
             machine_type=pool.instance_type,
@@ -392,3 +390,18 @@ def build(plan: ClusterPlan[GcpPlan]) -> dict[str, Any]:
     """
     assert_labels(plan.tags)
     return GkeCluster(plan).outputs
+
+
+def lifetime_seconds(plan: ClusterPlan[GcpPlan]) -> int | None:
+    """The cluster's lifetime in seconds, for ``nodeConfig.max_run_duration`` (None without an expiry).
+
+    GKE deletes a node when it has run this long ("The maximum duration for the nodes to exist. If
+    unspecified, the nodes can exist indefinitely": GKE API reference, NodeConfig.maxRunDuration;
+    pulumi-gcp 10.2 NodePoolNodeConfigArgs.max_run_duration, "3600s"). GKE pools take no absolute
+    termination time, so a node GKE re-creates later (repair, upgrade) gets a fresh duration; the
+    reaper (``provision reap``) is the backstop for those. The value is the planned lifetime
+    (expiry - creation), which is the same on every ``up`` of an unchanged spec.
+    """
+    if plan.expires_at is None:
+        return None
+    return max(1, round((plan.expires_at - plan.created_at).total_seconds()))
