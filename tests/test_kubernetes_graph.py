@@ -44,7 +44,9 @@ def test_gke_cluster_is_private_regional_multi_network_with_workload_identity(gk
     assert c["datapathProvider"] == "ADVANCED_DATAPATH" and c["enableMultiNetworking"] is True
     assert c["workloadIdentityConfig"]["workloadPool"] == "my-ml-project.svc.id.goog"
     assert c["removeDefaultNodePool"] is True and c["deletionProtection"] is False
-    assert c["addonsConfig"]["lustreCsiDriverConfig"] == {"enabled": True, "enableLegacyLustrePort": True}
+    # A3 Mega nodes have GPU NICs in their own VPCs: the Lustre driver stays on the primary NIC.
+    lustre = {"enabled": True, "enableLegacyLustrePort": True, "disableMultiNic": True}
+    assert c["addonsConfig"]["lustreCsiDriverConfig"] == lustre
     assert [b["cidrBlock"] for b in c["masterAuthorizedNetworksConfig"]["cidrBlocks"]] == ["203.0.113.0/24"]
     # The Lustre instance serves GKE clients (the CSI driver's legacy port matches it).
     assert gke.one("gcp:lustre/instance:Instance").inputs["gkeSupportEnabled"] is True
@@ -99,7 +101,7 @@ def test_training_operator_and_queues_are_installed_from_pinned_charts(fixture: 
     assert (
         "trainer.kubeflow.org/trainjob" in releases["kueue"]["values"]["managerConfig"]["controllerManagerConfigYaml"]
     )
-    queue = r.one("kubernetes:kueue.x-k8s.io/v1beta1:ClusterQueue").inputs["spec"]
+    queue = r.one("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue").inputs["spec"]
     quota = {q["name"]: q["nominalQuota"] for q in queue["resourceGroups"][0]["flavors"][0]["resources"]}
     assert quota["nvidia.com/gpu"] == "64"
     # Every resource a job requests is covered by the queue (Kueue admits nothing else).
@@ -113,9 +115,40 @@ def test_eks_cluster_spans_two_zones_and_is_reachable_only_from_allowed_networks
     assert c["version"] == "1.35" and c["accessConfig"]["authenticationMode"] == "API"
     vpc = c["vpcConfig"]
     assert vpc["endpointPrivateAccess"] is True and vpc["publicAccessCidrs"] == ["203.0.113.0/24"]
-    subnets = {r.id: r.inputs for r in eks.of_type("aws:ec2/subnet:Subnet")}
-    zones = {subnets[s]["availabilityZone"] for s in vpc["subnetIds"]}
+    subnets = {r.id: r.outputs for r in eks.of_type("aws:ec2/subnet:Subnet")}
+    zones = {subnets[s]["availabilityZoneId"] for s in vpc["subnetIds"]}
     assert len(zones) == 2 and c["upgradePolicy"] == {"supportType": "STANDARD"}
+
+
+def test_eks_control_plane_subnet_is_placed_by_zone_id_never_in_one_eks_refuses(eks: Any) -> None:
+    """The mocked account maps us-east-1b (the plan's preferred name) to use1-az3, which EKS refuses."""
+    from provision.clouds.aws.mocks import zone_ids
+
+    assert zone_ids("us-east-1")["us-east-1b"] == "use1-az3"
+    cp = next(r for r in eks.of_type("aws:ec2/subnet:Subnet") if r.name.endswith("-control-plane"))
+    assert "availabilityZone" not in cp.inputs
+    assert cp.inputs["availabilityZoneId"] == "use1-az2" and cp.outputs["availabilityZone"] == "us-east-1c"
+
+
+@pytest.mark.parametrize(
+    ("names", "ids", "preferred", "chosen"),
+    [
+        (["us-east-1a", "us-east-1b", "us-east-1c"], ["use1-az1", "use1-az2", "use1-az4"], "us-east-1b", "use1-az2"),
+        (["us-east-1a", "us-east-1c"], ["use1-az1", "use1-az2"], "us-east-1b", "use1-az2"),
+        (["ca-central-1a", "ca-central-1b"], ["cac1-az1", "cac1-az3"], "ca-central-1b", None),
+    ],
+)
+def test_control_plane_zone_keeps_the_preferred_name_only_when_eks_accepts_its_id(
+    names: list[str], ids: list[str], preferred: str, chosen: str | None
+) -> None:
+    from provision.clouds.aws.kubeplan import pick_control_plane_zone
+
+    node = names[0]
+    if chosen is None:
+        with pytest.raises(ValueError, match="no Availability Zone besides"):
+            pick_control_plane_zone(names, ids, node, preferred)
+    else:
+        assert pick_control_plane_zone(names, ids, node, preferred) == chosen
 
 
 def test_eks_gpu_group_launches_the_full_efa_layout_in_the_placement_group(eks: Any) -> None:
@@ -181,8 +214,25 @@ def test_gke_flex_start_spot_and_reservation_pools() -> None:
     flex = preview(variant("gcp-a3-64-gke", capacity={"type": "flex-start"}, lifetime={"ttl": "24h"}))
     gpu = [r.inputs for r in flex.of_type(POOL) if r.inputs["name"] == "gpu"][0]
     assert "nodeCount" not in gpu and gpu["autoscaling"]["totalMaxNodeCount"] == 8 and "placementPolicy" not in gpu
-    assert gpu["nodeConfig"]["flexStart"] is True and gpu["nodeConfig"]["maxRunDuration"] == "86400s"
-    assert gpu["management"]["autoRepair"] is False
+    assert gpu["nodeConfig"]["flexStart"] is True and gpu["management"]["autoRepair"] is False
+    # Eight nodes: queued provisioning, so all arrive at once; Kueue admits a job once its ProvisioningRequest
+    # has every node; the request carries the run duration too.
+    assert gpu["queuedProvisioning"] == {"enabled": True} and gpu["nodeConfig"]["maxRunDuration"] == "86400s"
+    config = flex.one("kubernetes:kueue.x-k8s.io/v1beta2:ProvisioningRequestConfig").inputs["spec"]
+    assert config == {
+        "provisioningClassName": "queued-provisioning.gke.io",
+        "managedResources": ["nvidia.com/gpu"],
+        "parameters": {"maxRunDurationSeconds": "86400"},
+    }
+    check = flex.one("kubernetes:kueue.x-k8s.io/v1beta2:AdmissionCheck").inputs["spec"]
+    assert check["controllerName"] == "kueue.x-k8s.io/provisioning-request"
+    queue = flex.one("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue").inputs["spec"]
+    assert queue["admissionChecksStrategy"] == {"admissionChecks": [{"name": "gpu-pool"}]}
+    # One node: plain flex-start with the pool's run duration, no admission check.
+    one = preview(variant("gcp-a3-64-gke", gpus=8, capacity={"type": "flex-start"}, lifetime={"ttl": "24h"}))
+    gpu1 = [r.inputs for r in one.of_type(POOL) if r.inputs["name"] == "gpu"][0]
+    assert gpu1["nodeConfig"]["maxRunDuration"] == "86400s" and "queuedProvisioning" not in gpu1
+    assert not one.of_type("kubernetes:kueue.x-k8s.io/v1beta2:AdmissionCheck")
     spot = preview(variant("gcp-a3-64-gke", capacity={"type": "spot"}))
     assert [r.inputs["nodeConfig"].get("spot") for r in spot.of_type(POOL) if r.inputs["name"] == "gpu"] == [True]
     res = preview(variant("gcp-a3-64-gke", capacity={"type": "reservation", "reservation": "a3-res"}))
@@ -248,3 +298,16 @@ def test_mocked_gke_and_eks_refuse_pool_settings_the_clouds_refuse() -> None:
     )
     cluster = {"vpcConfig": {"subnetIds": ["subnet-1"]}}
     assert eks_rule_violations("aws:eks/cluster:Cluster", cluster, ctx)  # one AZ only
+
+
+def test_eks_gpu_nodes_configure_the_lustre_client_for_an_efa_enabled_fsx(eks: Any) -> None:
+    """The VM path's fsx-efa-client step, on EKS: without it FSx traffic goes over TCP on one ENA interface."""
+    import base64
+
+    from provision.clouds.aws.userdata import FSX_EFA_CLIENT_URL
+
+    assert eks.one("aws:fsx/lustreFileSystem:LustreFileSystem").inputs["efaEnabled"] is True
+    text = base64.b64decode(eks.one(LT).inputs["userData"]).decode()
+    assert text.startswith("MIME-Version: 1.0") and "text/x-shellscript" in text
+    assert "dnf install -y lustre-client" in text and FSX_EFA_CLIENT_URL in text
+    assert "bash ./setup.sh" in text and "grep -q '@efa'" in text

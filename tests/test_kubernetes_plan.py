@@ -128,7 +128,14 @@ def test_gke_flex_start_pool_grows_from_zero_without_compact_placement() -> None
     spec = variant("gcp-a3-64-gke", capacity={"type": "flex-start"}, lifetime={"ttl": "24h"})
     k = plan_of(spec).kubernetes
     assert (k.gpu_pool.min_nodes, k.gpu_pool.max_nodes) == (0, 8)
-    assert k.extra.flex_start and not k.extra.compact and k.extra.max_run_duration_s == 24 * 3600
+    assert k.extra.flex_start and not k.extra.compact
+    # Eight nodes: queued provisioning; the pool and the ProvisioningRequest both carry the run duration.
+    assert k.extra.queued_provisioning and k.extra.max_run_duration_s == 24 * 3600
+    assert k.job.provisioning_class == "queued-provisioning.gke.io"
+    assert k.job.provisioning_parameters == {"maxRunDurationSeconds": str(24 * 3600)}
+    single = plan_of(variant("gcp-a3-64-gke", gpus=8, capacity={"type": "flex-start"}, lifetime={"ttl": "24h"}))
+    assert not single.kubernetes.extra.queued_provisioning and single.kubernetes.extra.max_run_duration_s == 24 * 3600
+    assert single.kubernetes.job.provisioning_class is None
 
 
 # ---------------------------------------------------------------------- job documents
@@ -181,3 +188,35 @@ def test_job_builder_refuses_bad_names_and_node_counts() -> None:
         jobs.train_job(job, name="t", script="t.py", nodes=9)
     assert jobs.train_job(job, name="t", script="t.py", nodes=2)["spec"]["trainer"]["numNodes"] == 2
     assert len(jobs.job_name("a" * 40, FIXED_NOW)) <= 63
+
+
+def test_shipped_kueue_and_trainer_are_a_pair_kueue_supports() -> None:
+    """Kueue's TrainJob integration is built against one Trainer API (images/compat.yaml kueue_trainer)."""
+    from provision.clouds.k8s.addons import KUEUE, TRAINER, check_addon_pair
+
+    assert check_addon_pair(KUEUE.version, TRAINER.version) is None
+    assert {a.name: a.version for a in plan_of(stack_spec("gcp-a3-64-gke")).kubernetes.addons}["kueue"] == (
+        KUEUE.version
+    )
+
+
+@pytest.mark.parametrize(
+    ("kueue", "trainer", "says"),
+    [
+        ("0.14.4", "2.2.0", "not in images/compat.yaml kueue_trainer"),  # the old pin: built for Trainer 2.1
+        ("0.17.7", "2.1.0", "supports Kubeflow Trainer 2.2 only, not 2.1.0"),
+        ("0.17.7", "2.3.0", "supports Kubeflow Trainer 2.2 only, not 2.3.0"),
+    ],
+)
+def test_a_bump_of_kueue_or_trainer_alone_is_refused(
+    kueue: str, trainer: str, says: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    from provision.clouds.k8s import addons
+
+    assert says in (addons.check_addon_pair(kueue, trainer) or "")
+    monkeypatch.setattr(addons, "KUEUE", replace(addons.KUEUE, version=kueue))
+    monkeypatch.setattr(addons, "TRAINER", replace(addons.TRAINER, version=trainer))
+    with pytest.raises(RuntimeError, match="kueue_trainer"):
+        addons.training_addons()

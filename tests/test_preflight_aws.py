@@ -202,3 +202,45 @@ def test_a_failover_try_the_account_refuses_moves_on_to_the_next_and_creates_not
     text = str(e.value)
     assert e.value.exit_code == 2 and "us-east-1a on-demand" in text and "us-east-1b on-demand" in text
     assert not any(c[:1] == ["up"] for c in fake.calls)
+
+
+class _Ec2WithZoneIds:
+    """moto's EC2 with this account's zone name -> zone ID mapping (names map to IDs per account)."""
+
+    def __init__(self, region: str, ids: dict[str, str]) -> None:
+        self._ec2 = boto3.client("ec2", region_name=region)
+        self._ids = ids
+
+    def describe_availability_zones(self, **_: Any) -> dict[str, Any]:
+        return {"AvailabilityZones": [{"ZoneName": n, "ZoneId": z} for n, z in self._ids.items()]}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ec2, name)
+
+
+def _eks_plan(zone: str) -> Any:
+    from conftest import stack_spec
+
+    from provision.clouds.base import get_adapter
+
+    data = stack_spec("aws-p5-64-eks").model_dump(exclude_none=True)
+    data["zone"] = zone
+    return get_adapter("aws").plan(load_spec(data))
+
+
+@pytest.mark.parametrize(
+    ("zone", "refused"),
+    [("us-east-1a", None), ("us-east-1b", "use1-az3")],  # in this account us-east-1b is use1-az3
+)
+def test_eks_preflight_refuses_a_node_zone_whose_id_eks_refuses(aws, zone: str, refused: str | None) -> None:
+    plan = _eks_plan(zone)
+    ids = {"us-east-1a": "use1-az1", "us-east-1b": "use1-az3", "us-east-1c": "use1-az2", "us-east-1d": "use1-az4"}
+    sq = _quota_client(limit=1e6)
+    ec2 = _Ec2WithZoneIds("us-east-1", ids)
+    problems = aws_preflight(plan, client=lambda svc, reg: sq if svc == "service-quotas" else ec2)
+    zone_problems = [p for p in problems if p.path == "zone" and "EKS" in p.rule]
+    if refused is None:
+        assert zone_problems == []
+    else:
+        assert len(zone_problems) == 1 and refused in zone_problems[0].rule
+        assert "us-east-1b" not in zone_problems[0].fix and "us-east-1c" in zone_problems[0].fix

@@ -103,6 +103,13 @@ class JobProfile(_Frozen):
     queue_quota: dict[str, str] = Field(
         default_factory=dict, description="The Kueue ClusterQueue's nominal quota: the whole GPU pool."
     )
+    provisioning_class: str | None = Field(
+        default=None,
+        description="ProvisioningRequest class Kueue's admission check asks for (all of a job's nodes at once).",
+    )
+    provisioning_parameters: dict[str, str] = Field(
+        default_factory=dict, description="The class's parameters (ProvisioningRequestConfig.spec.parameters)."
+    )
 
 
 class KubernetesCloudPlan(_Frozen):

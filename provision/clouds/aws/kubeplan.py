@@ -67,8 +67,19 @@ HUGEPAGES_MIB = 5120
 GPU_LABELS = {POOL_LABEL: "gpu", "nvidia.com/gpu.present": "true", "vpc.amazonaws.com/efa.present": "true"}
 
 
+#: Zone IDs where EKS creates no cluster subnets (EKS User Guide, networking/network-reqs.adoc, "Subnet
+#: requirements for clusters": "The subnets can't reside in the following Availability Zones": us-east-1
+#: ``use1-az3``, us-west-1 ``usw1-az2``, ca-central-1 ``cac1-az3``; CreateCluster otherwise fails with
+#: UnsupportedAvailabilityZoneException). Zone *names* map to IDs per account, so the names are chosen by ID:
+#: the preflight refuses a node zone with such an ID, and the control-plane subnet is placed by ID at deploy
+#: (:func:`pick_control_plane_zone` over ``ec2:DescribeAvailabilityZones``).
+EKS_UNSUPPORTED_ZONE_IDS = ("use1-az3", "usw1-az2", "cac1-az3")
+
+
 def second_zone(spec: ClusterSpec, res: Resolution) -> str:
-    """An Availability Zone other than the nodes' for the second control-plane subnet."""
+    """The preferred Availability Zone (by name) for the second control-plane subnet: another zone than the
+    nodes'. At deploy it is kept only when its ID in the account is one EKS accepts
+    (:func:`pick_control_plane_zone`)."""
     zone = res.zone or f"{spec.region}a"
     offer = res.offer
     known = list(offer.regions[spec.region].zones) if offer is not None and spec.region in offer.regions else []
@@ -77,6 +88,23 @@ def second_zone(spec: ClusterSpec, res: Resolution) -> str:
             return z
     # Every commercial region has zones a and b (and c); the control plane subnet holds no nodes.
     return f"{spec.region}{'b' if zone.endswith('a') else 'a'}"
+
+
+def pick_control_plane_zone(names: list[str], zone_ids: list[str], node_zone: str, preferred: str) -> str:
+    """The zone ID of the control-plane subnet: ``preferred``'s when EKS accepts it, else the first other
+    zone EKS accepts (``names``/``zone_ids`` are DescribeAvailabilityZones' parallel lists).
+
+    Raises ``ValueError`` when the region has no zone besides the nodes' that EKS accepts."""
+    ok = [(n, z) for n, z in zip(names, zone_ids, strict=True) if z not in EKS_UNSUPPORTED_ZONE_IDS and n != node_zone]
+    for n, z in ok:
+        if n == preferred:
+            return z
+    if not ok:
+        raise ValueError(
+            f"no Availability Zone besides {node_zone} in this account is one EKS accepts (zone IDs "
+            f"{', '.join(zone_ids)}; EKS refuses {', '.join(EKS_UNSUPPORTED_ZONE_IDS)})"
+        )
+    return ok[0][1]
 
 
 def control_plane_cidr(vpc_cidr: str) -> str:

@@ -12,6 +12,7 @@ shared training stack of :mod:`provision.clouds.k8s.objects` with FSx as a stati
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -20,8 +21,9 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from provision.clouds.aws import network, nodes, storage
-from provision.clouds.aws.kubeplan import eks
+from provision.clouds.aws.kubeplan import EKS_UNSUPPORTED_ZONE_IDS, eks, pick_control_plane_zone
 from provision.clouds.aws.network import Network, SecurityGroups, tags
+from provision.clouds.aws.userdata import FSX_EFA_CLIENT_URL, fsx_efa
 from provision.clouds.k8s import objects
 from provision.planning.outputs import shared_fs_summary, static_outputs
 
@@ -185,14 +187,28 @@ class EksCluster(pulumi.ComponentResource):
 
     # ------------------------------------------------------------------ network and nodes
     def _control_plane_subnet(self, plan: ClusterPlan[AwsPlan], net: Network) -> aws.ec2.Subnet:
-        """The second-AZ subnet EKS requires for its control-plane interfaces (no nodes run in it)."""
+        """The second-AZ subnet EKS requires for its control-plane interfaces (no nodes run in it).
+
+        Placed by zone ID: the account's zones (DescribeAvailabilityZones, default zones only) without the IDs
+        EKS refuses (:data:`~provision.clouds.aws.kubeplan.EKS_UNSUPPORTED_ZONE_IDS`), the plan's zone kept
+        when its ID is allowed in this account."""
         assert plan.kubernetes is not None  # noqa: S101
         kx = eks(plan.kubernetes)
+        node_zone = plan.zone or f"{plan.region}a"
+        zones = aws.get_availability_zones_output(
+            state="available",
+            exclude_zone_ids=list(EKS_UNSUPPORTED_ZONE_IDS),
+            filters=[{"name": "opt-in-status", "values": ["opt-in-not-required"]}],
+            opts=pulumi.InvokeOutputOptions(parent=self),
+        )
+        zone_id = zones.apply(
+            lambda z: pick_control_plane_zone(list(z.names), list(z.zone_ids), node_zone, kx.control_plane_zone)
+        )
         subnet = aws.ec2.Subnet(
             f"{plan.name}-control-plane",
             vpc_id=net.vpc_id,
             cidr_block=kx.control_plane_cidr,
-            availability_zone=kx.control_plane_zone,
+            availability_zone_id=zone_id,
             map_public_ip_on_launch=False,
             tags=tags(plan, "control-plane"),
             opts=_opts(self),
@@ -241,6 +257,7 @@ class EksCluster(pulumi.ComponentResource):
             capacity_reservation_specification=reservation,
             tag_specifications=nodes.node_tag_specifications(tags(plan, "gpu-node")),
             tags=tags(plan, "gpu-nodes"),
+            user_data=fsx_efa_user_data() if fsx_efa(plan) else None,
             update_default_version=True,
             opts=_opts(self),
         )
@@ -355,3 +372,34 @@ def _asg_name(resources: Any) -> str:
 def build(plan: ClusterPlan[AwsPlan]) -> dict[str, Any]:
     """Create the EKS cluster's resources in the current Pulumi context; returns the stack outputs."""
     return EksCluster(plan).outputs
+
+
+#: Node user data of GPU nodes that mount an EFA-enabled FSx (MIME multi-part, the form a managed node group
+#: merges with its own nodeadm configuration: EKS user guide "Customize managed nodes with launch templates",
+#: user data). The shell part does what the VM path's ``images/aws/steps/fsx-efa-client.sh`` does, on AL2023:
+#: the Lustre client (``lustre-client``, EKS user guide "Optimize Amazon FSx for Lustre performance on nodes",
+#: AL2023), then FSx for Lustre User Guide "Configuring EFA clients" (configure-efa-fsx-lustre-client.zip,
+#: setup.sh configures LNet over the EFA interfaces and re-applies it at boot). A node whose LNet has no
+#: ``@efa`` interface fails its user data instead of silently mounting over TCP.
+_FSX_EFA_SCRIPT = """#!/bin/bash
+set -euo pipefail
+dnf install -y lustre-client unzip
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+curl -fsSL --retry 5 -o "$work/client.zip" "{url}"
+unzip -q -o "$work/client.zip" -d "$work"
+setup=$(find "$work" -name setup.sh -type f | head -n 1)
+test -n "$setup"
+(cd "$(dirname "$setup")" && bash ./setup.sh)
+lnetctl net show | grep -q '@efa'
+"""
+
+
+def fsx_efa_user_data() -> str:
+    """Base64 MIME user data that configures the node's Lustre client for EFA (see ``_FSX_EFA_SCRIPT``)."""
+    body = (
+        'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="//"\n\n--//\n'
+        'Content-Type: text/x-shellscript; charset="us-ascii"\n\n'
+        f"{_FSX_EFA_SCRIPT.format(url=FSX_EFA_CLIENT_URL)}--//--\n"
+    )
+    return base64.b64encode(body.encode()).decode()

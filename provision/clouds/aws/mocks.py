@@ -68,6 +68,13 @@ def resource(args: pulumi.runtime.MockResourceArgs, ctx: MockContext) -> tuple[s
     elif typ == "aws:ec2/subnet:Subnet":
         rid = f"subnet-{hx}"
         out.update(arn=_arn(ctx, "ec2", f"subnet/{rid}"), ownerId=ACCOUNT)
+        # A subnet is created in a zone given by name or by ID; EC2 reports both (this account's mapping).
+        by_name = zone_ids(_region(ctx))
+        by_id = {z: n for n, z in by_name.items()}
+        zone, zone_id = inputs.get("availabilityZone"), inputs.get("availabilityZoneId")
+        out.update(
+            availabilityZone=zone or by_id.get(str(zone_id)), availabilityZoneId=zone_id or by_name.get(str(zone))
+        )
     elif typ == "aws:ec2/internetGateway:InternetGateway":
         rid = f"igw-{hx}"
         out.update(arn=_arn(ctx, "ec2", f"internet-gateway/{rid}"), ownerId=ACCOUNT)
@@ -173,10 +180,20 @@ def eks_rule_violations(typ: str, inputs: dict[str, Any], ctx: MockContext) -> l
     out: list[str] = []
     if typ == "aws:eks/cluster:Cluster":
         ids = list((inputs.get("vpcConfig") or {}).get("subnetIds") or [])
-        zones = {r.inputs.get("availabilityZone") for r in ctx.find("aws:ec2/subnet:Subnet") if r.id in ids}
+        subnets = [r for r in ctx.find("aws:ec2/subnet:Subnet") if r.id in ids]
+        zones = {r.outputs.get("availabilityZoneId") for r in subnets}
         # "Subnets specified must be in at least two different AZs" (EKS CreateCluster, VPC requirements).
         if len(zones) < 2:
             out.append(f"vpcConfig.subnetIds must span at least two Availability Zones, got {sorted(map(str, zones))}")
+        # EKS user guide network-reqs.adoc "Subnet requirements for clusters" (UnsupportedAvailabilityZoneException).
+        from provision.clouds.aws.kubeplan import EKS_UNSUPPORTED_ZONE_IDS
+
+        refused = sorted(str(z) for z in zones if z in EKS_UNSUPPORTED_ZONE_IDS)
+        if refused:
+            out.append(
+                f"vpcConfig.subnetIds include a subnet in {', '.join(refused)}: UnsupportedAvailabilityZoneException "
+                "(EKS creates no cluster subnets in use1-az3, usw1-az2, cac1-az3)"
+            )
     if typ != "aws:eks/nodeGroup:NodeGroup":
         return out
     scaling = inputs.get("scalingConfig") or {}
@@ -329,8 +346,47 @@ def get_caller_identity(args: Any, ctx: MockContext) -> dict[str, Any]:
     }
 
 
+#: Region words in zone IDs (``us-east-1`` -> ``use1``, ``ap-northeast-1`` -> ``apne1``, ``ca-central-1`` -> ``cac1``).
+_ZONE_ID_WORDS = {"northeast": "ne", "northwest": "nw", "southeast": "se", "southwest": "sw", "central": "c",
+                  "east": "e", "west": "w", "north": "n", "south": "s"}  # fmt: skip
+
+
+def zone_ids(region: str) -> dict[str, str]:
+    """The mocked account's zone names -> zone IDs. AZ names map to IDs per account; this account maps
+    ``<region>b`` to ``az3`` (so us-east-1b is ``use1-az3``, which EKS refuses), as some real accounts do."""
+    parts = region.split("-")
+    prefix = parts[0] + "".join(_ZONE_ID_WORDS.get(w, w[:1]) for w in parts[1:-1]) + parts[-1]
+    count = 6 if region == "us-east-1" else 3
+    order = [1, 3, 2, *range(4, count + 1)]
+    return {f"{region}{chr(ord('a') + i)}": f"{prefix}-az{order[i]}" for i in range(count)}
+
+
+def get_availability_zones(args: Any, ctx: MockContext) -> dict[str, Any]:
+    a = args.args
+    state = a.get("state")
+    if state is not None and state not in ("available", "information", "impaired", "unavailable"):
+        # ec2 DescribeAvailabilityZones filter "state" (AvailabilityZoneState enum).
+        raise CloudFaultError("InvalidParameterValue", f"Value ({state}) for parameter state is invalid")
+    excluded_ids = set(a.get("excludeZoneIds") or [])
+    excluded_names = set(a.get("excludeNames") or [])
+    region = str(a.get("region") or _region(ctx))
+    pairs = [(n, z) for n, z in zone_ids(region).items() if z not in excluded_ids and n not in excluded_names]
+    return {
+        "id": region,
+        "names": [n for n, _ in pairs],
+        "zoneIds": [z for _, z in pairs],
+        "groupNames": [region] * len(pairs),
+        "state": state,
+        "excludeZoneIds": sorted(excluded_ids),
+        "excludeNames": sorted(excluded_names),
+        "filters": a.get("filters"),
+        "region": region,
+    }
+
+
 INVOKES = {
     "aws:ssm/getParameter:getParameter": get_parameter,
+    "aws:index/getAvailabilityZones:getAvailabilityZones": get_availability_zones,
     "aws:ec2/getInstances:getInstances": get_instances,
     "aws:ec2/getNetworkInterface:getNetworkInterface": get_network_interface,
     "aws:index/getCallerIdentity:getCallerIdentity": get_caller_identity,

@@ -48,6 +48,8 @@ def aws_preflight(plan: ClusterPlan, client: Callable[[str, str], Any] | None = 
                     f"use one of: {', '.join(zones)}" if zones else "use another region",
                 )
             )
+    if plan.kubernetes is not None:
+        problems += _eks_zones(plan, ec2)
     if plan.capacity.type in ("on-demand", "spot"):
         codes = AWS_ON_DEMAND_QUOTA if plan.capacity.type == "on-demand" else AWS_SPOT_QUOTA
         code = codes.get(plan.instance_type[0])
@@ -65,6 +67,39 @@ def aws_preflight(plan: ClusterPlan, client: Callable[[str, str], Any] | None = 
                         f"request a quota increase to {needed} in the Service Quotas console, or use fewer nodes",
                     )
                 )
+    return problems
+
+
+def _eks_zones(plan: ClusterPlan, ec2: Any) -> list[Problem]:
+    """EKS refuses cluster subnets in some zone IDs; the node subnet is one of the cluster's subnets, so its
+    zone's ID in *this* account must not be one of them (the control-plane subnet is placed by ID at deploy)."""
+    from provision.clouds.aws.kubeplan import EKS_UNSUPPORTED_ZONE_IDS
+
+    zones = ec2.describe_availability_zones(Filters=[{"Name": "opt-in-status", "Values": ["opt-in-not-required"]}])
+    by_name = {z["ZoneName"]: z["ZoneId"] for z in zones["AvailabilityZones"]}
+    node_zone = plan.zone or f"{plan.region}a"
+    allowed = sorted(n for n, z in by_name.items() if z not in EKS_UNSUPPORTED_ZONE_IDS)
+    problems: list[Problem] = []
+    zone_id = by_name.get(node_zone)
+    if zone_id in EKS_UNSUPPORTED_ZONE_IDS:
+        problems.append(
+            Problem(
+                "zone",
+                node_zone,
+                f"is {zone_id} in this account, where EKS creates no cluster subnets (EKS user guide, "
+                '"Subnet requirements for clusters": not in use1-az3, usw1-az2, cac1-az3)',
+                f"use one of: {', '.join(n for n in allowed if n != node_zone)}",
+            )
+        )
+    if not [n for n in allowed if n != node_zone]:
+        problems.append(
+            Problem(
+                "region",
+                plan.region,
+                f"has no zone besides {node_zone} that EKS accepts in this account (EKS needs subnets in two zones)",
+                "use another region",
+            )
+        )
     return problems
 
 

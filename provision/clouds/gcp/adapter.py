@@ -437,8 +437,9 @@ class GcpAdapter(Adapter[GcpPlan]):
                 )
             else:
                 out.append(
-                    "lifetime on GKE: node pools have no expiry; `provision reap` (or `down`) removes the "
-                    "cluster at expires_at. Use capacity flex-start for a cloud-side node lifetime."
+                    "lifetime on GKE: every node pool has max_run_duration = the lifetime, so at expires_at GKE "
+                    "deletes all nodes (system pool included) at once and may re-create them with a fresh "
+                    "duration; `provision reap` (or `down`) removes the cluster."
                 )
         out.append(
             "GKE upgrades nodes in maintenance windows (release channel REGULAR, one GPU node at a time); "

@@ -85,6 +85,11 @@ DEFAULT_IMAGE = "nvcr.io/nvidia/pytorch:25.01-py3"
 GPU_DEVICES = tuple(f"/dev/nvidia{i}" for i in range(8)) + ("/dev/nvidiactl", "/dev/nvidia-uvm")
 
 
+#: The ProvisioningRequest class of GKE's flex-start with queued provisioning (GKE "Run a large-scale workload
+#: with flex-start with queued provisioning", ProvisioningRequestConfig provisioningClassName).
+QUEUED_PROVISIONING_CLASS = "queued-provisioning.gke.io"
+
+
 def network_names(fabric: str, count: int) -> list[str]:
     """The pod-network (``Network``) names, one per GPU NIC, in NIC order."""
     prefix = "rdma" if fabric == "rdma" else "gpu-nic"
@@ -411,6 +416,20 @@ def kubernetes_plan(spec: ClusterSpec, res: Resolution, vm_env: dict[str, str]) 
     )
     cap = spec.capacity.type
     ttl = spec.lifetime.ttl
+    # Multi-node flex-start uses queued provisioning: "GKE allocates all requested resources at the same time",
+    # recommended when "workloads are required to run across multiple nodes simultaneously" (GKE "Run a
+    # large-scale workload with flex-start with queued provisioning"; node pool --flex-start and
+    # --enable-queued-provisioning). Kueue's ProvisioningRequest admission check asks for a job's nodes.
+    queued = cap == "flex-start" and res.nodes > 1
+    job = job_profile(spec, res, networks, claim, vm_env)
+    if queued:
+        job = job.model_copy(
+            update={
+                "provisioning_class": QUEUED_PROVISIONING_CLASS,
+                # ProvisioningRequest parameter maxRunDurationSeconds (the same guide; default seven days).
+                "provisioning_parameters": {"maxRunDurationSeconds": str(int(ttl.total_seconds()))} if ttl else {},
+            }
+        )
     disks = offer.local_nvme_disks or int((offer.local_nvme_gib or 0) // LOCAL_SSD_GIB)
     extra = GkePlan(
         zone=res.zone,
@@ -430,6 +449,7 @@ def kubernetes_plan(spec: ClusterSpec, res: Resolution, vm_env: dict[str, str]) 
         max_run_duration_s=int(ttl.total_seconds()) if cap == "flex-start" and ttl else None,
         reservation=spec.capacity.reservation if cap == "reservation" else None,
         storage_kind=storage_kind,
+        queued_provisioning=queued,
         images=dict(IMAGES),
         scopes=layout.NODE_SCOPES,
     )
@@ -438,6 +458,6 @@ def kubernetes_plan(spec: ClusterSpec, res: Resolution, vm_env: dict[str, str]) 
         system_pool=system_pool("gcp", spec.region, sched.system_nodes, sched.system_instance_type),
         gpu_pool=_gpu_pool(spec, res, networks),
         addons=tuple(_addons(fabric, storage_kind)),
-        job=job_profile(spec, res, networks, claim, vm_env),
+        job=job,
         extra=extra,
     )

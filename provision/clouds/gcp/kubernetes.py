@@ -165,8 +165,14 @@ class GkeCluster(pulumi.ComponentResource):
                     enabled=kind == "filestore"
                 ),
                 # Port 6988: the Lustre instance is created with gke_support_enabled, which serves on it.
+                # From GKE 1.35.2-gke.1842000 the driver uses every NIC by default and needs all of them in one VPC
+                # (Managed Lustre "Connect to an existing instance with the CSI driver"); GPU nodes with extra NICs
+                # in their own VPCs (TCPX/TCPXO/RDMA) break that, so multi-NIC is off there (container v1
+                # LustreCsiDriverConfig.disableMultiNic): Lustre goes over the primary NIC in the host VPC.
                 lustre_csi_driver_config=container.ClusterAddonsConfigLustreCsiDriverConfigArgs(
-                    enabled=True, enable_legacy_lustre_port=True
+                    enabled=True,
+                    enable_legacy_lustre_port=True,
+                    disable_multi_nic=True if extra.networks or extra.node_only_networks else None,
                 )
                 if kind == "managed-lustre"
                 else None,
@@ -281,6 +287,9 @@ class GkeCluster(pulumi.ComponentResource):
             if flex
             else None,
             placement_policy=container.NodePoolPlacementPolicyArgs(type="COMPACT") if extra.compact else None,
+            queued_provisioning=container.NodePoolQueuedProvisioningArgs(enabled=True)
+            if extra.queued_provisioning
+            else None,
             management=container.NodePoolManagementArgs(auto_repair=not flex, auto_upgrade=True),
             # GPU nodes are never surged (no spare capacity); one at a time during upgrades.
             upgrade_settings=container.NodePoolUpgradeSettingsArgs(strategy="SURGE", max_surge=0, max_unavailable=1),

@@ -241,5 +241,8 @@ class GkePlan(KubernetesCloudPlan):
     max_run_duration_s: int | None
     reservation: str | None
     storage_kind: str | None
+    queued_provisioning: bool = Field(
+        default=False, description="Flex-start with queued provisioning: a job's nodes all arrive at once."
+    )
     images: dict[str, str]
     scopes: tuple[str, ...]

@@ -6,9 +6,12 @@ Versions are pinned: an unpinned chart would change a cluster on the next ``up``
   CHANGELOG "v2.2.0 (2026-03-19)": one Helm install deploys the controller; the chart brings
   JobSet, which TrainJobs run on). Its default runtimes stay off: each cluster gets its own
   runtime with the fabric wired in (:mod:`provision.clouds.k8s.jobs`).
-* Kueue 0.14.4, ``oci://registry.k8s.io/kueue/charts/kueue`` (kubernetes-sigs/kueue release
-  v0.14.4, 2025-11). TrainJobs are admitted only with the ``trainer.kubeflow.org/trainjob``
-  integration enabled (Kueue "Run A TrainJob"); JobSet and batch Jobs stay enabled.
+* Kueue 0.17.7, ``oci://registry.k8s.io/kueue/charts/kueue`` (chart versions carry no ``v``;
+  kubernetes-sigs/kueue CHANGELOG/CHANGELOG-0.17.md: v0.17.0 "Add support to Kubeflow Trainer
+  v2.2 (#10127)", v0.17.7 the newest patch of that line). TrainJobs are admitted only with the
+  ``trainer.kubeflow.org/trainjob`` integration enabled (Kueue "Run A TrainJob"); JobSet and batch
+  Jobs stay enabled. The pair must be one ``images/compat.yaml`` (``kueue_trainer``) lists:
+  :func:`check_addon_pair` refuses any other, so bumping one without the other fails every plan.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ TRAINER = Chart(
 KUEUE = Chart(
     release="kueue",
     chart="oci://registry.k8s.io/kueue/charts/kueue",
-    version="0.14.4",
+    version="0.17.7",
     namespace="kueue-system",
     purpose="gang admission and GPU quotas (ClusterQueue/LocalQueue) for TrainJobs",
 )
@@ -71,10 +74,12 @@ def kueue_values() -> dict[str, Any]:
     """Kueue chart values: the manager configuration with the TrainJob integration.
 
     The chart takes the whole configuration file as one string
-    (``managerConfig.controllerManagerConfigYaml``); fields left out keep Kueue's defaults.
+    (``managerConfig.controllerManagerConfigYaml``); fields left out keep Kueue's defaults. The
+    configuration API is ``config.kueue.x-k8s.io/v1beta2``, the one the 0.17 chart's own default
+    file uses (v1beta1 is deprecated since Kueue 0.16, kubernetes-sigs/kueue PR #8020).
     """
     config = {
-        "apiVersion": "config.kueue.x-k8s.io/v1beta1",
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
         "health": {"healthProbeBindAddress": ":8081"},
         "metrics": {"bindAddress": ":8443"},
@@ -85,8 +90,38 @@ def kueue_values() -> dict[str, Any]:
     return {"managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(config, sort_keys=False)}}
 
 
+def _minor(version: str) -> str:
+    return ".".join(version.lstrip("v").split(".")[:2])
+
+
+def check_addon_pair(kueue: str, trainer: str) -> str | None:
+    """Why Kueue ``kueue`` cannot run with Trainer ``trainer`` (compat.yaml ``kueue_trainer``), or ``None``."""
+    from provision.planning.images import compat_rules
+
+    rule = compat_rules()["kueue_trainer"]
+    supported = rule["by_kueue_minor"].get(_minor(kueue))
+    if supported is None:
+        return (
+            f"Kueue {kueue} is not in images/compat.yaml kueue_trainer (known lines: "
+            f"{', '.join(sorted(rule['by_kueue_minor']))}); add its line with the Trainer releases it supports "
+            f"and the source ({rule['source']})"
+        )
+    if _minor(trainer) not in supported:
+        return (
+            f"Kueue {kueue} supports Kubeflow Trainer {', '.join(supported)} only, not {trainer} "
+            f"(images/compat.yaml kueue_trainer, {rule['source']}); bump both together"
+        )
+    return None
+
+
 def training_addons() -> list[AddonPlan]:
-    """The add-ons every Kubernetes cluster gets, whatever the cloud."""
+    """The add-ons every Kubernetes cluster gets, whatever the cloud.
+
+    Raises ``RuntimeError`` when the shipped Kueue and Trainer are not a supported pair (a packaging
+    error, not a user one: no plan may ship it)."""
+    reason = check_addon_pair(KUEUE.version, TRAINER.version)
+    if reason is not None:
+        raise RuntimeError(reason)
     jobset = AddonPlan(
         name="jobset",
         kind="helm",

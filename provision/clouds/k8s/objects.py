@@ -9,7 +9,9 @@ The cloud's ``kubernetes.py`` creates the managed cluster and its node pools, th
 4. Kueue's ResourceFlavor (the GPU pool), ClusterQueue (the pool's whole capacity) and LocalQueue;
 5. the ClusterTrainingRuntime with the fabric wired in (:func:`provision.clouds.k8s.jobs.training_runtime`).
 
-Kueue API ``kueue.x-k8s.io/v1beta1`` (served by Kueue 0.14): ResourceFlavor ``spec.nodeLabels``,
+Kueue API ``kueue.x-k8s.io/v1beta2`` (served since Kueue 0.15, the storage version since 0.16, where
+v1beta1 became deprecated: kubernetes-sigs/kueue PR #8020 "Use v1beta2 as storage for 0.16"). The
+fields used here are the same in both versions: ResourceFlavor ``spec.nodeLabels``,
 ClusterQueue ``spec.namespaceSelector`` + ``spec.resourceGroups[].{coveredResources, flavors[].
 {name, resources[].{name, nominalQuota}}}``, LocalQueue ``spec.clusterQueue``.
 """
@@ -61,7 +63,7 @@ def kubeconfig_text(name: str, server: str, exec_lines: list[str], ca_data: str 
 if TYPE_CHECKING:
     from provision.planning.plan import ClusterPlan
 
-KUEUE_API = "kueue.x-k8s.io/v1beta1"
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
 #: Labels every object carries (Kubernetes label values allow what GCP labels allow, and more).
 MANAGED_BY = {"app.kubernetes.io/managed-by": "provision"}
 
@@ -220,6 +222,36 @@ def _queues(plan: ClusterPlan, prov: k8s.Provider, parent: pulumi.Resource, deps
         opts=_opts(parent, prov, deps),
     )
     quota = job.queue_quota
+    checks: dict[str, Any] = {}
+    if job.provisioning_class is not None:
+        # Kueue "Provisioning Admission Check Controller": a job is admitted once a ProvisioningRequest of this
+        # class has all of its nodes (kubernetes-sigs/kueue site/content/en/docs/admission-check-controllers/
+        # provisioning.md: AdmissionCheck controllerName kueue.x-k8s.io/provisioning-request, parameters a
+        # ProvisioningRequestConfig with provisioningClassName and managedResources).
+        config = k8s.apiextensions.CustomResource(
+            f"{plan.name}-provisioning-config",
+            api_version=KUEUE_API,
+            kind="ProvisioningRequestConfig",
+            metadata={"name": "gpu-pool", "labels": labels(plan)},
+            spec={
+                "provisioningClassName": job.provisioning_class,
+                "managedResources": [k for k in quota if k.endswith("/gpu")],
+                **({"parameters": dict(job.provisioning_parameters)} if job.provisioning_parameters else {}),
+            },
+            opts=_opts(parent, prov, deps),
+        )
+        k8s.apiextensions.CustomResource(
+            f"{plan.name}-admission-check",
+            api_version=KUEUE_API,
+            kind="AdmissionCheck",
+            metadata={"name": "gpu-pool", "labels": labels(plan)},
+            spec={
+                "controllerName": "kueue.x-k8s.io/provisioning-request",
+                "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": "gpu-pool"},
+            },
+            opts=_opts(parent, prov, [*deps, config]),
+        )
+        checks = {"admissionChecksStrategy": {"admissionChecks": [{"name": "gpu-pool"}]}}
     cluster_queue = k8s.apiextensions.CustomResource(
         f"{plan.name}-cluster-queue",
         api_version=KUEUE_API,
@@ -237,6 +269,7 @@ def _queues(plan: ClusterPlan, prov: k8s.Provider, parent: pulumi.Resource, deps
                     ],
                 }
             ],
+            **checks,
         },
         opts=_opts(parent, prov, [*deps, flavor]),
     )
