@@ -164,7 +164,11 @@ class SharedStorage(_Model):
     )
     retain: bool = Field(default=False, description="Keep the filesystem when the cluster is destroyed.")
     object_store: ObjectStore | None = Field(default=None, description="The bucket linked to the filesystem.")
-    volume: str | None = Field(default=None, pattern=NAME_PATTERN, description="Attach this existing volume (provision volume create) instead of creating a filesystem.")  # noqa: E501
+    volume: str | None = Field(
+        default=None,
+        pattern=NAME_PATTERN,
+        description="Attach this existing volume (provision volume create) instead of creating a filesystem.",
+    )  # noqa: E501
     mount: str = Field(default="/shared", pattern=r"^/[A-Za-z0-9._/-]*$", description="Mount point on nodes.")
 
     _numbers = field_validator("throughput_mbps_per_tib", mode="before")(_not_bool)
