@@ -237,3 +237,33 @@ def test_the_benchmark_script_runs_for_real_on_the_cpu(tmp_path: Path) -> None:
     assert sorted(x["rank"] for x in ranks) == [0, 1]
     assert all(x["world_size"] == 2 and x["strategy"] in ("fsdp", "ddp") and x["comm_s"] > 0 for x in ranks)
     assert all(x["mfu"] == pytest.approx(x["achieved_tflops"]) for x in ranks)
+
+
+def test_the_real_nodes_line_writes_the_script_and_runs_it_under_torchrun(tmp_path: Path) -> None:
+    from provision.ops.bench import BenchRequest, _script_line, model_shape
+    from provision.planning.images import image_text
+
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "torchrun").write_text('#!/bin/sh\nprintf "%s\\n" "$@" > "$HOME/argv"\n', encoding="utf-8")
+    (stub / "torchrun").chmod(0o755)
+    line = _script_line(model_shape(7e9), BenchRequest(params="7B", seq_len=2048), 7e9, 989.4)
+    env = {
+        "HOME": str(tmp_path),
+        "PATH": f"{stub}:{os.environ['PATH']}",
+        **{"NNODES": "2", "NPROC_PER_NODE": "8", "NODE_RANK": "1", "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500"},
+    }
+    done = subprocess.run(["bash", "-c", line], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    written = tmp_path / ".cache" / "provision" / "provision_bench.py"
+    assert written.read_text(encoding="utf-8") == image_text("bench/provision_bench.py")
+    argv = (tmp_path / "argv").read_text(encoding="utf-8").split()
+    assert argv[:5] == [
+        "--nnodes=2",
+        "--nproc-per-node=8",
+        "--node-rank=1",
+        "--master-addr=10.0.0.1",
+        "--master-port=29500",
+    ]
+    assert argv[5] == str(written) and "--seq-len=2048" in argv and "--peak-tflops=989.4" in argv
+    assert f"--hidden={model_shape(7e9)['hidden']}" in argv

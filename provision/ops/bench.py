@@ -98,7 +98,8 @@ class BenchReport:
             f"measured: {m['tokens_per_s_per_gpu']:,.0f} tokens/s per GPU, {m['achieved_tflops']:,.1f} TFLOPS per GPU, "
             f"MFU {m['mfu']:.1%}, peak memory {m['peak_memory_gib']:,.1f} GiB, communication {m['comm_share']:.0%} "
             "of the step",
-            f"planned:  MFU {p['mfu']:.1%} (range {low:.1%} to {high:.1%}, {p['basis']})",
+            f"planned:  MFU {p['mfu']:.1%} (range {low:.1%} to {high:.1%}, {p['basis']}); "
+            f"layout measured {m['strategy']} 1x1x{m['gpus']}, planner's TPxPPxDP {p['layout']}",
             f"run of {p['tokens']:.3g} tokens: {p['days']:,.1f} days / {_usd(p['cost_usd'])} planned; "
             f"{r['days']:,.1f} days / {_usd(r['cost_usd'])} at the measured MFU (x{1 / r['mfu_ratio']:.2f})",
         ]
