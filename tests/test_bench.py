@@ -150,11 +150,13 @@ def test_below_the_range_names_the_likely_cause(cluster: str) -> None:
         (["--inject", "5:slow", "--mock"], "--inject"),
         (["--inject", "0:fast", "--mock"], "--inject"),
         (["--precision", "fp16", "--mock"], "--precision"),
+        (["--params", "70B", "--mock"], "does not fit this cluster (16 H100 GPUs)"),
     ],
 )
 def test_bad_bench_input_is_an_error_naming_the_option(cluster: str, args: list[str], flag: str) -> None:
     extra = [] if "--mock" in args else ["--mock"]
-    out = runner.invoke(app, ["bench", cluster, "--params", "7B", *extra, *args])
+    params = [] if "--params" in args else ["--params", "7B"]
+    out = runner.invoke(app, ["bench", cluster, *params, *extra, *args])
     assert out.exit_code == 2, out.output
     assert flag in out.output
 

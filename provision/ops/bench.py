@@ -182,7 +182,7 @@ def _check(req: BenchRequest, gpus: int, nodes: int, mock: bool) -> tuple[float,
                 Problem("--inject", text, f"is not RANK:slow or RANK:memory with RANK in 0..{nodes - 1}", "e.g. 1:slow")
             )
     if problems:
-        raise SpecError(problems=problems)
+        raise SpecError("the benchmark's options are invalid", problems)
     return n, layout
 
 
@@ -192,7 +192,25 @@ def planned(cluster: Any, req: BenchRequest, n: float) -> tuple[Any, dict[str, A
 
     plan = cluster.plan()
     tokens = req.tokens if req.tokens is not None else n * TOKENS_PER_PARAM
-    report = size_training(n, tokens, gpu=plan.offer.gpu, gpus=plan.gpus, seq_len=req.seq_len, precision=req.precision)
+    try:
+        report = size_training(
+            n, tokens, gpu=plan.offer.gpu, gpus=plan.gpus, seq_len=req.seq_len, precision=req.precision
+        )
+    except SpecError as e:  # the planner names its own options; here the GPU count is the cluster's
+        raise SpecError(
+            "the benchmark does not fit the cluster",
+            [
+                Problem(
+                    "--params",
+                    req.params,
+                    f"does not fit this cluster ({plan.gpus} {plan.offer.gpu} GPUs): {p.rule}",
+                    f"bench a smaller model, or bring up more nodes ({p.fix.removeprefix('use ')})",
+                )
+                if p.path == "--gpus"
+                else p
+                for p in e.problems
+            ],
+        ) from None
     c = report.compute
     hourly = plan.cost.hourly_usd
     wall = report.cluster.wall_hours
