@@ -195,7 +195,15 @@ def test_model_shape_is_the_planners() -> None:
 
 
 def _results(stdout: str) -> list[dict[str, Any]]:
-    return [json.loads(line[len(PREFIX) :]) for line in stdout.splitlines() if line.startswith(PREFIX)]
+    from provision.ops.bench import collect
+
+    return collect([(0, line) for line in stdout.splitlines()])
+
+
+def test_collect_reads_every_rank_even_when_two_share_a_line() -> None:
+    a, b = json.dumps({"rank": 0, "mfu": 0.4}), json.dumps({"rank": 8, "mfu": 0.2})
+    got = _results(f"noise\n{PREFIX}{a}{PREFIX}{b}\n{PREFIX}{{broken\n")
+    assert [r["rank"] for r in got] == [0, 8] and got[1]["mfu"] == 0.2
 
 
 TINY = ["--hidden", "64", "--layers", "2", "--heads", "4", "--seq-len", "32", "--warmup", "1", "--steps", "2"]

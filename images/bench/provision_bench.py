@@ -222,7 +222,10 @@ def run(a):
         "simulated": False,
         "fabric_env": fabric_env(),
     }
-    print(PREFIX + json.dumps(result, sort_keys=True), flush=True)
+    # One write of the whole line: ranks share torchrun's output stream, and a pipe keeps a write of up to
+    # PIPE_BUF bytes whole (POSIX write(2)).
+    sys.stdout.flush()
+    os.write(sys.stdout.fileno(), (PREFIX + json.dumps(result, sort_keys=True) + "\n").encode())
     if world > 1:
         dist.destroy_process_group()
     return result

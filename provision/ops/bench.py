@@ -282,14 +282,21 @@ def _fake_line(req: BenchRequest, n: float, p: dict[str, Any], per_node: int) ->
 
 
 def collect(lines: list[tuple[int, str]]) -> list[dict[str, Any]]:
-    """The ranks' ``PROVISION_BENCH`` results from (node, log line) pairs, by rank."""
+    """The ranks' ``PROVISION_BENCH`` results from (node, log line) pairs, by rank (several on a line are read
+    too: ranks sharing one output stream may land on the same line)."""
+    decoder = json.JSONDecoder()
     found = {}
     for node, line in lines:
         at = line.find(PREFIX)
-        if at >= 0:
-            doc = json.loads(line[at + len(PREFIX) :])
-            doc.setdefault("node_rank", node)
-            found[doc["rank"]] = doc
+        while at >= 0:
+            try:
+                doc, end = decoder.raw_decode(line, at + len(PREFIX))
+            except ValueError:
+                break
+            if isinstance(doc, dict) and "rank" in doc:
+                doc.setdefault("node_rank", node)
+                found[doc["rank"]] = doc
+            at = line.find(PREFIX, end)
     return [found[r] for r in sorted(found)]
 
 
