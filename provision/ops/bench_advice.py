@@ -73,7 +73,7 @@ def findings(cluster: Any, report: Any) -> list[str]:
             f"{m['gpus']} GPUs. Try: the planner's layout {p['layout']} (TPxPPxDP), or a larger micro-batch"
         )
     elif slow_ranks(report.ranks):
-        out.append(head + "likely the slow node named above; replace it (provision replace) or re-run without it")
+        out.append(head + f"likely the slow node named above: check it (provision health {name}) and exclude it")
     else:
         out.append(head + f"no single cause found; compare with provision nccl-test {name} and provision health {name}")
     return out
