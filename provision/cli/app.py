@@ -182,6 +182,9 @@ def build_app() -> typer.Typer:
     )
     for module in COMMAND_MODULES:
         module.register(app)
+    from provision.cli import bench  # provision bench (a training microbenchmark against the plan)
+
+    bench.register(app)
     add_examples(app)
     return app
 

@@ -270,6 +270,10 @@ def status(
     hourly = f"${doc['hourly_usd']:,.2f}/h" if doc["hourly_usd"] is not None else "unpriced"
     out.print(f"created {doc['created_at']}, expires {doc['expires_at'] or 'never'}", soft_wrap=True)
     out.print(f"cost: {hourly}, {spent} so far", soft_wrap=True)
+    if doc.get("bench"):
+        from provision.ops.bench import status_line
+
+        out.print(escape(status_line(doc["bench"])), soft_wrap=True)
     if shortened:
         out.print("(… ends values shortened to fit; --wide or --json shows them whole)", soft_wrap=True)
 

@@ -26,6 +26,12 @@ def size(
     mfu: str | None = typer.Option(
         None, "--mfu", metavar="FLOAT", help="Measured MFU against the BF16 peak, in (0, 1]; default: calibrated."
     ),
+    mfu_from: str | None = typer.Option(
+        None,
+        "--mfu-from",
+        metavar="BENCH.json",
+        help="Scale the calibrated MFU by measured/planned from `provision bench --json` (same GPU).",
+    ),
     goodput: str | None = typer.Option(
         None, "--goodput", metavar="FLOAT", help="Share of wall time spent training (default 0.9, Llama 3)."
     ),
@@ -80,6 +86,7 @@ def size(
                 gpus=gpus,
                 deadline_days=deadline_days,
                 mfu=mfu,
+                mfu_scale=_mfu_scale(mfu_from, gpu),
                 goodput=goodput,
                 active_params=active_params,
                 mode=mode,
@@ -109,6 +116,15 @@ def size(
         console().print(f"spec written to {written} (check it with: provision plan {written})", markup=False)
     if plot:
         _plot(report)
+
+
+def _mfu_scale(path: str | None, gpu: str) -> float | None:
+    """The measured/planned MFU ratio of a bench result (provision/ops/bench.py), or None without --mfu-from."""
+    if path is None:
+        return None
+    from provision.ops.bench import mfu_scale_from
+
+    return mfu_scale_from(path, gpu)
 
 
 def _write_spec(report: Any, cloud: str | None, path: str) -> str:

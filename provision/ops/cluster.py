@@ -387,6 +387,8 @@ class Cluster(NodeAccess, MockOperations):
 
     def status(self) -> dict[str, Any]:
         """What exists: ``{"stack", "mock", "state": "up"|"none", "resources": [{type, name, id}], ...}``."""
+        from provision.ops.bench import last_bench
+
         if self.mock:
             state = self._store().load(self.stack)
             resources = [{"type": r.type, "name": r.name, "id": r.id} for r in (state.resources if state else [])]
@@ -422,6 +424,7 @@ class Cluster(NodeAccess, MockOperations):
             "spent_usd": cost["spent_usd"],
             "head_node": outputs.get("head_node"),
             "nodes": self.nodes(),
+            "bench": last_bench(self, cost["created_at"]),
         }
 
     @contextmanager

@@ -95,6 +95,7 @@ def size_training(
     deadline_days: Any = None,
     mfu: Any = None,
     goodput: Any = None,
+    mfu_scale: Any = None,
     active_params: Any = None,
     mode: str = "pretrain",
     trainable_params: Any = None,
@@ -151,6 +152,13 @@ def size_training(
         found.add("--precision", precision, "is not a training precision", "use bf16 or fp8")
     elif model is not None and _peak_tflops(model, precision) is None:
         found.add("--precision", precision, f"is not supported by {model.name} (no FP8 tensor cores)", "use bf16")
+    if mfu_scale is not None and (mfu is not None or not isinstance(mfu_scale, (int, float)) or mfu_scale <= 0):
+        found.add(
+            "--mfu-from",
+            mfu_scale,
+            "cannot be combined with --mfu" if mfu is not None else "is not a positive measured/planned MFU ratio",
+            "give either --mfu or --mfu-from BENCH.json",
+        )
     if optimizer not in OPTIMIZERS:
         found.add("--optimizer", optimizer, "is not a supported optimizer", "use adamw, adafactor or sgd")
     given = {
@@ -188,6 +196,7 @@ def size_training(
             "active_params": a,
             "mode": mode,
             "trainable_params": t,
+            "mfu_scale": float(mfu_scale) if mfu_scale is not None else 1.0,
             **{f.removeprefix("--").replace("-", "_"): v for f, v in num.items() if f != "--gpus"},
         }
     )
@@ -218,6 +227,7 @@ def size_training(
         f"given: --mfu {req.mfu:g} x goodput {req.goodput:g}"
         if req.mfu is not None
         else "calibrated on published runs (provision/planning/sizing/calibration.py)"
+        + (f" x {req.mfu_scale:.4g} measured/planned (--mfu-from)" if req.mfu_scale != 1.0 else "")
     )
     return SizingReport(
         inputs=req,

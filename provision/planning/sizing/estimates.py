@@ -125,7 +125,7 @@ def effective_mfu(cat: Catalog, req: SizingInputs, gpu: GpuModel, gpus: int | No
         eff = req.mfu * req.goodput
         return eff, eff, eff
     low, expected, high = calibration(cat).mfu(gpu.name, gpu.generation, active(req), req.precision, gpus)
-    scale = req.goodput / GOODPUT
+    scale = req.goodput / GOODPUT * req.mfu_scale  # mfu_scale: measured / planned (provision/ops/bench.py)
     return low * scale, expected * scale, high * scale
 
 

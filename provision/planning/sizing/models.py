@@ -130,6 +130,8 @@ class SizingInputs(_Model):
     precision: Precision
     optimizer: Optimizer
     mfu: float | None = None
+    #: Measured / planned MFU from a benchmark (``size --mfu-from``): scales the calibrated MFU (1: unscaled).
+    mfu_scale: float = 1.0
     goodput: float
     active_params: Count | None = None
     mode: Mode = "pretrain"
