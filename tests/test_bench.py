@@ -277,3 +277,13 @@ def test_the_real_nodes_line_writes_the_script_and_runs_it_under_torchrun(tmp_pa
     ]
     assert argv[5] == str(written) and "--seq-len=2048" in argv and "--peak-tflops=989.4" in argv
     assert f"--hidden={model_shape(7e9)['hidden']}" in argv
+
+
+def test_fp8_is_refused_rather_than_measured_as_bf16() -> None:
+    """The script is torch-only: an FP8 request must not come back as a bf16 figure labelled fp8."""
+    from provision.ops import bench
+    from provision.spec.errors import SpecError
+
+    with pytest.raises(SpecError) as err:
+        bench._check(bench.BenchRequest(params="7B", precision="fp8"), gpus=16, nodes=2, mock=True)
+    assert any(p.path == "--precision" and "Transformer Engine" in p.rule for p in err.value.problems)

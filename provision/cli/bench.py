@@ -25,7 +25,9 @@ def bench(
         None, "--tokens", help="The run's tokens for days and cost (default 20 per parameter, Chinchilla)."
     ),
     seq_len: int = typer.Option(4096, "--seq-len", metavar="TOKENS", help="Sequence length."),
-    precision: str = typer.Option("bf16", "--precision", help="bf16 or fp8."),
+    precision: str = typer.Option(
+        "bf16", "--precision", help="bf16 (fp8 is refused until the script uses Transformer Engine)."
+    ),
     layout: str = typer.Option("auto", "--layout", help="auto (the planner's, FSDP measured) or TPxPPxDP (1x1xN)."),
     micro_batch: int = typer.Option(1, "--micro-batch", metavar="N", help="Sequences per GPU per step."),
     checkpointing: bool = typer.Option(True, "--checkpointing/--no-checkpointing", help="Activation checkpointing."),
