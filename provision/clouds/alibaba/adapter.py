@@ -266,7 +266,10 @@ class AlibabaAdapter(Adapter[AlibabaPlan]):
     sdk_modules: ClassVar[tuple[str, ...]] = ("pulumi_alicloud",)
     lifetime_mechanism = "ECS auto_release_time on each instance"
     sweeper: ClassVar[str | None] = None
-    preflight_asks: ClassVar[tuple[str, str] | None] = None
+    preflight_asks: ClassVar[tuple[str, str] | None] = (
+        "Alibaba account",
+        "the type's stock in the zone, the file system in the zone and the vCPU quota",
+    )
     limits: ClassVar[Mapping[Limit, str]] = {
         Limit.KUBERNETES: "ACK is not wired yet. Missing: an ACK managed cluster with a GN8 node pool whose nodes "
         "carry ERIs, Alibaba's eRDMA controller (ack-erdma-controller, aliyun/erdma resources in pods), the CPFS "
