@@ -2,8 +2,8 @@
 # provision step erdma (once, eRDMA types): the eRDMA driver and user-space from Alibaba's VPC-internal mirror,
 # installed from the installer tarball whose SHA-256 Alibaba publishes ("Enable eRDMA", erdma-usage), checked
 # before anything in it runs. The tarball's own install.sh is used, never a separately fetched setup script.
-# install.sh --batch builds the erdma kernel module (DKMS) and the rdma-core provider on the node, so their build
-# packages come first: the ones Alibaba's own ACK eRDMA agent installs before the same `install.sh --batch` on apt
+# The installer builds the erdma kernel module (DKMS) and the rdma-core provider on the node, so their build
+# packages come first: the ones Alibaba's own ACK eRDMA agent installs before the same batch install on apt
 # systems (AliyunContainerService/alibabacloud-erdma-controller internal/drivers/utils.go getInstallScript:
 # debhelper autotools-dev dkms libnl-3-dev libnl-route-3-dev cmake, then ERDMA_CM_NO_BOUND_IF=1). The running
 # kernel's headers come from the gpu-driver step.
