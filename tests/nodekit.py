@@ -82,6 +82,9 @@ STUB_DEFAULTS = {
     "STUB_OUT_getent": "ubuntu:x:1000:1000::/home/ubuntu:/bin/bash",
     "STUB_OUT_id": "ubuntu",
     "STUB_OUT_lsblk": "",
+    # Alibaba's boot-time file system lookup: one try against a closed local port, never the real metadata service.
+    "PROVISION_FS_LOOKUP_ATTEMPTS": "1",
+    "PROVISION_CPFS_METADATA": "http://127.0.0.1:9/latest",
 }
 #: Directories an Ubuntu node has.
 NODE_DIRS = [

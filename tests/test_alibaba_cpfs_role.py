@@ -1,5 +1,6 @@
-"""The CPFS nodes' RAM role: the graph (names, least privilege, every node, only with CPFS), the strict mocked
-cloud's RAM rules (one test per rule, each against a bad input), and the plan-time name check."""
+"""The nodes' RAM role for the file system lookup: the graph (names, least privilege, every node, only with a
+shared file system), the strict mocked cloud's RAM rules (one test per rule,
+each against a bad input), and the plan-time name check."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ POLICY = "alicloud:ram/policy:Policy"
 ATTACH = "alicloud:ram/rolePolicyAttachment:RolePolicyAttachment"
 NODE = {"instanceType": "ecs.gn8v.4xlarge", "imageId": "ubuntu", "vswitchId": "vsw-1", "securityGroups": ["sg-1"]}
 GOOD_TRUST = ramrole.trust_policy()
-GOOD_POLICY = ramrole.lookup_policy("cn-hangzhou", "cpfs-1")
+GOOD_POLICY = ramrole.lookup_policy("cn-hangzhou")
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +35,7 @@ def cpfs() -> Any:
 # ---------------------------------------------------------------- the graph
 
 
-def test_cpfs_nodes_carry_a_role_that_may_only_read_this_export(cpfs: Any) -> None:
+def test_cpfs_nodes_carry_a_role_that_may_only_find_the_file_system_and_read_its_export(cpfs: Any) -> None:
     role, policy, attach = cpfs.one(ROLE), cpfs.one(POLICY), cpfs.one(ATTACH)
     assert (role.name, policy.name, attach.name) == (
         "alibaba-gn8-64-nodes-role",
@@ -48,9 +49,9 @@ def test_cpfs_nodes_carry_a_role_that_may_only_read_this_export(cpfs: Any) -> No
     fs = cpfs.one("alicloud:nas/fileSystem:FileSystem")
     (statement,) = json.loads(policy.inputs["policyDocument"])["Statement"]
     assert statement == {
-        "Action": ["nas:DescribeProtocolMountTarget"],
+        "Action": ["nas:DescribeFileSystems", "nas:DescribeProtocolMountTarget"],
         "Effect": "Allow",
-        "Resource": [f"acs:nas:cn-hangzhou:*:filesystem/{fs.id}"],
+        "Resource": ["acs:nas:cn-hangzhou:*:filesystem/*"],
     }
     assert (attach.inputs["roleName"], attach.inputs["policyName"], attach.inputs["policyType"]) == (
         role.inputs["roleName"],
@@ -72,8 +73,17 @@ def test_ram_names_follow_the_cluster_and_region_so_two_clusters_never_share_a_r
     assert len({a, b, c}) == 3
 
 
-def test_nas_clusters_get_no_role() -> None:
+def test_nas_clusters_get_the_same_lookup_role() -> None:
     result = shipped_preview("alibaba-gn8-ci")
+    role = result.one(ROLE)
+    assert role.inputs["roleName"] == "alibaba-gn8-ci-cn-hangzhou-nodes"
+    assert {n.inputs["roleName"] for n in result.of_type(INSTANCE)} == {role.inputs["roleName"]}
+
+
+def test_clusters_without_a_shared_file_system_get_no_role() -> None:
+    from test_alibaba_graph import spec
+
+    result = preview(spec(storage={}))
     assert not [r for r in result.resources if r.type.startswith("alicloud:ram/")]
     assert all("roleName" not in n.inputs for n in result.of_type(INSTANCE))
 

@@ -241,6 +241,7 @@ class Adapter(ABC, Generic[P]):
         warnings.extend(spend_warnings(spec, cost.hourly_usd))
         warnings.extend(price_basis_warnings(spec, offer, res.storage, nodes, cost))
         warnings.extend(login_warnings(spec))
+        scratch = _scratch(spec, offer, warnings)
         tags = {
             **spec.tags,
             TAG_CLUSTER: spec.name,
@@ -298,7 +299,7 @@ class Adapter(ABC, Generic[P]):
             islands=self.islands(spec, res),
             capacity=spec.capacity,
             storage=storage_plan,
-            scratch=spec.storage.scratch,
+            scratch=scratch,
             image=image,
             access=spec.access,
             tags=tags,
@@ -486,3 +487,20 @@ def get_adapter(cloud: str) -> Adapter[Any]:
 def plan_spec(spec: ClusterSpec, **kwargs: Any) -> ClusterPlan[Any]:
     """Shortcut: ``get_adapter(spec.cloud).plan(spec, **kwargs)``."""
     return get_adapter(spec.cloud).plan(spec, **kwargs)
+
+
+def _scratch(spec: ClusterSpec, offer: InstanceOffer, warnings: list[str]) -> Any:
+    """``storage.scratch`` for this type: RAID 0 over local NVMe only where the catalog records local NVMe disks.
+
+    Types the catalog records with ``local_nvme_disks: 0`` (every Alibaba GPU type: the ECS instance-family pages list
+    cloud disks only for ebmgn8v, gn8v and gn7e) have nothing to stripe, and the critical scratch step would fail on
+    every node; there the plan turns it off and says so. Unknown (``null``) keeps the spec's choice.
+    """
+    scratch = spec.storage.scratch
+    if scratch.raid0 and offer.local_nvme_disks == 0:
+        warnings.append(
+            f"storage.scratch.raid0 is off: {offer.instance_type} has no local NVMe disk (catalog), so there is no "
+            f"{scratch.mount} volume; keep working data on the shared file system or a data disk."
+        )
+        return scratch.model_copy(update={"raid0": False})
+    return scratch

@@ -177,6 +177,10 @@ def _storage_extra(spec: ClusterSpec, res: Resolution, kms_key_id: str | None) -
         encrypt_type=2 if extreme and kms_key_id else 1,
         kms_key_id=kms_key_id if extreme else None,
         export_path="/share" if extreme else "/",
+        # The nodes look the mount target's domain up at boot with this RAM role (clouds/alibaba/ramrole.py).
+        lookup_role=ramrole.role_name(spec.name, spec.region),
+        lookup_policy=ramrole.policy_name(spec.name, spec.region),
+        nas_endpoint=ramrole.nas_endpoint(spec.region),
     )
 
 
@@ -262,7 +266,10 @@ class AlibabaAdapter(Adapter[AlibabaPlan]):
     sdk_modules: ClassVar[tuple[str, ...]] = ("pulumi_alicloud",)
     lifetime_mechanism = "ECS auto_release_time on each instance"
     sweeper: ClassVar[str | None] = None
-    preflight_asks: ClassVar[tuple[str, str] | None] = None
+    preflight_asks: ClassVar[tuple[str, str] | None] = (
+        "Alibaba account",
+        "the type's stock in the zone, the file system in the zone and the vCPU quota",
+    )
     limits: ClassVar[Mapping[Limit, str]] = {
         Limit.KUBERNETES: "ACK is not wired yet. Missing: an ACK managed cluster with a GN8 node pool whose nodes "
         "carry ERIs, Alibaba's eRDMA controller (ack-erdma-controller, aliyun/erdma resources in pods), the CPFS "
@@ -278,7 +285,7 @@ class AlibabaAdapter(Adapter[AlibabaPlan]):
     def check(self, spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
         opts = spec.cloud_options()
         kind = _shared_kind(spec, res)
-        if kind == "cpfs":
+        if kind is not None and kind != "cpfs-lingjun":
             for field, value, rule, fix in ramrole.name_problems(spec.name, spec.region):
                 found.add(field, value, rule, fix)
         if kind == "cpfs-lingjun":
@@ -450,9 +457,10 @@ class AlibabaAdapter(Adapter[AlibabaPlan]):
         kind = _shared_kind(spec, res)
         if kind == "cpfs":
             out.append(
-                "CPFS is mounted over NFS through its protocol service at every boot; pulumi-alicloud 4.0 does not "
-                "return the export's domain, so each node looks it up at boot (NAS DescribeProtocolMountTarget) with "
-                "a RAM role limited to that call on this file system; deploying needs RAM rights "
+                "CPFS is mounted over NFS through its protocol service at every boot; the nodes do not wait for "
+                "the file system (20-40 minutes to create): each node looks its export's domain up at boot (NAS "
+                "DescribeFileSystems, DescribeProtocolMountTarget) with a RAM role limited to those reads, and "
+                "waits for it; deploying needs RAM rights "
                 "(ram:CreateRole, ram:CreatePolicy, ram:AttachPolicyToRole, ram:PassRole)."
             )
             out.append(cpfs_client_warning(res.storage_size_gib or 0, res.storage.tier if res.storage else None))

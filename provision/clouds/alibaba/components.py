@@ -27,8 +27,9 @@ TYPE_TOKEN = "provision:alibaba:Cluster"
 
 
 class AlibabaCluster(pulumi.ComponentResource):
-    """VPC + NAT egress, security group, key pair, deployment sets, nodes and the shared filesystem (with CPFS, also
-    the nodes' RAM role for the boot-time domain lookup: :mod:`provision.clouds.alibaba.storage`).
+    """VPC + NAT egress, security group, key pair, deployment sets, nodes and the shared filesystem (with the nodes'
+    RAM role for the boot-time domain lookup: :mod:`provision.clouds.alibaba.storage`; the nodes do not wait for the
+    file system).
 
     Attributes:
         ips: private IPs of the nodes by rank (``Output[list[str]]``).
@@ -69,12 +70,9 @@ class AlibabaCluster(pulumi.ComponentResource):
             for i in range(len(extra.placement_groups))
         ]
         group_of = [i for i, size in enumerate(extra.placement_groups) for _ in range(size)]
-        if storage.cpfs is not None:
-            data: Any = storage.cpfs.apply(lambda export: user_data(plan, cpfs=export))
-        elif storage.mount_source is not None:
-            data = pulumi.Output.from_input(storage.mount_source).apply(lambda src: user_data(plan, src))
-        else:
-            data = user_data(plan)
+        # The same user data with or without the file system: the nodes look it up at boot (storage.py), so they
+        # never wait for it in the graph.
+        data = user_data(plan)
         nodes = [
             self._node(plan, rank, net, key, data, sets[group_of[rank]] if sets else None, storage)
             for rank in range(plan.nodes)
@@ -184,7 +182,7 @@ class AlibabaCluster(pulumi.ComponentResource):
             system_disk_kms_key_id=extra.kms_key_id,
             data_disks=disks,
             user_data=data,
-            # The CPFS lookup role, attached at launch so its credentials are in the metadata from the first boot.
+            # The lookup role, attached at launch so its credentials are in the metadata from the first boot.
             # pulumi-alicloud 4.0 marks role_name deprecated in favour of ecs.RamRoleAttachment (provider 1.275.0),
             # which attaches after the instance is running: one more resource per node and a race with the boot.
             role_name=storage.role_name,
@@ -198,7 +196,7 @@ class AlibabaCluster(pulumi.ComponentResource):
                 # bare-metal GPU node can take longer to boot, as AWS nodes here get 30 minutes.
                 custom_timeouts=pulumi.CustomTimeouts(create="30m", delete="30m"),
                 # Egress (the SNAT entry) must work before the bootstrap downloads drivers, and the lookup role
-                # must hold its policy before the node's CPFS step asks NAS.
+                # must hold its policy before the node's fs-domain step asks NAS (RAM only: never the file system).
                 depends_on=[net.snat, *storage.ready],
                 # A one-time image lookup must not replace every node when a newer image ships.
                 ignore_changes=["image_id"] if image_lookup(plan) else None,

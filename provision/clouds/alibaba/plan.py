@@ -40,6 +40,9 @@ class Nas(PlanPart):
     kms_key_id: str | None
     access: Literal["mount-target"] = "mount-target"
     export_path: str
+    lookup_role: str = Field(description="The RAM role the nodes look the mount target's domain up with.")
+    lookup_policy: str
+    nas_endpoint: str
 
 
 SharedStorage = Annotated[Cpfs | Nas, Field(discriminator="access")]

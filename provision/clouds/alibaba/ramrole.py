@@ -1,7 +1,10 @@
-"""The CPFS nodes' RAM role: names, documents and the vendor rules they follow (pure: no Pulumi).
+"""The nodes' RAM role for the shared file system lookup: names, documents and vendor rules (pure: no Pulumi).
 
-A CPFS cluster's nodes look up their export's NFS domain at boot (pulumi-alicloud 4.0 does not return it), so
-they carry a RAM role that may call one read-only NAS action on the cluster's file system and nothing else.
+The nodes of a cluster with a shared file system are created without waiting for it (a CPFS file system takes
+20-40 minutes to create, and every out-of-stock node would pay for that first), so they look up its NFS domain at
+boot: they find the file system by its description (:func:`fs_description`, unique like the role name) and read
+its mount target (NAS) or export (CPFS, whose domain pulumi-alicloud 4.0 does not return). The RAM role may call
+only the two read-only NAS actions that needs.
 :mod:`provision.clouds.alibaba.storage` creates the role, the policy and the attachment from these pieces;
 :mod:`provision.clouds.alibaba.strict` checks the same rules on what the program registers.
 
@@ -43,6 +46,11 @@ TRUST_SOURCE = "ECS docs, Instance RAM roles (trusted entity: Alibaba Cloud serv
 #: DescribeProtocolMountTarget, "Authorization information"). The account is ``*``: the program does not know the
 #: account id without another lookup, and the file system id names one file system whatever the account.
 LOOKUP_ACTION = "nas:DescribeProtocolMountTarget"
+#: Finding the file system: DescribeFileSystems lists the region's file systems (NAS API reference,
+#: DescribeFileSystems, "Authorization information": resource ``acs:nas:{#regionId}:{#accountId}:filesystem/*``).
+#: The policy names ``filesystem/*`` for both actions, so it is fixed at plan time and the nodes never wait for the
+#: file system in the graph; the role can read file system descriptions and domains, never data or settings.
+LIST_ACTION = "nas:DescribeFileSystems"
 #: NAS API endpoint a VPC node calls: the VPC endpoint ``nas-vpc.<region>.aliyuncs.com`` (NAS / CPFS API reference,
 #: "Endpoints": public nas.<region>.aliyuncs.com, VPC nas-vpc.<region>.aliyuncs.com), reached without the NAT.
 NAS_VPC_ENDPOINT = "https://nas-vpc.{region}.aliyuncs.com"
@@ -109,10 +117,20 @@ def trust_policy() -> str:
     return json.dumps({"Statement": [statement], "Version": POLICY_VERSION}, sort_keys=True)
 
 
-def lookup_policy(region: str, file_system_id: str) -> str:
-    """The permission policy: DescribeProtocolMountTarget on this file system only."""
-    resource = f"acs:nas:{region}:*:filesystem/{file_system_id}"
-    statement = {"Action": [LOOKUP_ACTION], "Effect": "Allow", "Resource": [resource]}
+def fs_description(cluster: str) -> str:
+    """The shared file system's Description, by which the nodes find it (NAS rule: starts with a letter)."""
+    return f"provision-{cluster}-shared"
+
+
+def export_description(cluster: str) -> str:
+    """The CPFS export's Description, by which the nodes find it among the file system's exports."""
+    return f"provision-{cluster}-root"
+
+
+def lookup_policy(region: str) -> str:
+    """The permission policy: list file systems and read exports in the region, nothing else (fixed at plan time)."""
+    resource = f"acs:nas:{region}:*:filesystem/*"
+    statement = {"Action": [LIST_ACTION, LOOKUP_ACTION], "Effect": "Allow", "Resource": [resource]}
     return json.dumps({"Statement": [statement], "Version": POLICY_VERSION}, sort_keys=True)
 
 
@@ -128,8 +146,7 @@ def name_problems(cluster: str, region: str) -> list[tuple[str, str, str, str]]:
                 (
                     "name",
                     cluster,
-                    f"makes the CPFS nodes' RAM name {made!r} ({len(made)} characters), which must be {rule} "
-                    f"({source})",
+                    f"makes the nodes' RAM name {made!r} ({len(made)} characters), which must be {rule} ({source})",
                     f"shorten the cluster name by {max(1, len(made) - _max_len(pattern))} characters",
                 )
             )

@@ -1,18 +1,21 @@
 """Alibaba shared storage: CPFS (general-purpose) or NAS (general-purpose / Extreme) for the nodes.
 
 * NAS: ``nas.FileSystem`` + ``nas.AccessGroup`` (VPC) + ``nas.AccessRule`` (the nodes' vSwitch CIDR,
-  read-write, ``no_squash``) + ``nas.MountTarget`` in the nodes' vSwitch; nodes mount its domain over NFSv3
-  at boot. ``no_squash`` because the only clients are the cluster's own nodes (the rule admits the vSwitch
-  CIDR and nothing else) and a fresh share is root-owned: with ``root_squash`` no node could create the
-  first directory on it.
+  read-write, ``no_squash``) + ``nas.MountTarget`` in the nodes' vSwitch, mounted over NFSv3. ``no_squash``
+  because the only clients are the cluster's own nodes (the rule admits the vSwitch CIDR and nothing else) and a
+  fresh share is root-owned: with ``root_squash`` no node could create the first directory on it.
 * CPFS general-purpose: ``nas.FileSystem(file_system_type="cpfs")`` in the nodes' VPC and vSwitch, then the
   free NFS protocol service (``nas.ProtocolService``, spec General) and one export of ``/``
-  (``nas.ProtocolMountTarget``), as in the provider's own example. pulumi-alicloud 4.0 returns the export's
-  id but not its NFS domain (ROS's ``ProtocolMountTargetDomain``), so the nodes look it up at boot: a RAM role
-  trusting ECS (``ram.Role``) with a policy allowing only ``nas:DescribeProtocolMountTarget`` on this file
-  system (``ram.Policy`` + ``ram.RolePolicyAttachment``) is attached to every node, whose ``cpfs-domain``
-  bootstrap step asks NAS for the domain; the shared-mount step then mounts ``<domain>:/share`` at every boot.
-  The ``shared_fs`` output keeps a lookup command for people.
+  (``nas.ProtocolMountTarget``), as in the provider's own example.
+
+The GPU nodes never wait for any of these in the graph: they are requested as soon as the network and the lookup
+role exist, so an out-of-stock answer (and every failover try) costs no file system creation, and a CPFS that
+takes 40 minutes does not hold the nodes back. Each node finds the file system by its description at boot and
+looks its NFS domain up (the mount target's, or the CPFS export's, which pulumi-alicloud 4.0 does not return), with a
+RAM role trusting ECS (``ram.Role``) whose policy allows only ``nas:DescribeFileSystems`` and
+``nas:DescribeProtocolMountTarget`` in the region (``ram.Policy`` + ``ram.RolePolicyAttachment``, fixed at plan
+time: :mod:`provision.clouds.alibaba.ramrole`); the shared-mount step then mounts it at every boot. The
+``shared_fs`` output keeps a lookup command for people.
 
 ``retain_on_delete`` keeps the file system itself when the plan says ``retain``; the RAM role and policy are
 always deleted with the stack.
@@ -29,7 +32,6 @@ from pulumi_alicloud import nas, ram
 from provision.clouds.alibaba import ramrole
 from provision.clouds.alibaba.network import Network
 from provision.clouds.alibaba.plan import AlibabaPlan, Cpfs
-from provision.clouds.alibaba.userdata import CpfsExport
 from provision.planning.outputs import shared_fs_summary
 from provision.planning.plan import ClusterPlan
 
@@ -41,29 +43,26 @@ class Storage:
     """What the nodes need from the shared filesystem.
 
     Attributes:
-        mount_source: ``Output[str]`` (``domain:/path``) the nodes mount at boot (NAS), else ``None``.
         shared_fs: the ``shared_fs`` output (``Output[dict]``), ``None`` without a shared filesystem.
-        cpfs: ``Output[CpfsExport]`` the nodes look up at boot (CPFS), else ``None``.
-        role_name: the nodes' RAM role name (``Output[str]``, CPFS), else ``None``.
-        ready: resources the nodes must wait for (the role's policy attachment).
+        role_name: the nodes' RAM role name (``Output[str]``), else ``None``.
+        ready: resources the nodes must wait for (the role's policy attachment: RAM only, never the file system).
     """
 
-    mount_source: Any = None
     shared_fs: Any = None
-    cpfs: Any = None
     role_name: Any = None
     ready: list[pulumi.Resource] = field(default_factory=list)
     fs: Any = None  # the nas.FileSystem (the object-store link of clouds/alibaba/datalink.py attaches to it)
 
 
 def build_storage(plan: ClusterPlan[AlibabaPlan], net: Network, parent: pulumi.Resource) -> Storage:
-    """Create the shared filesystem (and, for CPFS, the nodes' lookup role)."""
+    """Create the shared filesystem and the nodes' lookup role (which does not depend on the file system)."""
     storage = plan.extra.storage
     if plan.storage is None or storage is None:
         return Storage()
     name, extra = plan.name, plan.extra
     opts = pulumi.ResourceOptions(parent=parent)
     cpfs = isinstance(storage, Cpfs)
+    role, attachment = _lookup_role(plan, opts)
     fs = nas.FileSystem(
         f"{name}-fs",
         file_system_type=storage.file_system_type,
@@ -75,7 +74,7 @@ def build_storage(plan: ClusterPlan[AlibabaPlan], net: Network, parent: pulumi.R
         vswitch_id=net.vswitch.id if cpfs else None,
         encrypt_type=storage.encrypt_type,
         kms_key_id=storage.kms_key_id,
-        description=f"provision-{name}-shared",
+        description=ramrole.fs_description(name),
         resource_group_id=extra.resource_group_id,
         tags=dict(plan.tags),
         opts=pulumi.ResourceOptions(
@@ -108,10 +107,9 @@ def build_storage(plan: ClusterPlan[AlibabaPlan], net: Network, parent: pulumi.R
             vpc_id=net.vpc_net.id,
             vswitch_id=net.vswitch.id,
             access_group_name="DEFAULT_VPC_GROUP_NAME",
-            description=f"provision-{name}-root",
+            description=ramrole.export_description(name),
             opts=opts,
         )
-        role, attachment = _lookup_role(plan, fs, opts)
         placeholder = f"${{{CPFS_DOMAIN_VAR}}}:{storage.export_path}"
         summary = shared_fs_summary(plan, placeholder, "nfs", options)
         shared_fs = pulumi.Output.all(fs.id, export.export_id).apply(
@@ -128,8 +126,7 @@ def build_storage(plan: ClusterPlan[AlibabaPlan], net: Network, parent: pulumi.R
                 ),
             }
         )
-        cpfs_export = pulumi.Output.all(fs.id, export.export_id, role.role_name).apply(lambda a: CpfsExport(*a))
-        return Storage(shared_fs=shared_fs, cpfs=cpfs_export, role_name=role.role_name, ready=[attachment], fs=fs)
+        return Storage(shared_fs=shared_fs, role_name=role.role_name, ready=[attachment], fs=fs)
 
     group = nas.AccessGroup(
         f"{name}-fs-ag",
@@ -160,22 +157,20 @@ def build_storage(plan: ClusterPlan[AlibabaPlan], net: Network, parent: pulumi.R
     )
     source = target.mount_target_domain.apply(lambda d: f"{d}:{storage.export_path}")
     shared_fs = pulumi.Output.all(source, fs.id).apply(
-        lambda a: {**shared_fs_summary(plan, a[0], "nfs", options), "file_system_id": a[1]}
+        lambda a: {**shared_fs_summary(plan, a[0], "nfs", options), "file_system_id": a[1], "mounted_at_boot": True}
     )
-    return Storage(mount_source=source, shared_fs=shared_fs)
+    return Storage(shared_fs=shared_fs, role_name=role.role_name, ready=[attachment])
 
 
-def _lookup_role(
-    plan: ClusterPlan[AlibabaPlan], fs: nas.FileSystem, opts: pulumi.ResourceOptions
-) -> tuple[ram.Role, Any]:
-    """The nodes' RAM role: trusted by ECS, allowed ``nas:DescribeProtocolMountTarget`` on ``fs`` only."""
+def _lookup_role(plan: ClusterPlan[AlibabaPlan], opts: pulumi.ResourceOptions) -> tuple[ram.Role, Any]:
+    """The nodes' RAM role: trusted by ECS, allowed the two NAS reads of the boot lookup (no file system input)."""
     storage, name = plan.extra.storage, plan.name
     assert isinstance(storage, Cpfs)  # noqa: S101 - the lookup role exists for CPFS only
     role = ram.Role(
         f"{name}-nodes-role",
         role_name=storage.lookup_role,
         assume_role_policy_document=ramrole.trust_policy(),
-        description=f"provision cluster {name}: CPFS nodes look up their export's NFS domain at boot",
+        description=f"provision cluster {name}: nodes look up their shared file system's NFS domain at boot",
         # Deleting a role that still has policies attached fails unless forced (ram.Role force); the
         # attachment is deleted first anyway, as it depends on the role.
         force=True,
@@ -185,8 +180,8 @@ def _lookup_role(
     policy = ram.Policy(
         f"{name}-cpfs-lookup-policy",
         policy_name=storage.lookup_policy,
-        policy_document=fs.id.apply(lambda fid: ramrole.lookup_policy(plan.region, fid)),
-        description=f"provision cluster {name}: read the CPFS export's domain (DescribeProtocolMountTarget)",
+        policy_document=ramrole.lookup_policy(plan.region),
+        description=f"provision cluster {name}: find the shared file system and read its NFS domain",
         force=True,
         tags=dict(plan.tags),
         opts=opts,

@@ -3,14 +3,14 @@
 The ECS API takes user data base64-encoded (pulumi_alicloud ``ecs.Instance.user_data``: "It supports to setting a
 base64-encoded value, and it is the recommended usage"), at most 32 KiB.
 
-Shared storage: NAS mounts the mount target's domain, known at deploy time. CPFS exports have no domain in
-pulumi-alicloud 4.0, so a ``cpfs-domain`` step looks it up on the node (``images/alibaba/provision-cpfs-domain``,
-with the node's RAM role) and writes it to a file; the common ``shared-mount`` step reads that file at every boot.
+Shared storage: the nodes do not wait for the file system (so no id or domain of it is in the user data): a
+``fs-domain`` step finds it by its description and looks its NFS domain up on the node
+(``images/alibaba/provision-fs-domain``, with the node's RAM role), waiting until it exists, and writes the domain to
+a file; the common ``shared-mount`` step reads that file at every boot.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from provision.clouds.alibaba import ramrole
@@ -55,15 +55,6 @@ def _cuda_repo_distro(os_version: str) -> str:
     return name + release.replace(".", "")
 
 
-@dataclass(frozen=True)
-class CpfsExport:
-    """What the node's CPFS domain lookup needs, known once the export and the role exist."""
-
-    file_system_id: str
-    export_id: str
-    role_name: str
-
-
 def _values(plan: ClusterPlan[AlibabaPlan]) -> Any:
     versions = {**DEFAULT_VERSIONS, **plan.image.versions}
     values = base_values(plan)
@@ -98,19 +89,22 @@ def _builds_nccl_tests(plan: ClusterPlan[AlibabaPlan]) -> bool:
     return expect is not None and expect["source"] == "build"
 
 
-def render(plan: ClusterPlan[AlibabaPlan], mount_source: str | None = None, cpfs: CpfsExport | None = None) -> str:
-    """The ``#cloud-config`` for every node of ``plan``.
+#: Lookup tries at boot: 15, 30, 45 s, then 60 s apart, about 98 minutes in all: CPFS takes 20-40 minutes to reach
+#: Running (NAS API, CreateProtocolMountTarget), its protocol service 5-10 minutes (CreateProtocolService), within
+#: the 60 + 30 minute create timeouts of clouds/alibaba/storage.py.
+FS_LOOKUP_ATTEMPTS = 100
+FS_LOOKUP_TIMEOUT_SECONDS = 6600
 
-    ``mount_source`` is the NAS mount source when known at deploy time; ``cpfs`` the CPFS export whose domain the
-    nodes look up at boot (then the shared mount reads the looked-up domain).
-    """
+
+def render(plan: ClusterPlan[AlibabaPlan]) -> str:
+    """The ``#cloud-config`` for every node of ``plan`` (the same before, during and after the file system exists)."""
     steps = [Step("gpu-driver", "alibaba/steps/gpu-driver.sh", timeout=3600)]
     if _builds_nccl_tests(plan):
         # Before the nccl-tests build (a common step after the cloud's); not critical, like that build.
         steps.append(Step("cuda", "alibaba/steps/cuda.sh", critical=False, timeout=1800))
     if plan.fabric == "erdma":
         steps += [
-            Step("erdma", "alibaba/steps/erdma.sh"),
+            Step("erdma", "alibaba/steps/erdma.sh", timeout=3600),
             Step("erdma-mode", "alibaba/steps/erdma-mode.sh", every_boot=True),
         ]
     steps.append(Step("network", "alibaba/steps/network.sh", every_boot=True))
@@ -118,17 +112,18 @@ def render(plan: ClusterPlan[AlibabaPlan], mount_source: str | None = None, cpfs
     files = [static_file("/usr/local/lib/provision/provision-net", "alibaba/provision-net", "0755")]
     shared = None
     options = f"{plan.extra.nfs_options},_netdev"
-    if plan.storage is not None and cpfs is not None:
-        storage = plan.extra.storage
-        assert isinstance(storage, Cpfs)  # noqa: S101 - a CPFS export is passed only for a CPFS plan
-        values.add("CPFS_FILE_SYSTEM_ID", cpfs.file_system_id, "token", "shared_fs.file_system_id")
-        values.add("CPFS_EXPORT_ID", cpfs.export_id, "token", "shared_fs.export_id")
-        values.add("CPFS_RAM_ROLE", cpfs.role_name, "token", "storage.lookup_role")
+    storage = plan.extra.storage
+    if plan.storage is not None and storage is not None:
+        values.add("FS_KIND", storage.file_system_type, "token", "storage.file_system_type")
+        values.add("FS_DESCRIPTION", ramrole.fs_description(plan.name), "token", "name")
+        if isinstance(storage, Cpfs):
+            values.add("FS_EXPORT_DESCRIPTION", ramrole.export_description(plan.name), "token", "name")
+        values.add("FS_RAM_ROLE", storage.lookup_role, "token", "storage.lookup_role")
+        values.add("FS_LOOKUP_ATTEMPTS", str(FS_LOOKUP_ATTEMPTS), "int", "storage")
         values.add("NAS_ENDPOINT", storage.nas_endpoint, "url", "storage.nas_endpoint")
-        files.append(static_file(f"{LIB}/provision-cpfs-domain", "alibaba/provision-cpfs-domain", "0755"))
-        # Once (rerun at the next boot while it fails); the retries inside wait up to ~12 minutes for the export
-        # to settle and the role's credentials to reach the metadata service.
-        steps.append(Step("cpfs-domain", "alibaba/steps/cpfs-domain.sh", timeout=1800))
+        files.append(static_file(f"{LIB}/provision-fs-domain", "alibaba/provision-fs-domain", "0755"))
+        # Once (rerun at the next boot while it fails); waits for the file system the nodes were not made to wait for.
+        steps.append(Step("fs-domain", "alibaba/steps/fs-domain.sh", timeout=FS_LOOKUP_TIMEOUT_SECONDS))
         shared = SharedMount(
             "",
             plan.storage.mount,
@@ -138,8 +133,6 @@ def render(plan: ClusterPlan[AlibabaPlan], mount_source: str | None = None, cpfs
             source_file=ramrole.DOMAIN_FILE,
             source_path=storage.export_path,
         )
-    elif plan.storage is not None and mount_source:
-        shared = SharedMount(mount_source, plan.storage.mount, "nfs", options, "nfs-common")
     return render_bootstrap(
         plan,
         values=values,
@@ -153,34 +146,18 @@ def render(plan: ClusterPlan[AlibabaPlan], mount_source: str | None = None, cpfs
     )
 
 
-def user_data(plan: ClusterPlan[AlibabaPlan], mount_source: str | None = None, cpfs: CpfsExport | None = None) -> str:
+def user_data(plan: ClusterPlan[AlibabaPlan]) -> str:
     """The node's user data, base64-encoded.
 
     Raises:
         ValueError: the user data exceeds the ECS limit, or a value fails its pattern (UnsafeValueError).
     """
-    encoded = gzip_base64(render(plan, mount_source, cpfs))
+    encoded = gzip_base64(render(plan))
     if len(encoded) > MAX_USER_DATA_BYTES:
         raise ValueError(f"user data is {len(encoded)} bytes base64, over the ECS limit of {MAX_USER_DATA_BYTES}")
     return encoded
 
 
-def mock_cpfs_export(plan: ClusterPlan[AlibabaPlan]) -> CpfsExport:
-    """The CPFS export as the mocked cloud answers it (the ids of storage.py's logical names, alibaba/mocks.py)."""
-    from provision.clouds.alibaba.mocks import cpfs_export_id, cpfs_file_system_id
-
-    assert isinstance(plan.extra.storage, Cpfs)  # noqa: S101 - called only for a CPFS plan
-    return CpfsExport(
-        cpfs_file_system_id(f"{plan.name}-fs"),
-        cpfs_export_id(f"{plan.name}-fs-export"),
-        plan.extra.storage.lookup_role,
-    )
-
-
 def mock_user_data(plan: ClusterPlan[AlibabaPlan]) -> str:
-    """The user data as the mocked cloud's nodes get it (a NAS mount source in the mocked cloud's format, or the
-    mocked CPFS export the nodes look up)."""
-    if plan.storage is not None and isinstance(plan.extra.storage, Cpfs):
-        return render(plan, cpfs=mock_cpfs_export(plan))
-    source = f"0a1b2c3d4e-abc12.{plan.region}.nas.aliyuncs.com:/" if plan.storage is not None else None
-    return render(plan, source)
+    """The user data as the mocked cloud's nodes get it (the same as the real nodes': it names no cloud id)."""
+    return render(plan)

@@ -1,9 +1,9 @@
-"""The CPFS domain lookup a node runs at boot (images/alibaba/provision-cpfs-domain), against local fakes.
+"""The file system domain lookup a node runs at boot (images/alibaba/provision-fs-domain), against local fakes.
 
 A fake ECS metadata service (hardened mode: every read needs the token from PUT /latest/api/token) and a fake NAS
 API that checks the RPC signature with the role's secret (its own implementation of the documented algorithm, not
 the script's) run on localhost; the real script runs against them. The signing itself is held to Alibaba's
-published worked example. Then the rendered cpfs-domain and shared-mount steps run in a node sandbox.
+published worked example. Then the rendered fs-domain and shared-mount steps run in a node sandbox.
 """
 
 from __future__ import annotations
@@ -28,13 +28,15 @@ import pytest
 from conftest import ROOT
 from nodekit import files_of, plan_of, run_bootstrap, run_step, sandbox
 
-from provision.clouds.alibaba.ramrole import DOMAIN_FILE
-from provision.clouds.alibaba.userdata import MAX_USER_DATA_BYTES, mock_cpfs_export, mock_user_data, user_data
+from provision.clouds.alibaba.ramrole import DOMAIN_FILE, export_description, fs_description, role_name
+from provision.clouds.alibaba.userdata import MAX_USER_DATA_BYTES, mock_user_data, user_data
 
-SCRIPT = ROOT / "images/alibaba/provision-cpfs-domain"
+SCRIPT = ROOT / "images/alibaba/provision-fs-domain"
 ROLE = "ali-cpfs-cn-hangzhou-nodes"
 FS, EXPORT = "cpfs-0123456789abcdef", "exp-0123456789abcdef"
 DOMAIN = "cpfs-0123456789abcdef-fedcba.cn-hangzhou.cpfs.aliyuncs.com"
+NAS_DOMAIN = "0a1b2c3d4e-abc12.cn-hangzhou.nas.aliyuncs.com"
+DESCRIPTION, EXPORT_DESCRIPTION = "provision-ali-cpfs-shared", "provision-ali-cpfs-root"
 CREDS = {
     "AccessKeyId": "STS.NTestKeyId0001",
     "AccessKeySecret": "Fake/Secret+Value=0001",
@@ -99,10 +101,16 @@ def _expected_signature(params: dict[str, str], secret: str) -> str:
 @dataclass
 class Fake:
     """What the fakes answer: ``api`` is ok / error / empty / no-domain / bad-domain; ``creds_after``: that many
-    credential reads answer 404 first."""
+    credential reads answer 404 first; ``fs_after``: that many DescribeFileSystems calls list no file system (still
+    creating); ``others``: unrelated file systems listed first (``page`` of them per page)."""
 
     api: str = "ok"
     creds_after: int = 0
+    fs_after: int = 0
+    others: int = 0
+    page: int = 100
+    description: str = DESCRIPTION
+    export_description: str = EXPORT_DESCRIPTION
     role: str = ROLE
     token: str = "md-token-0001"
     seen: list[str] = field(default_factory=list)
@@ -155,12 +163,34 @@ def _handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
                 # Like SignatureDoesNotMatch, the message echoes the request (with the credentials in it).
                 echoed = f"server string to sign is: SecurityToken%3D{_encode(CREDS['SecurityToken'])}"
                 return self._send(400, json.dumps({"Code": "Forbidden.RAM", "Message": echoed}))
+            if params.get("Action") == "DescribeFileSystems":
+                return self._send(200, json.dumps(self._file_systems(params)))
             targets: list[dict[str, Any]] = []
             domains = {"ok": DOMAIN, "no-domain": "", "bad-domain": "x;reboot #.example.com"}
-            if fake.api in domains:
+            if fake.api in domains and params.get("FileSystemId") == FS:
                 domain = domains[fake.api]
-                targets = [{"ExportId": EXPORT, "ProtocolMountTargetDomain": domain, "Status": "CREATING"}]
+                targets = [
+                    {"ExportId": "exp-other", "Description": "someone-else", "ProtocolMountTargetDomain": "a.b.c"},
+                    {"ExportId": EXPORT, "Description": fake.export_description, "ProtocolMountTargetDomain": domain},
+                ]
             return self._send(200, json.dumps({"RequestId": "R-1", "ProtocolMountTargets": targets}))
+
+        def _file_systems(self, params: dict[str, str]) -> dict[str, Any]:
+            calls = sum(1 for p in fake.nas_params if p.get("Action") == "DescribeFileSystems")
+            listed = [{"FileSystemId": f"cpfs-other{i}", "Description": f"other-{i}"} for i in range(fake.others)]
+            if calls > fake.fs_after:
+                if params.get("FileSystemType") == "cpfs":
+                    listed.append({"FileSystemId": FS, "Description": fake.description})
+                else:
+                    mount = {"MountTargetDomain": NAS_DOMAIN, "Status": "Active"}
+                    creating = {"MountTargetDomain": "x.example.com", "Status": "Pending"}
+                    targets = {"MountTarget": [creating, mount]}
+                    listed.append(
+                        {"FileSystemId": "0a1b2c3d4e", "Description": fake.description, "MountTargets": targets}
+                    )
+            number, size = int(params["PageNumber"]), min(int(params["PageSize"]), fake.page)
+            page = listed[(number - 1) * size : number * size]
+            return {"TotalCount": len(listed), "PageNumber": number, "FileSystems": {"FileSystem": page}}
 
     return Handler
 
@@ -178,8 +208,11 @@ def fake() -> Iterator[tuple[Fake, str]]:
         server.server_close()
 
 
-def _lookup(base: str, out: Path, *extra: str, role: str = ROLE) -> subprocess.CompletedProcess[str]:
-    args = ["--file-system", FS, "--export", EXPORT, "--role", role, "--endpoint", base, "--out", str(out)]
+def _lookup(
+    base: str, out: Path, *extra: str, role: str = ROLE, kind: str = "cpfs"
+) -> subprocess.CompletedProcess[str]:
+    args = ["--kind", kind, "--description", DESCRIPTION, "--export-description", EXPORT_DESCRIPTION]
+    args += ["--role", role, "--endpoint", base, "--out", str(out)]
     return subprocess.run(
         [sys.executable, str(SCRIPT), *args, "--attempts", "3", "--delay", "0", *extra],
         env={"PROVISION_CPFS_METADATA": f"{base}/latest", "PATH": "/usr/bin:/bin"},
@@ -202,11 +235,47 @@ def test_lookup_writes_the_exports_domain_with_a_signed_token_mode_request(fake:
     assert p.returncode == 0, p.stderr
     assert out.read_text() == DOMAIN + "\n"
     assert state.seen[0] == "PUT /latest/api/token"  # the token first, as hardened mode requires
-    (params,) = state.nas_params
-    assert params["Action"] == "DescribeProtocolMountTarget" and params["Version"] == "2017-06-26"
-    assert (params["FileSystemId"], params["Filters.1.Key"], params["Filters.1.Value"]) == (FS, "ExportIds", EXPORT)
-    assert params["SignatureMethod"] == "HMAC-SHA1" and params["SignatureVersion"] == "1.0"
+    listing, exports = state.nas_params
+    assert listing["Action"] == "DescribeFileSystems" and listing["FileSystemType"] == "cpfs"
+    assert exports["Action"] == "DescribeProtocolMountTarget" and exports["Version"] == "2017-06-26"
+    assert exports["FileSystemId"] == FS  # found by its description, not known to the user data
+    assert exports["SignatureMethod"] == "HMAC-SHA1" and exports["SignatureVersion"] == "1.0"
     _no_secret(p.stdout + p.stderr)
+
+
+def test_a_nas_lookup_takes_the_active_mount_target_of_the_described_file_system(fake: Any, tmp_path: Path) -> None:
+    state, base = fake
+    out = tmp_path / "domain"
+    p = _lookup(base, out, kind="standard")
+    assert p.returncode == 0, p.stderr
+    assert out.read_text() == NAS_DOMAIN + "\n"
+    (listing,) = state.nas_params  # one call: DescribeFileSystems carries the mount targets
+    assert listing["FileSystemType"] == "standard"
+
+
+def test_a_file_system_still_being_created_is_waited_for(fake: Any, tmp_path: Path) -> None:
+    state, base = fake
+    state.fs_after = 2  # the nodes boot before the file system exists: the first two listings lack it
+    p = _lookup(base, tmp_path / "domain")
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.count("no cpfs file system described provision-ali-cpfs-shared yet") == 2
+
+
+def test_the_lookup_pages_through_other_file_systems(fake: Any, tmp_path: Path) -> None:
+    state, base = fake
+    state.others, state.page = 250, 100
+    p = _lookup(base, tmp_path / "domain", "--attempts", "1")
+    assert p.returncode == 0, p.stderr
+    pages = [q["PageNumber"] for q in state.nas_params if q["Action"] == "DescribeFileSystems"]
+    assert pages == ["1", "2", "3"]
+
+
+def test_retries_back_off_to_a_cap(fake: Any, tmp_path: Path) -> None:
+    state, base = fake
+    state.description = "not-ours"
+    p = _lookup(base, tmp_path / "domain", "--delay", "0.01", "--max-delay", "0.02")
+    assert p.returncode == 1
+    assert "retrying in 0.01 s" in p.stderr and "retrying in 0.02 s" in p.stderr
 
 
 def test_credentials_that_appear_late_are_waited_for(fake: Any, tmp_path: Path) -> None:
@@ -230,7 +299,7 @@ def test_an_api_error_is_named_without_the_credentials_it_echoes(fake: Any, tmp_
     state.api = "error"
     p = _lookup(base, tmp_path / "domain")
     assert p.returncode == 1
-    assert "DescribeProtocolMountTarget: HTTP 400 Forbidden.RAM" in p.stderr
+    assert "DescribeFileSystems: HTTP 400 Forbidden.RAM" in p.stderr
     assert "***" in p.stderr  # the echoed token was there and is redacted
     _no_secret(p.stdout + p.stderr)
 
@@ -243,7 +312,7 @@ def test_an_export_without_a_domain_yet_fails_clearly(fake: Any, tmp_path: Path,
     state, base = fake
     state.api = api
     p = _lookup(base, tmp_path / "domain")
-    assert p.returncode == 1 and said in p.stderr and len(state.nas_params) == 3  # bounded: 3 attempts
+    assert p.returncode == 1 and said in p.stderr and len(state.nas_params) == 6  # bounded: 3 attempts of 2 calls
 
 
 def test_metadata_without_the_token_answers_nothing(fake: Any) -> None:
@@ -264,45 +333,55 @@ def test_cpfs_stack_looks_the_domain_up_before_the_shared_mount_and_fits_the_ecs
     plan = plan_of("alibaba-gn8-64")
     files = files_of(mock_user_data(plan))
     order = [s["name"] for s in json.loads(files["/etc/provision/steps.json"])["steps"]]
-    assert order.index("cpfs-domain") < order.index("shared-mount")
+    assert order.index("fs-domain") < order.index("shared-mount")
     steps = {s["name"]: s for s in json.loads(files["/etc/provision/steps.json"])["steps"]}
-    assert steps["cpfs-domain"]["critical"] and not steps["cpfs-domain"]["every_boot"]
+    assert steps["fs-domain"]["critical"] and not steps["fs-domain"]["every_boot"]
+    assert steps["fs-domain"]["timeout"] >= 90 * 60  # CPFS 20-40 min, protocol service 5-10 min
     assert steps["shared-mount"]["every_boot"]
     env = files["/etc/provision/bootstrap.env"]
     assert f"SHARED_SOURCE_FILE={DOMAIN_FILE}" in env and "SHARED_SOURCE_PATH=/share" in env
     assert "SHARED_SOURCE=" not in env and "NAS_ENDPOINT=https://nas-vpc.cn-hangzhou.aliyuncs.com" in env
-    assert files["/usr/local/lib/provision/provision-cpfs-domain"] == SCRIPT.read_text()
+    assert files["/usr/local/lib/provision/provision-fs-domain"] == SCRIPT.read_text()
+    assert "FS_KIND=cpfs" in env and f"FS_DESCRIPTION={fs_description('alibaba-gn8-64')}" in env
+    assert f"FS_EXPORT_DESCRIPTION={export_description('alibaba-gn8-64')}" in env
+    assert "cpfs-" not in env  # no cloud id: the user data is ready before the file system exists
     health = json.loads(files["/etc/provision/health.json"])
     assert health["shared_fs"] == {"mount": "/shared", "fstype": "nfs"}
-    assert len(user_data(plan, cpfs=mock_cpfs_export(plan))) <= MAX_USER_DATA_BYTES
+    assert len(user_data(plan)) <= MAX_USER_DATA_BYTES
 
 
-def test_nas_stack_keeps_its_rendered_mount_source_and_no_lookup() -> None:
+def test_nas_stack_looks_its_mount_target_up_at_boot_too() -> None:
     files = files_of(mock_user_data(plan_of("alibaba-gn8-ci")))  # general-purpose NAS
-    assert "SHARED_SOURCE=0a1b2c3d4e-abc12.cn-hangzhou.nas.aliyuncs.com:/" in files["/etc/provision/bootstrap.env"]
-    assert "SHARED_SOURCE_FILE" not in files["/etc/provision/bootstrap.env"]
-    assert "/usr/local/lib/provision/provision-cpfs-domain" not in files
+    env = files["/etc/provision/bootstrap.env"]
+    assert "SHARED_SOURCE=" not in env and f"SHARED_SOURCE_FILE={DOMAIN_FILE}" in env
+    assert "FS_KIND=standard" in env and "FS_EXPORT_DESCRIPTION" not in env
+    assert "/usr/local/lib/provision/provision-fs-domain" in files
 
 
 def _node(tmp_path: Path, base: str) -> Path:
     root = sandbox(tmp_path, mock_user_data(plan_of("alibaba-gn8-64")))
     env = root / "etc/provision/bootstrap.env"
-    lines = [f"NAS_ENDPOINT='{base}'" if ln.startswith("NAS_ENDPOINT=") else ln for ln in env.read_text().splitlines()]
+    swap = {"NAS_ENDPOINT": f"'{base}'", "FS_LOOKUP_ATTEMPTS": "2"}  # a bounded wait for a test
+    lines = [
+        f"{ln.split('=')[0]}={swap[ln.split('=')[0]]}" if ln.split("=")[0] in swap else ln
+        for ln in env.read_text().splitlines()
+    ]
     env.write_text("\n".join(lines) + "\n")  # the test's fake NAS instead of nas-vpc.<region>.aliyuncs.com
     return root
 
 
 def test_the_rendered_steps_look_up_then_mount_the_domain(fake: Any, tmp_path: Path) -> None:
     state, base = fake
-    state.role = mock_cpfs_export(plan_of("alibaba-gn8-64")).role_name
+    state.role = role_name("alibaba-gn8-64", "cn-hangzhou")
+    state.description = fs_description("alibaba-gn8-64")
+    state.export_description = export_description("alibaba-gn8-64")
     state.nas_params.clear()
     root = _node(tmp_path, base)
     env = {"PROVISION_CPFS_METADATA": f"{base}/latest"}
-    looked = run_step(tmp_path, root, "cpfs-domain", **env)
+    looked = run_step(tmp_path, root, "fs-domain", **env)
     assert looked["rc"] == 0, looked["err"]
     assert (root / DOMAIN_FILE.lstrip("/")).read_text() == DOMAIN + "\n"
-    (params,) = state.nas_params
-    assert params["FileSystemId"] == mock_cpfs_export(plan_of("alibaba-gn8-64")).file_system_id
+    assert state.nas_params[-1]["FileSystemId"] == FS
     mounted = run_step(tmp_path, root, "shared-mount", bin_dir=tmp_path / "stubs")
     assert mounted["rc"] == 0, mounted["err"]
     assert "-o vers=3,nolock,proto=tcp,rsize=1048576" in mounted["log"]
@@ -324,12 +403,14 @@ def test_the_shared_mount_refuses_a_missing_or_unsafe_domain_file(tmp_path: Path
 
 def test_the_runner_records_the_lookup_and_the_mount_in_bootstrap_json(fake: Any, tmp_path: Path) -> None:
     state, base = fake
-    state.role = mock_cpfs_export(plan_of("alibaba-gn8-64")).role_name
+    state.role = role_name("alibaba-gn8-64", "cn-hangzhou")
+    state.description = fs_description("alibaba-gn8-64")
+    state.export_description = export_description("alibaba-gn8-64")
     root = _node(tmp_path, base)
     result = run_bootstrap(tmp_path, "", root=root, PROVISION_CPFS_METADATA=f"{base}/latest")
     steps, order = result["state"]["steps"], result["state"]["order"]
-    assert order.index("cpfs-domain") < order.index("shared-mount")
-    assert steps["cpfs-domain"]["status"] == "ok" and steps["shared-mount"]["status"] == "ok", steps
-    assert any(DOMAIN in line for line in steps["cpfs-domain"]["tail"])
+    assert order.index("fs-domain") < order.index("shared-mount")
+    assert steps["fs-domain"]["status"] == "ok" and steps["shared-mount"]["status"] == "ok", steps
+    assert any(DOMAIN in line for line in steps["fs-domain"]["tail"])
     assert f"{DOMAIN}:/share" in result["log"]
     _no_secret(json.dumps(result["state"]) + (root / "var/log/provision-bootstrap.log").read_text())
