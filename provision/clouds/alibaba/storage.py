@@ -165,7 +165,7 @@ def build_storage(plan: ClusterPlan[AlibabaPlan], net: Network, parent: pulumi.R
 def _lookup_role(plan: ClusterPlan[AlibabaPlan], opts: pulumi.ResourceOptions) -> tuple[ram.Role, Any]:
     """The nodes' RAM role: trusted by ECS, allowed the two NAS reads of the boot lookup (no file system input)."""
     storage, name = plan.extra.storage, plan.name
-    assert isinstance(storage, Cpfs)  # noqa: S101 - the lookup role exists for CPFS only
+    assert storage is not None  # noqa: S101 - the lookup role exists with a shared file system only
     role = ram.Role(
         f"{name}-nodes-role",
         role_name=storage.lookup_role,
