@@ -64,6 +64,7 @@ STUBBED = [
     "sleep",
     "install",
     "tar",
+    "aws",
 ]
 
 STUB = """#!/bin/bash
@@ -82,6 +83,8 @@ STUB_DEFAULTS = {
     "STUB_OUT_getent": "ubuntu:x:1000:1000::/home/ubuntu:/bin/bash",
     "STUB_OUT_id": "ubuntu",
     "STUB_OUT_lsblk": "",
+    # `aws ssm get-parameter` of the FSx mount source (the fsx-source step), as the mocked cloud's FSx names it
+    "STUB_OUT_aws": "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com@tcp:/abcdefgh",
 }
 #: Directories an Ubuntu node has.
 NODE_DIRS = [

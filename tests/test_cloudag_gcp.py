@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
+import pytest
+from conftest import preview, stack_spec
 from nodekit import plan_of, run_bootstrap
 
+from provision.clouds.gcp import storage
 from provision.ops.nodes import mock_user_data
 
 
@@ -22,3 +26,30 @@ def test_a3_ultra_puts_the_gib_plugin_on_the_loader_path_of_every_process(tmp_pa
 def test_the_gib_tuner_config_of_the_machine_type_is_in_every_process_environment() -> None:
     env = plan_of("gcp-a3ultra-64").nccl_env
     assert env["NCCL_TUNER_CONFIG_PATH"] == "/usr/local/gib/configs/tuner_config_a3u.txtpb"
+
+
+@pytest.mark.parametrize(
+    ("stack", "kind"), [("gcp-a3ultra-64", "lustre"), ("gcp-a3-ci", "nfs"), ("gcp-a3high-16", "daos")]
+)
+def test_nodes_wait_for_the_filesystem_address_the_program_publishes(stack: str, kind: str, tmp_path: Path) -> None:
+    result = preview(stack_spec(stack))
+    (item,) = result.of_type("gcp:compute/projectMetadataItem:ProjectMetadataItem")
+    assert item.inputs["key"] == storage.shared_source_key(result.plan)
+    template = result.one("gcp:compute/regionInstanceTemplate:RegionInstanceTemplate").inputs["metadata"]["user-data"]
+    assert item.inputs["value"] not in template  # the template holds no filesystem output
+    lookup = storage._lookup(result.plan, kind)
+    assert all(line in template for line in lookup.splitlines())  # the storage-mount step starts with it
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in {"curl": 'cat "$ANSWER"', "sleep": "exit 0"}.items():
+        (bin_dir / name).write_text(f"#!/bin/bash\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    script = tmp_path / "lookup.sh"
+    script.write_text('pv_log() { echo "$*" >&2; }\n' + lookup + '\nprintf "%s" "$src"\n')
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "ANSWER": str(tmp_path / "answer")}
+    (tmp_path / "answer").write_text(item.inputs["value"])
+    found = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert (found.returncode, found.stdout) == (0, item.inputs["value"])
+    (tmp_path / "answer").write_text("10.0.0.1; reboot")  # not an address: never used, the step fails
+    bad = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1 and "no filesystem address" in bad.stderr

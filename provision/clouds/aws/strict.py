@@ -158,6 +158,15 @@ APIS: dict[str, Api] = {
     "aws:iam/rolePolicyAttachment:RolePolicyAttachment": Api(
         "iam", "AttachRolePolicy", aliases={"role": "RoleName", "policyArn": "PolicyArn"}
     ),
+    "aws:iam/rolePolicy:RolePolicy": Api(
+        "iam", "PutRolePolicy", aliases={"role": "RoleName", "policy": "PolicyDocument", "name": "PolicyName"}
+    ),
+    "aws:ssm/parameter:Parameter": Api(
+        "ssm",
+        "PutParameter",
+        aliases={"name": "Name", "type": "Type", "insecureValue": "Value", "description": "Description"},
+        autoname="name",
+    ),
     "aws:ec2/routeTableAssociation:RouteTableAssociation": Api("ec2", "AssociateRouteTable"),
     "aws:ec2/eipAssociation:EipAssociation": Api("ec2", "AssociateAddress"),
     "aws:autoscaling/schedule:Schedule": Api(

@@ -167,6 +167,8 @@ def resource(args: pulumi.runtime.MockResourceArgs, ctx: MockContext) -> tuple[s
         groups = [f"{API}/projects/{proj}/zones/{z}/instanceGroupManagers/gke-{inputs['name']}-{ctx.hex_id(rid, 8)}-grp"
                   for z in zones]  # fmt: skip
         out.update(instanceGroupUrls=groups, managedInstanceGroupUrls=groups, operation="", version="1.34.1-gke.1000")
+    elif typ == "gcp:compute/projectMetadataItem:ProjectMetadataItem":
+        rid = str(inputs["key"])  # the provider's id is the key (resource_compute_project_metadata_item.go)
     elif typ == "gcp:serviceaccount/iAMMember:IAMMember":
         rid = f"{inputs['serviceAccountId']}/{inputs['role']}/{inputs['member']}"
         out.update(etag=f"BwY{ctx.hex_id(rid, 9)}=")
