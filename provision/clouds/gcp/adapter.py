@@ -191,7 +191,10 @@ class GcpAdapter(Adapter[GcpPlan]):
         "(a node GKE re-creates gets a fresh duration; the GKE control plane stays until `down` or `reap`)"
     )
     sweeper: ClassVar[str | None] = None
-    preflight_asks: ClassVar[tuple[str, str] | None] = None
+    preflight_asks: ClassVar[tuple[str, str] | None] = (
+        "GCP project",
+        "enabled APIs, the machine type in the zone and the regional GPU quota",
+    )
     limits: ClassVar[Mapping[Limit, str]] = {
         Limit.PUBLIC_HEAD_NODE: "nodes are managed instance group members (one template): none gets an external IP; "
         "reach them through IAP (gcp.allow_iap_ssh) or a VPN",
