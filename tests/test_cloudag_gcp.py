@@ -53,3 +53,16 @@ def test_nodes_wait_for_the_filesystem_address_the_program_publishes(stack: str,
     (tmp_path / "answer").write_text("10.0.0.1; reboot")  # not an address: never used, the step fails
     bad = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 1 and "no filesystem address" in bad.stderr
+
+
+def test_a_gke_stockout_is_a_capacity_error_that_failover_retries() -> None:
+    from provision.clouds.failover import capacity_error
+    from provision.spec.errors import CapacityError, QuotaError
+
+    text = (
+        "Error waiting for creating GKE NodePool: All cluster resources were brought up, but: Current errors: "
+        "[GCE_STOCKOUT]: Instance 'gke-x-gpu-1' creation failed: The zone 'projects/p/zones/us-central1-a' does "
+        "not have enough resources available to fulfill the request."
+    )
+    err = capacity_error(text, "node pool")
+    assert isinstance(err, CapacityError) and not isinstance(err, QuotaError) and err.code == "GCE_STOCKOUT"
