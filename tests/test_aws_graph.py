@@ -7,6 +7,7 @@ import gzip
 import importlib
 import inspect
 import ipaddress
+import json
 from typing import Any
 
 import pytest
@@ -105,7 +106,10 @@ def test_launch_template_user_data_mounts_fsx_and_sets_timer(p5_64: Any) -> None
     script = gzip.decompress(raw).decode()  # gzip: cloud-init decompresses it; EC2's 16 KB limit is on the bytes
     assert len(raw) < 16 * 1024
     fs = p5_64.one(FSX).outputs
-    assert f"SHARED_SOURCE={fs['dnsName']}@tcp:/{fs['mountName']}" in script
+    # The nodes read the mount source at boot from the SSM parameter the program writes once FSx exists.
+    parameter = p5_64.one("aws:ssm/parameter:Parameter").inputs
+    assert parameter["insecureValue"] == f"{fs['dnsName']}@tcp:/{fs['mountName']}"
+    assert f"SHARED_SOURCE_PARAMETER={parameter['name']}" in script and fs["dnsName"] not in script
     assert '"fabric_devices": 32' in script
     assert "OnCalendar=2026-11-30 00:00:00 UTC" in script and "Persistent=true" in script
     assert "PRIVATE KEY" not in script
@@ -117,6 +121,12 @@ def test_node_role_is_least_privilege(p5_64: Any) -> None:
     role = p5_64.one("aws:iam/role:Role").inputs
     assert '"Service": "ec2.amazonaws.com"' in role["assumeRolePolicy"]
     assert "inlinePolicies" not in role and "managedPolicyArns" not in role
+    # One inline policy: read this cluster's FSx mount-source parameter, nothing else.
+    (inline,) = p5_64.of_type("aws:iam/rolePolicy:RolePolicy")
+    name = p5_64.one("aws:ssm/parameter:Parameter").inputs["name"]
+    assert json.loads(inline.inputs["policy"])["Statement"] == [
+        {"Effect": "Allow", "Action": "ssm:GetParameter", "Resource": f"arn:aws:ssm:us-east-1:*:parameter{name}"}
+    ]
     bounded = preview(spec(aws={"permissions_boundary_arn": "arn:aws:iam::123456789012:policy/gpu-boundary"}))
     assert bounded.one("aws:iam/role:Role").inputs["permissionsBoundary"].endswith(":policy/gpu-boundary")
 

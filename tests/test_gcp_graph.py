@@ -294,7 +294,7 @@ def test_lustre_over_private_services_access(mega: Any) -> None:
     fs = mega.one("gcp:lustre/instance:Instance").inputs
     addr = mega.one("gcp:compute/globalAddress:GlobalAddress").inputs
     conn = mega.one("gcp:servicenetworking/connection:Connection").inputs
-    host = mega.of_type(NETWORK)[0].outputs["id"]
+    host = next(r for r in mega.of_type(NETWORK) if r.name.endswith("-net-0")).outputs["id"]
     assert (addr["purpose"], addr["addressType"], addr["network"]) == ("VPC_PEERING", "INTERNAL", host)
     assert conn["service"] == "servicenetworking.googleapis.com"
     assert conn["reservedPeeringRanges"] == [mega.one("gcp:compute/globalAddress:GlobalAddress").outputs["name"]]
@@ -308,7 +308,11 @@ def test_lustre_over_private_services_access(mega: Any) -> None:
     assert shared["mount_command"] == (
         "sudo mkdir -p /shared && sudo mount -t lustre -o defaults 10.200.0.2@tcp:/llmtrain /shared"
     )
-    assert "10.200.0.2@tcp:/llmtrain /shared lustre" in mega.one(TEMPLATE).inputs["metadata"]["user-data"]
+    # The nodes read the address at boot from project metadata; the template holds only the lookup and fstab tail.
+    item = mega.one("gcp:compute/projectMetadataItem:ProjectMetadataItem").inputs
+    assert item["value"] == "10.200.0.2@tcp:/llmtrain"
+    user_data = mega.one(TEMPLATE).inputs["metadata"]["user-data"]
+    assert f"key={item['key']}" in user_data and "' /shared lustre defaults,_netdev 0 0'" in user_data
 
 
 def test_filestore_mount_is_nfs_without_psa() -> None:

@@ -59,6 +59,7 @@ NODE_COMMANDS = {
 }
 
 _HEREDOC_UNIT = re.compile(r"cat >\s*(/etc/systemd/system/[\w@.-]+)\s*<<-?'?(\w+)'?\n(.*?)\n\2\n", re.S)
+_FSTAB_REST = re.compile(r"""line="\$src"' (.*?)'$""", re.M)
 _ECHO_FSTAB = re.compile(r"echo (\S+|'[^']*') >> /etc/fstab")
 
 
@@ -99,13 +100,18 @@ def node_files(stack: str) -> tuple[dict[str, str], list[str]]:
     if plan.cloud == "gcp" and plan.storage is not None:  # GCP's mount scripts are rendered at deploy time
         from provision.clouds.gcp import storage
 
+        # The address comes from project metadata at boot (the $src the lookup sets): a mocked one here.
         kind = plan.storage.kind
-        if kind == "managed-lustre":
-            scripts.append(storage._fstab_mount(plan, "10.0.0.2@tcp:/lustrefs", "lustre", "lustre-client.sh"))
-        elif kind == "filestore":
-            scripts.append(storage._fstab_mount(plan, "10.0.0.3:/share", "nfs", None))
-        elif kind == "parallelstore":
-            scripts.append(storage._daos_mount(plan, ["10.0.0.4"]))
+        mounted = {
+            "managed-lustre": (
+                "10.0.0.2@tcp:/lustrefs",
+                lambda: storage._fstab_mount(plan, "lustre", "lustre-client.sh"),
+            ),
+            "filestore": ("10.0.0.3:/share", lambda: storage._fstab_mount(plan, "nfs", None)),
+            "parallelstore": ('["10.0.0.4"]', lambda: storage._daos_mount(plan)),
+        }
+        src, script = mounted[kind][0], mounted[kind][1]()
+        scripts.append(script.replace('"$line"', shlex.quote(src + " ".join([""] + _FSTAB_REST.findall(script)))))
     more_units, fstab = _from_scripts(scripts)
     units.update(more_units)
     env = _env_values(files.get("/etc/provision/bootstrap.env", ""))

@@ -182,9 +182,11 @@ def test_the_live_account_reads_the_sdk_models_it_gets(monkeypatch: Any) -> None
     assert account.usages("eastus") == {ND_FAMILY: (96.0, 100.0)}
 
 
-def test_the_dispatcher_has_no_live_check_for_clouds_without_one() -> None:
+def test_the_dispatcher_has_no_live_check_for_clouds_without_one(monkeypatch: Any) -> None:
+    from provision.clouds.gcp.adapter import GcpAdapter
     from provision.engine.preflight import preflight
 
+    monkeypatch.setattr(GcpAdapter, "preflight_asks", None)  # a cloud that declares no live check
     gcp = type("P", (), {"cloud": "gcp"})()
     assert preflight(gcp) == []  # type: ignore[arg-type]
 

@@ -203,6 +203,7 @@ DELETION_ORDER = [
     "internet-gateway",
     "vpc",
     "key-pair",
+    "ssm-parameter",
     "instance-profile",
     "iam-role",
 ]
@@ -221,6 +222,7 @@ DELETE_CALLS = {
     "delete_internet_gateway": "internet-gateway",
     "delete_vpc": "vpc",
     "delete_key_pair": "key-pair",
+    "delete_parameter": "ssm-parameter",
     "delete_instance_profile": "instance-profile",
     "delete_role": "iam-role",
     "delete_pod_identity_association": "eks-pod-identity",
@@ -248,6 +250,10 @@ def _every_kind(cluster: str, expires: datetime) -> None:
     igw = ec2.create_internet_gateway(TagSpecifications=spec("internet-gateway"))["InternetGateway"]
     ec2.attach_internet_gateway(InternetGatewayId=igw["InternetGatewayId"], VpcId=ids["vpc"])
     ec2.create_key_pair(KeyName=f"{cluster}-key", TagSpecifications=spec("key-pair"))
+    tags = [{"Key": t["Key"], "Value": t["Value"]} for t in _tags(cluster, expires)]
+    boto3.client("ssm", region_name=REGION).put_parameter(
+        Name=f"/provision/{cluster}/shared-source", Value="fs-1.fsx@tcp:/x", Type="String", Tags=tags
+    )
 
 
 def test_reaper_deletes_every_kind_through_its_own_call_in_dependency_order(aws) -> None:

@@ -36,6 +36,10 @@ STOCK_CODES = (
     "InsufficientHostCapacity",
     "InsufficientReservedInstanceCapacity",
     "ZONE_RESOURCE_POOL_EXHAUSTED",
+    # GKE node pools report a zone stock-out as "[GCE_STOCKOUT]: Instance ... creation failed: The zone ... does
+    # not have enough resources available to fulfill the request" (hashicorp/terraform-provider-google#6287).
+    "GCE_STOCKOUT",
+    "does not have enough resources available",
     "OverconstrainedAllocationRequest",
     "ZonalAllocationFailed",
     "AllocationFailed",

@@ -106,7 +106,8 @@ class SharedMount:
 
     ``source`` is ``host:/path`` when known at deploy time. Otherwise ``source_file`` names the file an earlier
     step writes on the node (one DNS name, checked again by the mount step) and ``source_path`` the export path;
-    the mount source is then ``<host>:<source_path>`` (Alibaba CPFS, whose export domain only the node can look up).
+    the mount source is then ``<host>:<source_path>`` (Alibaba CPFS, whose export domain only the node can look up);
+    without ``source_path`` the file holds the whole source, ``<host>@tcp:/<name>`` (AWS FSx, looked up at boot).
     """
 
     source: str
@@ -347,7 +348,8 @@ def render(
             values.add("SHARED_SOURCE", shared.source, "mount-source", "shared_fs.source")
         else:
             values.add("SHARED_SOURCE_FILE", shared.source_file, "path", "shared_fs.source_file")
-            values.add("SHARED_SOURCE_PATH", shared.source_path, "path", "shared_fs.source_path")
+            if shared.source_path:  # without it, the file holds the whole source (AWS: ``host@tcp:/name``)
+                values.add("SHARED_SOURCE_PATH", shared.source_path, "path", "shared_fs.source_path")
         values.add("SHARED_MOUNT", shared.mount, "path", "storage.shared.mount")
         values.add("SHARED_FSTYPE", shared.fstype, "fstype", "shared_fs.fstype")
         values.add("SHARED_OPTIONS", shared.options, "mount-options", "shared_fs.options")

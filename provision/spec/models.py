@@ -297,7 +297,7 @@ class AccessSpec(_Model):
         # Merge: an exact duplicate, or a network inside another listed one, adds nothing but a
         # second identical firewall rule (AWS refuses duplicate security-group rules).
         kept = []
-        for i, (c, net) in enumerate(zip(cidrs, nets, strict=True)):
+        for i, net in enumerate(nets):
             covered = any(
                 j != i
                 and other.version == net.version
@@ -306,7 +306,10 @@ class AccessSpec(_Model):
                 for j, other in enumerate(nets)
             )
             if not covered:
-                kept.append(c)
+                # The canonical CIDR text: a bare address becomes its /32 (/128). AWS's provider
+                # refuses a bare address in a security-group rule (terraform-provider-aws
+                # internal/verify/validate.go ValidateIPv4CIDRBlock: net.ParseCIDR).
+                kept.append(str(net))
         return tuple(kept)
 
 

@@ -8,11 +8,14 @@
 # $SHARED_SOURCE_FILE, which holds one DNS name; it is checked here as strictly as a rendered value.
 if [ -n "${SHARED_SOURCE_FILE:-}" ]; then
   host=$(head -n 1 "$R$SHARED_SOURCE_FILE" 2>/dev/null || true)
-  if ! [[ $host =~ ^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$ ]]; then
-    pv_log "$SHARED_SOURCE_FILE is missing or does not hold a DNS name (written by an earlier step)"
+  if [ -z "${SHARED_SOURCE_PATH:-}" ] && [[ $host =~ ^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?@tcp:/[A-Za-z0-9]{1,64}$ ]]; then
+    SHARED_SOURCE=$host # the whole Lustre source (AWS FSx: dns-name@tcp:/mount-name)
+  elif [ -n "${SHARED_SOURCE_PATH:-}" ] && [[ $host =~ ^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$ ]]; then
+    SHARED_SOURCE="$host:$SHARED_SOURCE_PATH"
+  else
+    pv_log "$SHARED_SOURCE_FILE is missing or does not hold a DNS name or mount source (written by an earlier step)"
     exit 1
   fi
-  SHARED_SOURCE="$host:$SHARED_SOURCE_PATH"
 fi
 [ -n "${SHARED_SOURCE:-}" ] || exit 0
 mnt="$R$SHARED_MOUNT"

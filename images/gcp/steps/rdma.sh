@@ -9,3 +9,10 @@ echo "deb [signed-by=/etc/apt/keyrings/gcp-ar-repo.gpg] ar+https://us-apt.pkg.de
 pv_apt update || exit 1
 pv_apt install --allow-downgrades "libnccl2=$NCCL_VERSION" "libnccl-dev=$NCCL_VERSION" "nccl-gib=$NCCL_GIB_VERSION" || exit 1
 apt-mark hold libnccl2 libnccl-dev nccl-gib >/dev/null
+# The plugin's directory on the loader's path of EVERY process, not only login shells: NCCL_NET=gIB is in
+# /etc/nccl.conf and /etc/environment, and NCCL refuses a named network whose plugin it cannot dlopen
+# ("network gIB not found"). Google adds the directory by hand wherever gIB runs (NeMo Dockerfile: ld.so.conf.d;
+# cluster-toolkit a3-ultragpu-8g run-nccl-tests.sh: LD_LIBRARY_PATH=/usr/local/gib/lib64).
+mkdir -p "$R/etc/ld.so.conf.d"
+echo /usr/local/gib/lib64 >"$R/etc/ld.so.conf.d/provision-gib.conf"
+ldconfig || exit 1

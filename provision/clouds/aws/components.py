@@ -41,11 +41,14 @@ class AwsCluster(pulumi.ComponentResource):
         net = network.build_network(plan, self)
         pg = nodes.placement_group(plan, self)
         sgs = network.build_security_groups(plan, net, self, placement=pg)
-        fs = storage.build_fsx(plan, net, sgs, self)
-        datalink.build_s3_link(plan, fs, self)
         identity = nodes.build_identity(plan, self)
         ami = nodes.image_id(plan, self)
-        lt = nodes.launch_template(plan, net, sgs, identity, ami, fs, pg, self)
+        # GPUs first: nothing of the node group waits for the file system; the nodes read its mount source at boot.
+        lt = nodes.launch_template(plan, net, sgs, identity, ami, pg, self)
+        fs = storage.build_fsx(plan, net, sgs, self)
+        datalink.build_s3_link(plan, fs, self)
+        if fs is not None:
+            nodes.shared_source_parameter(plan, fs, self)
         # The first node boots only once its profile reached EC2, its group's rules exist and egress works.
         waits = [identity.ready, *sgs.node_rules, *net.egress]
         gang: aws.ec2.Fleet | aws.autoscaling.Group = (

@@ -49,6 +49,31 @@ class Identity:
     ready: pulumi.Resource
 
 
+def shared_source_policy(plan: ClusterPlan[AwsPlan]) -> dict[str, Any]:
+    """``ssm:GetParameter`` on this cluster's mount-source parameter only (any account: the role is this one's)."""
+    arn = f"arn:{plan.extra.partition}:ssm:{plan.region}:*:parameter{userdata.shared_source_parameter(plan.name)}"
+    return {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": "ssm:GetParameter", "Resource": arn}],
+    }
+
+
+def shared_source_parameter(
+    plan: ClusterPlan[AwsPlan], fs: aws.fsx.LustreFileSystem, parent: pulumi.Resource
+) -> aws.ssm.Parameter:
+    """The FSx mount source where the nodes look it up at boot (written once the file system is AVAILABLE)."""
+    return aws.ssm.Parameter(
+        f"{plan.name}-shared-source",
+        name=userdata.shared_source_parameter(plan.name),
+        type="String",
+        description=f"provision {plan.name}: FSx mount source the nodes read at boot",
+        # Not secret (a DNS name): insecure_value keeps it readable in the state and the preview.
+        insecure_value=pulumi.Output.all(fs.dns_name, fs.mount_name).apply(lambda a: userdata.fsx_source(a[0], a[1])),
+        tags=tags(plan, "fsx"),
+        opts=_opts(parent),
+    )
+
+
 def build_identity(plan: ClusterPlan[AwsPlan], parent: pulumi.Resource) -> Identity:
     """A least-privilege node role (SSM Session Manager only) and the EC2 key pair for key 0."""
     n, inst = plan.name, plan.extra.instance
@@ -71,6 +96,14 @@ def build_identity(plan: ClusterPlan[AwsPlan], parent: pulumi.Resource) -> Ident
         policy_arn=f"arn:{partition}:iam::aws:policy/AmazonSSMManagedInstanceCore",
         opts=_opts(parent),
     )
+    if plan.extra.fsx is not None:
+        # The one call the fsx-source step makes: read this cluster's mount-source parameter, nothing else.
+        aws.iam.RolePolicy(
+            f"{n}-node-shared-source",
+            role=role.id,
+            policy=json.dumps(shared_source_policy(plan), sort_keys=True),
+            opts=_opts(parent),
+        )
     profile = aws.iam.InstanceProfile(f"{n}-node", role=role.name, tags=tags(plan, "node"), opts=_opts(parent))
     import pulumiverse_time  # the aws extra; imported here so `import provision` stays light
 
@@ -207,18 +240,14 @@ def launch_template(
     sgs: SecurityGroups,
     identity: Identity,
     ami: pulumi.Output[str],
-    fs: aws.fsx.LustreFileSystem | None,
     pg: aws.ec2.PlacementGroup | None,
     parent: pulumi.Resource,
 ) -> aws.ec2.LaunchTemplate:
     """One launch template for every node: the EFA layout, IMDSv2, encrypted root, user data, tags."""
     inst, market = plan.extra.instance, plan.extra.market
     nics = efa_interfaces(plan, [sgs.cluster.id], net.subnet_id)
-    if fs is not None:
-        source = pulumi.Output.all(fs.dns_name, fs.mount_name).apply(lambda a: userdata.fsx_source(a[0], a[1]))
-        script = source.apply(lambda s: userdata.render(plan, s))
-    else:
-        script = pulumi.Output.from_input(userdata.render(plan))
+    # No input from the file system: the nodes look its mount source up at boot (userdata.shared_source_parameter).
+    script = pulumi.Output.from_input(userdata.render(plan))
     pg_name = pg.name if pg is not None else plan.extra.placement_group.name
     node_tags = tags(plan, "node")
     return aws.ec2.LaunchTemplate(

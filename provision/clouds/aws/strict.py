@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import html
+import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -174,6 +175,15 @@ APIS: dict[str, Api] = {
     ),
     "aws:iam/rolePolicyAttachment:RolePolicyAttachment": Api(
         "iam", "AttachRolePolicy", aliases={"role": "RoleName", "policyArn": "PolicyArn"}
+    ),
+    "aws:iam/rolePolicy:RolePolicy": Api(
+        "iam", "PutRolePolicy", aliases={"role": "RoleName", "policy": "PolicyDocument", "name": "PolicyName"}
+    ),
+    "aws:ssm/parameter:Parameter": Api(
+        "ssm",
+        "PutParameter",
+        aliases={"name": "Name", "type": "Type", "insecureValue": "Value", "description": "Description"},
+        autoname="name",
     ),
     "aws:ec2/routeTableAssociation:RouteTableAssociation": Api("ec2", "AssociateRouteTable"),
     "aws:ec2/eipAssociation:EipAssociation": Api("ec2", "AssociateAddress"),
@@ -667,6 +677,35 @@ def profile_propagation_rules(res: Resource, ctx: MockContext) -> list[Violation
     return out
 
 
+#: The provider's own check of a security-group rule's address range, run before any API call.
+CIDR_SOURCE = (
+    "terraform-provider-aws internal/service/ec2/vpc_security_group_ingress_rule.go cidr_ipv4/cidr_ipv6 "
+    "validators -> internal/verify/validate.go ValidateIPv4CIDRBlock/ValidateIPv6CIDRBlock: net.ParseCIDR, "
+    "and the network address must equal the value (no host bits)"
+)
+
+
+def cidr_rules(res: Resource) -> list[Violation]:
+    """``cidrIpv4``/``cidrIpv6`` of a security-group rule: a network in CIDR form, host bits clear."""
+    if res.type not in SG_RULES:
+        return []
+    out: list[Violation] = []
+    for key, version in (("cidrIpv4", 4), ("cidrIpv6", 6)):
+        value = res.inputs.get(key)
+        if value is None or not isinstance(value, str):
+            continue
+        try:
+            net = ipaddress.ip_network(value, strict=True)
+            ok = "/" in value and net.version == version
+        except ValueError:
+            ok = False
+        if not ok:
+            out.append(
+                res.violation(key, value, f"an IPv{version} network in CIDR form, e.g. 203.0.113.5/32", CIDR_SOURCE)
+            )
+    return out
+
+
 def tag_rules(res: Resource, models: _Models) -> list[Violation]:
     """Tag keys and values within the limits EC2 documents for its ``Tag`` shape (parsed from the model)."""
     tag = models.service("ec2").shape_for("Tag")
@@ -693,7 +732,7 @@ def check(res: Resource, ctx: MockContext) -> list[Violation]:
     models = _models(ctx)
     api = APIS.get(res.type)
     out = [v for call in api.calls() for v in model_rules(res, call, models)] if api else []
-    out += tag_rules(res, models) + fsx_rules(res, models)
+    out += tag_rules(res, models) + fsx_rules(res, models) + cidr_rules(res)
     return out + fsx_dependency_rules(res, ctx) + profile_propagation_rules(res, ctx)
 
 

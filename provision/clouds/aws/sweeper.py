@@ -40,6 +40,15 @@ def _delete_file_system(sweeper: AwsSweeper, rid: str) -> None:
     sweeper._client("fsx", sweeper.region).delete_file_system(FileSystemId=rid)  # noqa: SLF001
 
 
+def _delete_parameter(sweeper: AwsSweeper, rid: str) -> None:
+    """An SSM parameter; its tagging-API id is the name without the leading ``/`` (``parameter/<name>``)."""
+    try:
+        sweeper._client("ssm", sweeper.region).delete_parameter(Name="/" + rid.lstrip("/"))  # noqa: SLF001
+    except Exception as e:  # noqa: BLE001
+        if not _gone(e):
+            raise
+
+
 def _delete_internet_gateway(sweeper: AwsSweeper, rid: str) -> None:
     """A gateway still attached to its VPC cannot be deleted: detach it first."""
     ec2 = sweeper._ec2()  # noqa: SLF001
@@ -302,6 +311,8 @@ AWS_KINDS: tuple[AwsKind, ...] = (
         ("describe_key_pairs", "KeyPairs", "KeyPairId"),
         types=("aws:ec2/keyPair:KeyPair",),
     ),
+    # The FSx mount source the nodes read at boot (provision/clouds/aws/nodes.py shared_source_parameter).
+    AwsKind("ssm-parameter", _delete_parameter, "ssm:parameter", types=("aws:ssm/parameter:Parameter",)),
     AwsKind("instance-profile", _delete_instance_profile, types=("aws:iam/instanceProfile:InstanceProfile",)),
     AwsKind("iam-role", _delete_role, types=("aws:iam/role:Role",)),
 )
@@ -313,6 +324,7 @@ DELETED_WITH: Mapping[str, str] = MappingProxyType(
         "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": "security-group",
         "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": "security-group",
         "aws:iam/rolePolicyAttachment:RolePolicyAttachment": "iam-role",
+        "aws:iam/rolePolicy:RolePolicy": "iam-role",  # an inline policy: _delete_role deletes it first
         # The scale-to-zero schedule of an EKS node group's own Auto Scaling group, which EKS deletes with it.
         "aws:autoscaling/schedule:Schedule": "eks-nodegroup",
         # A Pulumi-only timer (pulumiverse_time): nothing exists in the cloud.

@@ -1,7 +1,9 @@
 """AWS node user data: the common bootstrap plus AWS's steps (pure text; no SDK, no Pulumi).
 
-``nodes.py`` calls :func:`render` inside an ``Output.apply`` once the file system's DNS and mount names are known,
-and base64-encodes the result for the launch template. Nothing secret goes in: only public keys and addresses.
+The user data holds nothing the file system creates: the GPU nodes are requested first (a stock-out then costs no
+FSx creation and deletion), and each node looks the mount source up at boot from the SSM parameter
+:func:`shared_source_parameter` that the program writes once FSx exists, waiting for it (step ``fsx-source``).
+Nothing secret goes in: only public keys and names.
 """
 
 from __future__ import annotations
@@ -36,6 +38,18 @@ def extra_keys(plan: ClusterPlan[AwsPlan]) -> tuple[str, ...]:
     return keys
 
 
+#: On the node: where the ``fsx-source`` step writes the mount source it looked up.
+SHARED_SOURCE_FILE = "/var/lib/provision/shared-source"
+#: How long a node waits for the file system (FSx creation takes minutes: FSx for Lustre User Guide; the
+#: program's create timeout is 60 minutes, provision/clouds/aws/storage.py).
+FSX_WAIT_SECONDS = 3900
+
+
+def shared_source_parameter(cluster: str) -> str:
+    """The SSM parameter that holds the cluster's FSx mount source (a fixed name, so nodes need no output)."""
+    return f"/provision/{cluster}/shared-source"
+
+
 def fsx_source(dns_name: str, mount_name: str) -> str:
     """The Lustre mount source, ``fs-0123.fsx.us-east-1.amazonaws.com@tcp:/abcdefgh``."""
     return f"{dns_name}@tcp:/{mount_name}"
@@ -46,8 +60,8 @@ def fsx_efa(plan: ClusterPlan[AwsPlan]) -> bool:
     return plan.extra.fsx is not None and plan.extra.fsx.efa
 
 
-def render(plan: ClusterPlan[AwsPlan], fs_source: str | None = None) -> str:
-    """The full user data for ``plan``; ``fs_source`` is the FSx mount source, if any.
+def render(plan: ClusterPlan[AwsPlan]) -> str:
+    """The full user data for ``plan`` (the same before and after the file system exists).
 
     Raises:
         UnsafeValueError: a value fails its pattern.
@@ -55,11 +69,15 @@ def render(plan: ClusterPlan[AwsPlan], fs_source: str | None = None) -> str:
     values = base_values(plan)
     steps = [Step("fabric-manager", "aws/steps/fabric-manager.sh", every_boot=True)]
     shared = None
-    if plan.storage is not None and fs_source is not None:
+    if plan.storage is not None and plan.extra.fsx is not None:
+        values.add("SHARED_SOURCE_PARAMETER", shared_source_parameter(plan.name), "path", "aws.shared_source")
+        values.add("AWS_REGION_NAME", plan.region, "name", "region")
+        values.add("FSX_WAIT_SECONDS", str(FSX_WAIT_SECONDS), "int", "aws.fsx_wait")
+        steps.append(Step("fsx-source", "aws/steps/fsx-source.sh", timeout=FSX_WAIT_SECONDS + 300))
         if fsx_efa(plan):
             values.add("FSX_EFA_CLIENT_URL", FSX_EFA_CLIENT_URL, "url", "aws.fsx_efa")
             steps.append(Step("fsx-efa-client", "aws/steps/fsx-efa-client.sh"))
-        shared = SharedMount(fs_source, plan.storage.mount, "lustre", FSX_OPTIONS)
+        shared = SharedMount("", plan.storage.mount, "lustre", FSX_OPTIONS, source_file=SHARED_SOURCE_FILE)
     expires = plan.expires_at
     delay = plan.extra.lifetime.timer_delay_minutes
     if expires is not None and delay:
@@ -91,7 +109,5 @@ def encode(text: str) -> str:
 
 
 def mock_user_data(plan: ClusterPlan[AwsPlan]) -> str:
-    """The user data as the mocked cloud's nodes get it (an FSx source in the mocked cloud's format)."""
-    if plan.storage is None:
-        return render(plan)
-    return render(plan, fsx_source(f"fs-0123456789abcdef0.fsx.{plan.region}.amazonaws.com", "abcdefgh"))
+    """The user data as the mocked cloud's nodes get it (the same text as the real nodes)."""
+    return render(plan)

@@ -110,15 +110,29 @@ def tcpxo_env() -> dict[str, str]:
     }
 
 
-def rdma_env() -> dict[str, str]:
+#: The gIB plugin's tuner configuration per machine type, which set_nccl_env.sh sets for login shells only
+#: (Google's gpudirect-gib diagnostic image and Hypercomputer recipes: ``tuner_config_a4.txtpb`` on B200,
+#: ``tuner_config_a3u.txtpb`` on H200).
+GIB_TUNER_CONFIGS = {
+    "a3-ultragpu-8g": "/usr/local/gib/configs/tuner_config_a3u.txtpb",
+    "a4-highgpu-8g": "/usr/local/gib/configs/tuner_config_a4.txtpb",
+}
+#: Where the gIB plugin's libraries live; images/gcp/steps/rdma.sh puts it on the loader path (ld.so.conf.d)
+#: of every process, and containers need it mounted and on their own LD_LIBRARY_PATH.
+GIB_LIB_DIR = "/usr/local/gib/lib64"
+
+
+def rdma_env(machine_type: str = "") -> dict[str, str]:
     """GPUDirect RDMA with Google's gIB NCCL plugin (a3-ultragpu-8g, a4-highgpu-8g).
 
     Values: the gIB plugin's /usr/local/gib/scripts/set_nccl_env.sh as reproduced in Google's
     gpudirect-gib diagnostic image (NCCL_NET=gIB, adaptive routing, QPs per connection, traffic
-    classes); images/gcp/nccl-gib-profile.sh sources that script for every login shell, which adds the tuner
-    config matching the machine type.
+    classes, and the tuner config of the machine type), so that every process gets them, not only login
+    shells (images/gcp/nccl-gib-profile.sh).
     """
+    tuner = GIB_TUNER_CONFIGS.get(machine_type)
     return {
+        **({"NCCL_TUNER_CONFIG_PATH": tuner} if tuner else {}),
         "NCCL_NET": "gIB",
         "NCCL_SOCKET_IFNAME": A3U_HOST_IFNAMES,
         "NCCL_CROSS_NIC": "0",
@@ -178,7 +192,10 @@ class GcpAdapter(Adapter[GcpPlan]):
     )
     sweeper: ClassVar[str | None] = None
     slurm_controller: ClassVar[bool] = True
-    preflight_asks: ClassVar[tuple[str, str] | None] = None
+    preflight_asks: ClassVar[tuple[str, str] | None] = (
+        "GCP project",
+        "enabled APIs, the machine type in the zone and the regional GPU quota",
+    )
     limits: ClassVar[Mapping[Limit, str]] = {
         Limit.PUBLIC_HEAD_NODE: "nodes are managed instance group members (one template): none gets an external IP; "
         "reach them through IAP (gcp.allow_iap_ssh) or a VPN",
@@ -410,7 +427,7 @@ class GcpAdapter(Adapter[GcpPlan]):
         if fabric == "tcpxo":
             return tcpxo_env()
         if fabric == "rdma":
-            return rdma_env()
+            return rdma_env(offer.instance_type)
         # No GPU fabric (A2): NCCL's socket transport over the one gVNIC.
         return {"NCCL_SOCKET_IFNAME": "^lo,docker", "NCCL_CROSS_NIC": "0"}
 

@@ -21,7 +21,7 @@ from provision.clouds.gcp.hostkeys import GUEST_ATTRIBUTES
 from provision.clouds.gcp.layout import physical_name
 from provision.clouds.gcp.network import Networks, build_networks
 from provision.clouds.gcp.plan import GcpPlan, SpecificReservation
-from provision.clouds.gcp.storage import build_storage
+from provision.clouds.gcp.storage import build_storage, publish
 from provision.clouds.outputs import stack_outputs
 from provision.planning.plan import ClusterPlan
 
@@ -99,6 +99,8 @@ class GcpCluster(pulumi.ComponentResource):
             )
         policy = self._placement_policy(plan, child)
         self.shared = build_storage(plan, nets, self)
+        if self.shared.source is not None:
+            publish(plan, self.shared, self)
         # GCP deletes the VMs itself at the plan's expiry (termination time / run duration): no guest timer.
         user_data = pulumi.Output.from_input(self.shared.mount_script).apply(lambda m: userdata.render(plan, m or ""))
         compact = policy.self_link if policy is not None and extra.placement.kind == "compact-placement" else None
@@ -228,7 +230,7 @@ class GcpCluster(pulumi.ComponentResource):
             },
             labels=dict(plan.tags),
             project=extra.project,
-            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=self.shared.resources)),
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=self.shared.network)),
         )
 
     def _group(

@@ -84,6 +84,9 @@ COVERAGE: dict[str, Coverage] = {
         checked={"accountId": ACCOUNT_ID_SOURCE, "displayName": SA_SOURCE, "description": SA_SOURCE}
     ),
     "gcp:servicenetworking/connection:Connection": Coverage(checked={"deletionPolicy": PSA_SOURCE}),
+    "gcp:compute/projectMetadataItem:ProjectMetadataItem": Coverage(
+        checked={"key": METADATA_SOURCE, "value": METADATA_SOURCE}
+    ),
 }
 
 

@@ -181,6 +181,8 @@ def resource(args: pulumi.runtime.MockResourceArgs, ctx: MockContext) -> tuple[s
             nics.append({**nic, "name": f"nic{len(nics)}", "networkIp": ip, "accessConfigs": []})
         out.update(name=name, zone=zone, selfLink=f"{API}/{rid}", instanceId=ctx.num_id(rid), networkInterfaces=nics,
                    currentStatus="RUNNING")  # fmt: skip
+    elif typ == "gcp:compute/projectMetadataItem:ProjectMetadataItem":
+        rid = str(inputs["key"])  # the provider's id is the key (resource_compute_project_metadata_item.go)
     elif typ == "gcp:serviceaccount/iAMMember:IAMMember":
         rid = f"{inputs['serviceAccountId']}/{inputs['role']}/{inputs['member']}"
         out.update(etag=f"BwY{ctx.hex_id(rid, 9)}=")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -31,13 +31,71 @@ FSTAB_OPTIONS = "defaults,_netdev"
 FS_NAMES = {"managed-lustre": "Managed Lustre", "parallelstore": "Parallelstore", "filestore": "Filestore"}
 
 
+#: How long a node waits for the filesystem's address: its create timeout (90 minutes, below) and a margin.
+WAIT_SECONDS = 5700
+#: The address as each kind publishes it (checked on the node before use): Managed Lustre ``IP@tcp:/fs``,
+#: Filestore ``IP:/share``, Parallelstore a JSON list of access-point IPs.
+SOURCE_PATTERNS = {
+    "lustre": r"^[0-9]{1,3}(\.[0-9]{1,3}){3}@tcp:/[a-z][a-z0-9]{0,7}$",
+    "nfs": r"^[0-9]{1,3}(\.[0-9]{1,3}){3}:/[A-Za-z][A-Za-z0-9_]{0,31}$",
+    "daos": r'^\["[0-9.]{7,15}"(,"[0-9.]{7,15}"){0,15}\]$',
+}
+
+
+def shared_source_key(plan: ClusterPlan[GcpPlan]) -> str:
+    """The project metadata key that holds the filesystem's address (a fixed name: the nodes need no output).
+
+    Project metadata reaches every VM of the project through its metadata server, with no IAM role (Compute
+    Engine "About VM metadata": project metadata is "propagated to all VMs within a project"), so the node
+    service account gains no permission. Keys: letters, digits, '-', '_', at most 128 bytes.
+    """
+    return f"provision-{plan.name}-shared-source"
+
+
+def publish(plan: ClusterPlan[GcpPlan], shared: SharedFs, parent: pulumi.Resource) -> compute.ProjectMetadataItem:
+    """The project metadata entry the VM nodes wait for at boot (written once the filesystem exists).
+
+    GPUs first: the node template carries no filesystem output (the mount script is static text), so the MIG
+    is requested while the filesystem is still being created.
+    """
+    return compute.ProjectMetadataItem(
+        f"{plan.name}-shared-source",
+        key=shared_source_key(plan),
+        value=shared.source,
+        project=plan.extra.project,
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=shared.resources),
+    )
+
+
+def _lookup(plan: ClusterPlan[GcpPlan], kind: str) -> str:
+    """Shell lines that wait for the filesystem's address in project metadata and set ``src`` to it."""
+    return "\n".join(
+        [
+            f"key={shared_source_key(plan)}",
+            'url="http://metadata.google.internal/computeMetadata/v1/project/attributes/$key"',
+            f"re={shlex.quote(SOURCE_PATTERNS[kind])}",
+            f"tries={WAIT_SECONDS // 20}",
+            'until src=$(curl -fsS -H "Metadata-Flavor: Google" "$url") && [[ $src =~ $re ]]; do',
+            "  tries=$((tries - 1))",
+            '  if [ "$tries" -le 0 ]; then pv_log "no filesystem address in project metadata $key"; exit 1; fi',
+            "  sleep 20",
+            "done",
+        ]
+    )
+
+
 @dataclass
 class SharedFs:
     """What the component needs back: the ``shared_fs`` output and the node's mount script."""
 
     summary: Any  # Output[dict] or None
-    mount_script: Any  # Output[str] or ""
+    mount_script: str  # static text: it waits for the address in project metadata (no filesystem output)
     resources: list[pulumi.Resource]
+    #: What the nodes need of the storage's network (the private-services range, peering, firewall), never the
+    #: filesystem itself.
+    network: list[pulumi.Resource] = field(default_factory=list)
+    #: The address the VM nodes wait for at boot (:func:`publish`); ``None`` without a filesystem.
+    source: Any = None
 
 
 def resource_options(plan: ClusterPlan[GcpPlan], parent: pulumi.Resource, **kw: Any) -> pulumi.ResourceOptions:
@@ -118,7 +176,7 @@ def build_storage(plan: ClusterPlan[GcpPlan], nets: Networks, parent: pulumi.Res
         )
         fs, source = ml, ml.mount_point  # "IP@tcp:/FILESYSTEM"
         summary = source.apply(lambda s: shared_fs_summary(plan, s, "lustre", MOUNT_OPTIONS))
-        script = source.apply(lambda s: _fstab_mount(plan, s, "lustre", "lustre-client.sh"))
+        script = _fstab_mount(plan, "lustre", "lustre-client.sh")
     elif isinstance(st, Filestore):
         share = st.share
         nfs = filestore.Instance(
@@ -137,7 +195,7 @@ def build_storage(plan: ClusterPlan[GcpPlan], nets: Networks, parent: pulumi.Res
         )
         fs, source = nfs, nfs.networks.apply(lambda n: f"{(n[0].ip_addresses or [''])[0]}:/{share}")
         summary = source.apply(lambda s: shared_fs_summary(plan, s, "nfs", MOUNT_OPTIONS))
-        script = source.apply(lambda s: _fstab_mount(plan, s, "nfs", None))
+        script = _fstab_mount(plan, "nfs", None)
     else:
         daos = parallelstore.Instance(
             f"{plan.name}-daos",
@@ -153,24 +211,27 @@ def build_storage(plan: ClusterPlan[GcpPlan], nets: Networks, parent: pulumi.Res
         )
         fs = daos
         summary = daos.access_points.apply(lambda aps: _daos_summary(plan, list(aps or [])))
-        script = daos.access_points.apply(lambda aps: _daos_mount(plan, list(aps or [])))
-    return SharedFs(summary, script, [*created, fs])
+        source = daos.access_points.apply(lambda aps: json.dumps(list(aps or []), separators=(",", ":")))
+        script = _daos_mount(plan)
+    return SharedFs(summary, script, [*created, fs], list(created), source)
 
 
 def _snippet(name: str) -> str:
     return image_text(f"gcp/{name}")
 
 
-def _fstab_mount(plan: ClusterPlan[GcpPlan], source: str, fs_type: str, client: str | None) -> str:
+def _fstab_mount(plan: ClusterPlan[GcpPlan], fs_type: str, client: str | None) -> str:
     assert plan.storage is not None  # noqa: S101
     mount = shlex.quote(plan.storage.mount)
     install = _snippet(client) if client else "apt-get install -y -q nfs-common"
-    line = f"{source} {plan.storage.mount} {fs_type} {FSTAB_OPTIONS} 0 0"
+    rest = shlex.quote(f" {plan.storage.mount} {fs_type} {FSTAB_OPTIONS} 0 0")
     return "\n".join(
         [
+            _lookup(plan, fs_type),
             install,
             f"mkdir -p {mount}",
-            f"grep -qF {shlex.quote(line)} /etc/fstab || echo {shlex.quote(line)} >> /etc/fstab",
+            f'line="$src"{rest}',
+            'grep -qF "$line" /etc/fstab || echo "$line" >> /etc/fstab',
             f"mountpoint -q {mount} || mount {mount}",
             share_owner(plan, mount),
         ]
@@ -203,7 +264,7 @@ def _daos_summary(plan: ClusterPlan[GcpPlan], access_points: list[str]) -> dict[
     return summary
 
 
-def _daos_mount(plan: ClusterPlan[GcpPlan], access_points: list[str]) -> str:
+def _daos_mount(plan: ClusterPlan[GcpPlan]) -> str:
     assert plan.storage is not None  # noqa: S101
     mount = shlex.quote(plan.storage.mount)
     unit = f"""cat > /etc/systemd/system/provision-dfuse.service <<'UNIT'
@@ -221,7 +282,8 @@ WantedBy=multi-user.target
 UNIT"""
     return "\n".join(
         [
-            f"DAOS_ACCESS_POINTS={shlex.quote(json.dumps(access_points))}",
+            _lookup(plan, "daos"),
+            'DAOS_ACCESS_POINTS="$src"',
             _snippet("daos-client.sh"),
             f"mkdir -p {mount} && chmod 0755 {mount}",
             unit,

@@ -168,6 +168,7 @@ APIS: dict[str, Api] = {
 #: IAM binding carries only a role and a member, which IAM validates against the project at create.
 KNOWN = frozenset(APIS) | {
     "gcp:lustre/instance:Instance",
+    "gcp:compute/projectMetadataItem:ProjectMetadataItem",  # key and value: strict_provider.provider_rules
     "gcp:serviceaccount/account:Account",
     "gcp:projects/iAMMember:IAMMember",
     "gcp:serviceaccount/iAMMember:IAMMember",  # GKE Workload Identity binding: a role and a member, as above

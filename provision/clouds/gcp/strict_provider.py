@@ -47,6 +47,7 @@ SA_SOURCE = (
 )
 ACCOUNT_ID_SOURCE = "pulumi-gcp 10.2 serviceaccount.Account account_id docstring (IAM CreateServiceAccount)"
 
+PROJECT_METADATA_ITEM = "gcp:compute/projectMetadataItem:ProjectMetadataItem"
 _IAM_TYPES = ("gcp:projects/iAMMember:IAMMember", "gcp:serviceaccount/iAMMember:IAMMember")
 
 
@@ -65,6 +66,12 @@ def provider_rules(res: Resource) -> list[Violation]:
                     out.append(res.violation(f"{path}.{key}", key, f"keys must match {METADATA_KEY}", METADATA_SOURCE))
                 if len(str(value).encode()) > METADATA_VALUE_MAX:
                     out.append(res.violation(f"{path}.{key}", "...", "values are at most 256 KB", METADATA_SOURCE))
+    if res.type == PROJECT_METADATA_ITEM:  # one project metadata entry: the same key and value limits
+        key, value = res.inputs.get("key"), res.inputs.get("value")
+        if isinstance(key, str) and not re.fullmatch(METADATA_KEY, key):
+            out.append(res.violation("key", key, f"keys must match {METADATA_KEY}", METADATA_SOURCE))
+        if isinstance(value, str) and len(value.encode()) > METADATA_VALUE_MAX:
+            out.append(res.violation("value", "...", "values are at most 256 KB", METADATA_SOURCE))
     for labels in values_at(res.inputs, "nodeConfig.labels"):
         for key, value in (labels or {}).items() if isinstance(labels, Mapping) else ():
             if not re.fullmatch(KUBE_LABEL_KEY, str(key)) or not re.fullmatch(KUBE_LABEL_VALUE, str(value)):

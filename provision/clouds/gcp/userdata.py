@@ -80,7 +80,8 @@ def render(plan: ClusterPlan[GcpPlan], mount_script: str = "") -> str:
     shared_fstype = None
     if mount_script and plan.storage is not None:
         checked("path", plan.storage.mount, "storage.shared.mount")
-        steps.append(Step("storage-mount", text=STEP_HEADER + mount_script + "\n", timeout=3600))
+        # It waits up to storage.WAIT_SECONDS for the filesystem, then installs the client and mounts.
+        steps.append(Step("storage-mount", text=STEP_HEADER + mount_script + "\n", timeout=7200))
         shared_fstype = {"lustre": "lustre", "daos": "fuse"}.get(plan.storage.protocol, "nfs")
     nics = gpu_nics(plan)
     health = health_expectations(plan, shared_fstype=shared_fstype, gpu_nics=nics)
