@@ -53,10 +53,10 @@ def public_addresses(sources: Iterable[Any]) -> tuple[int, int]:
             continue
         count4 += net.num_addresses - sum(p.num_addresses for p in NON_PUBLIC_V4 if p.subnet_of(net))
     count6 = 0
-    for net in v6:
-        if net.subnet_of(GLOBAL_V6):
-            count6 += net.num_addresses
-        elif GLOBAL_V6.subnet_of(net):
+    for net6 in v6:
+        if net6.subnet_of(GLOBAL_V6):
+            count6 += net6.num_addresses
+        elif GLOBAL_V6.subnet_of(net6):
             count6 += GLOBAL_V6.num_addresses
     return count4, count6
 
