@@ -11,9 +11,9 @@ the new key too). Without a report from the cloud the first contact still record
 :func:`cloud_host_keys` reads the report: the ``host_keys`` output of the cluster (alias or rank
 to ``ssh-ed25519 <base64>``) when a program filled it, else the cloud's API with the user's
 credentials (:func:`read_from_cloud`): EC2 console output (:mod:`provision.clouds.aws.hostkeys`),
-Compute Engine guest attributes (:mod:`provision.clouds.gcp.hostkeys`). Azure
-(:mod:`provision.clouds.azure.hostkeys`) and Alibaba (:mod:`provision.clouds.alibaba.hostkeys`) have
-readers, used once the outputs name the nodes' scale set instances / instance ids.
+Compute Engine guest attributes (:mod:`provision.clouds.gcp.hostkeys`), ECS console output
+(:mod:`provision.clouds.alibaba.hostkeys`, by the instance ids in ``access.node_ids``). Azure
+(:mod:`provision.clouds.azure.hostkeys`) has a reader, used once the outputs name the nodes' scale sets.
 """
 
 from __future__ import annotations
