@@ -55,3 +55,61 @@ def test_an_alibaba_stack_exports_its_instance_ids_and_keys_are_read_through_ecs
     assert read_from_cloud(cluster) == {rank: keys[i] for rank, i in enumerate(ids)}
     assert asked == [(cluster.spec.region, i) for i in ids]
     assert cloud_host_keys(cluster) == {f"{cluster.spec.name}-{rank}": keys[i] for rank, i in enumerate(ids)}
+
+
+class FakeScaleSetVms:
+    """``ComputeManagementClient.virtual_machine_scale_set_vms`` in the SDK's shape (azure-mgmt-compute).
+
+    ``list(resource_group_name, virtual_machine_scale_set_name)`` yields ``VirtualMachineScaleSetVM`` s
+    (``instance_id``, ``os_profile.computer_name``); ``retrieve_boot_diagnostics_data(resource_group_name,
+    vm_scale_set_name, instance_id, sas_uri_expiration_time_in_minutes=)`` returns a
+    ``RetrieveBootDiagnosticsDataResult`` (``console_screenshot_blob_uri``, ``serial_console_log_blob_uri``).
+    """
+
+    def __init__(self, vms: dict[tuple[str, str], list[tuple[str, str]]]) -> None:
+        self.vms, self.asked = vms, []  # (group, scale set) -> [(instance id, computer name)]
+
+    def list(self, resource_group_name: str, virtual_machine_scale_set_name: str) -> Any:
+        for instance_id, name in self.vms[(resource_group_name, virtual_machine_scale_set_name)]:
+            yield SimpleNamespace(instance_id=instance_id, os_profile=SimpleNamespace(computer_name=name))
+
+    def retrieve_boot_diagnostics_data(
+        self,
+        resource_group_name: str,
+        vm_scale_set_name: str,
+        instance_id: str,
+        sas_uri_expiration_time_in_minutes: int,
+    ) -> Any:
+        self.asked.append((resource_group_name, vm_scale_set_name, instance_id))
+        uri = f"https://md-x.blob.core.windows.net/{vm_scale_set_name}/{instance_id}/serialconsole.log?sig=x"
+        return SimpleNamespace(console_screenshot_blob_uri=None, serial_console_log_blob_uri=uri)
+
+
+def test_an_azure_stack_names_its_scale_sets_and_keys_are_read_from_each_vms_serial_log(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from provision.clouds.azure import hostkeys as azure
+
+    cluster = _cluster("azure-ndh100-ci")
+    sets, hosts = cluster.outputs["scale_sets"], cluster.outputs["hosts"]
+    group, (vmss,) = sets["resource_group"], sets["names"]
+    subscription = sets["resource_group_id"].split("/")[2]
+    # Instance ids are the scale set's (not ranks); the list comes out of rank order, with a VM of no rank.
+    listed = [("7", hosts[1]), ("3", hosts[0]), ("9", "someone-else000009")]
+    vms = FakeScaleSetVms({(group, vmss): listed})
+    keys = {instance_id: _key() for instance_id, _ in listed}
+    made: list[str] = []
+
+    def client(sub: str) -> Any:
+        made.append(sub)
+        return SimpleNamespace(virtual_machine_scale_set_vms=vms)
+
+    def blob(uri: str) -> str:
+        return _console(keys[uri.split("/")[-2]])
+
+    monkeypatch.setattr(azure, "compute_client", client)
+    monkeypatch.setattr(azure, "download", blob)
+    assert read_from_cloud(cluster) == {0: keys["3"], 1: keys["7"]}
+    assert made == [subscription]
+    assert vms.asked == [(group, vmss, "7"), (group, vmss, "3")]  # the VM of no rank is not read
+    assert cloud_host_keys(cluster) == {f"{cluster.spec.name}-0": keys["3"], f"{cluster.spec.name}-1": keys["7"]}

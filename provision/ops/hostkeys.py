@@ -12,8 +12,9 @@ the new key too). Without a report from the cloud the first contact still record
 to ``ssh-ed25519 <base64>``) when a program filled it, else the cloud's API with the user's
 credentials (:func:`read_from_cloud`): EC2 console output (:mod:`provision.clouds.aws.hostkeys`),
 Compute Engine guest attributes (:mod:`provision.clouds.gcp.hostkeys`), ECS console output
-(:mod:`provision.clouds.alibaba.hostkeys`, by the instance ids in ``access.node_ids``). Azure
-(:mod:`provision.clouds.azure.hostkeys`) has a reader, used once the outputs name the nodes' scale sets.
+(:mod:`provision.clouds.alibaba.hostkeys`, by the instance ids in ``access.node_ids``), the boot
+diagnostics serial logs of the VMs of the scale sets the ``scale_sets`` output names
+(:mod:`provision.clouds.azure.hostkeys`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,13 @@ def read_from_cloud(cluster: Any) -> dict[int, str]:
     outputs = getattr(cluster, "outputs", None) or {}
     ids = [str(i or "") for i in (dict(outputs.get("access") or {}).get("node_ids") or [])]
     cloud = getattr(cluster.spec, "cloud", None)
-    if not ids or getattr(cluster, "mock", False):
+    if getattr(cluster, "mock", False):
+        return {}
+    if cloud == "azure" and outputs.get("scale_sets"):
+        from provision.clouds.azure import hostkeys as azure
+
+        return azure.read_scale_sets(dict(outputs))
+    if not ids:
         return {}
     if cloud == "aws":
         from provision.clouds.aws import hostkeys as aws
