@@ -113,3 +113,28 @@ def test_an_azure_stack_names_its_scale_sets_and_keys_are_read_from_each_vms_ser
     assert made == [subscription]
     assert vms.asked == [(group, vmss, "7"), (group, vmss, "3")]  # the VM of no rank is not read
     assert cloud_host_keys(cluster) == {f"{cluster.spec.name}-0": keys["3"], f"{cluster.spec.name}-1": keys["7"]}
+
+
+def test_a_gcp_stack_s_outputs_say_where_its_nodes_are_without_the_spec_naming_a_zone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from provision.clouds.gcp import hostkeys as gcp
+
+    outputs = shipped_preview("gcp-a3-ci").outputs
+    names = outputs["access"]["node_ids"]
+    # The spec as `provision` may hold it: no zone and no project of its own.
+    spec = SimpleNamespace(name="gcp-ci", cloud="gcp", region="us-central1", zone=None)
+    cluster = SimpleNamespace(spec=spec, mock=False, outputs=outputs)
+    keys = {n: _key() for n in names}
+    asked: list[tuple[str, str, str]] = []
+
+    def guest_attributes(project: str, zone: str, instance: str) -> dict[str, Any]:  # getGuestAttributes' body
+        asked.append((project, zone, instance))
+        items = [{"namespace": "hostkeys", "key": "ssh-ed25519", "value": keys[instance].split()[1]}]
+        return {"kind": "compute#guestAttributes", "queryPath": "hostkeys/", "queryValue": {"items": items}}
+
+    monkeypatch.setattr(gcp, "rest_fetch", guest_attributes)
+    assert read_from_cloud(cluster) == {rank: keys[n] for rank, n in enumerate(names)}
+    # The MIG's zone and the project, as the instances' internal DNS names in `hosts` report them.
+    assert asked == [("my-ml-project", "us-central1-a", n) for n in names]
+    assert [h.split(".")[1] for h in outputs["hosts"]] == ["us-central1-a"] * len(names)

@@ -52,9 +52,14 @@ def read_from_cloud(cluster: Any) -> dict[int, str]:
     if cloud == "gcp":
         from provision.clouds.gcp import hostkeys as gcp
 
+        # Where the MIG put the nodes, as the stack reports it: the hosts' internal DNS names
+        # (NAME.ZONE.c.PROJECT.internal), else the zone / project outputs; the spec last.
+        access = dict(outputs.get("access") or {})
+        dns = str((outputs.get("hosts") or [""])[0] or "").split(".")
+        zone, project = (dns[1], dns[3]) if len(dns) == 5 and dns[2] == "c" and dns[4] == "internal" else (None, None)
         options = cluster.spec.cloud_options() if callable(getattr(cluster.spec, "cloud_options", None)) else None
-        project = outputs.get("project") or getattr(options, "project", None)
-        zone = outputs.get("zone") or getattr(cluster.spec, "zone", None)
+        project = project or outputs.get("project") or access.get("project") or getattr(options, "project", None)
+        zone = zone or outputs.get("zone") or access.get("zone") or getattr(cluster.spec, "zone", None)
         if project and zone:
             return gcp.read_host_keys(ids, str(project), str(zone))
     if cloud == "alibaba":
