@@ -11,9 +11,10 @@ the new key too). Without a report from the cloud the first contact still record
 :func:`cloud_host_keys` reads the report: the ``host_keys`` output of the cluster (alias or rank
 to ``ssh-ed25519 <base64>``) when a program filled it, else the cloud's API with the user's
 credentials (:func:`read_from_cloud`): EC2 console output (:mod:`provision.clouds.aws.hostkeys`),
-Compute Engine guest attributes (:mod:`provision.clouds.gcp.hostkeys`). Azure
-(:mod:`provision.clouds.azure.hostkeys`) and Alibaba (:mod:`provision.clouds.alibaba.hostkeys`) have
-readers, used once the outputs name the nodes' scale set instances / instance ids.
+Compute Engine guest attributes (:mod:`provision.clouds.gcp.hostkeys`), ECS console output
+(:mod:`provision.clouds.alibaba.hostkeys`, by the instance ids in ``access.node_ids``), the boot
+diagnostics serial logs of the VMs of the scale sets the ``scale_sets`` output names
+(:mod:`provision.clouds.azure.hostkeys`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,13 @@ def read_from_cloud(cluster: Any) -> dict[int, str]:
     outputs = getattr(cluster, "outputs", None) or {}
     ids = [str(i or "") for i in (dict(outputs.get("access") or {}).get("node_ids") or [])]
     cloud = getattr(cluster.spec, "cloud", None)
-    if not ids or getattr(cluster, "mock", False):
+    if getattr(cluster, "mock", False):
+        return {}
+    if cloud == "azure" and outputs.get("scale_sets"):
+        from provision.clouds.azure import hostkeys as azure
+
+        return azure.read_scale_sets(dict(outputs))
+    if not ids:
         return {}
     if cloud == "aws":
         from provision.clouds.aws import hostkeys as aws
@@ -45,9 +52,14 @@ def read_from_cloud(cluster: Any) -> dict[int, str]:
     if cloud == "gcp":
         from provision.clouds.gcp import hostkeys as gcp
 
+        # Where the MIG put the nodes, as the stack reports it: the hosts' internal DNS names
+        # (NAME.ZONE.c.PROJECT.internal), else the zone / project outputs; the spec last.
+        access = dict(outputs.get("access") or {})
+        dns = str((outputs.get("hosts") or [""])[0] or "").split(".")
+        zone, project = (dns[1], dns[3]) if len(dns) == 5 and dns[2] == "c" and dns[4] == "internal" else (None, None)
         options = cluster.spec.cloud_options() if callable(getattr(cluster.spec, "cloud_options", None)) else None
-        project = outputs.get("project") or getattr(options, "project", None)
-        zone = outputs.get("zone") or getattr(cluster.spec, "zone", None)
+        project = project or outputs.get("project") or access.get("project") or getattr(options, "project", None)
+        zone = zone or outputs.get("zone") or access.get("zone") or getattr(cluster.spec, "zone", None)
         if project and zone:
             return gcp.read_host_keys(ids, str(project), str(zone))
     if cloud == "alibaba":

@@ -36,6 +36,9 @@ class AlibabaCluster(pulumi.ComponentResource):
         head_public_ip: node 0's EIP when ``access.public_head_node``, else ``None``.
         shared_fs: the ``shared_fs`` output (``Output[dict]``) or ``None``.
         image_id: the image the nodes boot (``Output[str]``): the pinned id, or the one-time lookup result.
+        node_ids: the ECS instance ids of the nodes by rank (``Output[list[str]]``): the outputs' ``access.node_ids``,
+            which :func:`provision.ops.hostkeys.read_from_cloud` reads the nodes' host keys by
+            (``GetInstanceConsoleOutput``, :mod:`provision.clouds.alibaba.hostkeys`).
     """
 
     def __init__(self, plan: ClusterPlan[AlibabaPlan], opts: pulumi.ResourceOptions | None = None) -> None:
@@ -78,6 +81,7 @@ class AlibabaCluster(pulumi.ComponentResource):
             for rank in range(plan.nodes)
         ]
         self.ips = pulumi.Output.all(*[n.private_ip for n in nodes]).apply(list)
+        self.node_ids = pulumi.Output.all(*[n.id for n in nodes]).apply(list)
         self.head_public_ip: Any = None
         if extra.public_head:
             eip = ecs.EipAddress(
@@ -207,6 +211,6 @@ class AlibabaCluster(pulumi.ComponentResource):
 def build(plan: ClusterPlan[AlibabaPlan]) -> dict[str, Any]:
     """Create the cluster component and return the stack outputs (plus ``image_pin``)."""
     cluster = AlibabaCluster(plan)
-    outputs = stack_outputs(plan, cluster.ips, cluster.head_public_ip, cluster.shared_fs)
+    outputs = stack_outputs(plan, cluster.ips, cluster.head_public_ip, cluster.shared_fs, node_ids=cluster.node_ids)
     outputs["image_pin"] = cluster.image_id
     return outputs

@@ -123,6 +123,11 @@ class AzureCluster(pulumi.ComponentResource):
         names = [h for isl in extra.islands for h in vmss_hostnames(isl.computer_name_prefix, isl.nodes)]
         hosts = pulumi.Output.all(*[vmss.id for vmss in self.scale_sets]).apply(lambda _: names)
         self.outputs = stack_outputs(plan, hosts, None, self.shared_fs.summary if self.shared_fs else None)
+        # What the host key reader needs (provision.clouds.azure.hostkeys.read_scale_sets): the group's id (it names
+        # the subscription) and the scale sets, whose VMs it lists (their instance ids are only known once they exist).
+        self.outputs["scale_sets"] = pulumi.Output.all(
+            self.resource_group.id, *[vmss.name for vmss in self.scale_sets]
+        ).apply(lambda a: {"resource_group": extra.resource_group, "resource_group_id": a[0], "names": list(a[1:])})
         self.register_outputs({"hostfile": self.outputs["hostfile"]})
 
     def _expiry_role(
