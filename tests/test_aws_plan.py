@@ -300,10 +300,13 @@ def test_adapter_module_imports_no_pulumi() -> None:
 
 def test_user_data_checks_efa_mounts_fsx_and_arms_the_timer() -> None:
     p = plan(lifetime={"ttl": "6h"}, storage={"shared": {"kind": "fsx-lustre", "tier": "SCRATCH_2"}})
-    script = userdata.render(p, userdata.fsx_source("fs-0abc.fsx.us-east-1.amazonaws.com", "abcdefgh"))
+    script = userdata.render(p)
     files = {f["path"]: f["content"] for f in parse(script)["write_files"]}
     assert json.loads(files["/etc/provision/health.json"])["fabric_devices"] == 32
-    assert "SHARED_SOURCE=fs-0abc.fsx.us-east-1.amazonaws.com@tcp:/abcdefgh" in files["/etc/provision/bootstrap.env"]
+    # GPUs first: no FSx output in the user data; the node reads the mount source from its SSM parameter at boot.
+    env = files["/etc/provision/bootstrap.env"]
+    assert f"SHARED_SOURCE_PARAMETER={userdata.shared_source_parameter(p.name)}" in env
+    assert "fsx.us-east-1.amazonaws.com" not in script
     assert "OnCalendar=2026-11-29 18:00:00 UTC" in files["/etc/systemd/system/provision-expiry.timer"]
     assert "FI_PROVIDER=efa" in files["/etc/provision/nccl.env"]
     assert "PRIVATE KEY" not in script

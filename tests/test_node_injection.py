@@ -76,7 +76,9 @@ def _hostile_plan(stack: str, field: str, value: str) -> Any:
 def _render(stack: str, plan: Any, source: str | None) -> str:
     cloud = plan.cloud
     if cloud == "aws":
-        return aws.render(plan, source or aws.fsx_source("fs-0abc.fsx.us-east-1.amazonaws.com", "abcdefgh"))
+        # The FSx source is read at boot from its SSM parameter (the fsx-source step checks it before use): a
+        # hostile value reaches the node through the `aws` stub's answer (see the shared_fs.source case).
+        return aws.render(plan)
     if cloud == "azure":
         return azure.render(
             plan, azure.mount_lines("lustre", source or "10.0.1.5@tcp:/lustrefs", plan.storage.mount, "noatime")
@@ -120,6 +122,14 @@ def test_hostile_strings_are_refused_or_inert(stack: str, field: str, data: Any,
     marker = tmp / MARKER_NAME
     value = data.draw(payloads(marker))
     try:
+        if field == "shared_fs.source" and stack.startswith("aws"):
+            text = _render(stack, plan_of(stack), None)
+            for path, script in scripts_of(text).items():
+                check = subprocess.run(["bash", "-n"], input=script, text=True, capture_output=True)
+                assert check.returncode == 0, (path, check.stderr)
+            run_bootstrap(tmp, text, STUB_OUT_aws=value)
+            assert not marker.exists(), f"{field}={value!r} ran its payload"
+            return
         if field == "shared_fs.source":
             text = _render(stack, plan_of(stack), value)
         else:

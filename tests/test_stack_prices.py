@@ -59,8 +59,10 @@ def test_the_gaps_are_unreadable_storage_prices_and_alibaba_sales_only_compute()
     assert fully_priced == [
         "alibaba-gn8-ci",
         "aws-p5-16",
+        "aws-p5-16-slurm",
         "aws-p5-ci",
         "azure-ndh100-ci",
+        "gcp-a3-16-slurm",
         "gcp-a3-64",
         "gcp-a3-64-gke",
         "gcp-a3-ci",

@@ -18,6 +18,7 @@ _MOCK = typer.Option(False, "--mock", help="The mocked cloud (volumes persist be
 volume_app = typer.Typer(
     help="Shared filesystems with their own lifetime, attached to clusters by storage.shared.volume.",
     no_args_is_help=True,
+    epilog="Example: provision volume create data.yaml --mock",
 )
 
 

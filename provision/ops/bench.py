@@ -38,12 +38,6 @@ PREFIX = "PROVISION_BENCH "
 TOKENS_PER_PARAM = 20
 #: Head dimension of the shape rule (Llama 2/3 use 128: arXiv:2307.09288 table 1).
 HEAD_DIM = 128
-#: A rank this much below the median MFU is named slow.
-SLOW_RANK = 0.8
-#: Peak memory above this share of the GPU is memory pressure.
-MEMORY_PRESSURE = 0.9
-#: A communication share above this points at the fabric or the layout.
-COMM_HEAVY = 0.3
 FAULTS = ("slow", "memory")
 
 

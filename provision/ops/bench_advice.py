@@ -16,7 +16,12 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from provision.ops.bench import COMM_HEAVY, MEMORY_PRESSURE, SLOW_RANK, BenchRequest
+#: A rank this much below the median MFU is named slow.
+SLOW_RANK = 0.8
+#: Peak memory above this share of the GPU is memory pressure.
+MEMORY_PRESSURE = 0.9
+#: A communication share above this points at the fabric or the layout.
+COMM_HEAVY = 0.3
 
 GIB = 2**30
 
@@ -79,7 +84,7 @@ def findings(cluster: Any, report: Any) -> list[str]:
     return out
 
 
-def hints(cluster: Any, req: BenchRequest, report: Any, sizing: Any) -> list[dict[str, str]]:
+def hints(cluster: Any, req: Any, report: Any, sizing: Any) -> list[dict[str, str]]:
     from provision.catalog import load_catalog
     from provision.planning.sizing.calibration import FP8_SOURCE, FP8_SPEEDUP
     from provision.planning.sizing.layout import layer_memory

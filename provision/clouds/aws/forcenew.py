@@ -125,6 +125,26 @@ FORCE_NEW: dict[str, ForceNew] = {
     "aws:eks/podIdentityAssociation:PodIdentityAssociation": ForceNew(
         ("clusterName", "namespace", "serviceAccount"), _TF.format("eks/pod_identity_association.go")
     ),
+    # The Slurm controller: placement, image and network attachment are fixed at launch (user data and the
+    # instance type change with a stop and start unless user_data_replace_on_change is set).
+    "aws:ec2/instance:Instance": ForceNew(
+        (
+            "ami",
+            "availabilityZone",
+            "subnetId",
+            "associatePublicIpAddress",
+            "privateIp",
+            "keyName",
+            "placementGroup",
+            "tenancy",
+            "ebsBlockDevices",
+            "ephemeralBlockDevices",
+            "networkInterfaces",
+        ),
+        _TF.format("ec2/ec2_instance.go"),
+    ),
+    "aws:iam/rolePolicy:RolePolicy": ForceNew(("name", "namePrefix", "role"), _TF.format("iam/role_policy.go")),
+    "aws:ssm/parameter:Parameter": ForceNew(("name",), _TF.format("ssm/parameter.go")),
 }
 
 #: Types whose replacement deletes and recreates GPU nodes.

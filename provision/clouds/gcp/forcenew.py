@@ -115,6 +115,14 @@ FORCE_NEW: dict[str, ForceNew] = {
         ("serviceAccountId", "role", "member", "condition"),
         "hashicorp/terraform-provider-google tpgiamresource (IAM member: every argument ForceNew)",
     ),
+    # The Slurm controller: its name, zone, project and disks are fixed at creation.
+    "gcp:compute/instance:Instance": ForceNew(
+        ("name", "zone", "project", "bootDisk", "scratchDisks"), _TF.format("compute/resource_compute_instance.go")
+    ),
+    # The nodes' shared-source entry: the key and project name it; the value is set in place.
+    "gcp:compute/projectMetadataItem:ProjectMetadataItem": ForceNew(
+        ("key", "project"), _TF.format("compute/resource_compute_project_metadata_item.go")
+    ),
 }
 
 #: Types whose replacement deletes and recreates GPU nodes.
