@@ -65,10 +65,10 @@ KEY_PAIR_TYPES = ("ssh-ed25519", "ssh-rsa")
 MAX_ALLOWED_CIDRS = 40
 #: The node timer fires this long after the ASG's scheduled scale-to-zero (the ASG path only).
 ASG_TIMER_DELAY_MINUTES = 15
-#: Raw user data may hold at most 16 KB (gzip-compressed here); the bootstrap itself takes about 13.3 KB compressed
+#: Raw user data may hold at most 16 KB (gzip-compressed here); the bootstrap itself takes about 13.6 KB compressed
 #: (aws-p5-64, with the nccl-tests, host-keys and fsx-source steps) and SSH keys barely compress, which leaves about
-#: 3 KB of keys (eight RSA-2048 or thirty ed25519 keys). tests/test_node_bar.py checks that keys at this limit fit.
-MAX_EXTRA_KEY_BYTES = 3000
+#: 2.6 KB of keys (six RSA-2048 or twenty-five ed25519 keys). tests/test_node_bar.py checks that keys at this limit fit.
+MAX_EXTRA_KEY_BYTES = 2600
 
 _RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{8,17}$")
 _AMI_ID = re.compile(r"^ami-[0-9a-f]{8,17}$")
