@@ -227,6 +227,9 @@ def run(a):
     sys.stdout.flush()
     os.write(sys.stdout.fileno(), (PREFIX + json.dumps(result, sort_keys=True) + "\n").encode())
     if world > 1:
+        # Every rank leaves together: a rank that tears gloo down while a peer is still in a collective aborts
+        # the peer ("terminate called without an active exception").
+        dist.barrier()
         dist.destroy_process_group()
     return result
 

@@ -260,14 +260,14 @@ def launch(
             return cluster, {"kind": kind, "runs_on": "all", "nodes": [], "line": line}
         return cluster, launch_command(cluster, kind, words[0], *words[1:])
 
-    cluster, cmd = run_command(as_json, plan)
+    cluster, command = run_command(as_json, plan)
     if print_only:
         if as_json:
-            emit_json(cmd)
+            emit_json(command)
         else:
-            where = "every node" if cmd["runs_on"] == "all" else f"the head node ({cmd['nodes'][0]})"
-            print(f"# {cmd['kind']} on {where}")
-            print(cmd["line"])
+            where = "every node" if command["runs_on"] == "all" else f"the head node ({command['nodes'][0]})"
+            print(f"# {command['kind']} on {where}")
+            print(command["line"])
         return
 
     def go() -> list[Any]:
@@ -282,15 +282,15 @@ def launch(
 
             synced = sync(cluster, workdir)
             _say_synced(synced, as_json)
-            cmd["line"] = f"cd {_cd(synced.run_in)} && {cmd['line']}"
+            command["line"] = f"cd {_cd(synced.run_in)} && {command['line']}"
         if kind == "cmd" or workdir:
             from provision.ops.exec import run_on_nodes
             from provision.ops.launch import ensure_prepared
 
             ensure_prepared(cluster)
-            where = "all" if cmd["runs_on"] == "all" else "head"
+            where = "all" if command["runs_on"] == "all" else "head"
             return run_on_nodes(
-                cluster, cmd["line"], nodes=where, on_line=None if as_json else _print_line, timeout=timeout
+                cluster, command["line"], nodes=where, on_line=None if as_json else _print_line, timeout=timeout
             )
         return run_launch(cluster, kind, words[0], words[1:], on_line=None if as_json else _print_line, timeout=timeout)
 
@@ -299,7 +299,7 @@ def launch(
 
     code = worst_exit(results)
     if as_json:
-        emit_json({**cmd, "exit_code": code, "nodes": [r.as_dict() for r in results]})
+        emit_json({**command, "exit_code": code, "nodes": [r.as_dict() for r in results]})
     raise typer.Exit(code)
 
 

@@ -145,7 +145,7 @@ def _nccl_hints(cluster: Any, report: Any) -> list[dict[str, str]]:
         f"the cluster's nccl_env output (provision outputs {cluster.spec.name} nccl_env) and the ranks' environment"
     )
     reported = [r for r in report.ranks if "fabric_env" in r]
-    wrong = {}
+    wrong: dict[str, Any] = {}
     for r in reported:
         for key, value in env.items():
             got = r["fabric_env"].get(key)

@@ -57,9 +57,9 @@ class ObjectStore(BaseModel):
 
 def object_store_problems(data: dict[str, Any]) -> list[Problem]:
     """The bucket's scheme must be the cluster's cloud's object store (checked on the raw spec mapping)."""
-    storage = data.get("storage") if isinstance(data.get("storage"), dict) else {}
-    shared = storage.get("shared") if isinstance(storage.get("shared"), dict) else {}
-    link = shared.get("object_store") if isinstance(shared.get("object_store"), dict) else {}
+    storage: dict[str, Any] = data["storage"] if isinstance(data.get("storage"), dict) else {}
+    shared: dict[str, Any] = storage["shared"] if isinstance(storage.get("shared"), dict) else {}
+    link: dict[str, Any] = shared["object_store"] if isinstance(shared.get("object_store"), dict) else {}
     uri, cloud = link.get("uri"), data.get("cloud")
     want = SCHEMES.get(cloud) if isinstance(cloud, str) else None
     out = []

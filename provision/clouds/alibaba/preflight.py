@@ -93,7 +93,7 @@ def alibaba_preflight(plan: ClusterPlan, account: AlibabaAccount | None = None) 
     assert isinstance(extra, AlibabaPlan), type(extra)  # noqa: S101 - only Alibaba plans come here
     account = account or RpcAccount.from_environment()
     problems: list[Problem] = []
-    zone, itype = plan.zone, plan.instance_type
+    zone, itype = plan.zone or "", plan.instance_type  # an Alibaba plan always has its vSwitch's zone
     stock = _type_stock(
         account.available_resource(plan.region, zone, itype, extra.charge_type, extra.spot_strategy), zone, itype
     )

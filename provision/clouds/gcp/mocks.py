@@ -170,15 +170,15 @@ def resource(args: pulumi.runtime.MockResourceArgs, ctx: MockContext) -> tuple[s
     elif typ == "gcp:compute/instance:Instance":  # the Slurm controller: the subnet's last address (nodes: first)
         zone = inputs.get("zone") or f"{ctx.region}-a"
         rid = f"projects/{proj}/zones/{zone}/instances/{name}"
-        nics = []
+        nics: list[dict[str, Any]] = []
         for nic in inputs.get("networkInterfaces") or []:
             subnet = next(
                 s
                 for s in ctx.find("gcp:compute/subnetwork:Subnetwork")
                 if s.outputs.get("selfLink") == nic.get("subnetwork")
             )
-            ip = str(ipaddress.ip_network(subnet.inputs["ipCidrRange"]).broadcast_address - 1)
-            nics.append({**nic, "name": f"nic{len(nics)}", "networkIp": ip, "accessConfigs": []})
+            last = str(ipaddress.ip_network(subnet.inputs["ipCidrRange"]).broadcast_address - 1)
+            nics.append({**nic, "name": f"nic{len(nics)}", "networkIp": last, "accessConfigs": []})
         out.update(name=name, zone=zone, selfLink=f"{API}/{rid}", instanceId=ctx.num_id(rid), networkInterfaces=nics,
                    currentStatus="RUNNING")  # fmt: skip
     elif typ == "gcp:compute/projectMetadataItem:ProjectMetadataItem":

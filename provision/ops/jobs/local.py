@@ -170,7 +170,7 @@ class LocalBackend:
     def logs(
         self, spec: JobSpec, ranks: Sequence[int], *, follow: bool, tail: int | None, on_line: LogCallback
     ) -> None:
-        handles = {}
+        handles: dict[int, list[Any]] = {}
         for rank in ranks:
             path = Path(self.job_dir(rank, spec.id)) / f"rank-{rank}.log"
             if tail is not None and path.exists():
