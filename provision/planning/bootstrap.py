@@ -373,24 +373,13 @@ def render(
     if len(set(names)) != len(names):
         raise ValueError(f"duplicate bootstrap steps: {names}")
 
-    manifest = []
     written: list[File] = [
         static_file(f"{LIB}/lib.sh", "common/lib.sh"),
         static_file(f"{LIB}/provision-bootstrap", "common/provision-bootstrap", "0755"),
         static_file(f"{LIB}/provision-health", "common/provision-health", "0755"),
     ]
-    for i, step in enumerate(order):
-        script = f"{i:02d}-{step.name}.sh"
-        written.append(File(f"{LIB}/steps/{script}", step.body(), "0755"))
-        manifest.append(
-            {
-                "name": step.name,
-                "script": script,
-                "every_boot": step.every_boot,
-                "critical": step.critical,
-                "timeout": step.timeout,
-            }
-        )
+    scripts, manifest = step_files(order)
+    written += scripts
     expect = health if health is not None else health_expectations(plan)
     written += [
         File("/etc/provision/bootstrap.env", values.render()),
@@ -411,6 +400,24 @@ def render(
         ],
     }
     return "#cloud-config\n" + yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=4096, allow_unicode=False)
+
+
+def step_files(order: list[Step]) -> tuple[list[File], list[dict[str, Any]]]:
+    """The numbered step scripts of ``order`` and their ``/etc/provision/steps.json`` entries, in run order."""
+    scripts, manifest = [], []
+    for i, step in enumerate(order):
+        script = f"{i:02d}-{step.name}.sh"
+        scripts.append(File(f"{LIB}/steps/{script}", step.body(), "0755"))
+        manifest.append(
+            {
+                "name": step.name,
+                "script": script,
+                "every_boot": step.every_boot,
+                "critical": step.critical,
+                "timeout": step.timeout,
+            }
+        )
+    return scripts, manifest
 
 
 def gzip_base64(text: str) -> str:

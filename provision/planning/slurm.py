@@ -405,6 +405,7 @@ def controller_user_data(plan: Any, pins: SlurmPins, *, login_keys: Sequence[str
         checked,
         expiry_units,
         static_file,
+        step_files,
     )
     from provision.spec.slurm import SlurmSpec
 
@@ -424,19 +425,8 @@ def controller_user_data(plan: Any, pins: SlurmPins, *, login_keys: Sequence[str
         static_file(f"{LIB}/lib.sh", "common/lib.sh"),
         static_file(f"{LIB}/provision-bootstrap", "common/provision-bootstrap", "0755"),
     ]
-    manifest = []
-    for i, step in enumerate(order):
-        script = f"{i:02d}-{step.name}.sh"
-        written.append(File(f"{LIB}/steps/{script}", step.body(), "0755"))
-        manifest.append(
-            {
-                "name": step.name,
-                "script": script,
-                "every_boot": step.every_boot,
-                "critical": step.critical,
-                "timeout": step.timeout,
-            }
-        )
+    scripts, manifest = step_files(order)
+    written += scripts
     written += [
         File("/etc/provision/bootstrap.env", values.render()),
         File("/etc/provision/steps.json", json.dumps({"steps": manifest}, indent=1) + "\n"),
