@@ -120,3 +120,38 @@ def test_container_job_unit_runs_the_runtime_setup_first_and_verifies(tmp_path: 
     text = unit.read_text()
     assert "User=" not in text and 'ExecStartPre=+/bin/bash -c "docker image inspect provision-runtime:' in text
     assert "$$" in text or "$" not in runtime_setup_script(runtime)
+
+
+@pytest.mark.parametrize("engine", ["systemd", "slurm"])
+def test_a_rank_ending_between_the_two_reads_is_not_read_as_lost(tmp_path: Path, engine: str) -> None:
+    """The status scripts ask the engine (systemctl / squeue) before they read the files: a fake engine that
+    finishes the rank when asked (writes its exit file, then says "ended") must read back as succeeded. Read in
+    the other order, the files show no exit and the engine says ended: "failed" with no exit code (a CI run
+    of tests/test_slurm_e2e.py caught this)."""
+    from provision.ops.jobs import slurm
+
+    root, bin_dir = tmp_path / "jobs", tmp_path / "bin"
+    job = root / SPEC.id
+    job.mkdir(parents=True)
+    bin_dir.mkdir()
+    spec = JobSpec(SPEC.id, "c2", "cmd", "true", (0,))
+    (job / "job.json").write_text(spec.to_json())
+    (job / "rank-0.started").write_text("100\n")
+    (job / "slurm.jobid").write_text("7\n")
+    finish = f'echo "0 150" > {job}/rank-0.exit\n'
+    tools = {
+        "systemctl": f"#!/bin/bash\n{finish}echo inactive\n",
+        "squeue": f"#!/bin/bash\n{finish}echo 'slurm_load_jobs error: Invalid job id specified' >&2; exit 1\n",
+    }
+    for name, text in tools.items():
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    script, parse = (STATUS_SCRIPT, parse_status) if engine == "systemd" else (slurm.STATUS_SCRIPT, slurm.parse_status)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+    out = subprocess.run(["bash", "-c", script, "status", str(root)], capture_output=True, text=True, env=env)
+    files, engine_state = parse(out.stdout)
+    got = files[SPEC.id]
+    assert engine_state[SPEC.id] in {"inactive", slurm.GONE}
+    found = {k: got[f"rank-0.{k}"] for k in ("started", "exit") if f"rank-0.{k}" in got}
+    status = rank_status(0, found, alive=False, cancelled=False)
+    assert (status.state, status.exit_code) == ("succeeded", 0)

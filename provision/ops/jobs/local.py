@@ -148,8 +148,8 @@ class LocalBackend:
         ranks = []
         for rank in spec.ranks:
             folder = Path(self.job_dir(rank, spec.id))
+            alive = _alive(self._supervisor(rank, spec.id))  # before the files: a rank ending now shows its exit
             files = {k: v for k in STATUS_FILES if (v := _read(folder / f"rank-{rank}.{k}")) is not None}
-            alive = _alive(self._supervisor(rank, spec.id))
             ranks.append(rank_status(rank, files, alive=alive, cancelled=(folder / "cancelled").exists()))
         return JobStatus(spec, tuple(ranks))
 

@@ -58,16 +58,18 @@ ENDED = frozenset(
 #: Per job folder under ``$1``: the small files as ``F <job> <name> <base64>`` and the Slurm job's
 #: state as ``A <job> <STATE>``: ``GONE`` once Slurm no longer knows the job (``Invalid job id``), ``UNKNOWN``
 #: when squeue could not answer (a busy or restarting slurmctld), which reads as still alive, never as ended.
+#: squeue is asked before the files are read: a job that ends between the two reads then shows its rank's
+#: ``exit`` file (written before the step ends), never "ended without an exit code" (read as lost, failed).
 STATUS_SCRIPT = r"""J="$1"; [ -d "$J" ] || exit 0
 for d in "$J"/*/; do id=$(basename "$d"); [ -f "$d/job.json" ] || continue
-  for f in "$d"job.json "$d"cancelled "$d"rank-*.started "$d"rank-*.pid "$d"rank-*.restarts "$d"rank-*.exit; do
-    [ -f "$f" ] && printf 'F %s %s %s\n' "$id" "$(basename "$f")" "$(head -c 65536 "$f" | base64 -w0)"
-  done
   s=GONE
   if [ -s "$d/slurm.jobid" ]; then
     if o=$(squeue -h -j "$(cat "$d/slurm.jobid")" -o %T 2>&1); then s=$(printf '%s\n' "$o" | head -n 1); s=${s:-GONE}
     else case "$o" in *"Invalid job id"*) s=GONE ;; *) s=UNKNOWN ;; esac; fi
   fi
+  for f in "$d"job.json "$d"cancelled "$d"rank-*.started "$d"rank-*.pid "$d"rank-*.restarts "$d"rank-*.exit; do
+    [ -f "$f" ] && printf 'F %s %s %s\n' "$id" "$(basename "$f")" "$(head -c 65536 "$f" | base64 -w0)"
+  done
   printf 'A %s %s\n' "$id" "$s"
 done"""
 

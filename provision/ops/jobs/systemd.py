@@ -27,13 +27,15 @@ UNIT_DIR = "/run/systemd/system"
 LIVE_STATES = ("active", "activating", "deactivating", "reloading")
 
 #: Reads back, per job folder: the small files as ``F <job> <name> <base64>`` and the unit's ActiveState
-#: as ``A <job> <state>``. ``$1`` is the jobs root.
+#: as ``A <job> <state>``. ``$1`` is the jobs root. The unit's state is read before the files, so a rank that
+#: ends between the two reads shows its ``exit`` file (written before the unit stops), never "lost".
 STATUS_SCRIPT = r"""J="$1"; [ -d "$J" ] || exit 0
 for d in "$J"/*/; do id=$(basename "$d"); [ -f "$d/job.json" ] || continue
+  a=$(systemctl show -P ActiveState "provision-job-$id.service" 2>/dev/null || echo unknown)
   for f in "$d"job.json "$d"cancelled "$d"rank-*.started "$d"rank-*.pid "$d"rank-*.restarts "$d"rank-*.exit; do
     [ -f "$f" ] && printf 'F %s %s %s\n' "$id" "$(basename "$f")" "$(head -c 65536 "$f" | base64 -w0)"
   done
-  printf 'A %s %s\n' "$id" "$(systemctl show -P ActiveState "provision-job-$id.service" 2>/dev/null || echo unknown)"
+  printf 'A %s %s\n' "$id" "$a"
 done"""
 
 
