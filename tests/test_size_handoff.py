@@ -121,3 +121,31 @@ def test_written_spec_carries_the_zone_plan_would_choose_and_a_cost_cap_plan_acc
     assert spec.get("zone") == (zones[0] if zones else None) == plan.zone
     assert spec["lifetime"]["max_cost_usd"] == math.ceil(plan.cost.lifetime_usd)
     assert "max_cost_usd" in note
+
+
+@pytest.mark.parametrize("cloud", ["aws", "gcp", "azure"])
+@pytest.mark.parametrize(("params", "tokens"), [("1B", "100B"), ("7B", "1T"), ("70B", "2T"), ("405B", "15T")])
+def test_written_storage_is_what_kind_auto_creates_and_writes_checkpoints_in_time(
+    cloud: str, params: str, tokens: str
+) -> None:
+    from provision.planning.resolve import resolve
+    from provision.spec import load_spec
+    from provision.spec.errors import ProblemCollector
+
+    def storage(data: dict) -> tuple[str, str, int, int | None]:
+        res = resolve(load_spec(data), load_catalog(), ProblemCollector())  # the catalog half of `plan`
+        assert res.storage is not None
+        return res.storage.kind, res.storage.tier, res.storage_size_gib, res.storage_throughput
+
+    report = size_training(params, tokens)
+    spec, notes = spec_for(report, cloud)
+    shared = spec["storage"]["shared"]
+    per_tib = math.ceil(report.storage.required_write_gbps * 1000 * 1024 / shared["size_gib"])
+    auto = {**spec, "storage": {"shared": {"kind": "auto", "size_gib": shared["size_gib"]}}}
+    auto["storage"]["shared"]["throughput_mbps_per_tib"] = per_tib
+
+    kind, tier, size, throughput = storage(spec)
+    assert (kind, tier, size) == storage(auto)[:3]
+    # The checkpoint the sizing wrote down fits in its window on what the spec creates.
+    assert throughput is None or throughput * size / 1024 >= report.storage.required_write_gbps * 1000
+    assert any(n.startswith(f"storage: {kind} {tier}") and "kind: auto" in n for n in notes)

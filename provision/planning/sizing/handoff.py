@@ -14,7 +14,7 @@ from provision.planning.access import EXAMPLE_KEY  # the shipped stacks' placeho
 from provision.planning.sizing.curve import curve
 from provision.planning.sizing.models import DEFAULT_DEADLINE_DAYS, SizingReport, format_count
 
-__all__ = ["curve", "deadline", "spec_for"]
+__all__ = ["auto_storage", "curve", "deadline", "spec_for"]
 
 #: The spec's TTL is the run's wall time plus this margin (restarts the goodput did not cover, evaluation).
 TTL_MARGIN = 1.10
@@ -64,11 +64,12 @@ def spec_for(report: SizingReport, cloud: str) -> tuple[dict[str, Any], list[str
         f"{option.wall_hours / 24 if option.wall_hours else 0:,.1f} days expected",
     ]
     fs = next((f for f in report.storage.filesystems if f.cloud == cloud and f.kind is not None), None)
-    if fs is not None:
-        shared: dict[str, Any] = {"kind": fs.kind, "tier": fs.tier, "size_gib": fs.size_gib, "mount": "/shared"}
-        if fs.throughput_mbps_per_tib and fs.kind in ("fsx-lustre", "managed-lustre"):
-            shared["throughput_mbps_per_tib"] = int(fs.throughput_mbps_per_tib)
-        spec["storage"] = {"shared": shared}
+    if fs is not None and fs.size_gib:
+        chosen = auto_storage(spec, fs.size_gib, report.storage.required_write_gbps)
+        if chosen is not None:
+            shared, why = chosen
+            spec["storage"] = {"shared": shared}
+            notes.append(why)
     if option.wall_hours:
         hours = math.ceil(option.wall_hours * TTL_MARGIN)
         if hours <= MAX_TTL_HOURS:
@@ -86,6 +87,40 @@ def spec_for(report: SizingReport, cloud: str) -> tuple[dict[str, Any], list[str
     spec["access"] = {"ssh_public_keys": [EXAMPLE_KEY]}
     notes.append("access.ssh_public_keys holds an EXAMPLE key: replace it with yours (and add allowed_cidrs)")
     return spec, notes
+
+
+def auto_storage(spec: dict[str, Any], size_gib: int, write_gbps: float) -> tuple[dict[str, Any], str] | None:
+    """The shared filesystem ``storage.shared.kind: auto`` chooses for ``spec`` at ``size_gib`` and the
+    checkpoint write rate, written out (kind, tier, size, throughput) with a note saying so; None when auto
+    finds nothing that fits.
+
+    The request is the sizing's size and the throughput per TiB that writes a checkpoint in time at that size;
+    the choice is :func:`provision.planning.resolve.resolve`'s, so the spec and a plan with ``kind: auto``
+    create the same service (same cheapest-fit rule, same node-image check).
+    """
+    from provision.planning.resolve import resolve
+    from provision.spec import load_spec
+    from provision.spec.errors import ProblemCollector, SpecError
+
+    per_tib = max(1, math.ceil(write_gbps * 1000 * 1024 / size_gib))
+    draft = {**spec, "storage": {"shared": {"kind": "auto", "size_gib": size_gib, "throughput_mbps_per_tib": per_tib}}}
+    try:
+        res = resolve(load_spec(draft), load_catalog(), ProblemCollector())
+    except SpecError:
+        return None
+    if res.storage is None or res.storage_size_gib is None:
+        return None
+    offer = res.storage
+    shared: dict[str, Any] = {"kind": offer.kind, "tier": offer.tier, "size_gib": res.storage_size_gib}
+    if offer.throughput_mbps_per_tib and res.storage_throughput:
+        shared["throughput_mbps_per_tib"] = res.storage_throughput
+    shared["mount"] = "/shared"
+    why = (
+        f"storage: {offer.kind} {offer.tier}, {res.storage_size_gib:,} GiB, the choice storage.shared.kind: auto "
+        f"makes for {size_gib:,} GiB at {per_tib} MB/s per TiB (a checkpoint in time)"
+    )
+    scratch = [w for w in res.warnings if "scratch tier" in w]
+    return shared, why + (f"; {scratch[0]}" if scratch else "")
 
 
 def deadline(report: SizingReport) -> float:
