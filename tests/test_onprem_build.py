@@ -353,10 +353,10 @@ def _costs_of(cat, build, run, lines):
         run_gpu_hours=run.compute.gpu_hours,
         server_typical_kw_total=build.power.it_kw_typical,
         infra_kw=0.0,
-        pue=run.inputs.pue,
-        electricity_usd_per_kwh=run.inputs.electricity_usd_per_kwh,
         utilisation=run.inputs.utilisation,
         clouds=tuple(c.model_dump(mode="json") for c in run.clouds),
+        tco=build.costs.tco,
+        it_kw_max=build.power.it_kw_max,
     )
 
 

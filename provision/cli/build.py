@@ -23,8 +23,16 @@ def wanted(build: bool, vendor: str | None, fabric: str | None, csv_path: str | 
     return bool(build or vendor or fabric or csv_path)
 
 
-def checked(build: bool, vendor: str | None, fabric: str | None, csv_path: str | None, size: Callable[[], T]) -> T:
-    """Run the sizing call; with --build, report its problems together with the build options' problems.
+def checked(
+    build: bool,
+    vendor: str | None,
+    fabric: str | None,
+    csv_path: str | None,
+    size: Callable[[], T],
+    tco: dict[str, Any] | None = None,
+) -> T:
+    """Run the sizing call; with --build, report its problems together with the build options' problems
+    (``tco``: the ownership-cost flags' text by flag name).
 
     Raises:
         SpecError: every problem found (exit 2).
@@ -40,7 +48,7 @@ def checked(build: bool, vendor: str | None, fabric: str | None, csv_path: str |
             Problem("--csv", csv_path, "is in a directory that does not exist", "create it or give another path")
         )
     try:
-        result = with_option_checks(size, vendor, fabric)
+        result = with_option_checks(size, vendor, fabric, tco)
     except SpecError as e:
         raise SpecError(e.message, problems=[*e.problems, *extra]) from None
     if extra:
@@ -48,12 +56,20 @@ def checked(build: bool, vendor: str | None, fabric: str | None, csv_path: str |
     return result
 
 
-def emit_build(report: Any, *, vendor: str | None, fabric: str | None, csv_path: str | None, as_json: bool) -> None:
+def emit_build(
+    report: Any,
+    *,
+    vendor: str | None,
+    fabric: str | None,
+    csv_path: str | None,
+    as_json: bool,
+    tco: dict[str, Any] | None = None,
+) -> None:
     """Plan the build for the sizing ``report`` and print it (tables, or one JSON document), writing --csv."""
     from provision.planning.onprem import plan_build
     from provision.planning.onprem.export import csv_text
 
-    build = run_command(as_json, lambda: plan_build(report, vendor=vendor, fabric=fabric))
+    build = run_command(as_json, lambda: plan_build(report, vendor=vendor, fabric=fabric, tco=tco))
     if csv_path is not None:
         path = Path(csv_path).expanduser()
         run_command(as_json, lambda: path.write_text(csv_text(build), encoding="utf-8"))
@@ -154,6 +170,13 @@ def print_build(b: dict[str, Any], csv_path: str | None = None) -> None:
                 ("capital (priced)", _usd(c["capex_priced_usd"])),
                 ("power / year", _usd(c["energy_usd_per_year"])),
                 ("support / year", f"{_usd(c['support_usd_per_year'])} ({c['support_percent']:g}% of priced capital)"),
+                ("colocation / year", _usd(c.get("colo_usd_per_year"))),
+                ("staff / year", _usd(c.get("staff_usd_per_year"))),
+                (
+                    "written off, 3 years",
+                    f"{_usd(c.get('capital_charged_priced_usd'))} of priced capital over {c['depreciation_years']:g} "
+                    f"years; book value left {_usd(c.get('residual_value_priced_usd'))}",
+                ),
                 (
                     "network share",
                     f"{c['network_share']:.0%} of priced capital (Epoch AI: ~19% on average)"
@@ -163,6 +186,26 @@ def print_build(b: dict[str, Any], csv_path: str | None = None) -> None:
             ],
         )
     )
+    if c.get("tco"):
+        out.print(
+            _kv(
+                "ownership (TCO) figures: each flag overrides its figure",
+                [
+                    (
+                        t["name"],
+                        escape(
+                            f"{t['value']:,.6g} {t['unit']} [{t['basis']}] "
+                            + (
+                                t["source"]
+                                if t["basis"] == "flag"
+                                else f"{t['source'].removeprefix('assumption: ')}; {t['flag']}"
+                            )
+                        ),
+                    )
+                    for t in c["tco"]
+                ],
+            )
+        )
     rent = _table(
         "3 years: own versus renting the same GPU-hours",
         [

@@ -67,11 +67,38 @@ def size(
     vendor: str | None = typer.Option(None, "--vendor", metavar="V", help="Server vendor: nvidia, dell, hpe, ..."),
     fabric: str | None = typer.Option(None, "--fabric", metavar="FABRIC", help="infiniband or roce."),
     csv_path: str | None = typer.Option(None, "--csv", metavar="FILE", help="Write the bill of materials as CSV."),
+    depreciation_years: str | None = typer.Option(
+        None, "--depreciation-years", metavar="YEARS", help="--build: years the hardware is written off over (3)."
+    ),
+    support_percent: str | None = typer.Option(
+        None, "--support-percent", metavar="PCT", help="--build: yearly support contract, % of capital."
+    ),
+    colo_usd_per_kw_month: str | None = typer.Option(
+        None, "--colo-usd-per-kw-month", metavar="USD", help="--build: colocation rent per kW-month (0: own site)."
+    ),
+    staff_fte: str | None = typer.Option(
+        None, "--staff-fte", metavar="N", help="--build: engineers running the cluster (default by GPU count)."
+    ),
+    staff_usd_per_fte_year: str | None = typer.Option(
+        None, "--staff-usd-per-fte-year", metavar="USD", help="--build: one engineer's loaded yearly cost."
+    ),
 ) -> None:
     """Size a training run: FLOPs, GPU-hours, memory per GPU, GPUs and time, clouds, storage, buy versus rent."""
     from provision.cli import build as onprem
     from provision.planning.sizing import size_training
 
+    tco = {
+        k: v
+        for k, v in {
+            "--depreciation-years": depreciation_years,
+            "--support-percent": support_percent,
+            "--colo-usd-per-kw-month": colo_usd_per_kw_month,
+            "--staff-fte": staff_fte,
+            "--staff-usd-per-fte-year": staff_usd_per_fte_year,
+        }.items()
+        if v is not None
+    }
+    build = build or bool(tco)  # the ownership-cost flags only make sense with a bill of materials
     report = run_command(
         as_json,
         lambda: onprem.checked(
@@ -99,10 +126,11 @@ def size(
                 pue=pue,
                 utilisation=utilisation,
             ),
+            tco,
         ),
     )
     if onprem.wanted(build, vendor, fabric, csv_path):
-        onprem.emit_build(report, vendor=vendor, fabric=fabric, csv_path=csv_path, as_json=as_json)
+        onprem.emit_build(report, vendor=vendor, fabric=fabric, csv_path=csv_path, as_json=as_json, tco=tco)
         return
     written = run_command(as_json, lambda: _write_spec(report, cloud, write_spec)) if write_spec else None
     if as_json:

@@ -25,6 +25,7 @@ from provision.planning.onprem.models import BuildReport, SizedRun
 from provision.planning.onprem.select import candidates, check_choice, configure, decide
 from provision.planning.onprem.software import software_stack
 from provision.planning.onprem.storage import CAPACITY_HEADROOM, plan_storage
+from provision.planning.onprem.tco import TcoOverrides, describe, parse_overrides, tco_figures
 from provision.spec.errors import Problem, SpecError
 
 T = TypeVar("T")
@@ -101,13 +102,17 @@ def option_problems(
     return found
 
 
-def with_option_checks(size: Callable[[], T], vendor: str | None, fabric: str | None) -> T:
-    """Run ``size()`` and report its input problems together with those of ``--vendor`` and ``--fabric``.
+def with_option_checks(
+    size: Callable[[], T], vendor: str | None, fabric: str | None, tco: dict[str, Any] | None = None
+) -> T:
+    """Run ``size()`` and report its input problems together with those of ``--vendor``, ``--fabric`` and the
+    ownership-cost flags (``tco``: flag to text, e.g. ``{"--staff-fte": "2"}``).
 
     Raises:
         SpecError: every problem found, sizing and build options alike.
     """
     found = option_problems(vendor, fabric)
+    found.extend(parse_overrides(tco or {})[1])
     try:
         result = size()
     except SpecError as e:
@@ -118,9 +123,16 @@ def with_option_checks(size: Callable[[], T], vendor: str | None, fabric: str | 
 
 
 def plan_build(
-    report: Any, *, vendor: str | None = None, fabric: str | None = None, cat: OnpremCatalog | None = None
+    report: Any,
+    *,
+    vendor: str | None = None,
+    fabric: str | None = None,
+    cat: OnpremCatalog | None = None,
+    tco: TcoOverrides | dict[str, Any] | None = None,
 ) -> BuildReport:
     """The bill of materials for the run ``report`` sized (a ``SizingReport`` or a :class:`SizedRun`).
+
+    ``tco`` overrides ownership-cost figures (a :class:`TcoOverrides`, or the flags' text by flag name).
 
     Raises:
         SpecError: --vendor, --fabric or the GPU cannot be built on premises, or the cluster exceeds a three-tier
@@ -129,6 +141,9 @@ def plan_build(
     cat = cat or load_onprem()
     run = report if isinstance(report, SizedRun) else sized_run(report)
     problems = option_problems(vendor, fabric, run.gpu, cat)
+    if isinstance(tco, dict):
+        tco, bad = parse_overrides(tco)
+        problems.extend(bad)
     if problems:
         raise SpecError("cannot build this cluster on premises", problems=problems)
     notes: list[str] = []
@@ -177,6 +192,9 @@ def plan_build(
     power = power.model_copy(update=_per_watt(server, decision.servers, max_kw, power.it_kw_max))
     lines += rack_lines(power.racks, power.liquid_cooling)
     infra_kw = sum(p.count * (p.max_w or 0.0) for p in others) / 1000
+    figures = tco_figures(
+        cat, electricity_usd_per_kwh=run.electricity_usd_per_kwh, pue=run.pue, gpus=decision.gpus, overrides=tco
+    )
     costs = plan_costs(
         cat,
         tuple(lines),
@@ -185,10 +203,10 @@ def plan_build(
         run_gpu_hours=run.gpu_hours,
         server_typical_kw_total=None if typical_kw is None else typical_kw * decision.servers,
         infra_kw=infra_kw,
-        pue=run.pue,
-        electricity_usd_per_kwh=run.electricity_usd_per_kwh,
         utilisation=run.utilisation,
         clouds=run.clouds,
+        tco=figures,
+        it_kw_max=power.it_kw_max,
     )
     software, software_source = software_stack(server.accelerator_vendor, kind, multi)
     if power.excluded:
@@ -213,7 +231,7 @@ def plan_build(
         costs=costs,
         software=software,
         software_source=software_source,
-        assumptions=_assumptions(cat, run, fab, notes),
+        assumptions=_assumptions(cat, run, fab, [*describe(figures), *notes]),
         warnings=tuple(warnings),
         catalog_version=cat.version,
     )
@@ -250,7 +268,6 @@ def _assumptions(cat: OnpremCatalog, run: SizedRun, fab: Any, notes: list[str]) 
         "servers_per_rack_max",
         "air_cooling_limit_kw",
         "typical_draw_fraction",
-        "support_percent_per_year",
         "commit_discount_3y_aws",
         "commit_discount_3y_gcp",
         "commit_discount_3y_azure",
@@ -271,7 +288,8 @@ def _assumptions(cat: OnpremCatalog, run: SizedRun, fab: Any, notes: list[str]) 
         "management: a converged north-south Ethernet network (2 x 200 GbE per device to two switches) and a 1 GbE "
         "out-of-band network; 3 head nodes for clusters",
         f"energy: servers at typical draw for {run.utilisation:.0%} of hours, the rest always on at maximum, x PUE "
-        f"{run.pue:g} at ${run.electricity_usd_per_kwh:g}/kWh",
+        f"at the power price (TCO figures below); owning = capital written off over the 3 years compared + 3 x "
+        "(energy + support + colocation on the IT maximum power + staff)",
         "renting the same GPU-hours: owned GPUs x 26,280 h x utilisation at each cloud's on-demand and spot GPU-hour "
         "price (cheapest region in the catalog); a 3-year commitment is billed for all 26,280 h",
         "parts without a published price are listed unpriced and left out of totals, never estimated",

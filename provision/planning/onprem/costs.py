@@ -1,6 +1,8 @@
-"""Capital by category, yearly power and support, and three years of owning against renting the same GPU-hours.
+"""Capital by category, yearly running costs, and three years of owning against renting the same GPU-hours.
 
-Owning for three years = capital + 3 x (energy + support). Energy: servers at typical draw for the busy share of
+Owning for three years = the capital written off in those years (straight-line over the depreciation period) +
+3 x (energy + support + colocation + staff); every figure is in ``CostPlan.tco`` with its basis (``tco.py``).
+Colocation is rent per kW of the build's IT maximum power. Energy: servers at typical draw for the busy share of
 hours (--utilisation) and the rest of the build at maximum all the time, times PUE, times the electricity price.
 Renting the same GPU-hours: the owned GPUs x 26,280 h x utilisation, at each cloud's on-demand and spot price per
 GPU-hour; a three-year commitment bills every hour whether used or not, so it is priced on all 26,280 h.
@@ -11,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from provision.catalog.onprem import OnpremCatalog
-from provision.planning.onprem.models import CATEGORIES, CostPlan, LineItem, RentRow
+from provision.planning.onprem.models import CATEGORIES, CostPlan, LineItem, RentRow, TcoFigure
+from provision.planning.onprem.tco import figure
 
 HOURS_PER_YEAR = 8760.0
 YEARS = 3
@@ -112,21 +115,31 @@ def plan_costs(
     run_gpu_hours: float,
     server_typical_kw_total: float | None,
     infra_kw: float,
-    pue: float,
-    electricity_usd_per_kwh: float,
     utilisation: float,
     clouds: tuple[dict[str, Any], ...],
+    tco: tuple[TcoFigure, ...],
+    it_kw_max: float | None,
 ) -> CostPlan:
-    """Capital, yearly running costs, the own-versus-rent table and the cost-over-time series."""
+    """Capital, yearly running costs, the own-versus-rent table and the cost-over-time series.
+
+    ``tco`` holds the ownership figures (power price, PUE, depreciation, support, colocation, staff);
+    ``it_kw_max`` is the IT capacity colocation rent is paid on (None: unknown, so is owning's cost).
+    """
     by, priced, unpriced = capex(lines)
     total = None if unpriced else priced
-    support_pct = cat.assumption("support_percent_per_year").value
+    pue, price = figure(tco, "PUE"), figure(tco, "power price")
+    support_pct = figure(tco, "support contract")
+    years = figure(tco, "depreciation period")
     support = priced * support_pct / 100
+    colo = it_kw_max * figure(tco, "colocation") * 12 if it_kw_max is not None else None
+    staff = figure(tco, "staff") * figure(tco, "staff cost")
+    charged = priced * min(YEARS, years) / years
     energy = None
     if server_typical_kw_total is not None:
         kwh = (server_typical_kw_total * utilisation + infra_kw) * HOURS_PER_YEAR * pue
-        energy = kwh * electricity_usd_per_kwh
-    floor_3y = priced + YEARS * (energy + support) if energy is not None else None
+        energy = kwh * price
+    running = energy + support + colo + staff if energy is not None and colo is not None else None
+    floor_3y = charged + YEARS * running if running is not None else None
     # Any unpriced line (a server, a switch, the racks) makes owning's cost unknown: no ratio is drawn from the
     # priced lines alone, which would understate owning by whatever the missing lines cost.
     own_3y = None if unpriced else floor_3y
@@ -187,8 +200,8 @@ def plan_costs(
             )
     rows.extend(_neocloud_rows(cat, sized_gpu, busy, gpus * HOURS_PER_YEAR * YEARS, own_3y, best))
     series: dict[str, tuple[float | None, ...]] = {}
-    if floor_3y is not None and energy is not None:
-        monthly = (energy + support) / 12
+    if floor_3y is not None and running is not None:
+        monthly = running / 12
         # Unpriced lines: the curve is the priced lines' floor and its name says so.
         series["own" if own_3y is not None else "own, priced lines only (a floor)"] = tuple(
             priced + monthly * m for m in MONTHS
@@ -211,4 +224,10 @@ def plan_costs(
         run_rent_usd=run_rent,
         months=MONTHS,
         series=series,
+        colo_usd_per_year=colo,
+        staff_usd_per_year=staff,
+        depreciation_years=years,
+        capital_charged_priced_usd=charged,
+        residual_value_priced_usd=priced - charged,
+        tco=tco,
     )

@@ -168,6 +168,17 @@ class RentRow(_Model):
     note: str = ""
 
 
+class TcoFigure(_Model):
+    """One ownership-cost figure, its unit, the flag that overrides it and where the value comes from."""
+
+    name: str
+    flag: str
+    value: float
+    unit: str
+    basis: Literal["flag", "source", "assumption"]
+    source: str
+
+
 class CostPlan(_Model):
     capex_by_category: dict[str, float | None]
     capex_usd: float | None
@@ -184,6 +195,14 @@ class CostPlan(_Model):
     run_rent_usd: dict[str, float | None]
     months: tuple[int, ...]
     series: dict[str, tuple[float | None, ...]]
+    colo_usd_per_year: float | None = None
+    staff_usd_per_year: float = 0.0
+    depreciation_years: float = 3.0
+    capital_charged_priced_usd: float | None = Field(
+        default=None, description="The priced capital written off over the 3 years compared (straight-line)."
+    )
+    residual_value_priced_usd: float = Field(default=0.0, description="Book value of the priced capital after 3 years.")
+    tco: tuple[TcoFigure, ...] = Field(default=(), description="Every ownership-cost figure, with its basis.")
 
 
 class SoftwareItem(_Model):
