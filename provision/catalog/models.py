@@ -37,6 +37,9 @@ FilesystemKind = Literal[
 ]
 FILESYSTEM_KINDS: tuple[str, ...] = get_args(FilesystemKind)
 
+#: What :meth:`InstanceOffer.capacity_price` calls a price that is a labelled estimate.
+ESTIMATE_BASIS = "ESTIMATE (no vendor price readable)"
+
 #: The month this catalog's per-month prices are divided over to give an hourly rate (planning/cost.py too).
 HOURS_PER_MONTH = 730.0
 
@@ -51,6 +54,19 @@ class Source(_Row):
     ref: str = Field(description="URL, or 'package==version path' for data shipped in a package.")
     retrieved: date = Field(description="When the figure was read.")
     covers: str = Field(description="Which fields this source backs, e.g. 'gpus, memory, vcpus'.")
+
+
+class PriceEstimate(_Row):
+    """A price nobody could read from the vendor, estimated by a stated method and labelled so wherever it is used.
+
+    Estimates err on the safe (high) side so that a cost cap built on one is not exceeded by the real bill;
+    ``provision catalog refresh`` replaces them with the vendor's figure where its price API is reachable.
+    """
+
+    usd: float = Field(gt=0, description="The estimate: USD per node-hour (instances) or per TiB-month (storage).")
+    method: str = Field(min_length=10, description="How the figure was made, so anyone can redo it.")
+    made: date = Field(description="When the estimate was made.")
+    sources: tuple[Source, ...] = Field(min_length=1, description="The figures the method starts from.")
 
 
 class RegionOffer(_Row):
@@ -70,6 +86,9 @@ class RegionOffer(_Row):
         "not sold on-demand (GCP bills reserved VMs at the machine type's list SKU rate).",
     )
     sales_only: bool = Field(default=False, description="Sold only through the vendor's sales team here.")
+    price_estimate: PriceEstimate | None = Field(
+        default=None, description="A labelled estimate per node-hour, used only where no price above is known."
+    )
 
 
 class InstanceOffer(_Row):
@@ -127,7 +146,14 @@ class InstanceOffer(_Row):
             return offer.reservation_price_per_hour_usd, "reservation list rate (before commitment discounts)"
         if capacity == "spot" and offer.spot_price_per_hour_usd is not None:
             return offer.spot_price_per_hour_usd, "recent spot price"
+        if offer.price_estimate is not None:
+            return offer.price_estimate.usd, ESTIMATE_BASIS
         return None, f"no {capacity} price for {self.instance_type} in {region} in the catalog"
+
+    def estimate(self, region: str, capacity: str) -> PriceEstimate | None:
+        """The labelled estimate that prices ``capacity`` in ``region``, or None when a real figure does."""
+        _, basis = self.capacity_price(region, capacity)
+        return self.regions[region].price_estimate if basis == ESTIMATE_BASIS else None
 
     @property
     def gpu_memory_total_gib(self) -> float:
@@ -194,6 +220,11 @@ class FilesystemOffer(_Row):
     price_per_mbps_month_usd: float | None = Field(
         default=None, ge=0, description="Extra charge per provisioned MB/s per month, where billed so."
     )
+    estimates_by_throughput: dict[int, PriceEstimate] = Field(
+        default_factory=dict,
+        description="Labelled estimates of USD per TiB-month by throughput tier (the baseline for fixed-throughput "
+        "tiers), used only where the vendor's price is unknown; they hold where the row's prices hold.",
+    )
     regions: tuple[str, ...] = Field(default=(), description="Regions where sold; empty means 'not restricted'.")
     priced_regions: tuple[str, ...] = Field(
         default=(),
@@ -249,7 +280,22 @@ class FilesystemOffer(_Row):
             return self.price_per_tib_month_by_throughput[throughput_mbps_per_tib]
         if self.price_per_tib_month_usd is None and self.local_price is not None:
             return self.local_price.usd_per_tib_month(HOURS_PER_MONTH)
+        if self.price_per_tib_month_usd is None:
+            guess = self.estimate_for(throughput_mbps_per_tib, region)
+            return guess.usd if guess is not None else None
         return self.price_per_tib_month_usd
+
+    def estimate_for(self, throughput_mbps_per_tib: int | None, region: str | None = None) -> PriceEstimate | None:
+        """The labelled estimate that prices this row at ``throughput_mbps_per_tib`` in ``region``; None when a
+        vendor figure does (or nothing does)."""
+        if not self.priced_in(region) or self.price_per_tib_month_usd is not None or self.local_price is not None:
+            return None
+        tier = throughput_mbps_per_tib
+        if tier is None and not self.throughput_mbps_per_tib and self.baseline_mbps_per_tib:
+            tier = int(self.baseline_mbps_per_tib)
+        if tier is None or tier in self.price_per_tib_month_by_throughput:
+            return None
+        return self.estimates_by_throughput.get(tier)
 
     def converted_price(self, region: str | None = None) -> LocalPrice | None:
         """The local-currency price a plan in ``region`` is converted from, or ``None`` when it uses a USD one."""

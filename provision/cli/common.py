@@ -146,7 +146,11 @@ def print_plan(summary: dict[str, Any]) -> None:
         ),
         ("image", f"{summary['image']['ref']} ({summary['image']['source']})"),
         *runtime_rows(summary.get("runtime")),
-        ("hourly", f"${cost['hourly_usd']:,.2f}/h" if cost["hourly_usd"] is not None else "unpriced"),
+        (
+            "hourly",
+            (f"${cost['hourly_usd']:,.2f}/h" if cost["hourly_usd"] is not None else "unpriced")
+            + (f" (includes ESTIMATES: {', '.join(cost['estimated'])})" if cost.get("estimated") else ""),
+        ),
         (
             "lifetime",
             f"{cost['lifetime_hours']:g} h, ~${cost['lifetime_usd']:,.2f}, expires {summary['expires_at']}"

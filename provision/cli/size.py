@@ -358,11 +358,13 @@ def print_report(r: dict[str, Any]) -> None:
             o["cloud"],
             f"{o['instance_type'] or '-'} {o['region'] or ''}".strip(),
             f"{o['gpus']} x {o['gpu']}" if o["gpu"] else "-",
-            _usd(o["hourly_usd"]),
-            _usd(o["total_usd"]),
+            _usd(o["hourly_usd"]) + ("*" if o.get("price_estimated") else ""),
+            _usd(o["total_usd"]) + ("*" if o.get("price_estimated") else ""),
             f"{o['wall_hours'] / 24:,.1f}" if o["wall_hours"] else "-",
         )
     out.print(clouds)
+    if any(o.get("price_estimated") for o in r["clouds"]):
+        out.print("  * a labelled ESTIMATE, not a vendor price (the cloud's note says how it was made)", markup=False)
     fabrics = ", ".join(f"{o['cloud']} {o['fabric_name']}" for o in r["clouds"] if o.get("fabric_name"))
     if fabrics:
         out.print(f"  fabric: {fabrics}", markup=False)

@@ -17,7 +17,7 @@ import math
 from datetime import date, datetime, timedelta
 
 from provision.catalog import Catalog, FilesystemOffer, InstanceOffer
-from provision.catalog.models import HOURS_PER_MONTH
+from provision.catalog.models import ESTIMATE_BASIS, HOURS_PER_MONTH, PriceEstimate
 from provision.planning.plan import CostEstimate
 from provision.spec import MAX_TTL, ClusterSpec
 from provision.spec.errors import BudgetError, Problem
@@ -49,6 +49,49 @@ def storage_hourly_usd(
     if offer.price_per_mbps_month_usd is not None and throughput_mbps_per_tib is not None:
         monthly += offer.price_per_mbps_month_usd * throughput_mbps_per_tib * size_gib / 1024
     return monthly / HOURS_PER_MONTH
+
+
+def estimated_parts(
+    spec: ClusterSpec, offer: InstanceOffer, storage: tuple[FilesystemOffer, int, int | None] | None
+) -> list[tuple[str, PriceEstimate]]:
+    """The parts a plan prices at a labelled catalog estimate, with the estimate (its figure, method and date)."""
+    out: list[tuple[str, PriceEstimate]] = []
+    if spec.lifetime.hourly_price_usd is None and spec.region in offer.regions:
+        guess = offer.estimate(spec.region, spec.capacity.type)
+        if guess is not None:
+            out.append((f"compute ({offer.instance_type})", guess))
+    if storage is not None:
+        fs, _, throughput = storage
+        guess = fs.estimate_for(throughput if fs.throughput_mbps_per_tib else None, spec.region)
+        if guess is not None:
+            out.append((f"storage ({fs.kind} {fs.tier})", guess))
+    return out
+
+
+def _estimate_lines(
+    spec: ClusterSpec, offer: InstanceOffer, storage: FilesystemOffer | None, cost: CostEstimate
+) -> list[str]:
+    """One line per part ``cost`` priced at an estimate: its figure, how and when it was made, what replaces it."""
+    found: list[tuple[str, PriceEstimate, str]] = []
+    for name in cost.estimated:
+        if name.startswith("compute"):
+            guess = offer.estimate(spec.region, spec.capacity.type) if spec.region in offer.regions else None
+            if guess is not None:
+                found.append((name, guess, "per node-hour; set lifetime.hourly_price_usd to the price you pay"))
+        elif storage is not None and storage.estimates_by_throughput:
+            shared = spec.storage.shared
+            want = shared.throughput_mbps_per_tib if shared is not None else None
+            by_tier = storage.estimates_by_throughput
+            guess = by_tier.get(want) if want in by_tier else next(iter(by_tier.values()))
+            if storage.baseline_mbps_per_tib and not storage.throughput_mbps_per_tib:
+                guess = by_tier.get(int(storage.baseline_mbps_per_tib), guess)
+            found.append((name, guess, "per TiB-month; the bill may differ from it"))
+    return [
+        f"{name} is priced at an ESTIMATE, not a vendor figure: ${guess.usd:,.2f} {unit} (made "
+        f"{guess.made.isoformat()}; {guess.method}); `provision catalog refresh` replaces it with the vendor's "
+        "price where its price API is reachable."
+        for name, guess, unit in found
+    ]
 
 
 def network_parts(catalog: Catalog, cloud: str, region: str, nodes: int) -> list[tuple[str, float | None]]:
@@ -87,6 +130,8 @@ def price_basis_warnings(
             f"the {rate.authority} of {rate.rate_date.isoformat()} (1 USD = {1 / rate.usd_per_unit:.4f} "
             f"{local.currency}), so the USD figure moves with the exchange rate."
         )
+    if cost is not None:
+        out.extend(_estimate_lines(spec, offer, storage, cost))
     out.extend(_contract_price_warnings(spec, offer))
     if spec.capacity.type != "on-demand" and spec.lifetime.hourly_price_usd is None:
         price, basis = offer.capacity_price(spec.region, spec.capacity.type)
@@ -127,8 +172,8 @@ def _contract_price_warnings(spec: ClusterSpec, offer: InstanceOffer) -> list[st
     A type sold only through the vendor's sales team has no public price; its price is the user's contract
     figure (``lifetime.hourly_price_usd``), never one the catalog makes up.
     """
-    listed, _ = offer.capacity_price(spec.region, spec.capacity.type)
-    if listed is not None:
+    listed, basis = offer.capacity_price(spec.region, spec.capacity.type)
+    if listed is not None and basis != ESTIMATE_BASIS:
         return []
     region = offer.regions.get(spec.region)
     sales_only = region is not None and region.sales_only
@@ -143,7 +188,8 @@ def _contract_price_warnings(spec: ClusterSpec, offer: InstanceOffer) -> list[st
         return [
             f"{offer.instance_type} has no public price: {spec.cloud} sells it in {spec.region} only through its "
             "sales team, so the nodes cost what your contract says; set lifetime.hourly_price_usd to that price "
-            "per node-hour to count them in the estimate and under a cost cap."
+            "per node-hour to count them in the estimate and under a cost cap"
+            + (" instead of the catalog's labelled ESTIMATE." if listed is not None else ".")
         ]
     return []
 
@@ -242,7 +288,7 @@ def _check_unpriced_override(spec: ClusterSpec, offer: InstanceOffer, per_node: 
 def _check_override(spec: ClusterSpec, offer: InstanceOffer, per_node: float) -> None:
     """Refuse ``lifetime.hourly_price_usd`` below the catalog's price (on-demand) or its deepest discount."""
     listed, what = offer.capacity_price(spec.region, spec.capacity.type)
-    if listed is None:
+    if listed is None or what == ESTIMATE_BASIS:  # an estimate is no floor for the price a contract gives
         _check_unpriced_override(spec, offer, per_node)  # the override is the only price there is
         return
     on_demand = spec.capacity.type == "on-demand"
@@ -333,6 +379,7 @@ def estimate(
             *(["kubernetes"] if sched is None else []),
         ]
     )
+    estimated = tuple(name for name, _ in estimated_parts(spec, offer, storage))
     hourly = None if compute is None else compute + (fs or 0.0) + (net or 0.0) + (sched or 0.0)
     lifetime_hours = spec.lifetime.ttl.total_seconds() / 3600 if spec.lifetime.ttl else None
     cap = spec.lifetime.max_cost_usd
@@ -346,6 +393,7 @@ def estimate(
         scheduler_hourly_usd=_round(sched) if scheduler else None,
         hourly_usd=_round(hourly),
         unpriced=unpriced,
+        estimated=estimated,
         lifetime_hours=_round(lifetime_hours),
         lifetime_usd=_round(lifetime_usd),
     )

@@ -116,6 +116,11 @@ class CostEstimate(_Frozen):
     )
     hourly_usd: float | None
     unpriced: tuple[str, ...] = Field(description="Parts with no known price, e.g. 'compute'.")
+    estimated: tuple[str, ...] = Field(
+        default=(),
+        description="Parts priced at a labelled catalog ESTIMATE (no vendor figure readable), e.g. "
+        "'storage (amlfs AMLFS-Durable-Premium-250)'; counted in the totals and the cap.",
+    )
     lifetime_hours: float | None = Field(description="TTL, or the lifetime the cost cap allows.")
     lifetime_usd: float | None
 

@@ -283,7 +283,14 @@ def _auto_storage(spec: ClusterSpec, catalog: Catalog, res: Resolution, found: P
             f"storage.shared.kind auto chose {best.offer.kind} {best.offer.tier} (${best.hourly_usd:,.2f}/h), the "
             f"cheapest priced fit; {names} also fit but have no catalog price and were not compared."
         )
-    elif best.hourly_usd is None:
+    if best.hourly_usd is not None and best.offer.estimate_for(
+        best.throughput_mbps_per_tib if best.offer.throughput_mbps_per_tib else None, spec.region
+    ):
+        res.warnings.append(
+            f"storage.shared.kind auto compared {best.offer.kind} {best.offer.tier} at its labelled ESTIMATE (no "
+            "vendor price readable); set storage.shared.kind to choose another service."
+        )
+    if best.hourly_usd is None:
         res.warnings.append(
             f"storage.shared.kind auto chose {best.offer.kind} {best.offer.tier}: no fitting {spec.cloud} filesystem "
             "has a catalog price, so the choice follows the smallest size, then the cloud's parallel filesystem."

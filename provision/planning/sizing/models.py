@@ -6,7 +6,7 @@ import math
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, WithJsonSchema
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 # Defined beside the curve (which the figure draws, and which must not import this module); re-exported here.
 from provision.planning.sizing.curve import format_count as format_count
@@ -231,6 +231,9 @@ class CloudOption(_Model):
     node_hourly_usd: float | None = None
     hourly_usd: float | None = None
     total_usd: float | None = None
+    price_estimated: bool = Field(
+        default=False, description="The node price is the catalog's labelled ESTIMATE (no vendor price readable)."
+    )
     notes: tuple[str, ...] = ()
 
 
@@ -244,6 +247,7 @@ class FilesystemChoice(_Model):
     throughput_mbps_per_tib: float | None = None
     write_gbps: float | None = None
     hourly_usd: float | None = None
+    price_estimated: bool = Field(default=False, description="Priced at the catalog's labelled ESTIMATE.")
     note: str
 
 

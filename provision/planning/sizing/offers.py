@@ -6,7 +6,7 @@ import math
 from typing import Any, Literal
 
 from provision.catalog import Catalog, FilesystemOffer, GpuModel, InstanceOffer
-from provision.catalog.models import CLOUDS
+from provision.catalog.models import CLOUDS, PriceEstimate
 from provision.planning.cost import HOURS_PER_MONTH, storage_hourly_usd
 from provision.planning.sizing.estimates import (
     _choose_gpus,
@@ -43,6 +43,15 @@ def _cheapest_region(offer: InstanceOffer) -> tuple[str | None, float | None]:
         return (min(offer.regions) if offer.regions else None), None
     price, region = min(priced)
     return region, price
+
+
+def _estimate(offer: InstanceOffer) -> tuple[str, PriceEstimate] | None:
+    """The lowest labelled estimate of ``offer``'s node price in any region, where no region has a real price."""
+    guesses = [(r.price_estimate.usd, name, r.price_estimate) for name, r in offer.regions.items() if r.price_estimate]
+    if not guesses:
+        return None
+    _, region, guess = min(guesses, key=lambda g: (g[0], g[1]))
+    return region, guess
 
 
 def _offer_key(offer: InstanceOffer, multi_node: bool) -> tuple[Any, ...]:
@@ -112,6 +121,14 @@ def _cloud_option(cat: Catalog, cloud: str, req: SizingInputs, gpu: GpuModel) ->
             f"{offer.instance_type} has {offer.cpu_arch} (NVIDIA Grace) hosts: `provision plan` does not support it "
             "yet, so a spec written for it will not plan"
         )
+    guess = _estimate(offer) if price is None and "on-demand" in offer.consumption else None
+    if guess is not None:
+        region, estimate = guess
+        price = estimate.usd
+        notes.append(
+            f"ESTIMATE, not a vendor price: ${estimate.usd:,.2f}/node-hour in {region} (made "
+            f"{estimate.made.isoformat()}; {estimate.method})"
+        )
     if "on-demand" not in offer.consumption:
         notes.append(f"unpriced: {offer.instance_type} is not sold on-demand ({', '.join(offer.consumption)})")
     elif price is None:
@@ -132,6 +149,7 @@ def _cloud_option(cat: Catalog, cloud: str, req: SizingInputs, gpu: GpuModel) ->
         node_hourly_usd=price,
         hourly_usd=None if price is None else price * nodes,
         total_usd=None if price is None else price * nodes * wall,
+        price_estimated=guess is not None,
         notes=tuple(notes),
     )
 
@@ -162,6 +180,7 @@ def _filesystem(cat: Catalog, cloud: str, capacity_gib: int, write_mbps: float) 
     size, _, tier, offer = best
     selectable = bool(offer.throughput_mbps_per_tib)
     hourly = storage_hourly_usd(offer, size, int(tier) if selectable else None)
+    estimated = offer.estimate_for(int(tier) if selectable else None) is not None
     return FilesystemChoice(
         cloud=cloud,
         kind=offer.kind,
@@ -171,7 +190,9 @@ def _filesystem(cat: Catalog, cloud: str, capacity_gib: int, write_mbps: float) 
         write_gbps=size / 1024 * tier / 1000,
         hourly_usd=hourly,
         note=f"{offer.kind} {offer.tier}: {size:,} GiB x {tier:g} MB/s/TiB = {size / 1024 * tier / 1000:.2f} GB/s"
-        + ("" if hourly is not None else "; unpriced in the catalog"),
+        + ("" if hourly is not None else "; unpriced in the catalog")
+        + ("; priced at a labelled ESTIMATE, not a vendor figure" if estimated else ""),
+        price_estimated=estimated,
     )
 
 
