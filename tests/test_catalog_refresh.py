@@ -148,8 +148,12 @@ def _no_credentials() -> AwsSource:
     raise SourceUnavailable("no AWS credentials: the Price List Query API needs any AWS account's credentials")
 
 
+def _no_alibaba_credentials() -> Any:
+    raise SourceUnavailable("no Alibaba Cloud credentials: DescribePrice needs an account")
+
+
 def test_unavailable_sources_are_skipped_with_the_reason() -> None:
-    offline = Sources(get=_offline, aws=_no_credentials, gcp_key=None)
+    offline = Sources(get=_offline, aws=_no_credentials, gcp_key=None, alibaba=_no_alibaba_credentials)
 
     result = refresh(read_cloud_files(), ["aws", "gcp", "azure", "alibaba"], offline, today=TODAY)
 

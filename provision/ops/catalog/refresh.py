@@ -12,6 +12,8 @@ Sources (each queried only for the rows the catalog already holds):
 * Storage (FSx for Lustre through the same Price List API, ``ServiceCode=AmazonFSx``; Azure Managed Lustre
   through the Retail Prices API): see :mod:`provision.ops.catalog.refresh_storage`. A storage price holds for the
   one region it was read in (the row's ``priced_regions``, else ``refresh_storage.REFERENCE_REGION``).
+* Alibaba: ECS ``DescribePrice`` with the user's account (no key-less API exists): see
+  :mod:`provision.ops.catalog.refresh_alibaba`.
 * GCP: the Cloud Billing Catalog API (``services/6F81-5844-456A/skus``, Compute Engine; an API key in
   ``GOOGLE_API_KEY``). A machine's price is its GPUs plus its vCPUs and memory at the family's SKUs.
   https://cloud.google.com/billing/docs/reference/rest/v1/services.skus/list
@@ -35,6 +37,7 @@ from typing import Any
 import yaml
 
 from provision.catalog.models import CLOUDS, CloudFile, FilesystemOffer
+from provision.ops.catalog import refresh_alibaba as alibaba
 from provision.ops.catalog import refresh_storage as storage
 
 AZURE_PRICES_URL = "https://prices.azure.com/api/retail/prices"
@@ -301,6 +304,7 @@ class Sources:
     get: JsonGet = http_json
     aws: Callable[[], AwsSource] = boto3_aws_source
     gcp_key: str | None = field(default_factory=lambda: os.environ.get("GOOGLE_API_KEY"))
+    alibaba: Callable[[], alibaba.AlibabaSource] = alibaba.sdk_alibaba_source
 
 
 def default_sources() -> Sources:
@@ -334,11 +338,9 @@ def refresh(
                 _refresh_aws(f, src, result)
             elif cloud == "gcp":
                 _refresh_gcp(f, src, result)
-            else:
-                result.skipped[cloud] = (
-                    "Alibaba publishes no key-less price API (DescribePrice needs an account); prices stay as recorded"
-                )
-        except SourceUnavailable as e:
+            elif cloud == "alibaba":
+                result.checked["alibaba"] = alibaba.refresh_alibaba(f, src.alibaba(), result, _compare)
+        except (SourceUnavailable, alibaba.AlibabaUnavailable) as e:
             result.skipped[cloud] = str(e)
     return result
 
@@ -520,6 +522,7 @@ _API_REF = {
     "aws": "AWS Price List Query API (pricing:GetProducts) and ec2:DescribeSpotPriceHistory",
     "aws-storage": "AWS Price List Query API (pricing:GetProducts, ServiceCode AmazonFSx)",
     "gcp": GCP_SKUS_URL,
+    "alibaba": alibaba.API_REF,
 }
 
 
