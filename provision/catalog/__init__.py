@@ -22,6 +22,7 @@ from provision.catalog.models import (
     GpuFile,
     GpuModel,
     InstanceOffer,
+    KnownAccelerator,
     NetworkPrices,
 )
 
@@ -58,6 +59,16 @@ class Catalog:
     network: tuple[NetworkPrices, ...]
     #: Per cloud, the date its file's figures were last reviewed (``version`` in ``data/<cloud>.yaml``).
     reviewed: dict[str, date] = field(default_factory=dict)
+    #: Accelerators known but not sized or priced (gpus.yaml ``known``).
+    known: tuple[KnownAccelerator, ...] = ()
+
+    def known_accelerator(self, name: str) -> KnownAccelerator | None:
+        """The known-but-unsized accelerator called ``name`` or one of its aliases, case-insensitively."""
+        key = name.strip().lower()
+        for k in self.known:
+            if k.name.lower() == key or key in (a.lower() for a in k.aliases):
+                return k
+        return None
 
     def age_days(self, cloud: str, today: date) -> int | None:
         """Days since ``cloud``'s prices were last reviewed; None when the catalog does not say."""
@@ -171,6 +182,7 @@ def load_catalog() -> Catalog:
         version=max([gpus.version, *(f.version for f in files)]),
         reviewed={f.cloud: date.fromisoformat(f.version) for f in files},
         gpus=gpus.gpus,
+        known=gpus.known,
         instances=tuple(o for f in files for o in f.instances),
         filesystems=tuple(fs for f in files for fs in f.filesystems),
         network=tuple(f.network for f in files),

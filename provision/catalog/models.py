@@ -451,8 +451,27 @@ class CloudFile(_Row):
     network: NetworkPrices
 
 
+class KnownAccelerator(_Row):
+    """An accelerator the catalog knows of but neither sizes nor prices: no catalog cloud sells it and the planner
+    has no calibrated throughput for its architecture (Huawei Ascend, Cambricon MLU). ``size --gpu`` names it and
+    says why instead of calling it unknown."""
+
+    name: str
+    vendor: str = Field(description="Lower case: huawei, cambricon ...")
+    aliases: tuple[str, ...] = ()
+    memory_gib: float | None = Field(default=None, gt=0)
+    bf16_dense_tflops: float | None = Field(default=None, gt=0, description="Null where sources disagree or none.")
+    cloud: str = Field(description="Why no cloud option exists, e.g. 'sold by no cloud in this catalog'.")
+    sizing: str = Field(description="Why the planner does not size it, and what to do instead.")
+    onprem_server: str | None = Field(default=None, description="The build catalog's server row id, if any.")
+    sources: tuple[Source, ...] = Field(min_length=1)
+
+
 class GpuFile(_Row):
     """The ``data/gpus.yaml`` document."""
 
     version: str
     gpus: tuple[GpuModel, ...]
+    known: tuple[KnownAccelerator, ...] = Field(
+        default=(), description="Accelerators known but not sized or priced (KnownAccelerator)."
+    )

@@ -114,6 +114,21 @@ class GpuServer(_Sourced):
     cooling: tuple[Cooling, ...] = Field(default=(), description="Cooling the vendor offers for this model.")
     price_usd: float | None = Field(default=None, gt=0)
     price_kind: Literal["list", "street", "quote"] | None = None
+    nvlink_domain_gpus: int | None = Field(
+        default=None,
+        gt=0,
+        description="GPUs one NVLink domain joins when it spans more than this unit (72 in a GB200 NVL72 rack); "
+        "null: the unit's own accelerators.",
+    )
+    rack_scale_units: int | None = Field(
+        default=None,
+        gt=0,
+        description="Units (compute trays) that make one rack-scale system sold and cabled as a whole (18 trays "
+        "in a GB200 NVL72); a build buys whole racks of them. Null: an ordinary server.",
+    )
+    rack_power_kw: float | None = Field(
+        default=None, gt=0, description="Published power of one whole rack-scale system (trays, switch trays)."
+    )
     software: SoftwareStack
     software_note: str = ""
 

@@ -188,7 +188,18 @@ def plan_build(
     mgmt, counted = management_lines(cat, decision.servers, switches, blocks, multi)
     lines += mgmt
     others = _powered(cat, fab, counted, storage)
-    power = plan_power(cat, decision.servers, max_kw, typical_kw, cfg.cooling, others, run.pue, cfg.rack_units)
+    power = plan_power(
+        cat,
+        decision.servers,
+        max_kw,
+        typical_kw,
+        cfg.cooling,
+        others,
+        run.pue,
+        cfg.rack_units,
+        rack_scale_units=cfg.rack_scale_units,
+        rack_power_kw=cfg.rack_power_kw,
+    )
     power = power.model_copy(update=_per_watt(server, decision.servers, max_kw, power.it_kw_max))
     lines += rack_lines(power.racks, power.liquid_cooling)
     infra_kw = sum(p.count * (p.max_w or 0.0) for p in others) / 1000

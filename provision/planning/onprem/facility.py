@@ -54,8 +54,15 @@ def plan_power(
     others: list[Powered],
     pue: float,
     server_rack_units: int | None = None,
+    rack_scale_units: int | None = None,
+    rack_power_kw: float | None = None,
 ) -> PowerPlan:
-    """IT and facility kW, servers per rack, rack density, liquid cooling, and rack count."""
+    """IT and facility kW, servers per rack, rack density, liquid cooling, and rack count.
+
+    A rack-scale system (``rack_scale_units`` trays per rack, e.g. GB200 NVL72) fills its own racks: the rack
+    holds exactly that many units and draws ``rack_power_kw`` (its published figure, which counts the NVLink switch
+    trays) instead of a budget-limited number of servers.
+    """
     budget = cat.assumption("rack_power_budget_kw").value
     per_rack_max = int(cat.assumption("servers_per_rack_max").value)
     air_limit = cat.assumption("air_cooling_limit_kw").value
@@ -72,10 +79,21 @@ def plan_power(
     else:
         per_rack = max(1, min(per_rack_max, int(budget // server_max_kw), servers))
         rack_kw = per_rack * server_max_kw
-        it_max = servers * server_max_kw + infra_kw
-        it_typical = servers * (server_typical_kw or server_max_kw) + infra_kw
+        scale = 1.0
+        if rack_scale_units:
+            per_rack = rack_scale_units
+            rack_kw = rack_power_kw or per_rack * server_max_kw
+            scale = rack_kw / (per_rack * server_max_kw)  # the rack's own parts (switch trays) on top of its trays
+        it_max = servers * server_max_kw * scale + infra_kw
+        it_typical = servers * (server_typical_kw or server_max_kw) * scale + infra_kw
         facility = it_max * pue
-        if server_cooling and "air" not in server_cooling:
+        if rack_scale_units and server_cooling and "air" not in server_cooling:
+            liquid = True
+            reason = (
+                f"a rack-scale system: {per_rack} trays per rack draw {rack_kw:,.1f} kW, liquid-cooled by design "
+                f"(above the {air_limit:g} kW air-cooling limit)"
+            )
+        elif server_cooling and "air" not in server_cooling:
             liquid, reason = True, "the vendor offers this server liquid-cooled only"
         elif rack_kw > air_limit:
             liquid = True

@@ -97,6 +97,9 @@ class ServerConfig(_Model):
     power_typical_kw: float | None
     cooling: tuple[str, ...]
     software: str
+    nvlink_domain_gpus: int | None = Field(default=None, description="GPUs per NVLink domain when it spans units.")
+    rack_scale_units: int | None = Field(default=None, description="Units per rack-scale system (bought whole).")
+    rack_power_kw: float | None = Field(default=None, description="Power of one whole rack-scale system.")
 
 
 class FabricDesign(_Model):

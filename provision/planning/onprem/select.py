@@ -103,6 +103,7 @@ def decide(run: SizedRun, server: GpuServer) -> Decision:
     cluster_days = run.gpu_hours / (cluster_servers * per) / 24
     small = run.params < SINGLE_SERVER_PARAMS
     single = not run.gpus_given and small and run.fits_one_node and one_days <= run.deadline_days * (1 + 1e-9)
+    single = single and not server.rack_scale_units  # a rack-scale system's trays are not sold one by one
     if single:
         reason = (
             f"single server: {run.params / 1e9:g}B parameters is under the ~10B the reference gives for one multi-GPU "
@@ -135,6 +136,15 @@ def decide(run: SizedRun, server: GpuServer) -> Decision:
         why.append(f"one server would take {one_days:,.1f} days, more than the {run.deadline_days:g}-day {kind}")
     if small and not why:
         why.append("the sizing planner chose a cluster")
+    whole = server.rack_scale_units
+    if whole and cluster_servers % whole:
+        racks = math.ceil(cluster_servers / whole)
+        why.append(
+            f"{server.name} is sold and cabled as whole racks of {whole} ({whole * per} GPUs in one NVLink domain), "
+            f"so {cluster_servers} are rounded up to {racks} rack(s)"
+        )
+        cluster_servers = racks * whole
+        cluster_days = run.gpu_hours / (cluster_servers * per) / 24
     return Decision(
         topology="cluster" if cluster_servers > 1 else "single-server",
         servers=cluster_servers,
@@ -180,4 +190,7 @@ def configure(server: GpuServer, notes: list[str]) -> ServerConfig:
         power_typical_kw=server.power_typical_kw,
         cooling=server.cooling,
         software=server.software,
+        nvlink_domain_gpus=server.nvlink_domain_gpus,
+        rack_scale_units=server.rack_scale_units,
+        rack_power_kw=server.rack_power_kw,
     )

@@ -86,6 +86,14 @@ from provision.planning.sizing.offers import (
 from provision.spec.errors import ProblemCollector, SpecError
 
 
+def _similar(cat: Any, tflops: float | None) -> str:
+    """The catalog GPU whose dense BF16 peak is nearest ``tflops`` (A100-80GB, a mid-range part, when unknown)."""
+    if not tflops:
+        return "A100-80GB"
+    best = min(cat.gpus, key=lambda g: abs(math.log(g.bf16_dense_tflops / tflops)))
+    return f"{best.name} ({best.bf16_dense_tflops:g} TFLOPS)"
+
+
 def size_training(
     params: Any,
     tokens: Any,
@@ -144,6 +152,14 @@ def size_training(
     if isinstance(gpu, str) and gpu.strip().lower() in ambiguous:
         found.add(
             "--gpu", gpu, "names two GPUs with different memory", f"use {' or '.join(ambiguous[gpu.strip().lower()])}"
+        )
+    elif model is None and isinstance(gpu, str) and (known := cat.known_accelerator(gpu)) is not None:
+        found.add(
+            "--gpu",
+            gpu,
+            f"is {known.name}, a known accelerator the planner does not size or price: {known.cloud}; {known.sizing}",
+            f"size with a catalog GPU of similar throughput, e.g. --gpu {_similar(cat, known.bf16_dense_tflops)}"
+            + (f"; the build catalog lists its server ({known.onprem_server})" if known.onprem_server else ""),
         )
     elif model is None:
         close = suggest(str(gpu), cat.gpu_names()) or cat.gpu_names()
