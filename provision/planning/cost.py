@@ -82,10 +82,10 @@ def _estimate_lines(
             shared = spec.storage.shared
             want = shared.throughput_mbps_per_tib if shared is not None else None
             by_tier = storage.estimates_by_throughput
-            guess = by_tier.get(want) if want in by_tier else next(iter(by_tier.values()))
+            tier = want if want in by_tier else next(iter(by_tier))
             if storage.baseline_mbps_per_tib and not storage.throughput_mbps_per_tib:
-                guess = by_tier.get(int(storage.baseline_mbps_per_tib), guess)
-            found.append((name, guess, "per TiB-month; the bill may differ from it"))
+                tier = int(storage.baseline_mbps_per_tib) if int(storage.baseline_mbps_per_tib) in by_tier else tier
+            found.append((name, by_tier[tier], "per TiB-month; the bill may differ from it"))
     return [
         f"{name} is priced at an ESTIMATE, not a vendor figure: ${guess.usd:,.2f} {unit} (made "
         f"{guess.made.isoformat()}; {guess.method}); `provision catalog refresh` replaces it with the vendor's "

@@ -127,7 +127,7 @@ def plan_costs(
     """
     by, priced, unpriced = capex(lines)
     total = None if unpriced else priced
-    pue, price = figure(tco, "PUE"), figure(tco, "power price")
+    pue, power_price = figure(tco, "PUE"), figure(tco, "power price")
     support_pct = figure(tco, "support contract")
     years = figure(tco, "depreciation period")
     support = priced * support_pct / 100
@@ -137,7 +137,7 @@ def plan_costs(
     energy = None
     if server_typical_kw_total is not None:
         kwh = (server_typical_kw_total * utilisation + infra_kw) * HOURS_PER_YEAR * pue
-        energy = kwh * price
+        energy = kwh * power_price
     running = energy + support + colo + staff if energy is not None and colo is not None else None
     floor_3y = charged + YEARS * running if running is not None else None
     # Any unpriced line (a server, a switch, the racks) makes owning's cost unknown: no ratio is drawn from the
