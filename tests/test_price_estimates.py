@@ -95,3 +95,23 @@ def test_size_marks_an_estimated_price() -> None:
     doc = json.loads(CliRunner().invoke(app, ["size", "--params", "70B", "--tokens", "2T", "--json"]).stdout)
     azure = next(f for f in doc["storage"]["filesystems"] if f["cloud"] == "azure")
     assert azure["price_estimated"] and "ESTIMATE" in azure["note"]
+
+
+def test_offers_counts_and_labels_the_same_estimate_plan_uses() -> None:
+    from pathlib import Path
+
+    from provision.clouds.base import plan_spec
+    from provision.planning.cluster_offers import cluster_offers
+    from provision.spec import load_target
+
+    plan = plan_spec(load_target("alibaba-gn8-64", Path(__file__).resolve().parents[1]))
+    (row,) = [
+        r
+        for r in cluster_offers(load_catalog(), plan.gpus, gpu="H20", region=plan.region)
+        if r.instance_type == plan.instance_type
+    ]
+
+    assert row.estimated == ("compute (ecs.ebmgn8v.48xlarge)",) and row.compute_hourly_usd is not None
+    assert row.compute_hourly_usd == pytest.approx(plan.cost.compute_hourly_usd, rel=0.01)
+    out = CliRunner().invoke(app, ["offers", "--gpus", "64", "--gpu", "H20"], env={"COLUMNS": "80"})
+    assert "*" in out.output and "labelled ESTIMATE" in out.output

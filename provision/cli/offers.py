@@ -211,10 +211,19 @@ def _print_clusters(rows: list[dict[str, Any]]) -> None:
         table.add_column(col, no_wrap=True, justify="right" if col == "$/h" else "left")
     for r in priced:
         table.add_row(
-            r["cloud"], r["region"], f"{r['nodes']}x {r['instance_type']}", r["capacity"], _money(r["hourly_usd"])
+            r["cloud"],
+            r["region"],
+            f"{r['nodes']}x {r['instance_type']}",
+            r["capacity"],
+            _money(r["hourly_usd"]) + ("*" if r.get("estimated") else ""),
         )
     if priced:
         out.print(table)
+        if any(r.get("estimated") for r in priced):
+            out.print(
+                "* includes a labelled ESTIMATE, not a vendor price (--json: each row's `estimated` parts)",
+                markup=False,
+            )
         best = priced[0]
         storage = _money(best["storage_hourly_usd"]) if best["storage"] else "0"
         out.print(

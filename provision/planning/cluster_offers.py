@@ -9,6 +9,8 @@ asked for, the cluster of ``ceil(N / GPUs per node)`` nodes costs per hour:
   and stay unpriced;
 * storage: the cheapest catalog filesystem that fits ``storage_gib`` on that cloud (the ``kind: auto``
   rule, :mod:`provision.planning.fschoice`), none when ``storage_gib`` is 0;
+* a part the catalog prices only by a labelled ESTIMATE (no vendor figure readable: the gn8 on-demand rate, FSx
+  PERSISTENT_2 250, Azure Managed Lustre) is counted, as ``plan`` counts it, and named in ``estimated``;
 * network: the NAT gateway (and its public IP) a private cluster egresses through
   (:func:`provision.planning.cost.network_parts`).
 
@@ -28,6 +30,8 @@ from provision.planning.cost import network_parts
 from provision.planning.fschoice import fits
 
 PRICED_CAPACITY = ("on-demand", "spot")
+#: The note of a node price that is the catalog's labelled estimate.
+ESTIMATE_NOTE = "compute priced at the catalog's labelled ESTIMATE (no vendor price readable)"
 SortKey = Literal["price", "gpu-price", "cloud"]
 
 
@@ -55,6 +59,7 @@ class ClusterOffer(BaseModel):
     priced_hourly_usd: float
     unpriced: tuple[str, ...]
     notes: tuple[str, ...]
+    estimated: tuple[str, ...] = ()
 
 
 def _node_price(offer: Any, region: str, capacity: str) -> tuple[float | None, str | None]:
@@ -62,6 +67,8 @@ def _node_price(offer: Any, region: str, capacity: str) -> tuple[float | None, s
     if capacity == "on-demand":
         if "on-demand" not in offer.consumption:
             return None, f"{offer.instance_type} is not sold on-demand ({', '.join(offer.consumption)})"
+        if r.price_per_hour_usd is None and r.price_estimate is not None:
+            return r.price_estimate.usd, ESTIMATE_NOTE
         return r.price_per_hour_usd, None if r.price_per_hour_usd is not None else "no on-demand price in the catalog"
     if capacity == "spot":
         note = "spot prices move hourly; the catalog keeps a recent one"
@@ -113,7 +120,10 @@ def _row(
 ) -> ClusterOffer:
     notes: list[str] = []
     unpriced: list[str] = []
+    estimated: list[str] = []
     per_node, why = _node_price(offer, region, capacity)
+    if why == ESTIMATE_NOTE:
+        estimated.append(f"compute ({offer.instance_type})")
     if why:
         notes.append(why)
     compute = None if per_node is None else per_node * nodes
@@ -143,6 +153,11 @@ def _row(
             }
             if best.hourly_usd is None:
                 unpriced.append(f"storage ({best.offer.kind} {best.offer.tier})")
+            elif best.offer.estimate_for(
+                best.throughput_mbps_per_tib if best.offer.throughput_mbps_per_tib else None, region
+            ):
+                estimated.append(f"storage ({best.offer.kind} {best.offer.tier})")
+                notes.append(f"storage ({best.offer.kind} {best.offer.tier}) priced at a labelled ESTIMATE")
     net_parts = network_parts(catalog, offer.cloud, region, nodes)
     known = [v for _, v in net_parts if v is not None]
     unpriced += [name for name, v in net_parts if v is None]
@@ -169,6 +184,7 @@ def _row(
         priced_hourly_usd=round(priced, 4),
         unpriced=tuple(unpriced),
         notes=tuple(notes),
+        estimated=tuple(estimated),
     )
 
 
