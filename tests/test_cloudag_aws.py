@@ -57,3 +57,6 @@ def test_a_node_without_a_mount_source_fails_the_step_and_mounts_nothing(tmp_pat
     assert run["state"]["steps"]["fsx-source"]["status"] != "ok"
     assert "mount -t lustre" not in run["log"]
     assert "no FSx mount source" in (run["root"] / "var/log/provision-bootstrap.log").read_text()
+    # a value that is not a mount source fails at once: the wait (65 min on a node) is only for a missing parameter
+    assert run["log"].count("aws ssm get-parameter") == 1, run["log"].count("aws ssm get-parameter")
+    assert "reboot" not in (run["root"] / "var/log/provision-bootstrap.log").read_text()

@@ -171,7 +171,8 @@ def test_run_tears_down_on_sigterm_and_ctrl_c(home: Path, tmp_path: Path, signum
     started = tmp_path / "started"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PROVISION_HOME": str(home)}
     cmd = [sys.executable, "-m", "provision.cli", "run", str(spec), "--mock", "--"]
-    cmd += ["sh", "-c", f"touch {started}; sleep 60"]
+    straggler = tmp_path / "straggler.pid"  # a child of the command, not holding the output open
+    cmd += ["sh", "-c", f"sleep 300 >/dev/null 2>&1 & echo $! > {straggler}; touch {started}; sleep 60"]
     # The child gets SIGINT's default action even when this test runs from a background shell (which ignores it).
     proc = subprocess.Popen(
         cmd,
@@ -192,6 +193,8 @@ def test_run_tears_down_on_sigterm_and_ctrl_c(home: Path, tmp_path: Path, signum
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert not list((home / "mock").glob("*.json")) and not list((home / "ephemeral").glob("*.json"))
+    pid = int(straggler.read_text())  # the command's own children went with it (its process group)
+    assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower(), pid
 
 
 def test_mock_launch_runs_the_real_line_per_node_with_that_nodes_env(

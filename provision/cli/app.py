@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
@@ -144,18 +144,29 @@ class JsonAwareGroup(TyperGroup):
             sys.exit(EXIT_INTERRUPTED)
         sys.exit(code if isinstance(code, int) else 0)
 
+    def make_context(self, *args: Any, **extra: Any) -> Any:
+        """Parsing the arguments imports the commands' modules: a Ctrl-C there reports itself as in :meth:`invoke`
+        (typer alone turns it into a silent exit 130: no JSON document under ``--json``, no message)."""
+        try:
+            return super().make_context(*args, **extra)
+        except KeyboardInterrupt:
+            self._interrupted()
+
     def invoke(self, ctx: Any) -> Any:
         """A Ctrl-C outside every ``run_command`` (imports, option checks) still reports itself: exit 130,
         the interrupted JSON document under ``--json``. Typer alone turns it into a silent exit 130."""
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
-            from provision.cli.common import EXIT_INTERRUPTED, console, emit_json, interrupted_doc
+            self._interrupted()
 
-            if getattr(self, "_as_json", False):
-                emit_json(interrupted_doc())
-            console(stderr=True).print("interrupted", markup=False)
-            raise typer.Exit(EXIT_INTERRUPTED) from None
+    def _interrupted(self) -> NoReturn:
+        from provision.cli.common import EXIT_INTERRUPTED, console, emit_json, interrupted_doc
+
+        if getattr(self, "_as_json", False):
+            emit_json(interrupted_doc())
+        console(stderr=True).print("interrupted", markup=False)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
 def _refuse_nul(as_json: bool) -> None:

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -64,22 +65,34 @@ def outputs_env(cluster: Cluster, folder: Path) -> dict[str, str]:
 def run_local(command: Sequence[str], env: dict[str, str]) -> int:
     """Run ``command`` with ``env`` added; its exit code (128+N when a signal ended it).
 
-    On Ctrl-C or SIGTERM (turned into ``KeyboardInterrupt`` by the ephemeral block) the child is
-    sent SIGTERM, waited for (10 s, then killed), and the interrupt re-raised for the teardown.
+    The command runs in a process group of its own, and its lifetime is the cluster's: on Ctrl-C or
+    SIGTERM (turned into ``KeyboardInterrupt`` by the ephemeral block) the whole group is sent SIGTERM,
+    waited for (10 s, then killed), and the interrupt re-raised for the teardown; when the command ends,
+    what it left running in the background gets SIGTERM too. Signalling only the child left its own
+    children (a shell's ``sleep``, a launcher's workers) running, holding the caller's output open, after
+    the cluster they talk to was gone. A Ctrl-C at the terminal reaches ``provision`` (the foreground
+    group), which passes it on as that SIGTERM.
     """
-    proc = subprocess.Popen(list(command), env={**os.environ, **env})
+    proc = subprocess.Popen(list(command), env={**os.environ, **env}, process_group=0)
     try:
         code = proc.wait()
     except KeyboardInterrupt:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        _signal_group(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            _signal_group(proc.pid, signal.SIGKILL)
+            proc.wait()
+        _signal_group(proc.pid, signal.SIGKILL)  # stragglers that outlived their parent's SIGTERM
         raise
+    _signal_group(proc.pid, signal.SIGTERM)
     return 128 - code if code < 0 else code
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    """Send ``signum`` to process group ``pgid``, if any member is left."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
 
 
 def run(
