@@ -29,6 +29,9 @@ NOW = datetime(2026, 11, 29, 12, tzinfo=timezone.utc)
 KNOWN_GAPS: dict[str, tuple[str, ...]] = {
     # ebmgn8v is sold only through Alibaba sales (no public price anywhere): its price is the user's contract figure.
     "alibaba-gn8-64": ("compute",),
+    # ACK: the same sales-only compute; Extreme NAS has no catalog price, nor the ACK system pool's ecs.g7.xlarge
+    # (provision/planning/kubernetes.py SYSTEM_NODE), so the Kubernetes part is unpriced too.
+    "alibaba-gn8-64-ack": ("compute", "storage (nas-extreme standard)", "kubernetes"),
     # AWS publishes PERSISTENT_2 prices on a script-rendered page (and the Price List API, network needed) not readable
     # here; third-party figures for the 250 tier disagree (~$0.20 vs ~$0.21 per GB-month), so neither is used.
     # `provision catalog refresh --cloud aws --write` (AmazonFSx price list) closes this gap where the network allows
