@@ -35,6 +35,8 @@ def test_ack_plan_is_a_pro_cluster_with_an_erdma_gpu_pool_and_prices_the_control
     assert {a.name for a in k.addons} >= {"ack-erdma-controller", "csi-plugin", "kueue", "kubeflow-trainer"}
     assert k.job.resources == {"nvidia.com/gpu": "8", "aliyun/erdma": "1"}
     assert k.job.env["NCCL_IB_HCA"] == "erdma" and k.job.queue_quota["aliyun/erdma"] == "8"
+    # The VM path's image and MTU notes do not apply to ACK's nodes.
+    assert not any("jumbo" in w or "image is resolved" in w for w in p.warnings)
 
 
 def test_ack_refuses_a_lifetime_cpfs_a_short_version_an_overlapping_vpc_and_no_rsa_key_all_at_once() -> None:

@@ -416,14 +416,15 @@ class AlibabaAdapter(Adapter[AlibabaPlan]):
                 f"rejects ed25519): the nodes get no key pair and no root login; log in as {spec.access.ssh_user}, "
                 "whose authorized_keys the bootstrap writes."
             )
-        if res.fabric == "erdma" and not jumbo_frames(res.offer, opts.jumbo_frames):
+        vm = spec.scheduler.kind != "kubernetes"  # ACK nodes boot ACK's image and MTU: the VM notes do not apply
+        if vm and res.fabric == "erdma" and not jumbo_frames(res.offer, opts.jumbo_frames):
             documented = ", ".join(sorted(JUMBO_FRAME_FAMILIES))
             out.append(
                 f"{res.offer.instance_type}: no jumbo frames (Alibaba documents them for {documented} only), so eRDMA "
                 f"runs at MTU {ERDMA_MTU}; if DescribeInstanceTypes reports JumboFrameSupport for it, set "
                 f"alibaba.jumbo_frames: true for MTU {JUMBO_MTU}."
             )
-        elif res.fabric == "erdma" and opts.jumbo_frames and res.offer.family not in JUMBO_FRAME_FAMILIES:
+        elif vm and res.fabric == "erdma" and opts.jumbo_frames and res.offer.family not in JUMBO_FRAME_FAMILIES:
             out.append(
                 f"alibaba.jumbo_frames: Alibaba does not document jumbo frames for {res.offer.instance_type}; check "
                 "DescribeInstanceTypes JumboFrameSupport, or RunInstances may refuse the nodes."
@@ -480,7 +481,7 @@ class AlibabaAdapter(Adapter[AlibabaPlan]):
             image = default_image(spec, res.offer, res.fabric)
         except SpecError:
             image = None
-        if image is not None and image.ref.startswith(LOOKUP_PREFIX):
+        if vm and image is not None and image.ref.startswith(LOOKUP_PREFIX):
             out.append(
                 f"no pinned image id for {spec.region}: the image is resolved once by name "
                 f"({image.ref[len(LOOKUP_PREFIX) :]}) and kept (image changes are ignored); pin the image_pin "
