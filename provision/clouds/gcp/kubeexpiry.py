@@ -13,8 +13,9 @@ Why the whole cluster, by a cloud-side job:
   ``projects.locations.clusters.delete`` (``DELETE https://container.googleapis.com/v1/{name}``,
   GKE REST reference) with an OAuth token of a service account whose custom role holds only
   ``container.clusters.delete`` (:data:`PERMISSIONS`). A custom role's id stays reserved for a while
-  after ``down`` deletes it; the provider undeletes it on the next ``up`` (terraform-provider-google
-  ``resource_google_project_iam_custom_role.go`` create). Deleting the cluster ends the control
+  after ``down`` deletes it (soft delete); the provider undeletes it on the next ``up`` ("creating a
+  role may involve undeleting and then updating a role with the same name": terraform-provider-google
+  ``google_project_iam_custom_role`` docs, Warning). Deleting the cluster ends the control
   plane and every pool in one operation; deleting the pools one by one would collide (GKE runs one
   operation per cluster at a time) and leave the control plane billing. The shared filesystem, the
   networks and the service accounts stay until ``down`` or ``reap``, as on the VM path; ``down`` after
