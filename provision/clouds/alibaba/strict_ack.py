@@ -166,7 +166,8 @@ def _cluster_rules(res: Resource, ctx: MockContext | None) -> list[Violation]:
             out.append(res.violation(key, res.inputs.get(key), "is not an IPv4 CIDR block", src[key]))
         elif any(v is not None and v.overlaps(net) for v in vpcs):
             out.append(res.violation(key, str(net), "overlaps the VPC's range", src[key]))
-    if all(ranges.values()) and len(ranges) == 2 and ranges["podCidr"].overlaps(ranges["serviceCidr"]):  # type: ignore[union-attr]
+    pods, services = ranges.get("podCidr"), ranges.get("serviceCidr")
+    if pods is not None and services is not None and pods.overlaps(services):
         out.append(
             res.violation("serviceCidr", str(ranges["serviceCidr"]), "overlaps the pod range", src["serviceCidr"])
         )
