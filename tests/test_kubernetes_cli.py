@@ -22,6 +22,7 @@ from provision.spec.errors import CloudError
 runner = CliRunner()
 GKE, POOL = "gcp:container/cluster:Cluster", "gcp:container/nodePool:NodePool"
 EKS, NODEGROUP = "aws:eks/cluster:Cluster", "aws:eks/nodeGroup:NodeGroup"
+ACK, ACK_POOL = "alicloud:cs/managedKubernetes:ManagedKubernetes", "alicloud:cs/nodePool:NodePool"
 
 
 @pytest.fixture
@@ -42,10 +43,15 @@ def test_kubeconfig_before_up_says_so(home: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("stack", "fabric_resource"), [("aws-p5-64-eks", "vpc.amazonaws.com/efa"), ("gcp-a3-64-gke", None)]
+    ("stack", "fabric_resource", "devices"),
+    [
+        ("aws-p5-64-eks", "vpc.amazonaws.com/efa", "32"),
+        ("gcp-a3-64-gke", None, None),
+        ("alibaba-gn8-64-ack", "aliyun/erdma", "1"),  # allocateAllDevices: one request, every eRDMA device
+    ],
 )
 def test_up_kubeconfig_launch_down_on_the_mocked_cloud_leaves_nothing(
-    home: Path, tmp_path: Path, stack: str, fabric_resource: str | None
+    home: Path, tmp_path: Path, stack: str, fabric_resource: str | None, devices: str | None
 ) -> None:
     up = runner.invoke(app, ["up", stack, "--mock", "--yes", "--json"])
     assert up.exit_code == 0, up.output
@@ -73,7 +79,7 @@ def test_up_kubeconfig_launch_down_on_the_mocked_cloud_leaves_nothing(
     doc = json.loads(launched.stdout)
     assert doc["submitted"] is False and doc["requests_per_node"]["nvidia.com/gpu"] == "8"
     if fabric_resource:
-        assert doc["requests_per_node"][fabric_resource] == "32"
+        assert doc["requests_per_node"][fabric_resource] == devices
     assert doc["job"]["spec"]["trainer"]["args"] == ["train.py", "--epochs", "1"]
 
     down = runner.invoke(app, ["down", stack, "--mock", "--yes", "--json"])
@@ -108,7 +114,8 @@ def test_launch_submits_with_kubectl_and_a_private_kubeconfig_file_it_removes(ho
 
 
 @pytest.mark.parametrize(
-    ("stack", "cluster", "pool"), [("gcp-a3-64-gke", GKE, POOL), ("aws-p5-64-eks", EKS, NODEGROUP)]
+    ("stack", "cluster", "pool"),
+    [("gcp-a3-64-gke", GKE, POOL), ("aws-p5-64-eks", EKS, NODEGROUP), ("alibaba-gn8-64-ack", ACK, ACK_POOL)],
 )
 def test_preview_shows_the_managed_cluster_gpu_pool_volume_and_training_operator(
     home: Path, stack: str, cluster: str, pool: str
@@ -120,9 +127,14 @@ def test_preview_shows_the_managed_cluster_gpu_pool_volume_and_training_operator
     for r in doc["resources"]:
         by_type.setdefault(r["type"], []).append(r["inputs"])
     assert len(by_type[cluster]) == 1
-    sizes = [p.get("nodeCount") or (p.get("scalingConfig") or {}).get("desiredSize") for p in by_type[pool]]
+    sizes = [
+        p.get("nodeCount") or (p.get("scalingConfig") or {}).get("desiredSize") or int(p["desiredSize"])
+        for p in by_type[pool]
+    ]
     assert sorted(sizes) == [2, 8]
-    assert by_type["kubernetes:core/v1:PersistentVolume"][0]["spec"]["csi"]["driver"].endswith((".gke.io", ".aws.com"))
+    assert by_type["kubernetes:core/v1:PersistentVolume"][0]["spec"]["csi"]["driver"].endswith(
+        (".gke.io", ".aws.com", ".alibabacloud.com")
+    )
     assert {r["name"] for r in by_type["kubernetes:helm.sh/v3:Release"]} >= {"kubeflow-trainer", "kueue"}
     assert doc["plan"]["scheduler"]["gpu_pool"]["nodes"] == 8
     assert doc["outputs"]["kubernetes"]["queue"] == "training"

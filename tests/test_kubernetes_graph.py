@@ -33,7 +33,12 @@ def eks() -> Any:
     return shipped_preview("aws-p5-64-eks", stack="aws-p5-64-eks")
 
 
-@pytest.mark.parametrize("stack", ["gcp-a3-64-gke", "aws-p5-64-eks"])
+@pytest.fixture(scope="module")
+def ack() -> Any:
+    return shipped_preview("alibaba-gn8-64-ack", stack="alibaba-gn8-64-ack")
+
+
+@pytest.mark.parametrize("stack", ["gcp-a3-64-gke", "aws-p5-64-eks", "alibaba-gn8-64-ack"])
 def test_kubernetes_stack_matches_its_golden_graph(stack: str) -> None:
     assert_golden(stack, golden_graph(shipped_preview(stack, stack=stack)))
 
@@ -93,7 +98,7 @@ def test_gke_shared_volume_points_the_lustre_csi_driver_at_the_instance(gke: Any
     assert csi["volumeAttributes"]["filesystem"] == "llmtrain"
 
 
-@pytest.mark.parametrize("fixture", ["gke", "eks"])
+@pytest.mark.parametrize("fixture", ["gke", "eks", "ack"])
 def test_training_operator_and_queues_are_installed_from_pinned_charts(fixture: str, request: Any) -> None:
     r = request.getfixturevalue(fixture)
     releases = {x.inputs["name"]: x.inputs for x in r.of_type(RELEASE)}

@@ -80,7 +80,7 @@ def test_plain_vm_spec_has_no_scheduler_and_no_scheduler_cost() -> None:
 
 @pytest.mark.parametrize(
     ("stack", "missing"),
-    [("azure-ndh100-64", "NVIDIA Network Operator"), ("alibaba-gn8-64", "eRDMA controller")],
+    [("azure-ndh100-64", "NVIDIA Network Operator")],
 )
 def test_aks_and_ack_say_not_yet_and_name_what_is_missing(stack: str, missing: str) -> None:
     found = problems(variant(stack, scheduler={"kind": "kubernetes"}))

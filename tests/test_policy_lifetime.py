@@ -1,7 +1,8 @@
 """PRV-TTL-001 on managed Kubernetes: what really ends EKS and GKE nodes at the expiry (issue 12.7).
 
 EKS nodes end through a scheduled action on their node group's own Auto Scaling group (min, max,
-desired 0 at the expiry); GKE nodes through ``nodeConfig.maxRunDuration`` on every pool. Each
+desired 0 at the expiry); GKE nodes through a Cloud Scheduler job that deletes the cluster at the expiry (flex-start GPU pools also by
+their ``maxRunDuration``). Each
 mutation breaks the mechanism in a copy of the shipped stack's graph and both ``provision check``'s
 evaluator and the policy pack's stack policy must report it on the node group or pool it leaves
 running.
@@ -26,6 +27,7 @@ from provision.ops.policy_rules import Context, Resource
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 SCHEDULE = "aws:autoscaling/schedule:Schedule"
 POOL = "gcp:container/nodePool:NodePool"
+JOB = "gcp:cloudscheduler/job:Job"
 
 Edit = Callable[[list[Resource]], None]
 
@@ -56,6 +58,13 @@ def _wrong_asg(graph: list[Resource]) -> None:
     _set(graph, SCHEDULE, "-gpu-expiry", lambda i: i.update(autoscalingGroupName=asg))
 
 
+def _run_duration_instead_of_job(graph: list[Resource]) -> None:
+    """The old GKE mechanism: a run duration on standard pools re-creates their nodes instead of ending them."""
+    _drop(graph, JOB, "-expiry-job")
+    for part in ("-gpu", "-system"):
+        _set(graph, POOL, part, lambda i: i["nodeConfig"].update(maxRunDuration="43200s"))
+
+
 def _unlinked_template(graph: list[Resource]) -> None:
     _set(graph, NODE_GROUP, "-gpu", lambda i: i["launchTemplate"].update(id="lt-0123456789abcdef0"))
 
@@ -72,9 +81,16 @@ CASES: list[tuple[str, str, Edit, str, str]] = [
     ("eks-recurring", "eks", lambda g: _set(g, SCHEDULE, "-gpu-expiry", lambda i: i.update(recurrence="0 0 * * *")), "-gpu", "recurs"),
     ("eks-system-unscheduled", "eks", lambda g: _drop(g, SCHEDULE, "-system-expiry"), "-system", "no scheduled action"),
     ("eks-template-not-the-groups", "eks", _unlinked_template, "-gpu-nodes", "instanceInitiatedShutdownBehavior"),
-    ("gke-gpu-no-run-limit", "gke", lambda g: _set(g, POOL, "-gpu", lambda i: i["nodeConfig"].pop("maxRunDuration")), "-gpu", "never expire"),
-    ("gke-system-zero", "gke", lambda g: _set(g, POOL, "-system", lambda i: i["nodeConfig"].update(maxRunDuration="0s")), "-system", "never expire"),
-    ("gke-not-a-duration", "gke", lambda g: _set(g, POOL, "-gpu", lambda i: i["nodeConfig"].update(maxRunDuration="12h")), "-gpu", "never expire"),
+    ("gke-job-removed", "gke", lambda g: _drop(g, JOB, "-expiry-job"), "", "never expire"),
+    ("gke-run-duration-instead-of-job", "gke", _run_duration_instead_of_job, "", "never expire"),
+    ("gke-job-get", "gke", lambda g: _set(g, JOB, "-expiry-job", lambda i: i["httpTarget"].update(httpMethod="GET")), "", "not DELETE"),
+    ("gke-job-late", "gke", lambda g: _set(g, JOB, "-expiry-job", lambda i: i.update(schedule="0 0 30 12 *")), "", "does not fire at the expiry"),
+    ("gke-job-daily", "gke", lambda g: _set(g, JOB, "-expiry-job", lambda i: i.update(schedule="0 0 * * *")), "", "does not fire at the expiry"),
+    ("gke-job-local-time", "gke", lambda g: _set(g, JOB, "-expiry-job", lambda i: i.update(timeZone="America/Chicago")), "", "not UTC"),
+    ("gke-job-no-token", "gke", lambda g: _set(g, JOB, "-expiry-job", lambda i: i["httpTarget"].pop("oauthToken")), "", "OAuth"),
+    ("gke-job-paused", "gke", lambda g: _set(g, JOB, "-expiry-job", lambda i: i.update(paused=True)), "", "paused"),
+    ("gke-job-deletes-a-pool-only", "gke", lambda g: _set(g, JOB, "-expiry-job", lambda i: i["httpTarget"].update(uri=i["httpTarget"]["uri"] + "/nodePools/gpu")), "", "no Cloud Scheduler job"),
+    ("gke-job-other-cluster", "gke", lambda g: _set(g, JOB, "-expiry-job", lambda i: i["httpTarget"].update(uri=i["httpTarget"]["uri"] + "-old")), "", "no Cloud Scheduler job"),
 ]  # fmt: skip
 
 
@@ -116,14 +132,38 @@ def test_no_expiry_needs_no_lifetime() -> None:
 
 
 @pytest.mark.parametrize(
-    ("stack", "words"), [("aws-p5-64-eks", "Auto Scaling group"), ("gcp-a3-64-gke", "max_run_duration")]
+    ("stack", "words"),
+    [("aws-p5-64-eks", "Auto Scaling group"), ("gcp-a3-64-gke", "Cloud Scheduler job deletes the GKE cluster")],
 )
 def test_the_plan_names_the_kubernetes_mechanism(stack: str, words: str) -> None:
     plan = plan_spec(stack_spec(stack))
     assert plan.lifetime_enforced_by is not None and words in plan.lifetime_enforced_by
 
 
-def test_gke_run_duration_is_the_planned_lifetime_on_every_pool() -> None:
-    pools = [r for r in canonical("gke") if r.type == POOL]
-    assert len(pools) == 2
-    assert {r.inputs["nodeConfig"]["maxRunDuration"] for r in pools} == {f"{12 * 3600}s"}  # lifetime.ttl: 12h
+def test_gke_lifetime_is_one_job_deleting_the_cluster_at_the_expiry_not_a_run_duration() -> None:
+    """Standard pools carry no run duration (GKE would re-create the nodes); one job deletes the cluster."""
+    graph = canonical("gke")
+    pools = [r for r in graph if r.type == POOL]
+    assert len(pools) == 2 and all("maxRunDuration" not in r.inputs["nodeConfig"] for r in pools)
+    (job,) = [r for r in graph if r.type == JOB]
+    (cluster,) = [r for r in graph if r.type == "gcp:container/cluster:Cluster"]
+    assert job.inputs["httpTarget"]["uri"] == f"https://container.googleapis.com/v1/{cluster.id}"
+    assert job.inputs["httpTarget"]["httpMethod"] == "DELETE"
+    assert (job.inputs["schedule"], job.inputs["timeZone"]) == ("0 0 30 11 *", "Etc/UTC")  # the expiry, UTC
+    email = job.inputs["httpTarget"]["oauthToken"]["serviceAccountEmail"]
+    (grant,) = [r.inputs for r in graph if r.type == "gcp:projects/iAMMember:IAMMember" and email in r.inputs["member"]]
+    (role,) = [r for r in graph if r.type == "gcp:projects/iAMCustomRole:IAMCustomRole"]
+    assert grant["role"] == role.outputs["name"] and role.inputs["permissions"] == ["container.clusters.delete"]
+
+
+def test_gke_flex_start_gpu_pool_ends_by_its_run_duration_and_the_job_covers_the_rest() -> None:
+    from conftest import preview
+    from test_kubernetes_plan import variant
+
+    r = preview(variant("gcp-a3-64-gke", capacity={"type": "flex-start"}, lifetime={"ttl": "24h"}))
+    graph = [Resource(x.type, x.name, x.inputs, x.outputs, x.id) for x in r.resources if x.custom]
+    assert evaluate(graph, Context()) == []
+    # Without the job the flex-start GPU pool still ends (GKE does not re-create flex-start nodes); the system
+    # pool does not.
+    left = [x for x in graph if x.type != JOB]
+    assert [v.resource for v in evaluate(left, Context())] == ["llm-train-gke-system"]

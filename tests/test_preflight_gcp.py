@@ -87,3 +87,13 @@ def test_spot_counts_against_the_preemptible_metric_and_a_reservation_against_no
     spot = plan.model_copy(update={"capacity": plan.capacity.model_copy(update={"type": "spot"})})
     assert quota_metric(spot) == "PREEMPTIBLE_NVIDIA_H100_MEGA_GPUS"
     assert quota_metric(plan_of("gcp-a3ultra-64")) is None  # reservation: counted when it was reserved
+
+
+def test_gke_with_a_lifetime_needs_cloud_scheduler_for_its_expiry_job() -> None:
+    plan = plan_of("gcp-a3-64-gke")
+    assert plan.expires_at is not None
+    project = healthy(plan)
+    found = {p.value for p in gcp_preflight(plan, project)}
+    assert found == {"cloudscheduler.googleapis.com"}
+    project.services |= {"cloudscheduler.googleapis.com"}
+    assert gcp_preflight(plan, project) == []

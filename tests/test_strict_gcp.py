@@ -19,7 +19,15 @@ def test_committed_rule_data_is_what_the_installed_discovery_documents_give() ->
 
 def test_data_records_the_document_revisions() -> None:
     docs = strict.data()["documents"]
-    assert set(docs) == {"compute.v1", "file.v1", "parallelstore.v1", "servicenetworking.v1", "container.v1"}
+    assert set(docs) == {
+        "compute.v1",
+        "file.v1",
+        "parallelstore.v1",
+        "servicenetworking.v1",
+        "container.v1",
+        "cloudscheduler.v1",
+        "iam.v1",
+    }
     assert all(d["revision"] for d in docs.values())
 
 
@@ -121,3 +129,47 @@ def test_private_services_connection_must_not_block_teardown() -> None:
 def test_service_account_ids_are_6_to_30_characters() -> None:
     v = one(violations_of("gcp:serviceaccount/account:Account", "x", {"accountId": "a" * 31}), "accountId")
     assert "6-30" in v.rule
+
+
+JOB = "gcp:cloudscheduler/job:Job"
+GOOD_JOB = {
+    "name": "c-expiry",
+    "region": "us-central1",
+    "schedule": "0 0 30 11 *",
+    "timeZone": "Etc/UTC",
+    "attemptDeadline": "60s",
+    "retryConfig": {"retryCount": 5},
+    "httpTarget": {
+        "uri": "https://container.googleapis.com/v1/projects/p/locations/l/clusters/c",
+        "httpMethod": "DELETE",
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "words"),
+    [
+        ({"schedule": "2026-11-30T00:00Z"}, "schedule", "unix-cron"),
+        ({"schedule": "0 24 30 11 *"}, "schedule", "unix-cron"),
+        ({"timeZone": "Mars/Olympus"}, "timeZone", "tz database"),
+        ({"attemptDeadline": "10s"}, "attemptDeadline", "15s to 1800s"),
+        ({"attemptDeadline": "3600s"}, "attemptDeadline", "15s to 1800s"),
+        ({"retryConfig": {"retryCount": 6}}, "retryConfig.retryCount", "0 to 5"),
+        ({"name": "c.expiry"}, "name", "job id"),
+        ({"httpTarget": {"uri": "https://x", "httpMethod": "DELETE", "body": "e30="}}, "httpTarget.body", "POST"),
+        ({"httpTarget": {"uri": "https://x", "httpMethod": "ERASE"}}, "httpTarget.httpMethod", ""),
+    ],
+)
+def test_cloud_scheduler_refuses_what_the_api_refuses(change: dict, field: str, words: str) -> None:
+    register(JOB, "x", GOOD_JOB)
+    v = one(violations_of(JOB, "x", {**GOOD_JOB, **change}), field)
+    assert words in v.rule
+
+
+def test_custom_role_ids_take_no_hyphens_and_need_a_permission() -> None:
+    role = {"roleId": "provision_c_expiry", "title": "t", "permissions": ["container.clusters.delete"]}
+    register("gcp:projects/iAMCustomRole:IAMCustomRole", "x", role)
+    found = violations_of("gcp:projects/iAMCustomRole:IAMCustomRole", "x", {**role, "roleId": "c-expiry"})
+    assert "A-Za-z0-9_." in one(found, "roleId").rule
+    found = violations_of("gcp:projects/iAMCustomRole:IAMCustomRole", "x", {**role, "permissions": []})
+    one(found, "permissions")

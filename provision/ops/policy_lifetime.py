@@ -15,10 +15,12 @@ billing at that time even when nobody runs ``down``. What really enforces it, pe
   expiry, once, and scale to exactly 0.
 * GCP instance templates / instances: ``scheduling.maxRunDuration`` or ``terminationTime`` with
   ``instanceTerminationAction: DELETE``.
-* GKE node pools: ``nodeConfig.maxRunDuration`` ("The maximum duration for the nodes to exist. If
-  unspecified, the nodes can exist indefinitely": GKE API reference, NodeConfig). GKE has no
-  termination time for pools, so a node that GKE re-creates (repair, upgrade) gets a fresh
-  duration; the reaper stays the backstop for those.
+* GKE node pools: a Cloud Scheduler job deletes the pool's cluster at the expiry (``DELETE`` on
+  ``https://container.googleapis.com/v1/<cluster id>`` with an OAuth token, a unix-cron schedule at
+  the expiry's minute in UTC: ``clouds/gcp/kubeexpiry.py``). A graph property, like EKS. A pool's own
+  ``nodeConfig.maxRunDuration`` counts only on flex-start pools: a standard pool re-creates each
+  node it deletes with a fresh duration ("The maximum duration for the nodes to exist": GKE API
+  reference, NodeConfig), so the duration alone does not end its billing.
 * Alibaba instances: ``autoReleaseTime``.
 * Azure has no VM lifetime: the nodes delete the cluster's scale sets at the expiry
   (``clouds/azure/expiry.py``). A graph property too: an ephemeral scale set needs a user-assigned
@@ -83,11 +85,12 @@ def check_lifetime(r: Resource, ctx: Context) -> list[str]:
             out.append("scheduling sets neither maxRunDuration nor terminationTime")
         return out
     if r.type == GKE_NODE_POOL:
-        run = r.get("nodeConfig", "maxRunDuration")
-        m = _DURATION.match(run) if isinstance(run, str) else None
-        if m is None or int(m.group(1)) <= 0:
-            return [f"nodeConfig.maxRunDuration is {run!r}: the pool's nodes never expire"]
-        return []
+        if _flex_run_duration(r):
+            return []
+        return [
+            "no Cloud Scheduler job deletes this pool's cluster at the expiry (and it is no flex-start pool "
+            "with a maxRunDuration): the pool's nodes never expire"
+        ]
     if r.type == "alicloud:ecs/instance:Instance" and not r.get("autoReleaseTime"):
         return ["autoReleaseTime is not set"]
     return []
@@ -229,14 +232,83 @@ def _azure_vmss_problems(vmss: Resource, resources: Sequence[Resource]) -> list[
     return out
 
 
+# ---------------------------------------------------------------------- GKE: Cloud Scheduler cluster deletion
+
+SCHEDULER_JOB = "gcp:cloudscheduler/job:Job"
+GKE_API = "https://container.googleapis.com/v1/"
+
+
+def _flex_run_duration(pool: Resource) -> bool:
+    """A flex-start pool whose nodes GKE ends after a positive ``maxRunDuration`` (and does not re-create)."""
+    run = pool.get("nodeConfig", "maxRunDuration")
+    m = _DURATION.match(run) if isinstance(run, str) else None
+    return bool(pool.get("nodeConfig", "flexStart")) and m is not None and int(m.group(1)) > 0
+
+
+def _deletes_cluster(job: Resource, pool: Resource) -> bool:
+    target = job.get("httpTarget")
+    uri = str(target.get("uri") or "") if isinstance(target, Mapping) else ""
+    cluster = str(pool.get("cluster") or "").strip("/")
+    if not uri.startswith(GKE_API) or not cluster:
+        return False
+    path = uri[len(GKE_API) :].strip("/")
+    # The pool names its cluster by id (projects/P/locations/L/clusters/C) or by name alone.
+    return path == cluster if "/" in cluster else path.startswith("projects/") and path.endswith(f"/clusters/{cluster}")
+
+
+def _cron_fires_at(schedule: Any, expiry: datetime) -> bool:
+    fields = schedule.split() if isinstance(schedule, str) else []
+    want = [expiry.minute, expiry.hour, expiry.day, expiry.month]
+    return (
+        len(fields) == 5
+        and fields[4] == "*"
+        and all(f.isdigit() and int(f) == w for f, w in zip(fields, want, strict=False))
+    )
+
+
+def job_problems(job: Resource, expiry: datetime) -> list[str]:
+    """Why Cloud Scheduler ``job`` does not delete its GKE cluster at ``expiry`` ([] when it does)."""
+    out = []
+    target = job.get("httpTarget")
+    target = target if isinstance(target, Mapping) else {}
+    if target.get("httpMethod") != "DELETE":
+        out.append(f"httpMethod is {target.get('httpMethod')!r}, not DELETE")
+    token = target.get("oauthToken")
+    if not (isinstance(token, Mapping) and token.get("serviceAccountEmail")):
+        out.append("it sends no OAuth token, so the GKE API refuses it")
+    if job.get("timeZone") not in (None, "UTC", "Etc/UTC"):
+        out.append(f"timeZone is {job.get('timeZone')!r}, not UTC")
+    if not _cron_fires_at(job.get("schedule"), expiry):
+        out.append(f"schedule {job.get('schedule')!r} does not fire at the expiry {expiry:%Y-%m-%dT%H:%MZ}")
+    if job.get("paused"):
+        out.append("it is paused")
+    return out
+
+
+def _gke_pool_problems(pool: Resource, jobs: Sequence[Resource]) -> list[str]:
+    if _flex_run_duration(pool):
+        return []
+    expiry = parse_label_time(_expiry(pool))
+    if expiry is None:
+        return [f"the expiry tag {_expiry(pool)!r} is not a time"]
+    mine = [j for j in jobs if _deletes_cluster(j, pool)]
+    if not mine:
+        return ["no Cloud Scheduler job deletes this pool's cluster at the expiry: the pool's nodes never expire"]
+    found = {j.name: job_problems(j, expiry) for j in mine}
+    if any(not problems for problems in found.values()):
+        return []
+    return [f"job {name!r}: {'; '.join(problems)}" for name, problems in found.items()]
+
+
 def lifetime_graph(resources: Sequence[Resource], ctx: Context) -> list[tuple[Resource, str]]:
     """Every PRV-TTL-001 violation of a graph, as (resource, message).
 
-    EKS node groups are checked against the graph's ASG schedules; a launch template that an EKS
-    node group uses is covered by that node group (EKS forbids the shutdown behaviour in it), so
-    it is not reported on its own.
+    EKS node groups are checked against the graph's ASG schedules, GKE pools against its Cloud
+    Scheduler jobs; a launch template that an EKS node group uses is covered by that node group (EKS
+    forbids the shutdown behaviour in it), so it is not reported on its own.
     """
     schedules = [r for r in resources if r.type == ASG_SCHEDULE]
+    jobs = [r for r in resources if r.type == SCHEDULER_JOB]
     groups = [r for r in resources if r.type == EKS_NODE_GROUP]
     eks_templates = {_template_ref(g) for g in groups} - {("", "")}
     out: list[tuple[Resource, str]] = []
@@ -246,6 +318,9 @@ def lifetime_graph(resources: Sequence[Resource], ctx: Context) -> list[tuple[Re
                 out.extend((r, m) for m in _node_group_problems(r, schedules))
         elif r.type == AWS_LT and any(_is_template(r, ref) for ref in eks_templates):
             continue
+        elif r.type == GKE_NODE_POOL:
+            if ephemeral(r):
+                out.extend((r, m) for m in _gke_pool_problems(r, jobs))
         elif r.type == AZURE_VMSS:
             if ephemeral(r):
                 out.extend((r, m) for m in _azure_vmss_problems(r, resources))

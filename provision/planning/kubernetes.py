@@ -24,8 +24,13 @@ from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 
 #: Control plane price per cluster-hour, by managed service (sources in the module docstring).
 CONTROL_PLANE_HOURLY_USD = {"gke": 0.10, "eks": 0.10}
+#: ACK managed Pro cluster management fee: USD 0.09 per cluster-hour ("Billing for ACK managed and dedicated
+#: clusters", help/en/ack/ack-managed-and-ack-dedicated/product-overview/ack-pro-cluster-billing).
+CONTROL_PLANE_HOURLY_USD["ack"] = 0.09
 #: The system pool's default machine type and its list price per node-hour (module docstring).
-SYSTEM_NODE = {"gcp": ("e2-standard-4", 0.134012), "aws": ("m6i.xlarge", 0.192)}
+SYSTEM_NODE: dict[str, tuple[str, float | None]] = {"gcp": ("e2-standard-4", 0.134012), "aws": ("m6i.xlarge", 0.192)}
+#: ACK system nodes: ecs.g7.xlarge (4 vCPU, 16 GiB); no list price is in the catalog, so the pool is unpriced.
+SYSTEM_NODE["alibaba"] = ("ecs.g7.xlarge", None)
 #: Regions the system-node price above was read for; elsewhere it is an estimate.
 SYSTEM_NODE_PRICE_REGION = {"gcp": "us-central1", "aws": "us-east-1"}
 #: Kubernetes label put on every node of a pool, so queues and DaemonSets can select the pool.
@@ -39,7 +44,7 @@ class _Frozen(BaseModel):
 class ControlPlanePlan(_Frozen):
     """The managed control plane."""
 
-    service: Literal["gke", "eks"]
+    service: Literal["gke", "eks", "ack"]
     name: str
     version: str = Field(description="Kubernetes minor version, or the GKE release channel it follows.")
     location: str = Field(description="Region (GKE: regional control plane; EKS: always regional).")
@@ -189,7 +194,7 @@ def system_pool(cloud: str, region: str, nodes: int, instance_type: str | None) 
     """The small CPU pool for cluster services (DNS, operators, Kueue, the Trainer controller)."""
     default_type, price = SYSTEM_NODE[cloud]
     chosen = instance_type or default_type
-    hourly = round(price * nodes, 4) if chosen == default_type else None
+    hourly = round(price * nodes, 4) if chosen == default_type and price is not None else None
     return NodePoolPlan(
         role="system",
         name="system",
@@ -203,13 +208,15 @@ def system_pool(cloud: str, region: str, nodes: int, instance_type: str | None) 
 
 def system_price_note(cloud: str, region: str, pool: NodePoolPlan) -> str | None:
     """A plan warning when the system pool's price is an estimate or unknown."""
-    default_type, _ = SYSTEM_NODE[cloud]
+    default_type, price = SYSTEM_NODE[cloud]
+    if pool.hourly_usd is None and price is None:
+        return f"the system pool's {pool.instance_type} has no catalog price; the hourly estimate leaves it out."
     if pool.hourly_usd is None:
         return (
             f"the system pool's {pool.instance_type} has no catalog price; the hourly estimate leaves it out "
             f"(the default {default_type} is priced)."
         )
-    if region != SYSTEM_NODE_PRICE_REGION[cloud]:
+    if region != SYSTEM_NODE_PRICE_REGION.get(cloud, region):
         return (
             f"the system pool is priced at {SYSTEM_NODE_PRICE_REGION[cloud]} list prices "
             f"({default_type}); {region} may differ slightly."

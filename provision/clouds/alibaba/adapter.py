@@ -36,6 +36,7 @@ from provision.clouds.alibaba import ramrole
 from provision.clouds.alibaba.plan import AlibabaPlan, Cpfs, Nas
 from provision.clouds.base import Adapter, Limit
 from provision.planning.images import LOOKUP_PREFIX, default_image
+from provision.planning.kubernetes import KubernetesPlan
 from provision.planning.plan import ClusterPlan
 from provision.planning.resolve import Resolution, shared_kind
 from provision.spec import ClusterSpec
@@ -271,9 +272,8 @@ class AlibabaAdapter(Adapter[AlibabaPlan]):
         "the type's stock in the zone, the file system in the zone and the vCPU quota",
     )
     limits: ClassVar[Mapping[Limit, str]] = {
-        Limit.KUBERNETES: "ACK is not wired yet. Missing: an ACK managed cluster with a GN8 node pool whose nodes "
-        "carry ERIs, Alibaba's eRDMA controller (ack-erdma-controller, aliyun/erdma resources in pods), the CPFS "
-        "CSI volume, and RRSA for pod identity",
+        Limit.KUBERNETES: "ACK (clouds/alibaba/kubernetes.py) takes GN8 types, pay-as-you-go or spot node pools, "
+        "NAS volumes and no lifetime (node pools take no release time); CPFS and pod identity (RRSA) are not wired",
         Limit.FILESYSTEM: _LINGJUN_REASON,
         Limit.FABRIC_ISLAND: f"a LowLatency deployment set holds at most {DEPLOYMENT_SET_MAX} nodes and no spot nodes",
         Limit.FABRIC_INTERFACES: f"ecs.Instance creates at most {MAX_INLINE_ERIS} ERIs (primary + one secondary) "
@@ -363,7 +363,7 @@ class AlibabaAdapter(Adapter[AlibabaPlan]):
                 "gives node 0 a public IP but access.allowed_cidrs is empty, so nobody may reach its SSH port",
                 "list your networks in access.allowed_cidrs, or drop public_head_node",
             )
-        if not spec.access.ssh_public_keys:
+        if not spec.access.ssh_public_keys and spec.scheduler.kind != "kubernetes":  # ACK nodes take no login
             found.add(
                 "access.ssh_public_keys",
                 "()",
@@ -416,14 +416,15 @@ class AlibabaAdapter(Adapter[AlibabaPlan]):
                 f"rejects ed25519): the nodes get no key pair and no root login; log in as {spec.access.ssh_user}, "
                 "whose authorized_keys the bootstrap writes."
             )
-        if res.fabric == "erdma" and not jumbo_frames(res.offer, opts.jumbo_frames):
+        vm = spec.scheduler.kind != "kubernetes"  # ACK nodes boot ACK's image and MTU: the VM notes do not apply
+        if vm and res.fabric == "erdma" and not jumbo_frames(res.offer, opts.jumbo_frames):
             documented = ", ".join(sorted(JUMBO_FRAME_FAMILIES))
             out.append(
                 f"{res.offer.instance_type}: no jumbo frames (Alibaba documents them for {documented} only), so eRDMA "
                 f"runs at MTU {ERDMA_MTU}; if DescribeInstanceTypes reports JumboFrameSupport for it, set "
                 f"alibaba.jumbo_frames: true for MTU {JUMBO_MTU}."
             )
-        elif res.fabric == "erdma" and opts.jumbo_frames and res.offer.family not in JUMBO_FRAME_FAMILIES:
+        elif vm and res.fabric == "erdma" and opts.jumbo_frames and res.offer.family not in JUMBO_FRAME_FAMILIES:
             out.append(
                 f"alibaba.jumbo_frames: Alibaba does not document jumbo frames for {res.offer.instance_type}; check "
                 "DescribeInstanceTypes JumboFrameSupport, or RunInstances may refuse the nodes."
@@ -480,7 +481,7 @@ class AlibabaAdapter(Adapter[AlibabaPlan]):
             image = default_image(spec, res.offer, res.fabric)
         except SpecError:
             image = None
-        if image is not None and image.ref.startswith(LOOKUP_PREFIX):
+        if vm and image is not None and image.ref.startswith(LOOKUP_PREFIX):
             out.append(
                 f"no pinned image id for {spec.region}: the image is resolved once by name "
                 f"({image.ref[len(LOOKUP_PREFIX) :]}) and kept (image changes are ignored); pin the image_pin "
@@ -518,3 +519,37 @@ class AlibabaAdapter(Adapter[AlibabaPlan]):
 
     def extra_plan(self, spec: ClusterSpec, res: Resolution) -> AlibabaPlan:
         return decide(spec, res)
+
+    # ------------------------------------------------------------------ scheduler: kubernetes (ACK)
+    def check_kubernetes(self, spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
+        from provision.clouds.alibaba import kubeplan
+
+        kubeplan.check(spec, res, found)
+
+    def kubernetes_plan(self, spec: ClusterSpec, res: Resolution) -> KubernetesPlan:
+        from provision.clouds.alibaba import kubeplan
+
+        assert res.offer is not None and res.fabric is not None  # noqa: S101
+        eris = len(_eri_cards(res.offer, res.fabric))
+        disk = spec.cloud_options().system_disk_gib
+        return kubeplan.kubernetes_plan(spec, res, eris, disk, self.nccl_env(res.offer, res.fabric))
+
+    def kubernetes_warnings(self, spec: ClusterSpec, res: Resolution, k8s: KubernetesPlan) -> list[str]:
+        from provision.clouds.alibaba.kubeplan import ack
+
+        out = super().kubernetes_warnings(spec, res, k8s)
+        out.append(
+            "ACK's API endpoint is a public CLB that accepts any source address (access is by RAM identity through "
+            "ack-ram-tool); access.allowed_cidrs is not applied to it."
+        )
+        if not ack(k8s).deployment_set:
+            out.append(
+                "the GPU node pool has no LowLatency deployment set (spot nodes cannot join one, and one set "
+                f"holds at most {DEPLOYMENT_SET_MAX} nodes): inter-node latency is higher."
+            )
+        if res.fabric == "erdma":
+            out.append(
+                "eRDMA in pods needs the eRDMA user-space provider in the training image (rdma-core with erdma, "
+                "or Alibaba's erdma package: ECS 'Enable eRDMA in a Docker container')."
+            )
+        return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from provision.clouds.alibaba.strict import rule_paths
+from provision.clouds.alibaba.strict_ack import WAIVED as ACK_WAIVED
 from provision.clouds.alibaba.strict_api import (
     ACCESS_GROUP_SOURCE,
     API_ENUMS,
@@ -87,6 +88,12 @@ COVERAGE: dict[str, Coverage] = {
         checked={"instanceType": API_ENUMS[("alicloud:ecs/eipAssociation:EipAssociation", "instanceType")][1]},
         waived={"allocationId": _REF, "instanceId": _REF},
     ),
+    "alicloud:ecs/ecsKeyPair:EcsKeyPair": Coverage(
+        waived={
+            "publicKey": "checked at plan time: an RSA or ECDSA OpenSSH key, the types ECS ImportKeyPair takes "
+            "(provision/clouds/alibaba/adapter.py KEY_PAIR_TYPES)"
+        }
+    ),
     "alicloud:vpc/switch:Switch": Coverage(checked={"cidrBlock": VSWITCH_SOURCE}, waived={"vpcId": _REF}),
     "alicloud:vpc/network:Network": Coverage(checked={"cidrBlock": VPC_CIDR_SOURCE}),
     "alicloud:ecs/securityGroup:SecurityGroup": Coverage(waived={"vpcId": _REF}),
@@ -126,6 +133,7 @@ COVERAGE: dict[str, Coverage] = {
         }
     ),
     **{t: Coverage(waived=reasons) for t, reasons in DATALINK_WAIVED.items()},
+    **{t: Coverage(waived=reasons) for t, reasons in ACK_WAIVED.items()},
 }
 
 

@@ -12,6 +12,18 @@ from provision.clouds.replacement import ForceNew
 _TF = "aliyun/terraform-provider-alicloud alicloud/{} (schema ForceNew)"
 
 FORCE_NEW: dict[str, ForceNew] = {
+    # ACK: what cannot change after creation (cs.ManagedKubernetes / cs.NodePool docstrings: "Only works for
+    # **Create** Operation" or "cannot be modified after creation"; the provider marks them ForceNew).
+    "alicloud:cs/managedKubernetes:ManagedKubernetes": ForceNew(
+        ("name", "podCidr", "serviceCidr", "nodeCidrMask", "resourceGroupId"),
+        _TF.format("resource_alicloud_cs_managed_kubernetes.go"),
+    ),
+    "alicloud:cs/nodePool:NodePool": ForceNew(
+        ("clusterId",), _TF.format("resource_alicloud_cs_kubernetes_node_pool.go")
+    ),
+    "alicloud:cs/kubernetesAddon:KubernetesAddon": ForceNew(
+        ("clusterId", "name"), _TF.format("resource_alicloud_cs_kubernetes_addon.go")
+    ),
     "alicloud:vpc/network:Network": ForceNew(("ipv6Isp",), _TF.format("resource_alicloud_vpc_vpc.go")),
     "alicloud:vpc/switch:Switch": ForceNew(
         ("vpcId", "cidrBlock", "zoneId"), _TF.format("resource_alicloud_vswitch.go")

@@ -155,6 +155,8 @@ def resource(args: Any, ctx: MockContext) -> tuple[str, dict[str, Any]]:
         return f"{inputs['fileSystemId']}:{flow}", {**inputs, "dataFlowId": flow, "status": "Running"}
     if typ in _RAM:
         return _RAM[typ](inputs, ctx)
+    if typ in _ACK:
+        return _ACK[typ](name, inputs, ctx)
     raise ValueError(f"the mocked Alibaba cloud has no answer for {typ} ({name}); add one to alibaba/mocks.py")
 
 
@@ -186,6 +188,58 @@ _RAM = {
 }
 
 
+def _ack_cluster(name: str, inputs: dict[str, Any], ctx: MockContext) -> tuple[str, dict[str, Any]]:
+    """An ACK cluster: its id (``c`` + 32 hex) and endpoints (API server on a CLB, port 6443)."""
+    cid = f"c{_alnum(ctx, name, 32)}"
+    public = ipaddress.ip_network(_PUBLIC_NET)[int(ctx.hex_id(cid, 2), 16) % 250 + 2]
+    connections = {
+        "apiServerInternet": f"https://{public}:6443" if inputs.get("slbInternetEnabled", True) else "",
+        "apiServerIntranet": f"https://172.16.{int(ctx.hex_id(cid + 'i', 2), 16)}.10:6443",
+        "masterPublicIp": str(public),
+        "serviceDomain": f"*.{cid}.{ctx.region or 'cn-hangzhou'}.alicontainer.com",
+    }
+    return cid, {
+        **inputs,
+        "connections": [connections],
+        "workerRamRoleName": f"KubernetesWorkerRole-{ctx.hex_id(cid, 8)}",
+        "slbId": f"lb-{_alnum(ctx, cid, 20)}",
+        "slbIntranet": connections["apiServerIntranet"],
+        "natGatewayId": "",
+        "state": "running",
+    }
+
+
+def _ack_node_pool(name: str, inputs: dict[str, Any], ctx: MockContext) -> tuple[str, dict[str, Any]]:
+    """A node pool: id ``<cluster id>:np<hex>`` (the provider's import id) and its ESS scaling group."""
+    pool = f"np{_alnum(ctx, name, 32)}"
+    return f"{inputs['clusterId']}:{pool}", {
+        **inputs,
+        "nodePoolId": pool,
+        "scalingGroupId": f"asg-{_alnum(ctx, pool, 20)}",
+        "nodeCount": int(str(inputs.get("desiredSize") or 0)),
+    }
+
+
+def _ack_addon(name: str, inputs: dict[str, Any], ctx: MockContext) -> tuple[str, dict[str, Any]]:
+    return f"{inputs['clusterId']}:{inputs['name']}", {**inputs, "version": "v0.1.0", "canUpgrade": False}
+
+
+_ACK = {
+    "alicloud:cs/managedKubernetes:ManagedKubernetes": _ack_cluster,
+    "alicloud:cs/nodePool:NodePool": _ack_node_pool,
+    "alicloud:cs/kubernetesAddon:KubernetesAddon": _ack_addon,
+}
+
+
+def _get_cluster_credential(args: Any, ctx: MockContext) -> dict[str, Any]:
+    """``cs.get_cluster_credential``: the cluster's CA (a placeholder) and short-lived client credentials."""
+    cid = args.args.get("clusterId", "")
+    if not any(r.id == cid for r in ctx.ledger):
+        raise ValueError(f"the mocked ACK has no cluster {cid!r}")
+    ca = {"clusterCert": "TU9DSy1BQ0stQ0E=", "clientCert": "", "clientKey": ""}
+    return {"id": cid, "clusterId": cid, "clusterName": cid, "certificateAuthorities": [ca], "kubeConfig": ""}
+
+
 def _get_images(args: Any, ctx: MockContext) -> dict[str, Any]:
     """``ecs.get_images``: the newest system image whose name matches ``nameRegex``."""
     regex = args.args.get("nameRegex", "")
@@ -209,4 +263,7 @@ def _get_images(args: Any, ctx: MockContext) -> dict[str, Any]:
     return {"id": ctx.region or "mock", "ids": [name], "names": [name], "images": [image]}
 
 
-INVOKES = {"alicloud:ecs/getImages:getImages": _get_images}
+INVOKES = {
+    "alicloud:ecs/getImages:getImages": _get_images,
+    "alicloud:cs/getClusterCredential:getClusterCredential": _get_cluster_credential,
+}

@@ -52,17 +52,22 @@ class Storage:
     role_name: Any = None
     ready: list[pulumi.Resource] = field(default_factory=list)
     fs: Any = None  # the nas.FileSystem (the object-store link of clouds/alibaba/datalink.py attaches to it)
+    mount_target_domain: Any = None  # a NAS mount target's domain (``Output[str]``; the ACK volume's server)
 
 
-def build_storage(plan: ClusterPlan[AlibabaPlan], net: Network, parent: pulumi.Resource) -> Storage:
-    """Create the shared filesystem and the nodes' lookup role (which does not depend on the file system)."""
+def build_storage(
+    plan: ClusterPlan[AlibabaPlan], net: Network, parent: pulumi.Resource, *, lookup_role: bool = True
+) -> Storage:
+    """Create the shared filesystem and the nodes' lookup role (which does not depend on the file system).
+
+    ``lookup_role=False`` (ACK, whose volume names the mount target's domain itself): no RAM role."""
     storage = plan.extra.storage
     if plan.storage is None or storage is None:
         return Storage()
     name, extra = plan.name, plan.extra
     opts = pulumi.ResourceOptions(parent=parent)
     cpfs = isinstance(storage, Cpfs)
-    role, attachment = _lookup_role(plan, opts)
+    role, attachment = _lookup_role(plan, opts) if lookup_role else (None, None)
     fs = nas.FileSystem(
         f"{name}-fs",
         file_system_type=storage.file_system_type,
@@ -126,6 +131,7 @@ def build_storage(plan: ClusterPlan[AlibabaPlan], net: Network, parent: pulumi.R
                 ),
             }
         )
+        assert role is not None and attachment is not None  # noqa: S101 - the ACK path refuses CPFS
         return Storage(shared_fs=shared_fs, role_name=role.role_name, ready=[attachment], fs=fs)
 
     group = nas.AccessGroup(
@@ -159,6 +165,8 @@ def build_storage(plan: ClusterPlan[AlibabaPlan], net: Network, parent: pulumi.R
     shared_fs = pulumi.Output.all(source, fs.id).apply(
         lambda a: {**shared_fs_summary(plan, a[0], "nfs", options), "file_system_id": a[1], "mounted_at_boot": True}
     )
+    if role is None:
+        return Storage(shared_fs=shared_fs, fs=fs, mount_target_domain=target.mount_target_domain)
     return Storage(shared_fs=shared_fs, role_name=role.role_name, ready=[attachment])
 
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from provision.clouds.alibaba import ramrole
+from provision.clouds.alibaba.strict_ack import CHECKED as ACK_CHECKED
+from provision.clouds.alibaba.strict_ack import ack_rules
 from provision.clouds.alibaba.strict_api import api_rules
 from provision.clouds.alibaba.strict_datalink import CHECKED as DATALINK_CHECKED
 from provision.clouds.alibaba.strict_datalink import datalink_rules
@@ -190,10 +192,11 @@ NAME_FIELDS = {
     "alicloud:ecs/instance:Instance": "instanceName",
     "alicloud:ecs/eipAddress:EipAddress": "addressName",
     "alicloud:vpc/snatEntry:SnatEntry": "snatEntryName",
+    "alicloud:ecs/ecsKeyPair:EcsKeyPair": "keyPairName",
 }
 NAME_SOURCE = (
     "Alibaba Cloud ECS/VPC API references (InstanceName, VpcName, VSwitchName, SecurityGroupName, NatGatewayName, "
-    "AllocateEipAddress Name, CreateSnatEntry SnatEntryName)"
+    "AllocateEipAddress Name, CreateSnatEntry SnatEntryName, ImportKeyPair KeyPairName)"
 )
 
 #: Linux host names: 2-64 characters; periods and hyphens are neither first, last nor consecutive
@@ -202,7 +205,14 @@ HOST_NAME = r"(?![.-])(?!.*[.-]{2})[A-Za-z0-9.-]{2,64}(?<![.-])"
 
 
 def _known() -> frozenset[str]:
-    return frozenset(RULES) | frozenset(NAME_FIELDS) | UNCHECKED | {ROLE, POLICY} | frozenset(DATALINK_CHECKED)
+    return (
+        frozenset(RULES)
+        | frozenset(NAME_FIELDS)
+        | UNCHECKED
+        | {ROLE, POLICY}
+        | frozenset(DATALINK_CHECKED)
+        | frozenset(ACK_CHECKED)
+    )
 
 
 def _provider(file: str, tf_field: str) -> str:
@@ -387,6 +397,7 @@ def check(res: Resource, ctx: MockContext) -> list[Violation]:
         + role_reference_rules(res, ctx)
         + api_rules(res, ctx)
         + datalink_rules(res)
+        + ack_rules(res, ctx)
     )
 
 
@@ -419,7 +430,7 @@ def rule_paths(res: Resource) -> dict[str, str]:
     if res.type == ROLE_ATTACHMENT:
         src = "RAM API reference, AttachPolicyToRole (EntityNotExist.Role / EntityNotExist.Policy)"
         out |= {"roleName": src, "policyName": src}
-    return out | DATALINK_CHECKED.get(res.type, {})
+    return out | DATALINK_CHECKED.get(res.type, {}) | ACK_CHECKED.get(res.type, {})
 
 
 #: Every type this module knows (rules, or deliberately unchecked).

@@ -187,8 +187,9 @@ class GcpAdapter(Adapter[GcpPlan]):
         "scheduling.termination_time with instance_termination_action DELETE (max_run_duration for flex-start)"
     )
     kubernetes_lifetime_mechanism = (
-        "node_config.max_run_duration on every GKE node pool deletes each node after the cluster's lifetime "
-        "(a node GKE re-creates gets a fresh duration; the GKE control plane stays until `down` or `reap`)"
+        "a Cloud Scheduler job deletes the GKE cluster (control plane and every node pool) at the expiry "
+        "through the GKE API (clouds/gcp/kubeexpiry.py); flex-start GPU nodes also end after their "
+        "max_run_duration. The filesystem and networks stay until `down` or `reap`"
     )
     sweeper: ClassVar[str | None] = None
     slurm_controller: ClassVar[bool] = True
@@ -447,17 +448,11 @@ class GcpAdapter(Adapter[GcpPlan]):
     def kubernetes_warnings(self, spec: ClusterSpec, res: Resolution, k8s: KubernetesPlan) -> list[str]:
         out = super().kubernetes_warnings(spec, res, k8s)
         if spec.lifetime.ttl is not None or spec.lifetime.max_cost_usd is not None:
-            if spec.capacity.type == "flex-start":
-                out.append(
-                    "lifetime on GKE: flex-start nodes end after lifetime.ttl (max run duration); the control "
-                    "plane, system pool and filesystem keep billing until `provision reap` or `down`."
-                )
-            else:
-                out.append(
-                    "lifetime on GKE: every node pool has max_run_duration = the lifetime, so at expires_at GKE "
-                    "deletes all nodes (system pool included) at once and may re-create them with a fresh "
-                    "duration; `provision reap` (or `down`) removes the cluster."
-                )
+            out.append(
+                "lifetime on GKE: at expires_at a Cloud Scheduler job deletes the whole GKE cluster (control "
+                "plane, system and GPU pools, running jobs with them); the filesystem and networks keep billing "
+                "until `provision down` or `provision reap`. Deploying needs cloudscheduler.googleapis.com enabled."
+            )
         out.append(
             "GKE upgrades nodes in maintenance windows (release channel REGULAR, one GPU node at a time); "
             "add a maintenance exclusion for long training runs."

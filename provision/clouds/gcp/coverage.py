@@ -14,10 +14,13 @@ from typing import Any
 from provision.clouds.gcp.strict import FILESTORE_SOURCE, LABEL_SOURCE, LUSTRE_SOURCE, PSA_SOURCE, model_paths
 from provision.clouds.gcp.strict_provider import (
     ACCOUNT_ID_SOURCE,
+    CRON_SOURCE,
     IAM_SOURCE,
+    JOB_SOURCE,
     KUBE_LABEL_SOURCE,
     METADATA_SOURCE,
     PROVIDER_ENUMS,
+    ROLE_SOURCE,
     SA_SOURCE,
 )
 from provision.clouds.strict import Coverage, Leaf, Resource
@@ -84,6 +87,20 @@ COVERAGE: dict[str, Coverage] = {
         checked={"accountId": ACCOUNT_ID_SOURCE, "displayName": SA_SOURCE, "description": SA_SOURCE}
     ),
     "gcp:servicenetworking/connection:Connection": Coverage(checked={"deletionPolicy": PSA_SOURCE}),
+    "gcp:projects/iAMCustomRole:IAMCustomRole": Coverage(
+        checked={"roleId": ROLE_SOURCE, "title": ROLE_SOURCE, "permissions": ROLE_SOURCE}
+    ),
+    "gcp:cloudscheduler/job:Job": Coverage(
+        checked={
+            "name": JOB_SOURCE,
+            "schedule": CRON_SOURCE,
+            "timeZone": JOB_SOURCE,
+            "attemptDeadline": JOB_SOURCE,
+            "retryConfig.retryCount": JOB_SOURCE,
+            "httpTarget.uri": JOB_SOURCE,
+        },
+        waived={"httpTarget.oauthToken.serviceAccountEmail": _REF},
+    ),
     "gcp:compute/projectMetadataItem:ProjectMetadataItem": Coverage(
         checked={"key": METADATA_SOURCE, "value": METADATA_SOURCE}
     ),

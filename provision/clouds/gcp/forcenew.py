@@ -104,6 +104,12 @@ FORCE_NEW: dict[str, ForceNew] = {
     "gcp:servicenetworking/connection:Connection": ForceNew(
         ("network", "service"), _TF.format("servicenetworking/resource_service_networking_connection.go")
     ),
+    "gcp:projects/iAMCustomRole:IAMCustomRole": ForceNew(
+        ("roleId", "project"), _TF.format("resourcemanager/resource_google_project_iam_custom_role.go")
+    ),
+    "gcp:cloudscheduler/job:Job": ForceNew(
+        ("name", "region", "project"), _TF.format("cloudscheduler/resource_cloud_scheduler_job.go")
+    ),
     "gcp:serviceaccount/account:Account": ForceNew(
         ("accountId", "project"), _TF.format("resourcemanager/resource_google_service_account.go")
     ),

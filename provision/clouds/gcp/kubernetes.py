@@ -4,7 +4,8 @@ Resources (fixed count, whatever the node count): the VM path's networks (host V
 GPU NIC, or the RoCE VPC), a node and a jobs service account, the shared filesystem, ONE regional
 private GKE cluster (Dataplane V2 + multi-networking, Workload Identity, the Lustre/Filestore CSI
 add-on, DNS endpoint), a system pool and ONE GPU pool (compact placement, the GPU VPCs as additional
-node networks, reservation / spot / flex-start), then in the cluster: one ``GKENetworkParamSet`` +
+node networks, reservation / spot / flex-start), with an expiry the Cloud Scheduler job that deletes the
+cluster then (:mod:`provision.clouds.gcp.kubeexpiry`), then in the cluster: one ``GKENetworkParamSet`` +
 ``Network`` per GPU NIC, Google's NCCL plugin installer and NRI device injector DaemonSets, and the
 shared training stack of :mod:`provision.clouds.k8s.objects`.
 
@@ -21,6 +22,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_gcp import container, projects, serviceaccount
 
+from provision.clouds.gcp import kubeexpiry
 from provision.clouds.gcp.adapter import assert_labels
 from provision.clouds.gcp.kubeplan import gke
 from provision.clouds.gcp.network import Networks, build_networks
@@ -81,6 +83,8 @@ class GkeCluster(pulumi.ComponentResource):
         self.cluster = self._cluster(plan, nets, child)
         system = self._system_pool(plan, child)
         self.gpu_pool = self._gpu_pool(plan, nets, child)
+        if plan.expires_at is not None:
+            kubeexpiry.build(plan, self.cluster, nets.project, self)
         dns = self.cluster.control_plane_endpoints_config.apply(
             lambda c: (c.dns_endpoint_config.endpoint if c and c.dns_endpoint_config else None) or ""
         )
@@ -185,7 +189,7 @@ class GkeCluster(pulumi.ComponentResource):
         )
 
     def _node_config(self, plan: ClusterPlan[GcpPlan], **kw: Any) -> container.NodePoolNodeConfigArgs:
-        """Every pool's node config; ``max_run_duration`` is the cluster's lifetime (see :func:`lifetime_seconds`)."""
+        """Every pool's node config (the lifetime is the expiry job's: :mod:`provision.clouds.gcp.kubeexpiry`)."""
         assert plan.kubernetes is not None  # noqa: S101
         return container.NodePoolNodeConfigArgs(
             image_type="COS_CONTAINERD",
@@ -218,7 +222,6 @@ class GkeCluster(pulumi.ComponentResource):
                 disk_type="pd-balanced",
                 disk_size_gb=100,
                 labels={POOL_LABEL: "system"},
-                max_run_duration=f"{run}s" if (run := lifetime_seconds(plan)) else None,
             ),
             network_config=container.NodePoolNetworkConfigArgs(enable_private_nodes=True),
             project=plan.extra.project,
@@ -247,7 +250,9 @@ class GkeCluster(pulumi.ComponentResource):
             # Flex-start takes no reservation (Cluster Toolkit gke-node-pool precondition); others take none
             # either, so a stray reservation in the project is never used up.
             affinity = container.NodePoolNodeConfigReservationAffinityArgs(consume_reservation_type="NO_RESERVATION")
-        run = extra.max_run_duration_s or lifetime_seconds(plan)
+        # Flex-start nodes end after their run duration (GKE does not re-create them); a standard pool would
+        # re-create them, so its lifetime is the expiry job's cluster deletion (kubeexpiry).
+        run = extra.max_run_duration_s
         node_config = self._node_config(
             plan,
             machine_type=pool.instance_type,
@@ -390,18 +395,3 @@ def build(plan: ClusterPlan[GcpPlan]) -> dict[str, Any]:
     """
     assert_labels(plan.tags)
     return GkeCluster(plan).outputs
-
-
-def lifetime_seconds(plan: ClusterPlan[GcpPlan]) -> int | None:
-    """The cluster's lifetime in seconds, for ``nodeConfig.max_run_duration`` (None without an expiry).
-
-    GKE deletes a node when it has run this long ("The maximum duration for the nodes to exist. If
-    unspecified, the nodes can exist indefinitely": GKE API reference, NodeConfig.maxRunDuration;
-    pulumi-gcp 10.2 NodePoolNodeConfigArgs.max_run_duration, "3600s"). GKE pools take no absolute
-    termination time, so a node GKE re-creates later (repair, upgrade) gets a fresh duration; the
-    reaper (``provision reap``) is the backstop for those. The value is the planned lifetime
-    (expiry - creation), which is the same on every ``up`` of an unchanged spec.
-    """
-    if plan.expires_at is None:
-        return None
-    return max(1, round((plan.expires_at - plan.created_at).total_seconds()))

@@ -183,6 +183,12 @@ def resource(args: pulumi.runtime.MockResourceArgs, ctx: MockContext) -> tuple[s
                    currentStatus="RUNNING")  # fmt: skip
     elif typ == "gcp:compute/projectMetadataItem:ProjectMetadataItem":
         rid = str(inputs["key"])  # the provider's id is the key (resource_compute_project_metadata_item.go)
+    elif typ == "gcp:projects/iAMCustomRole:IAMCustomRole":  # id and name: projects/P/roles/ID
+        rid = f"projects/{proj}/roles/{inputs['roleId']}"
+        out.update(name=rid, deleted=False, stage=inputs.get("stage") or "GA")
+    elif typ == "gcp:cloudscheduler/job:Job":  # id format of resource_cloud_scheduler_job.go
+        rid = f"projects/{proj}/locations/{inputs.get('region') or ctx.region}/jobs/{inputs['name']}"
+        out.update(state="ENABLED", paused=bool(inputs.get("paused", False)))
     elif typ == "gcp:serviceaccount/iAMMember:IAMMember":
         rid = f"{inputs['serviceAccountId']}/{inputs['role']}/{inputs['member']}"
         out.update(etag=f"BwY{ctx.hex_id(rid, 9)}=")

@@ -82,6 +82,8 @@ def gcp_preflight(plan: ClusterPlan, account: GcpAccount | None = None) -> list[
         needed.append(STORAGE_SERVICES[extra.storage.kind])
         if extra.storage.psa:
             needed.append(PSA_SERVICE)
+    if plan.kubernetes is not None and plan.expires_at is not None:
+        needed.append("cloudscheduler.googleapis.com")  # the expiry job (clouds/gcp/kubeexpiry.py)
     enabled = account.enabled_services()
     for service in needed:
         if service not in enabled:

@@ -162,6 +162,11 @@ APIS: dict[str, Api] = {
         },
         autoname=None,
     ),
+    # The GKE expiry job: pulumi-gcp's name is the job id, the API's the full path (checked in job_rules).
+    "gcp:cloudscheduler/job:Job": Api("cloudscheduler.v1", "Job", {"name": ""}, autoname=None),
+    "gcp:projects/iAMCustomRole:IAMCustomRole": Api(
+        "iam.v1", "Role", {"permissions": "includedPermissions", "roleId": ""}, autoname=None
+    ),
 }
 
 #: Every type this module has rules for (the suite checks each type a program registers is here); the

@@ -38,6 +38,8 @@ ROOTS: dict[str, tuple[str, ...]] = {
     "parallelstore.v1": ("Instance",),
     "servicenetworking.v1": ("Connection",),
     "container.v1": ("Cluster", "NodePool"),
+    "cloudscheduler.v1": ("Job",),  # the GKE expiry job (clouds/gcp/kubeexpiry.py)
+    "iam.v1": ("Role",),  # the GKE expiry job's custom role
 }
 
 #: Numeric rules Google states in prose: (regex, names of the groups).

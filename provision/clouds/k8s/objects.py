@@ -135,6 +135,7 @@ def build_training_stack(
     parent: pulumi.Resource,
     *,
     shared_csi: Any = None,
+    shared_mount_options: list[str] | None = None,
     service_account_annotations: pulumi.Input[dict[str, str]] | None = None,
     deps: list[Any] | None = None,
 ) -> TrainingStack:
@@ -143,6 +144,7 @@ def build_training_stack(
     Args:
         shared_csi: the ``csi`` block of the shared filesystem's PersistentVolume (driver, volumeHandle,
             volumeAttributes), when the cluster has one.
+        shared_mount_options: the PersistentVolume's ``mountOptions`` (NFS options of the ACK NAS volume).
         service_account_annotations: the cloud identity of the jobs (GKE Workload Identity).
         deps: resources the first objects wait for (device plugins, CSI drivers).
     """
@@ -183,6 +185,7 @@ def build_training_stack(
                 persistent_volume_reclaim_policy="Retain",
                 storage_class_name="",
                 csi=shared_csi,
+                mount_options=shared_mount_options,
             ),
             opts=_opts(parent, prov),
         )
