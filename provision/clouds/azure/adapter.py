@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from provision.catalog import InstanceOffer, cloud_facts
-from provision.clouds.azure import rules
+from provision.clouds.azure import kubeplan, rules
 from provision.clouds.azure.plan import (
     Amlfs,
     AzurePlan,
@@ -33,6 +33,7 @@ from provision.clouds.azure.plan import (
     NetApp,
 )
 from provision.clouds.base import Adapter, Limit
+from provision.planning.kubernetes import KubernetesPlan
 from provision.planning.resolve import Resolution, shared_kind
 from provision.spec import ClusterSpec
 from provision.spec.errors import REDACTED, ProblemCollector
@@ -106,9 +107,6 @@ class AzureAdapter(Adapter[AzurePlan]):
         "resource providers, quota and size restrictions",
     )
     limits: ClassVar[Mapping[Limit, str]] = {
-        Limit.KUBERNETES: "AKS is not wired yet. Missing: an AKS cluster with an ND H100 v5 node pool in one "
-        "InfiniBand placement group, the NVIDIA Network Operator (RDMA shared device plugin for the 8 IB HCAs, "
-        "rdma/ib resources in pods), Azure Managed Lustre through its CSI driver, and Workload Identity",
         Limit.LIFETIME: "Azure cannot delete a VM at a set time (ScheduledAction is preview-only and only "
         "deallocates): "
         "the nodes delete their resource group at the expiry through a role scoped to it, which needs Owner or "
@@ -269,9 +267,11 @@ class AzureAdapter(Adapter[AzurePlan]):
             )
 
     def lifetime_enforcement(self, spec: ClusterSpec) -> str | None:
-        """Azure has no VM lifetime: the nodes delete their own scale sets (see ``expiry.py``), if allowed."""
+        """Azure has no VM lifetime: the nodes delete their own scale sets (see ``expiry.py``), if allowed.
+
+        AKS nodes run the AKS node image, not provision's timer: only the reaper ends them."""
         opts: AzureOptions = spec.cloud_options()
-        if not opts.delete_at_expiry:
+        if not opts.delete_at_expiry or spec.scheduler.kind == "kubernetes":
             return None
         return (
             "a systemd timer on every node deletes its scale set at the expiry, through a custom role (only "
@@ -484,3 +484,27 @@ class AzureAdapter(Adapter[AzurePlan]):
             large_volume=size_bytes > 100 * tib_bytes,
             allowed_clients=subnets["nodes"],
         )
+
+    # ------------------------------------------------------------------ scheduler: kubernetes (AKS)
+    def check_kubernetes(self, spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
+        kubeplan.check(spec, res, found)
+
+    def kubernetes_plan(self, spec: ClusterSpec, res: Resolution) -> KubernetesPlan:
+        assert res.offer is not None and res.fabric is not None  # noqa: S101
+        return kubeplan.kubernetes_plan(spec, res, self.extra_plan(spec, res), self.nccl_env(res.offer, res.fabric))
+
+    def kubernetes_warnings(self, spec: ClusterSpec, res: Resolution, k8s: KubernetesPlan) -> list[str]:
+        out = super().kubernetes_warnings(spec, res, k8s)
+        if res.fabric == "infiniband":
+            out.append(
+                "AKS InfiniBand: register the subscription feature Microsoft.ContainerService/AKSInfinibandSupport "
+                "(az feature register --namespace Microsoft.ContainerService --name AKSInfinibandSupport) before "
+                "`up`, so the GPU pool's nodes land on one InfiniBand network (Azure/aks-rdma-infiniband)."
+            )
+        if spec.lifetime.ttl is not None or spec.lifetime.max_cost_usd is not None:
+            out.append(
+                "lifetime on AKS: nothing in the cloud stops the node pools at expires_at (AKS nodes run the AKS "
+                "image, not provision's timer); only `provision reap --azure-subscription ID` deletes the cluster "
+                "after the provision-expires-at tag passes. Until then it keeps billing."
+            )
+        return out
