@@ -22,6 +22,7 @@ from provision.spec.errors import CloudError
 runner = CliRunner()
 GKE, POOL = "gcp:container/cluster:Cluster", "gcp:container/nodePool:NodePool"
 EKS, NODEGROUP = "aws:eks/cluster:Cluster", "aws:eks/nodeGroup:NodeGroup"
+AKS, AGENTPOOL = "azure-native:containerservice:ManagedCluster", "azure-native:containerservice:AgentPool"
 
 
 @pytest.fixture
@@ -42,10 +43,16 @@ def test_kubeconfig_before_up_says_so(home: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("stack", "fabric_resource"), [("aws-p5-64-eks", "vpc.amazonaws.com/efa"), ("gcp-a3-64-gke", None)]
+    ("stack", "fabric_resource", "devices"),
+    [
+        ("aws-p5-64-eks", "vpc.amazonaws.com/efa", "32"),
+        ("gcp-a3-64-gke", None, None),
+        # One unit of the RDMA shared device gives a pod every InfiniBand HCA of its node.
+        ("azure-ndh100-64-aks", "rdma/shared_ib", "1"),
+    ],
 )
 def test_up_kubeconfig_launch_down_on_the_mocked_cloud_leaves_nothing(
-    home: Path, tmp_path: Path, stack: str, fabric_resource: str | None
+    home: Path, tmp_path: Path, stack: str, fabric_resource: str | None, devices: str | None
 ) -> None:
     up = runner.invoke(app, ["up", stack, "--mock", "--yes", "--json"])
     assert up.exit_code == 0, up.output
@@ -73,7 +80,7 @@ def test_up_kubeconfig_launch_down_on_the_mocked_cloud_leaves_nothing(
     doc = json.loads(launched.stdout)
     assert doc["submitted"] is False and doc["requests_per_node"]["nvidia.com/gpu"] == "8"
     if fabric_resource:
-        assert doc["requests_per_node"][fabric_resource] == "32"
+        assert doc["requests_per_node"][fabric_resource] == devices
     assert doc["job"]["spec"]["trainer"]["args"] == ["train.py", "--epochs", "1"]
 
     down = runner.invoke(app, ["down", stack, "--mock", "--yes", "--json"])
@@ -108,7 +115,8 @@ def test_launch_submits_with_kubectl_and_a_private_kubeconfig_file_it_removes(ho
 
 
 @pytest.mark.parametrize(
-    ("stack", "cluster", "pool"), [("gcp-a3-64-gke", GKE, POOL), ("aws-p5-64-eks", EKS, NODEGROUP)]
+    ("stack", "cluster", "pool"),
+    [("gcp-a3-64-gke", GKE, POOL), ("aws-p5-64-eks", EKS, NODEGROUP), ("azure-ndh100-64-aks", AKS, AGENTPOOL)],
 )
 def test_preview_shows_the_managed_cluster_gpu_pool_volume_and_training_operator(
     home: Path, stack: str, cluster: str, pool: str
@@ -120,9 +128,12 @@ def test_preview_shows_the_managed_cluster_gpu_pool_volume_and_training_operator
     for r in doc["resources"]:
         by_type.setdefault(r["type"], []).append(r["inputs"])
     assert len(by_type[cluster]) == 1
-    sizes = [p.get("nodeCount") or (p.get("scalingConfig") or {}).get("desiredSize") for p in by_type[pool]]
+    # AKS keeps its system pool inside the cluster (a cluster needs one System pool from its creation).
+    pools = by_type[pool] + by_type[cluster][0].get("agentPoolProfiles", [])
+    sizes = [p.get("nodeCount") or p.get("count") or (p.get("scalingConfig") or {}).get("desiredSize") for p in pools]
     assert sorted(sizes) == [2, 8]
-    assert by_type["kubernetes:core/v1:PersistentVolume"][0]["spec"]["csi"]["driver"].endswith((".gke.io", ".aws.com"))
+    driver = by_type["kubernetes:core/v1:PersistentVolume"][0]["spec"]["csi"]["driver"]
+    assert driver.endswith((".gke.io", ".aws.com", ".azure.com"))
     assert {r["name"] for r in by_type["kubernetes:helm.sh/v3:Release"]} >= {"kubeflow-trainer", "kueue"}
     assert doc["plan"]["scheduler"]["gpu_pool"]["nodes"] == 8
     assert doc["outputs"]["kubernetes"]["queue"] == "training"

@@ -364,7 +364,7 @@ def kubernetes_plan(spec: ClusterSpec, res: Resolution, extra: AzurePlan, env: d
     )
     system = system_pool("azure", spec.region, spec.scheduler.system_nodes, spec.scheduler.system_instance_type)
     decisions = AksPlan(
-        cluster=f"{spec.name}-aks",
+        cluster=spec.name,
         dns_prefix=dns_prefix(spec.name),
         node_resource_group=f"{extra.resource_group}-nodes"[:80],
         version=version,
