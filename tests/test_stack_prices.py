@@ -39,6 +39,7 @@ KNOWN_GAPS: dict[str, tuple[str, ...]] = {
     # `provision catalog refresh --cloud azure --write` (Azure Managed Lustre meters in eastus) closes it.
     "azure-ndh100-256": ("storage (amlfs AMLFS-Durable-Premium-250)",),
     "azure-ndh100-64": ("storage (amlfs AMLFS-Durable-Premium-250)",),
+    "azure-ndh100-64-aks": ("storage (amlfs AMLFS-Durable-Premium-250)",),
 }
 
 
