@@ -377,3 +377,44 @@ def test_aks_shared_volume_points_the_lustre_csi_driver_at_the_file_systems_mgs(
     mgs = aks.one("azure-native:storagecache:AmlFilesystem").outputs["clientInfo"]["mgsAddress"]
     assert csi["driver"] == "azurelustre.csi.azure.com"
     assert csi["volumeAttributes"] == {"mgs-ip-address": mgs, "fs-name": "lustrefs"}
+
+
+def test_aks_deletes_itself_at_the_expiry_through_workload_identity_and_a_delete_only_role(aks: Any) -> None:
+    expiry = aks.plan.expires_at
+    job = aks.one("kubernetes:batch/v1:CronJob").inputs
+    assert job["spec"]["schedule"] == f"{expiry.minute} {expiry.hour} {expiry.day} {expiry.month} *"
+    assert job["spec"]["timeZone"] == "Etc/UTC" and job["metadata"]["namespace"] == "kube-system"
+    pod = job["spec"]["jobTemplate"]["spec"]["template"]
+    assert pod["metadata"]["labels"] == {"azure.workload.identity/use": "true"}
+    cluster = aks.one(AKS)
+    assert f"az aks delete --ids {cluster.id} --yes --no-wait" in pod["spec"]["containers"][0]["command"][-1]
+    role = next(
+        r for r in aks.of_type("azure-native:authorization:RoleDefinition") if r.name.endswith("-aks-expiry-role")
+    )
+    assert role.inputs["permissions"] == [
+        {
+            "actions": [
+                "Microsoft.ContainerService/managedClusters/read",
+                "Microsoft.ContainerService/managedClusters/delete",
+            ]
+        }
+    ]
+    assignments = {r.name: r.inputs for r in aks.of_type("azure-native:authorization:RoleAssignment")}
+    expiry_assignment = assignments["azure-ndh100-64-aks-aks-expiry-assignment"]
+    assert expiry_assignment["scope"] == cluster.id and expiry_assignment["roleDefinitionId"] == role.id
+    identity = next(
+        r
+        for r in aks.of_type("azure-native:managedidentity:UserAssignedIdentity")
+        if r.name.endswith("-expiry-identity")
+    )
+    assert expiry_assignment["principalId"] == identity.outputs["principalId"]
+    federation = aks.one("azure-native:managedidentity:FederatedIdentityCredential").inputs
+    assert federation["issuer"] == cluster.outputs["oidcIssuerProfile"]["issuerURL"]
+    assert federation["subject"] == "system:serviceaccount:kube-system:provision-expiry"
+    accounts = {
+        r.inputs["metadata"]["name"]: r.inputs["metadata"] for r in aks.of_type("kubernetes:core/v1:ServiceAccount")
+    }
+    assert accounts["provision-expiry"]["annotations"] == {
+        "azure.workload.identity/client-id": identity.outputs["clientId"]
+    }
+    assert cluster.inputs["securityProfile"]["workloadIdentity"]["enabled"] is True

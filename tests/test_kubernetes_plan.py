@@ -247,10 +247,12 @@ def test_aks_plan_wires_infiniband_gpu_operator_and_lustre_and_prices_the_cluste
     # Microsoft's NDv5 NCCL tuning reaches pods; the host-only topology file does not.
     assert job.env["NCCL_IB_QPS_PER_CONNECTION"] == "4" and "NCCL_TOPO_FILE" not in job.env
     assert job.security_context == {"capabilities": {"add": ["IPC_LOCK"]}}
-    # No node timer runs on AKS nodes: the plan does not claim one, and says who ends the cluster.
-    assert p.lifetime_enforced_by is None
+    # No node timer runs on AKS nodes: a CronJob deletes the cluster, and the plan says what stays billing.
+    assert k.extra.delete_at_expiry and "CronJob" in (p.lifetime_enforced_by or "")
     assert any("AKSInfinibandSupport" in w for w in p.warnings)
-    assert any("lifetime on AKS" in w and "reap" in w for w in p.warnings)
+    assert any("lifetime on AKS" in w and "Managed Lustre keep billing" in w for w in p.warnings)
+    off = plan_of(variant(AKS_STACK, azure={"delete_at_expiry": False}))
+    assert not off.kubernetes.extra.delete_at_expiry and off.lifetime_enforced_by is None
 
 
 def test_aks_refuses_other_sizes_split_islands_an_unreachable_api_overlapping_ranges_and_a_version_at_once() -> None:

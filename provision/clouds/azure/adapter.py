@@ -269,10 +269,16 @@ class AzureAdapter(Adapter[AzurePlan]):
     def lifetime_enforcement(self, spec: ClusterSpec) -> str | None:
         """Azure has no VM lifetime: the nodes delete their own scale sets (see ``expiry.py``), if allowed.
 
-        AKS nodes run the AKS node image, not provision's timer: only the reaper ends them."""
+        AKS nodes run the AKS node image, not provision's timer: a CronJob deletes the cluster (``kubeexpiry.py``)."""
         opts: AzureOptions = spec.cloud_options()
-        if not opts.delete_at_expiry or spec.scheduler.kind == "kubernetes":
+        if not opts.delete_at_expiry:
             return None
+        if spec.scheduler.kind == "kubernetes":
+            return (
+                "a CronJob on the system pool deletes the AKS cluster (every node pool) at the expiry, through "
+                "Workload Identity and a custom role (only managedClusters read/delete) scoped to the cluster; "
+                "the network and Managed Lustre stay until `down` or the reaper"
+            )
         return (
             "a systemd timer on every node deletes its scale set at the expiry, through a custom role (only "
             "Microsoft.Compute/virtualMachineScaleSets/delete) scoped to the cluster's resource group, assigned to the "
@@ -501,10 +507,9 @@ class AzureAdapter(Adapter[AzurePlan]):
                 "(az feature register --namespace Microsoft.ContainerService --name AKSInfinibandSupport) before "
                 "`up`, so the GPU pool's nodes land on one InfiniBand network (Azure/aks-rdma-infiniband)."
             )
-        if spec.lifetime.ttl is not None or spec.lifetime.max_cost_usd is not None:
+        if kubeplan.aks(k8s).delete_at_expiry:
             out.append(
-                "lifetime on AKS: nothing in the cloud stops the node pools at expires_at (AKS nodes run the AKS "
-                "image, not provision's timer); only `provision reap --azure-subscription ID` deletes the cluster "
-                "after the provision-expires-at tag passes. Until then it keeps billing."
+                "lifetime on AKS: a CronJob deletes the AKS cluster at expires_at (the control plane and every node "
+                "pool); the VNet, NAT gateway and Managed Lustre keep billing until `provision reap` or `down`."
             )
         return out

@@ -381,7 +381,8 @@ def kubernetes_plan(spec: ClusterSpec, res: Resolution, extra: AzurePlan, env: d
         gpu_labels=dict(GPU_LABELS),
         helm={k: h for k, h in HELM.items() if fs or k != "azurelustre-csi-driver"},
         rdma_resource=RDMA_RESOURCE,
-        jobs_identity=f"{spec.name}-jobs",
+        delete_at_expiry=spec.cloud_options().delete_at_expiry
+        and (spec.lifetime.ttl is not None or spec.lifetime.max_cost_usd is not None),
         node_image=f"AKS Ubuntu 22.04 node image for Kubernetes {version} (GPU driver from the GPU Operator)",
     )
     return KubernetesPlan(

@@ -13,7 +13,9 @@ Built from :mod:`provision.clouds.azure.kubeplan` decisions (sources there). Cre
 3. the deployer's "Azure Kubernetes Service RBAC Cluster Admin" assignment on the cluster (the Helm
    installs below authenticate as the deployer through kubelogin's Azure CLI mode);
 4. the GPU agent pool in one proximity placement group, AKS GPU driver skipped;
-5. the Network Operator + ``NicClusterPolicy``, the GPU Operator, the Lustre CSI driver, then the shared
+5. with ``azure.delete_at_expiry`` and a lifetime, the job that deletes the cluster at the expiry
+   (:mod:`provision.clouds.azure.kubeexpiry`);
+6. the Network Operator + ``NicClusterPolicy``, the GPU Operator, the Lustre CSI driver, then the shared
    training stack (:func:`provision.clouds.k8s.objects.build_training_stack`).
 """
 
@@ -28,6 +30,7 @@ import yaml
 from pulumi_azure_native import authorization, compute, containerservice, managedidentity, resources
 
 from provision.clouds.azure.expiry import role_guid
+from provision.clouds.azure.kubeexpiry import self_delete
 from provision.clouds.azure.kubeplan import aks, helm_values, nic_cluster_policy
 from provision.clouds.azure.network import build_network
 from provision.clouds.azure.storage import LUSTRE_FSNAME, build_filesystem
@@ -138,6 +141,11 @@ class AksCluster(pulumi.ComponentResource):
             ),
             aad_profile=containerservice.ManagedClusterAADProfileArgs(managed=True, enable_azure_rbac=True),
             disable_local_accounts=True,
+            # Workload Identity (the expiry job's only credential): OIDC issuer + the webhook.
+            oidc_issuer_profile=containerservice.ManagedClusterOIDCIssuerProfileArgs(enabled=True),
+            security_profile=containerservice.ManagedClusterSecurityProfileArgs(
+                workload_identity=containerservice.ManagedClusterSecurityProfileWorkloadIdentityArgs(enabled=True)
+            ),
             enable_rbac=True,
             api_server_access_profile=containerservice.ManagedClusterAPIServerAccessProfileArgs(
                 authorized_ip_ranges=list(k.control_plane.authorized_networks)
@@ -224,6 +232,8 @@ class AksCluster(pulumi.ComponentResource):
                 }
             )
         objects.build_training_stack(plan, prov, self, shared_csi=csi, deps=plugins)
+        if ax.delete_at_expiry and plan.expires_at is not None:
+            self_delete(plan, self.cluster, rg, self.resource_group.id, prov, self)
         self.outputs = {
             "hosts": [],
             "hostfile": "",

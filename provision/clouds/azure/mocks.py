@@ -34,6 +34,10 @@ _PATHS = {
         "Microsoft.NetApp/netAppAccounts/{accountName}/capacityPools/{poolName}/volumes/{volumeName}"
     ),
     "azure-native:containerservice:ManagedCluster": "Microsoft.ContainerService/managedClusters/{resourceName}",
+    "azure-native:managedidentity:FederatedIdentityCredential": (
+        "Microsoft.ManagedIdentity/userAssignedIdentities/{resourceName}/federatedIdentityCredentials/"
+        "{federatedIdentityCredentialResourceName}"
+    ),
     "azure-native:containerservice:AgentPool": (
         "Microsoft.ContainerService/managedClusters/{resourceName}/agentPools/{agentPoolName}"
     ),
@@ -150,6 +154,12 @@ def resource(args: Any, ctx: MockContext) -> tuple[str, dict[str, Any]]:
         # ARM answers the API server's name: {dnsPrefix}-{hash}.hcp.{location}.azmk8s.io.
         outputs["fqdn"] = f"{inputs['dnsPrefix']}-{ctx.hex_id(args.name, 8)}.hcp.{inputs['location']}.azmk8s.io"
         outputs["currentKubernetesVersion"] = inputs.get("kubernetesVersion")
+        if (inputs.get("oidcIssuerProfile") or {}).get("enabled"):
+            outputs["oidcIssuerProfile"] = {
+                "enabled": True,
+                "issuerURL": f"https://{inputs['location']}.oic.prod-aks.azure.com/{guid(ctx, 'mock-tenant')}/"
+                f"{guid(ctx, args.name + '/oidc')}/",
+            }
         identity = inputs.get("identity") or {}
         ids = identity.get("userAssignedIdentities") or []
         outputs["identity"] = {  # ARM answers the identity list as a map keyed by identity id

@@ -156,4 +156,6 @@ class AksPlan(KubernetesCloudPlan):
     gpu_labels: dict[str, str]
     helm: dict[str, HelmChart]
     rdma_resource: str = Field(description="The extended resource the RDMA shared device plugin exposes.")
-    jobs_identity: str = Field(description="The user-assigned identity the jobs' service account federates to.")
+    delete_at_expiry: bool = Field(
+        description="A CronJob deletes the cluster at the expiry through Workload Identity (kubeexpiry.py)."
+    )
