@@ -78,6 +78,19 @@ def test_dns_service_ip_must_be_inside_the_service_range_and_not_its_first_addre
         assert one(violations_of(CLUSTER, "c", inputs), "networkProfile.dnsServiceIP")
 
 
+def test_federated_credential_name_and_issuer_follow_entras_restrictions() -> None:
+    inputs = {
+        "resourceGroupName": "rg",
+        "resourceName": "id",
+        "federatedIdentityCredentialResourceName": "-x",
+        "issuer": "http://issuer",
+        "subject": "system:serviceaccount:kube-system:sa",
+        "audiences": ["api://AzureADTokenExchange"],
+    }
+    found = violations_of(strict_aks.FEDERATED, "f", inputs)
+    assert one(found, "federatedIdentityCredentialResourceName") and "https" in one(found, "issuer").rule
+
+
 def _cluster_program(*, service_cidr: str, nat: bool) -> None:
     rg = resources.ResourceGroup("t-rg", resource_group_name="t-rg", location="eastus")
     vnet = network.VirtualNetwork(

@@ -22,7 +22,13 @@ if TYPE_CHECKING:
 
 CLUSTER = "azure-native:containerservice:ManagedCluster"
 AGENT_POOL = "azure-native:containerservice:AgentPool"
-KNOWN = frozenset({CLUSTER, AGENT_POOL})
+FEDERATED = "azure-native:managedidentity:FederatedIdentityCredential"
+KNOWN = frozenset({CLUSTER, AGENT_POOL, FEDERATED})
+#: learn.microsoft.com/entra/workload-id/workload-identity-federation-considerations ("Important considerations
+#: and restrictions for federated identity credentials"): name 3-120 alphanumerics, - and _, first alphanumeric;
+#: issuer and subject at most 600 characters; the issuer an https URL.
+FEDERATION_SOURCE = "learn.microsoft.com/entra/workload-id/workload-identity-federation-considerations"
+FEDERATED_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{2,119}")
 
 SDK = "pulumi-azure-native containerservice (generated from azure-rest-api-specs, API 2025-09-01)"
 SPEC = "azure-rest-api-specs specification/containerservice/resource-manager/Microsoft.ContainerService/aks"
@@ -309,10 +315,34 @@ def _cluster_rules(res: Resource, ctx: MockContext) -> list[Violation]:
     return out + _network_rules(res, ctx)
 
 
+def _federation_rules(res: Resource) -> list[Violation]:
+    out: list[Violation] = []
+    name = res.inputs.get("federatedIdentityCredentialResourceName")
+    if isinstance(name, str) and not FEDERATED_NAME.fullmatch(name):
+        out.append(
+            res.violation(
+                "federatedIdentityCredentialResourceName",
+                name,
+                "3-120 letters, digits, - and _; first a letter or digit",
+                FEDERATION_SOURCE,
+            )
+        )
+    for key in ("issuer", "subject"):
+        value = res.inputs.get(key)
+        if isinstance(value, str) and len(value) > 600:
+            out.append(res.violation(key, value, "at most 600 characters", FEDERATION_SOURCE))
+    issuer = res.inputs.get("issuer")
+    if isinstance(issuer, str) and not issuer.startswith("https://"):
+        out.append(res.violation("issuer", issuer, "an https URL (the cluster's OIDC issuer)", FEDERATION_SOURCE))
+    return out
+
+
 def check(res: Resource, ctx: MockContext) -> list[Violation]:
     """Every AKS rule for one registration (none for other types)."""
     if res.type not in KNOWN:
         return []
+    if res.type == FEDERATED:
+        return _federation_rules(res)
     out = _cluster_rules(res, ctx) if res.type == CLUSTER else []
     for path, pool in _pools(res):
         out += _pool_rules(res, path, pool)
