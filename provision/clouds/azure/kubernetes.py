@@ -234,7 +234,7 @@ class AksCluster(pulumi.ComponentResource):
         objects.build_training_stack(plan, prov, self, shared_csi=csi, deps=plugins)
         if ax.delete_at_expiry and plan.expires_at is not None:
             self_delete(plan, self.cluster, rg, self.resource_group.id, prov, self)
-        self.outputs = {
+        self.outputs: dict[str, Any] = {
             "hosts": [],
             "hostfile": "",
             "head_node": None,
