@@ -326,7 +326,13 @@ AGENT_POOL = "azure-native:containerservice:AgentPool"
 def test_aks_cluster_is_entra_only_reachable_from_allowed_networks_with_egress_through_the_nat(aks: Any) -> None:
     c = aks.one(AKS).inputs
     assert c["aadProfile"] == {"managed": True, "enableAzureRBAC": True} and c["disableLocalAccounts"] is True
-    assert c["apiServerAccessProfile"]["authorizedIPRanges"] == ["203.0.113.0/24"]
+    # The user's networks and the NAT gateway's address, which the nodes reach the API server from.
+    nat_ip = aks.one("azure-native:network:PublicIPAddress").outputs["ipAddress"]
+    assert c["apiServerAccessProfile"]["authorizedIPRanges"] == ["203.0.113.0/24", f"{nat_ip}/32"]
+    # Overlay pod traffic is not encapsulated: the node subnet's NSG admits the pod range.
+    nsg = next(r for r in aks.of_type("azure-native:network:NetworkSecurityGroup") if r.name.endswith("-aks-nsg"))
+    rules = {r["name"]: r for r in nsg.inputs["securityRules"]}
+    assert rules["allow-pods-inbound"]["sourceAddressPrefixes"] == [aks.plan.kubernetes.extra.pod_cidr]
     assert c["networkProfile"]["outboundType"] == "userAssignedNATGateway"
     assert c["networkProfile"]["networkPluginMode"] == "overlay" and c["sku"]["tier"] == "Standard"
     [system] = c["agentPoolProfiles"]

@@ -147,8 +147,13 @@ class AksCluster(pulumi.ComponentResource):
                 workload_identity=containerservice.ManagedClusterSecurityProfileWorkloadIdentityArgs(enabled=True)
             ),
             enable_rbac=True,
+            # The nodes reach the public API server from the NAT gateway's address: authorize it beside the
+            # user's networks (AKS api-server-authorized-ip-ranges: with an outbound type other than the load
+            # balancer, add the egress IP yourself).
             api_server_access_profile=containerservice.ManagedClusterAPIServerAccessProfileArgs(
-                authorized_ip_ranges=list(k.control_plane.authorized_networks)
+                authorized_ip_ranges=pulumi.Output.all(*([net.nat_ip.ip_address] if net.nat_ip else [])).apply(
+                    lambda ips: [*k.control_plane.authorized_networks, *(f"{ip}/32" for ip in ips if ip)]
+                )
             ),
             network_profile=containerservice.ContainerServiceNetworkProfileArgs(
                 network_plugin="azure",
