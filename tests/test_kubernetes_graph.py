@@ -424,3 +424,21 @@ def test_aks_deletes_itself_at_the_expiry_through_workload_identity_and_a_delete
         "azure.workload.identity/client-id": identity.outputs["clientId"]
     }
     assert cluster.inputs["securityProfile"]["workloadIdentity"]["enabled"] is True
+
+
+def test_aks_spot_pool_and_everything_on_it_tolerate_the_taint_aks_puts_on_spot_nodes() -> None:
+    spot = preview(variant("azure-ndh100-64-aks", capacity={"type": "spot"}), stack="azure-ndh100-64-aks")
+    pool = spot.one(AGENT_POOL).inputs
+    assert pool["scaleSetPriority"] == "Spot" and pool["scaleSetEvictionPolicy"] == "Delete"
+    assert pool["spotMaxPrice"] == -1
+    taint = {
+        "key": "kubernetes.azure.com/scalesetpriority",
+        "operator": "Equal",
+        "value": "spot",
+        "effect": "NoSchedule",
+    }
+    policy = spot.one("kubernetes:mellanox.com/v1alpha1:NicClusterPolicy").inputs["spec"]
+    charts = {r.inputs["name"]: r.inputs["values"] for r in spot.of_type(RELEASE)}
+    assert taint in policy["tolerations"] and taint in charts["gpu-operator"]["daemonsets"]["tolerations"]
+    assert taint in charts["network-operator"]["node-feature-discovery"]["worker"]["tolerations"]
+    assert taint in spot.plan.kubernetes.job.tolerations

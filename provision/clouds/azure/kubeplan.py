@@ -95,6 +95,22 @@ RDMA_PLUGIN_VERSION = "network-operator-v25.10.0"
 #: NVIDIA's PyTorch container (NCCL with IB verbs inside; nvcr.io "PyTorch" release 25.01).
 DEFAULT_IMAGE = "nvcr.io/nvidia/pytorch:25.01-py3"
 GPU_LABELS = {POOL_LABEL: "gpu", "nvidia.com/gpu.present": "true"}
+#: The GPU pool's taint (kubernetes.py), and the one AKS puts on every Spot pool (AKS "Add an Azure Spot node
+#: pool": kubernetes.azure.com/scalesetpriority=spot:NoSchedule). Whatever runs on GPU nodes tolerates both.
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+SPOT_TOLERATION = {
+    "key": "kubernetes.azure.com/scalesetpriority",
+    "operator": "Equal",
+    "value": "spot",
+    "effect": "NoSchedule",
+}
+
+
+def gpu_tolerations(spot: bool) -> list[dict[str, str]]:
+    """What a pod or DaemonSet on the GPU pool tolerates."""
+    return [dict(GPU_TOLERATION), *([dict(SPOT_TOLERATION)] if spot else [])]
+
+
 #: The NCCL settings a pod gets: the VM path's NDv5 set without the host paths a pod does not have
 #: (``NCCL_TOPO_FILE`` lives in the ubuntu-hpc image; NCCL detects the topology from the pod's devices).
 POD_ENV_DROPPED = ("NCCL_TOPO_FILE",)
@@ -194,8 +210,9 @@ def check(spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
         )
 
 
-def nic_cluster_policy() -> dict[str, Any]:
-    """The Network Operator's ``NicClusterPolicy`` body (``spec``): DOCA driver + RDMA shared device plugin."""
+def nic_cluster_policy(spot: bool = False) -> dict[str, Any]:
+    """The Network Operator's ``NicClusterPolicy`` body (``spec``): DOCA driver + RDMA shared device plugin, whose
+    DaemonSets tolerate the GPU pool's taints (``spec.tolerations``, network-operator NicClusterPolicySpec)."""
     plugin_config = {
         "configList": [
             {
@@ -206,6 +223,7 @@ def nic_cluster_policy() -> dict[str, Any]:
         ]
     }
     return {
+        "tolerations": gpu_tolerations(spot),
         "nodeAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": {
                 "nodeSelectorTerms": [
@@ -232,9 +250,9 @@ def nic_cluster_policy() -> dict[str, Any]:
     }
 
 
-def helm_values(name: str) -> dict[str, Any]:
-    """Each pinned chart's values (module docstring)."""
-    tolerate = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+def helm_values(name: str, spot: bool = False) -> dict[str, Any]:
+    """Each pinned chart's values (module docstring); DaemonSets on the GPU pool tolerate its taints."""
+    tolerate = gpu_tolerations(spot)
     if name == "network-operator":
         not_system = {"key": "kubernetes.azure.com/mode", "operator": "NotIn", "values": ["system"]}
         terms = {"nodeSelectorTerms": [{"matchExpressions": [not_system]}]}
@@ -288,7 +306,7 @@ def job_profile(spec: ClusterSpec, res: Resolution, claim: str | None, env: dict
         resources=resources,
         env={k: v for k, v in env.items() if k not in POD_ENV_DROPPED},
         node_selector={POOL_LABEL: "gpu"},
-        tolerations=({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},),
+        tolerations=tuple(gpu_tolerations(spec.capacity.type == "spot")),
         volumes=tuple(volumes),
         mounts=tuple(mounts),
         security_context={"capabilities": {"add": ["IPC_LOCK"]}} if ib else {},

@@ -293,6 +293,7 @@ class AksCluster(pulumi.ComponentResource):
         """The Network Operator (+ NicClusterPolicy), the GPU Operator and the Lustre CSI driver (pinned charts)."""
         assert plan.kubernetes is not None  # noqa: S101
         ax = aks(plan.kubernetes)
+        spot = plan.extra.priority == "Spot"
         out: list[pulumi.Resource] = []
         # The operators' pods need privileged access to the host (aks-rdma-infiniband "Network Operator").
         ns = {
@@ -314,7 +315,7 @@ class AksCluster(pulumi.ComponentResource):
                 version=h.version,
                 repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=h.repo) if h.repo else None,
                 namespace=h.namespace,
-                values=helm_values(name),
+                values=helm_values(name, spot),
                 timeout=900,
                 opts=_opts(self, provider=prov, depends_on=[ns[name]] if name in ns else []),
             )
@@ -326,7 +327,7 @@ class AksCluster(pulumi.ComponentResource):
                         api_version=NIC_POLICY_API,
                         kind="NicClusterPolicy",
                         metadata={"name": "nic-cluster-policy", "labels": objects.labels(plan)},
-                        spec=nic_cluster_policy(),
+                        spec=nic_cluster_policy(spot),
                         opts=_opts(self, provider=prov, depends_on=[release]),
                     )
                 )
