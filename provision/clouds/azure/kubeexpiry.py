@@ -24,6 +24,7 @@ import pulumi_kubernetes as k8s
 from pulumi_azure_native import authorization, containerservice, managedidentity
 
 from provision.clouds.azure.expiry import role_guid, role_name
+from provision.clouds.azure.kubeplan import AKS_ROLE_KIND, AKS_ROLE_SUFFIX
 from provision.clouds.k8s import objects
 
 if TYPE_CHECKING:
@@ -77,8 +78,8 @@ def self_delete(
     )
     definition = authorization.RoleDefinition(
         f"{plan.name}-aks-expiry-role",
-        role_definition_id=pulumi.Output.from_input(rg_id).apply(lambda i: role_guid(i, "aks-expiry-definition")),
-        role_name=pulumi.Output.from_input(rg_id).apply(lambda i: role_name(plan.name, i) + "-aks"),
+        role_definition_id=pulumi.Output.from_input(rg_id).apply(lambda i: role_guid(i, AKS_ROLE_KIND)),
+        role_name=pulumi.Output.from_input(rg_id).apply(lambda i: role_name(plan.name, i) + AKS_ROLE_SUFFIX),
         description=f"provision: lets cluster {plan.name}'s expiry job delete its AKS cluster",
         role_type="CustomRole",
         scope=pulumi.Output.from_input(rg_id).apply(lambda i: "/".join(i.split("/")[:3])),

@@ -106,6 +106,12 @@ SPOT_TOLERATION = {
 }
 
 
+#: The AKS expiry job's custom role: its id's seed kind (``expiry.role_guid``) and display-name suffix, shared by
+#: ``kubeexpiry.py`` (which creates it) and ``sweeper.py`` (which deletes it after the group).
+AKS_ROLE_KIND = "aks-expiry-definition"
+AKS_ROLE_SUFFIX = "-aks"
+
+
 def gpu_tolerations(spot: bool) -> list[dict[str, str]]:
     """What a pod or DaemonSet on the GPU pool tolerates."""
     return [dict(GPU_TOLERATION), *([dict(SPOT_TOLERATION)] if spot else [])]
