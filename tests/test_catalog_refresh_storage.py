@@ -198,7 +198,7 @@ def test_a_written_answer_prices_the_stacks_that_were_gaps(catalog_copy: Path) -
     apply_changes(catalog_copy, result)
     now = datetime(2026, 12, 2, 12, tzinfo=timezone.utc)
 
-    for stack in ("aws-p5-64", "aws-p5-64-eks", "azure-ndh100-64", "azure-ndh100-256"):
+    for stack in ("aws-p5-64", "aws-p5-64-eks", "azure-ndh100-64", "azure-ndh100-256", "azure-ndh100-64-aks"):
         plan = plan_spec(load_target(stack, ROOT), now=now)
         assert plan.cost.unpriced == (), stack
         assert plan.cost.storage_hourly_usd and plan.cost.storage_hourly_usd > 0, stack

@@ -23,6 +23,7 @@ runner = CliRunner()
 GKE, POOL = "gcp:container/cluster:Cluster", "gcp:container/nodePool:NodePool"
 EKS, NODEGROUP = "aws:eks/cluster:Cluster", "aws:eks/nodeGroup:NodeGroup"
 ACK, ACK_POOL = "alicloud:cs/managedKubernetes:ManagedKubernetes", "alicloud:cs/nodePool:NodePool"
+AKS, AGENTPOOL = "azure-native:containerservice:ManagedCluster", "azure-native:containerservice:AgentPool"
 
 
 @pytest.fixture
@@ -48,6 +49,8 @@ def test_kubeconfig_before_up_says_so(home: Path) -> None:
         ("aws-p5-64-eks", "vpc.amazonaws.com/efa", "32"),
         ("gcp-a3-64-gke", None, None),
         ("alibaba-gn8-64-ack", "aliyun/erdma", "1"),  # allocateAllDevices: one request, every eRDMA device
+        # One unit of the RDMA shared device gives a pod every InfiniBand HCA of its node.
+        ("azure-ndh100-64-aks", "rdma/shared_ib", "1"),
     ],
 )
 def test_up_kubeconfig_launch_down_on_the_mocked_cloud_leaves_nothing(
@@ -115,7 +118,12 @@ def test_launch_submits_with_kubectl_and_a_private_kubeconfig_file_it_removes(ho
 
 @pytest.mark.parametrize(
     ("stack", "cluster", "pool"),
-    [("gcp-a3-64-gke", GKE, POOL), ("aws-p5-64-eks", EKS, NODEGROUP), ("alibaba-gn8-64-ack", ACK, ACK_POOL)],
+    [
+        ("gcp-a3-64-gke", GKE, POOL),
+        ("aws-p5-64-eks", EKS, NODEGROUP),
+        ("azure-ndh100-64-aks", AKS, AGENTPOOL),
+        ("alibaba-gn8-64-ack", ACK, ACK_POOL),
+    ],
 )
 def test_preview_shows_the_managed_cluster_gpu_pool_volume_and_training_operator(
     home: Path, stack: str, cluster: str, pool: str
@@ -127,14 +135,18 @@ def test_preview_shows_the_managed_cluster_gpu_pool_volume_and_training_operator
     for r in doc["resources"]:
         by_type.setdefault(r["type"], []).append(r["inputs"])
     assert len(by_type[cluster]) == 1
+    # AKS keeps its system pool inside the cluster (a cluster needs one System pool from its creation).
+    pools = by_type[pool] + by_type[cluster][0].get("agentPoolProfiles", [])
     sizes = [
-        p.get("nodeCount") or (p.get("scalingConfig") or {}).get("desiredSize") or int(p["desiredSize"])
-        for p in by_type[pool]
+        p.get("nodeCount")
+        or p.get("count")
+        or (p.get("scalingConfig") or {}).get("desiredSize")
+        or int(p["desiredSize"])
+        for p in pools
     ]
     assert sorted(sizes) == [2, 8]
-    assert by_type["kubernetes:core/v1:PersistentVolume"][0]["spec"]["csi"]["driver"].endswith(
-        (".gke.io", ".aws.com", ".alibabacloud.com")
-    )
+    driver = by_type["kubernetes:core/v1:PersistentVolume"][0]["spec"]["csi"]["driver"]
+    assert driver.endswith((".gke.io", ".aws.com", ".azure.com", ".alibabacloud.com"))
     assert {r["name"] for r in by_type["kubernetes:helm.sh/v3:Release"]} >= {"kubeflow-trainer", "kueue"}
     assert doc["plan"]["scheduler"]["gpu_pool"]["nodes"] == 8
     assert doc["outputs"]["kubernetes"]["queue"] == "training"

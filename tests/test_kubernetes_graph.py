@@ -7,6 +7,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
+import yaml
 from conftest import assert_golden, golden_graph, preview, shipped_preview
 from test_kubernetes_plan import variant
 
@@ -38,7 +39,12 @@ def ack() -> Any:
     return shipped_preview("alibaba-gn8-64-ack", stack="alibaba-gn8-64-ack")
 
 
-@pytest.mark.parametrize("stack", ["gcp-a3-64-gke", "aws-p5-64-eks", "alibaba-gn8-64-ack"])
+@pytest.fixture(scope="module")
+def aks() -> Any:
+    return shipped_preview("azure-ndh100-64-aks", stack="azure-ndh100-64-aks")
+
+
+@pytest.mark.parametrize("stack", ["gcp-a3-64-gke", "aws-p5-64-eks", "azure-ndh100-64-aks", "alibaba-gn8-64-ack"])
 def test_kubernetes_stack_matches_its_golden_graph(stack: str) -> None:
     assert_golden(stack, golden_graph(shipped_preview(stack, stack=stack)))
 
@@ -98,7 +104,7 @@ def test_gke_shared_volume_points_the_lustre_csi_driver_at_the_instance(gke: Any
     assert csi["volumeAttributes"]["filesystem"] == "llmtrain"
 
 
-@pytest.mark.parametrize("fixture", ["gke", "eks", "ack"])
+@pytest.mark.parametrize("fixture", ["gke", "eks", "aks", "ack"])
 def test_training_operator_and_queues_are_installed_from_pinned_charts(fixture: str, request: Any) -> None:
     r = request.getfixturevalue(fixture)
     releases = {x.inputs["name"]: x.inputs for x in r.of_type(RELEASE)}
@@ -194,7 +200,7 @@ def test_eks_has_device_plugins_pod_identity_fsx_volume_and_an_expiry_schedule(e
         assert schedule["autoscalingGroupName"] == group.outputs["resources"][0]["autoscalingGroups"][0]["name"]
 
 
-@pytest.mark.parametrize("stack", ["gcp-a3-64-gke", "aws-p5-64-eks"])
+@pytest.mark.parametrize("stack", ["gcp-a3-64-gke", "aws-p5-64-eks", "azure-ndh100-64-aks"])
 def test_resource_count_does_not_grow_with_node_count(stack: str) -> None:
     small = preview(variant(stack, gpus=16), stack=stack)
     large = preview(variant(stack, gpus=512, lifetime={"ttl": "2h"}), stack=stack)
@@ -316,3 +322,128 @@ def test_eks_gpu_nodes_configure_the_lustre_client_for_an_efa_enabled_fsx(eks: A
     assert text.startswith("MIME-Version: 1.0") and "text/x-shellscript" in text
     assert "dnf install -y lustre-client" in text and FSX_EFA_CLIENT_URL in text
     assert "bash ./setup.sh" in text and "grep -q '@efa'" in text
+
+
+AKS = "azure-native:containerservice:ManagedCluster"
+AGENT_POOL = "azure-native:containerservice:AgentPool"
+
+
+def test_aks_cluster_is_entra_only_reachable_from_allowed_networks_with_egress_through_the_nat(aks: Any) -> None:
+    c = aks.one(AKS).inputs
+    assert c["aadProfile"] == {"managed": True, "enableAzureRBAC": True} and c["disableLocalAccounts"] is True
+    # The user's networks and the NAT gateway's address, which the nodes reach the API server from.
+    nat_ip = aks.one("azure-native:network:PublicIPAddress").outputs["ipAddress"]
+    assert c["apiServerAccessProfile"]["authorizedIPRanges"] == ["203.0.113.0/24", f"{nat_ip}/32"]
+    # Overlay pod traffic is not encapsulated: the node subnet's NSG admits the pod range.
+    nsg = next(r for r in aks.of_type("azure-native:network:NetworkSecurityGroup") if r.name.endswith("-aks-nsg"))
+    rules = {r["name"]: r for r in nsg.inputs["securityRules"]}
+    assert rules["allow-pods-inbound"]["sourceAddressPrefixes"] == [aks.plan.kubernetes.extra.pod_cidr]
+    assert c["networkProfile"]["outboundType"] == "userAssignedNATGateway"
+    assert c["networkProfile"]["networkPluginMode"] == "overlay" and c["sku"]["tier"] == "Standard"
+    [system] = c["agentPoolProfiles"]
+    assert system["mode"] == "System" and system["count"] == 2 and system["osSKU"] == "Ubuntu2204"
+    # The control plane's identity may join nodes to provision's subnet; the deployer administers the cluster.
+    scopes = {r.name: r.inputs["scope"] for r in aks.of_type("azure-native:authorization:RoleAssignment")}
+    assert scopes["azure-ndh100-64-aks-aks-network"] == aks.one("azure-native:network:VirtualNetwork").id
+    assert scopes["azure-ndh100-64-aks-aks-admin"] == aks.one(AKS).id
+    # The kubeconfig authenticates through kubelogin with the cluster's CA: no credential in the outputs.
+    config = yaml.safe_load(aks.outputs["kubernetes"]["kubeconfig"])
+    assert config["clusters"][0]["cluster"]["certificate-authority-data"]
+    assert config["users"][0]["user"] == {"exec": {**config["users"][0]["user"]["exec"], "command": "kubelogin"}}
+    assert set(config["users"][0]["user"]) == {"exec"}
+
+
+def test_aks_gpu_pool_is_one_island_in_its_placement_group_with_the_aks_driver_skipped(aks: Any) -> None:
+    pool = aks.one(AGENT_POOL).inputs
+    assert pool["count"] == 8 and pool["vmSize"] == "Standard_ND96isr_H100_v5" and pool["mode"] == "User"
+    assert pool["proximityPlacementGroupID"] == aks.one("azure-native:compute:ProximityPlacementGroup").id
+    assert pool["gpuProfile"] == {"driver": "None"} and pool["osSKU"] == "Ubuntu2204"
+    assert pool["nodeTaints"] == ["nvidia.com/gpu=true:NoSchedule"]
+    subnets = {r.inputs["subnetName"]: r.id for r in aks.of_type("azure-native:network:Subnet")}
+    assert pool["vnetSubnetID"] == subnets["nodes"] == aks.one(AKS).inputs["agentPoolProfiles"][0]["vnetSubnetID"]
+    # Managed Lustre keeps its own subnet: AKS nodes must not share it.
+    assert aks.one("azure-native:storagecache:AmlFilesystem").inputs["filesystemSubnet"] == subnets["filesystem"]
+
+
+def test_aks_exposes_infiniband_to_pods_through_the_network_operator(aks: Any) -> None:
+    charts = {r.inputs["name"]: r.inputs for r in aks.of_type(RELEASE)}
+    assert {"network-operator", "gpu-operator", "azurelustre-csi-driver"} <= set(charts)
+    assert charts["gpu-operator"]["values"]["driver"]["rdma"]["enabled"] is True
+    assert charts["gpu-operator"]["values"]["nfd"]["enabled"] is False
+    policy = aks.one("kubernetes:mellanox.com/v1alpha1:NicClusterPolicy").inputs["spec"]
+    [device] = json.loads(policy["rdmaSharedDevicePlugin"]["config"])["configList"]
+    assert device["resourceName"] == "shared_ib" and device["selectors"]["linkTypes"] == ["infiniband"]
+    namespaces = {
+        r.inputs["metadata"]["name"]: r.inputs["metadata"] for r in aks.of_type("kubernetes:core/v1:Namespace")
+    }
+    assert namespaces["network-operator"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+    runtime = aks.one("kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime").inputs["spec"]
+    pod = runtime["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    assert pod["containers"][0]["securityContext"] == {"capabilities": {"add": ["IPC_LOCK"]}}
+    assert aks.plan.kubernetes.job.resources == {"nvidia.com/gpu": "8", "rdma/shared_ib": "1"}
+
+
+def test_aks_shared_volume_points_the_lustre_csi_driver_at_the_file_systems_mgs(aks: Any) -> None:
+    csi = aks.one(PV).inputs["spec"]["csi"]
+    mgs = aks.one("azure-native:storagecache:AmlFilesystem").outputs["clientInfo"]["mgsAddress"]
+    assert csi["driver"] == "azurelustre.csi.azure.com"
+    assert csi["volumeAttributes"] == {"mgs-ip-address": mgs, "fs-name": "lustrefs"}
+
+
+def test_aks_deletes_itself_at_the_expiry_through_workload_identity_and_a_delete_only_role(aks: Any) -> None:
+    expiry = aks.plan.expires_at
+    job = aks.one("kubernetes:batch/v1:CronJob").inputs
+    assert job["spec"]["schedule"] == f"{expiry.minute} {expiry.hour} {expiry.day} {expiry.month} *"
+    assert job["spec"]["timeZone"] == "Etc/UTC" and job["metadata"]["namespace"] == "kube-system"
+    pod = job["spec"]["jobTemplate"]["spec"]["template"]
+    assert pod["metadata"]["labels"] == {"azure.workload.identity/use": "true"}
+    cluster = aks.one(AKS)
+    assert f"az aks delete --ids {cluster.id} --yes --no-wait" in pod["spec"]["containers"][0]["command"][-1]
+    role = next(
+        r for r in aks.of_type("azure-native:authorization:RoleDefinition") if r.name.endswith("-aks-expiry-role")
+    )
+    assert role.inputs["permissions"] == [
+        {
+            "actions": [
+                "Microsoft.ContainerService/managedClusters/read",
+                "Microsoft.ContainerService/managedClusters/delete",
+            ]
+        }
+    ]
+    assignments = {r.name: r.inputs for r in aks.of_type("azure-native:authorization:RoleAssignment")}
+    expiry_assignment = assignments["azure-ndh100-64-aks-aks-expiry-assignment"]
+    assert expiry_assignment["scope"] == cluster.id and expiry_assignment["roleDefinitionId"] == role.id
+    identity = next(
+        r
+        for r in aks.of_type("azure-native:managedidentity:UserAssignedIdentity")
+        if r.name.endswith("-expiry-identity")
+    )
+    assert expiry_assignment["principalId"] == identity.outputs["principalId"]
+    federation = aks.one("azure-native:managedidentity:FederatedIdentityCredential").inputs
+    assert federation["issuer"] == cluster.outputs["oidcIssuerProfile"]["issuerURL"]
+    assert federation["subject"] == "system:serviceaccount:kube-system:provision-expiry"
+    accounts = {
+        r.inputs["metadata"]["name"]: r.inputs["metadata"] for r in aks.of_type("kubernetes:core/v1:ServiceAccount")
+    }
+    assert accounts["provision-expiry"]["annotations"] == {
+        "azure.workload.identity/client-id": identity.outputs["clientId"]
+    }
+    assert cluster.inputs["securityProfile"]["workloadIdentity"]["enabled"] is True
+
+
+def test_aks_spot_pool_and_everything_on_it_tolerate_the_taint_aks_puts_on_spot_nodes() -> None:
+    spot = preview(variant("azure-ndh100-64-aks", capacity={"type": "spot"}), stack="azure-ndh100-64-aks")
+    pool = spot.one(AGENT_POOL).inputs
+    assert pool["scaleSetPriority"] == "Spot" and pool["scaleSetEvictionPolicy"] == "Delete"
+    assert pool["spotMaxPrice"] == -1
+    taint = {
+        "key": "kubernetes.azure.com/scalesetpriority",
+        "operator": "Equal",
+        "value": "spot",
+        "effect": "NoSchedule",
+    }
+    policy = spot.one("kubernetes:mellanox.com/v1alpha1:NicClusterPolicy").inputs["spec"]
+    charts = {r.inputs["name"]: r.inputs["values"] for r in spot.of_type(RELEASE)}
+    assert taint in policy["tolerations"] and taint in charts["gpu-operator"]["daemonsets"]["tolerations"]
+    assert taint in charts["network-operator"]["node-feature-discovery"]["worker"]["tolerations"]
+    assert taint in spot.plan.kubernetes.job.tolerations

@@ -1,4 +1,4 @@
-"""scheduler: kubernetes, plan half: GKE and EKS plans, their costs, their refusals, and the job documents."""
+"""scheduler: kubernetes, plan half: GKE, EKS and AKS plans, their costs, their refusals, and the job documents."""
 
 from __future__ import annotations
 
@@ -76,15 +76,6 @@ def test_plain_vm_spec_has_no_scheduler_and_no_scheduler_cost() -> None:
     p = plan_of(stack_spec("gcp-a3-64"))
     assert p.kubernetes is None and p.cost.scheduler_hourly_usd is None
     assert p.summary()["scheduler"] == {"kind": "none"}
-
-
-@pytest.mark.parametrize(
-    ("stack", "missing"),
-    [("azure-ndh100-64", "NVIDIA Network Operator")],
-)
-def test_aks_and_ack_say_not_yet_and_name_what_is_missing(stack: str, missing: str) -> None:
-    found = problems(variant(stack, scheduler={"kind": "kubernetes"}))
-    assert "not supported" in found["scheduler.kind"] and missing in found["scheduler.kind"]
 
 
 def test_gke_refuses_parallelstore_other_types_and_a_version_all_at_once() -> None:
@@ -220,3 +211,65 @@ def test_a_bump_of_kueue_or_trainer_alone_is_refused(
     monkeypatch.setattr(addons, "TRAINER", replace(addons.TRAINER, version=trainer))
     with pytest.raises(RuntimeError, match="kueue_trainer"):
         addons.training_addons()
+
+
+AKS_STACK = "azure-ndh100-64-aks"
+
+
+def test_aks_plan_wires_infiniband_gpu_operator_and_lustre_and_prices_the_cluster() -> None:
+    p = plan_of(stack_spec(AKS_STACK))
+    k = p.kubernetes
+    assert k.control_plane.service == "aks" and k.control_plane.hourly_usd == CONTROL_PLANE_HOURLY_USD["aks"]
+    assert k.gpu_pool.nodes == 8 and k.gpu_pool.instance_type == "Standard_ND96isr_H100_v5"
+    assert k.gpu_pool.name == "gpu" and "proximity placement group" in k.gpu_pool.placement
+    assert k.system_pool.instance_type == SYSTEM_NODE["azure"][0] and k.system_pool.nodes == 2
+    assert k.hourly_usd == round(CONTROL_PLANE_HOURLY_USD["aks"] + 2 * SYSTEM_NODE["azure"][1], 4)
+    names = {a.name for a in k.addons}
+    assert {
+        "network-operator",
+        "gpu-operator",
+        "azurelustre-csi-driver",
+        "kubeflow-trainer",
+        "jobset",
+        "kueue",
+    } <= names
+    # The AKS driver is skipped so the GPU Operator's driver (with nvidia-peermem for GPUDirect RDMA) runs.
+    assert k.extra.gpu_driver == "None" and k.extra.os_sku == "Ubuntu2204"
+    job = k.job
+    assert job.resources == {"nvidia.com/gpu": "8", "rdma/shared_ib": "1"} and job.fabric_devices_per_node == 8
+    assert job.queue_quota["rdma/shared_ib"] == "8" and job.shared_claim == "shared"
+    # Microsoft's NDv5 NCCL tuning reaches pods; the host-only topology file does not.
+    assert job.env["NCCL_IB_QPS_PER_CONNECTION"] == "4" and "NCCL_TOPO_FILE" not in job.env
+    assert job.security_context == {"capabilities": {"add": ["IPC_LOCK"]}}
+    # No node timer runs on AKS nodes: a CronJob deletes the cluster, and the plan says what stays billing.
+    assert k.extra.delete_at_expiry and "CronJob" in (p.lifetime_enforced_by or "")
+    assert any("AKSInfinibandSupport" in w for w in p.warnings)
+    assert any("lifetime on AKS" in w and "Managed Lustre keep billing" in w for w in p.warnings)
+    off = plan_of(variant(AKS_STACK, azure={"delete_at_expiry": False}))
+    assert not off.kubernetes.extra.delete_at_expiry and off.lifetime_enforced_by is None
+
+
+def test_aks_refuses_other_sizes_split_islands_an_unreachable_api_overlapping_ranges_and_a_version_at_once() -> None:
+    base = stack_spec(AKS_STACK)
+    spec = variant(
+        AKS_STACK,
+        instance_type="Standard_ND96amsr_A100_v4",
+        gpu="A100-80GB",
+        access={**base.access.model_dump(exclude_none=True), "allowed_cidrs": []},
+        scheduler={"kind": "kubernetes", "version": "1.29"},
+        azure={"vnet_cidr": "10.96.0.0/12", "split_islands": True},
+    )
+    found = problems(spec)
+    assert {
+        "scheduler.kind",
+        "access.allowed_cidrs",
+        "scheduler.version",
+        "azure.vnet_cidr",
+        "azure.split_islands",
+    } <= set(found)
+    assert "10.96.0.0/16" in found["azure.vnet_cidr"]
+
+
+def test_aks_gpu_pool_larger_than_one_island_is_refused_with_the_island_rule() -> None:
+    found = problems(variant(AKS_STACK, gpus=8 * 120))
+    assert "singlePlacementGroup" in found["gpus"]

@@ -93,6 +93,7 @@ CANONICAL_STACKS = {
     "alibaba": "alibaba-gn8-ci",
     "eks": "aws-p5-64-eks",
     "gke": "gcp-a3-64-gke",
+    "aks": "azure-ndh100-64-aks",
 }
 
 

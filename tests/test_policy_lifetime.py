@@ -28,8 +28,13 @@ NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 SCHEDULE = "aws:autoscaling/schedule:Schedule"
 POOL = "gcp:container/nodePool:NodePool"
 JOB = "gcp:cloudscheduler/job:Job"
+AGENT_POOL = "azure-native:containerservice:AgentPool"
+CRONJOB = "kubernetes:batch/v1:CronJob"
+ROLE = "azure-native:authorization:RoleDefinition"
 
 Edit = Callable[[list[Resource]], None]
+#: An AKS cluster's lifetime covers both pools: the system pool inside the cluster and the GPU agent pool.
+BOTH_AKS_POOLS = ("-aks-aks", "-aks-gpu")
 
 
 def _find(graph: list[Resource], type_token: str, name_part: str) -> int:
@@ -70,7 +75,7 @@ def _unlinked_template(graph: list[Resource]) -> None:
 
 
 # (case, stack kind, edit, resource left running (name suffix), words of the message)
-CASES: list[tuple[str, str, Edit, str, str]] = [
+CASES: list[tuple[str, str, Edit, str | tuple[str, ...], str]] = [
     ("eks-schedule-removed", "eks", lambda g: _drop(g, SCHEDULE, "-gpu-expiry"), "-gpu", "no scheduled action"),
     ("eks-desired-2", "eks", lambda g: _set(g, SCHEDULE, "-gpu-expiry", lambda i: i.update(desiredCapacity=2)), "-gpu", "desiredCapacity is 2"),
     ("eks-max-8", "eks", lambda g: _set(g, SCHEDULE, "-gpu-expiry", lambda i: i.update(maxSize=8.0)), "-gpu", "maxSize is 8.0"),
@@ -91,12 +96,15 @@ CASES: list[tuple[str, str, Edit, str, str]] = [
     ("gke-job-paused", "gke", lambda g: _set(g, JOB, "-expiry-job", lambda i: i.update(paused=True)), "", "paused"),
     ("gke-job-deletes-a-pool-only", "gke", lambda g: _set(g, JOB, "-expiry-job", lambda i: i["httpTarget"].update(uri=i["httpTarget"]["uri"] + "/nodePools/gpu")), "", "no Cloud Scheduler job"),
     ("gke-job-other-cluster", "gke", lambda g: _set(g, JOB, "-expiry-job", lambda i: i["httpTarget"].update(uri=i["httpTarget"]["uri"] + "-old")), "", "no Cloud Scheduler job"),
+    ("aks-no-expiry-job", "aks", lambda g: _drop(g, CRONJOB, "-expiry"), BOTH_AKS_POOLS, "no CronJob fires"),
+    ("aks-job-a-day-late", "aks", lambda g: _set(g, CRONJOB, "-expiry", lambda i: i["spec"].update(schedule="0 0 31 12 *")), BOTH_AKS_POOLS, "no CronJob fires"),
+    ("aks-role-cannot-delete", "aks", lambda g: _set(g, ROLE, "-aks-expiry-role", lambda i: i.update(permissions=[{"actions": ["Microsoft.ContainerService/managedClusters/read"]}])), BOTH_AKS_POOLS, "may delete the AKS cluster"),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize(("case", "kind", "edit", "running", "words"), CASES, ids=[c[0] for c in CASES])
 def test_a_broken_kubernetes_lifetime_is_caught_on_what_it_leaves_running(
-    case: str, kind: str, edit: Edit, running: str, words: str
+    case: str, kind: str, edit: Edit, running: str | tuple[str, ...], words: str
 ) -> None:
     graph = list(canonical(kind))
     assert [str(v) for v in evaluate(graph, Context())] == []
@@ -133,7 +141,11 @@ def test_no_expiry_needs_no_lifetime() -> None:
 
 @pytest.mark.parametrize(
     ("stack", "words"),
-    [("aws-p5-64-eks", "Auto Scaling group"), ("gcp-a3-64-gke", "Cloud Scheduler job deletes the GKE cluster")],
+    [
+        ("aws-p5-64-eks", "Auto Scaling group"),
+        ("gcp-a3-64-gke", "Cloud Scheduler job deletes the GKE cluster"),
+        ("azure-ndh100-64-aks", "CronJob"),
+    ],
 )
 def test_the_plan_names_the_kubernetes_mechanism(stack: str, words: str) -> None:
     plan = plan_spec(stack_spec(stack))

@@ -238,3 +238,28 @@ def test_a_subscription_that_cannot_be_asked_is_a_warning_not_a_stop(tmp_path: A
     result = cluster.up()
     assert result is not None and any(c[:1] == ["up"] for c in fake.calls)
     assert any("preflight did not run" in w and "AZURE_SUBSCRIPTION_ID" in w for w in result.warnings)
+
+
+def _aks_plan() -> Any:
+    from conftest import stack_spec
+
+    return AzureAdapter().plan(stack_spec("azure-ndh100-64-aks"))
+
+
+def test_aks_needs_its_providers_the_infiniband_feature_and_role_writes_all_at_once() -> None:
+    account = FakeSubscription(granted=[(["*"], ["Microsoft.Authorization/*/write"])])
+    problems = azure_preflight(_aks_plan(), account)
+    assert {p.value for p in problems if p.path == "cloud"} == {
+        "Microsoft.ContainerService",
+        "Microsoft.ManagedIdentity",
+    }
+    fabric = next(p for p in problems if p.path == "fabric")
+    assert "AKSInfinibandSupport" in fabric.rule and "az feature register" in fabric.fix
+    assert "roleAssignments/write" in next(p for p in problems if p.path == "scheduler.kind").rule
+
+
+def test_a_subscription_ready_for_aks_passes() -> None:
+    account = FakeSubscription()
+    account.providers.update({"Microsoft.ContainerService": "Registered", "Microsoft.ManagedIdentity": "Registered"})
+    account.features["Microsoft.ContainerService/AKSInfinibandSupport"] = "Registered"
+    assert azure_preflight(_aks_plan(), account) == []

@@ -24,6 +24,7 @@ class Group:
     name: str
     tags: dict[str, str] | None
     location: str = "eastus"
+    managed_by: str | None = None
 
 
 @dataclass
@@ -118,7 +119,10 @@ def test_delete_removes_the_clusters_expiry_role_definition_after_its_group(clie
     sweeper = AzureSweeper("sub", client=client, now=lambda: NOW, roles=roles)
     (expired,) = sweeper.find()
     assert sweeper.delete(expired) == ["resourceGroup/old-rg", f"roleDefinition/{role_name('old', group_id)}"]
-    assert roles.deleted == [("/subscriptions/sub", role_guid(group_id, "definition"))]
+    assert roles.deleted == [
+        ("/subscriptions/sub", role_guid(group_id, "definition")),
+        ("/subscriptions/sub", role_guid(group_id, "aks-expiry-definition")),  # gone: 204, nothing listed
+    ]
     assert not roles.existing
 
 
@@ -150,3 +154,21 @@ def test_azure_refusals_are_clear_errors_with_exit_1(client: Client) -> None:
         reaper.sweep("azure", "sub-1", delete=False, client=client)
     assert "sweeping Azure subscription sub-1 failed" in str(err.value)
     assert getattr(err.value, "exit_code", None) == 1
+
+
+def test_an_aks_clusters_node_group_is_left_to_aks_and_its_expiry_role_is_deleted_after_the_group() -> None:
+    cluster_id = "/subscriptions/sub/resourceGroups/aks-rg/providers/Microsoft.ContainerService/managedClusters/aks"
+    client = Client(
+        [
+            Group("aks-rg", tags("aks", "20261130t0900z")),
+            # AKS copies the cluster's tags onto its node group, which only AKS may delete.
+            Group("aks-rg-nodes", tags("aks", "20261130t0900z"), managed_by=cluster_id),
+        ]
+    )
+    group_id = "/subscriptions/sub/resourceGroups/aks-rg"
+    roles = Roles({role_guid(group_id, "aks-expiry-definition")})
+    sweeper = AzureSweeper("sub", client=client, now=lambda: NOW, roles=roles)
+    (expired,) = sweeper.find()
+    assert expired.resources == ["aks-rg"]
+    assert sweeper.delete(expired) == ["resourceGroup/aks-rg", f"roleDefinition/{role_name('aks', group_id)}-aks"]
+    assert not roles.existing

@@ -40,6 +40,7 @@ KNOWN_ESTIMATES: dict[str, tuple[str, ...]] = {
     # No Microsoft figure for Azure Managed Lustre: the highest other managed Lustre price at the same tier.
     "azure-ndh100-256": ("storage (amlfs AMLFS-Durable-Premium-250)",),
     "azure-ndh100-64": ("storage (amlfs AMLFS-Durable-Premium-250)",),
+    "azure-ndh100-64-aks": ("storage (amlfs AMLFS-Durable-Premium-250)",),
 }
 
 

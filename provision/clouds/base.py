@@ -397,7 +397,7 @@ class Adapter(ABC, Generic[P]):
             "kubernetes",
             f"is not supported on {self.cloud} yet: "
             + self.limits.get(Limit.KUBERNETES, "no managed Kubernetes path exists for this cloud"),
-            "use scheduler.kind: none (plain VMs), or a gcp / aws cluster for Kubernetes",
+            "use scheduler.kind: none (plain VMs), or a gcp / aws / azure cluster for Kubernetes",
         )
 
     def kubernetes_plan(self, spec: ClusterSpec, res: Resolution) -> KubernetesPlan:

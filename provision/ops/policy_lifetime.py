@@ -28,6 +28,11 @@ billing at that time even when nobody runs ``down``. What really enforces it, pe
   ``Microsoft.Compute/virtualMachineScaleSets/delete``, an assignment of that role, and the timer
   (``OnCalendar=``) in its custom data.
 
+* AKS node pools (``ManagedCluster`` system pool, ``AgentPool``): AKS has no node or cluster lifetime and
+  its nodes run the AKS image, so a CronJob (``kubernetes:batch/v1:CronJob``) scheduled at the expiry minute
+  deletes the managed cluster through a custom role (in the graph) whose actions include
+  ``Microsoft.ContainerService/managedClusters/delete``, assigned to someone (``clouds/azure/kubeexpiry.py``).
+
 Because of the EKS case the rule runs over the whole graph (:func:`lifetime_graph`); the Pulumi
 policy pack serves it as a ``StackValidationPolicy``. :func:`check_lifetime` is the per-resource
 part, which needs nothing but the resource itself.
@@ -300,6 +305,39 @@ def _gke_pool_problems(pool: Resource, jobs: Sequence[Resource]) -> list[str]:
     return [f"job {name!r}: {'; '.join(problems)}" for name, problems in found.items()]
 
 
+AKS_TYPES = ("azure-native:containerservice:ManagedCluster", "azure-native:containerservice:AgentPool")
+K8S_CRONJOB = "kubernetes:batch/v1:CronJob"
+AKS_DELETE = "microsoft.containerservice/managedclusters/delete"
+
+
+def _aks_problems(pool: Resource, resources: Sequence[Resource]) -> list[str]:
+    out = []
+    roles = [
+        r
+        for r in resources
+        if r.type == AZURE_ROLE
+        and any(isinstance(p, Mapping) and _allows(p.get("actions"), AKS_DELETE) for p in _items(r.get("permissions")))
+    ]
+    guids = {str(r.get("roleDefinitionId") or r.id or "").rsplit("/", 1)[-1].lower() for r in roles} - {""}
+    assigned = any(
+        a.type == AZURE_ASSIGNMENT and str(a.get("roleDefinitionId") or "").rsplit("/", 1)[-1].lower() in guids
+        for a in resources
+    )
+    if not roles:
+        out.append(
+            "no role in the graph may delete the AKS cluster (Microsoft.ContainerService/managedClusters/delete)"
+        )
+    elif not assigned:
+        out.append("the AKS cluster delete role is assigned to nobody")
+    expiry = parse_label_time(_expiry(pool))
+    if expiry is not None:
+        cron = f"{expiry.minute} {expiry.hour} {expiry.day} {expiry.month} *"
+        jobs = [r for r in resources if r.type == K8S_CRONJOB and r.get("spec", "schedule") == cron]
+        if not jobs:
+            out.append(f"no CronJob fires at the expiry ({cron} UTC) to delete the cluster")
+    return out
+
+
 def lifetime_graph(resources: Sequence[Resource], ctx: Context) -> list[tuple[Resource, str]]:
     """Every PRV-TTL-001 violation of a graph, as (resource, message).
 
@@ -324,6 +362,9 @@ def lifetime_graph(resources: Sequence[Resource], ctx: Context) -> list[tuple[Re
         elif r.type == AZURE_VMSS:
             if ephemeral(r):
                 out.extend((r, m) for m in _azure_vmss_problems(r, resources))
+        elif r.type in AKS_TYPES:
+            if ephemeral(r):
+                out.extend((r, m) for m in _aks_problems(r, resources))
         else:
             out.extend((r, m) for m in check_lifetime(r, ctx))
     return out

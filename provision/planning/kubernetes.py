@@ -14,6 +14,10 @@ Prices (USD per hour, list prices checked 2026-11; they differ by region and cha
   extended support, which the plan avoids by pinning a version in standard support.
 * System nodes: e2-standard-4 $0.134012/h in us-central1 (Google "VM instance pricing", E2);
   m6i.xlarge $0.192/h in us-east-1 (AWS "EC2 On-Demand pricing").
+* AKS Standard tier: $0.10 per cluster-hour (Azure "Azure Kubernetes Service (AKS) pricing", Standard
+  tier, the one with the uptime SLA; the Free tier has none and is meant for clusters under 10 nodes).
+  System nodes: Standard_D4s_v5 $0.192/h in eastus, Linux pay-as-you-go (Azure "Linux Virtual Machines
+  Pricing", Dsv5).
 """
 
 from __future__ import annotations
@@ -23,16 +27,20 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 
 #: Control plane price per cluster-hour, by managed service (sources in the module docstring).
-CONTROL_PLANE_HOURLY_USD = {"gke": 0.10, "eks": 0.10}
+CONTROL_PLANE_HOURLY_USD = {"gke": 0.10, "eks": 0.10, "aks": 0.10}
 #: ACK managed Pro cluster management fee: USD 0.09 per cluster-hour ("Billing for ACK managed and dedicated
 #: clusters", help/en/ack/ack-managed-and-ack-dedicated/product-overview/ack-pro-cluster-billing).
 CONTROL_PLANE_HOURLY_USD["ack"] = 0.09
 #: The system pool's default machine type and its list price per node-hour (module docstring).
-SYSTEM_NODE: dict[str, tuple[str, float | None]] = {"gcp": ("e2-standard-4", 0.134012), "aws": ("m6i.xlarge", 0.192)}
+SYSTEM_NODE: dict[str, tuple[str, float | None]] = {
+    "gcp": ("e2-standard-4", 0.134012),
+    "aws": ("m6i.xlarge", 0.192),
+    "azure": ("Standard_D4s_v5", 0.192),
+}
 #: ACK system nodes: ecs.g7.xlarge (4 vCPU, 16 GiB); no list price is in the catalog, so the pool is unpriced.
 SYSTEM_NODE["alibaba"] = ("ecs.g7.xlarge", None)
 #: Regions the system-node price above was read for; elsewhere it is an estimate.
-SYSTEM_NODE_PRICE_REGION = {"gcp": "us-central1", "aws": "us-east-1"}
+SYSTEM_NODE_PRICE_REGION = {"gcp": "us-central1", "aws": "us-east-1", "azure": "eastus"}
 #: Kubernetes label put on every node of a pool, so queues and DaemonSets can select the pool.
 POOL_LABEL = "provision-pool"
 
@@ -44,7 +52,7 @@ class _Frozen(BaseModel):
 class ControlPlanePlan(_Frozen):
     """The managed control plane."""
 
-    service: Literal["gke", "eks", "ack"]
+    service: Literal["gke", "eks", "aks", "ack"]
     name: str
     version: str = Field(description="Kubernetes minor version, or the GKE release channel it follows.")
     location: str = Field(description="Region (GKE: regional control plane; EKS: always regional).")
@@ -102,6 +110,9 @@ class JobProfile(_Frozen):
     tolerations: tuple[dict[str, Any], ...] = ()
     sidecars: tuple[dict[str, Any], ...] = Field(default=(), description="Native sidecars (init, restart Always).")
     volumes: tuple[dict[str, Any], ...] = ()
+    security_context: dict[str, Any] = Field(
+        default_factory=dict, description="The training container's securityContext (e.g. IPC_LOCK for RDMA)."
+    )
     mounts: tuple[dict[str, Any], ...] = Field(default=(), description="Volume mounts of the training container.")
     shared_claim: str | None = None
     shared_mount: str | None = None

@@ -353,14 +353,14 @@ class SchedulerSpec(_Model):
     kind: Literal["none", "kubernetes", "slurm"] = Field(
         default="none",
         description="'none': plain VMs (SSH, torchrun over the hostfile). 'kubernetes': the cloud's managed "
-        "Kubernetes (GKE, EKS) with the GPU fabric wired into pods, Kueue and Kubeflow Trainer. 'slurm': "
+        "Kubernetes (GKE, EKS, AKS) with the GPU fabric wired into pods, Kueue and Kubeflow Trainer. 'slurm': "
         "the VMs plus a Slurm controller (sbatch/srun, enroot + pyxis containers).",
     )
     slurm: SlurmSpec | None = Field(default=None, description="Slurm options (kind slurm only).")
     version: str | None = Field(
         default=None,
         pattern=r"^1\.[0-9]{2}$",
-        description="Kubernetes minor version (EKS, e.g. '1.35'); GKE follows its release channel. Default: a "
+        description="Kubernetes minor version (EKS, AKS, e.g. '1.35'); GKE follows its release channel. Default: a "
         "version in standard support.",
     )
     system_nodes: int = Field(

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from provision.catalog import InstanceOffer, cloud_facts
-from provision.clouds.azure import rules
+from provision.clouds.azure import kubeplan, rules
 from provision.clouds.azure.plan import (
     Amlfs,
     AzurePlan,
@@ -33,6 +33,7 @@ from provision.clouds.azure.plan import (
     NetApp,
 )
 from provision.clouds.base import Adapter, Limit
+from provision.planning.kubernetes import KubernetesPlan
 from provision.planning.resolve import Resolution, shared_kind
 from provision.spec import ClusterSpec
 from provision.spec.errors import REDACTED, ProblemCollector
@@ -106,9 +107,6 @@ class AzureAdapter(Adapter[AzurePlan]):
         "resource providers, quota and size restrictions",
     )
     limits: ClassVar[Mapping[Limit, str]] = {
-        Limit.KUBERNETES: "AKS is not wired yet. Missing: an AKS cluster with an ND H100 v5 node pool in one "
-        "InfiniBand placement group, the NVIDIA Network Operator (RDMA shared device plugin for the 8 IB HCAs, "
-        "rdma/ib resources in pods), Azure Managed Lustre through its CSI driver, and Workload Identity",
         Limit.LIFETIME: "Azure cannot delete a VM at a set time (ScheduledAction is preview-only and only "
         "deallocates): "
         "the nodes delete their resource group at the expiry through a role scoped to it, which needs Owner or "
@@ -269,10 +267,18 @@ class AzureAdapter(Adapter[AzurePlan]):
             )
 
     def lifetime_enforcement(self, spec: ClusterSpec) -> str | None:
-        """Azure has no VM lifetime: the nodes delete their own scale sets (see ``expiry.py``), if allowed."""
+        """Azure has no VM lifetime: the nodes delete their own scale sets (see ``expiry.py``), if allowed.
+
+        AKS nodes run the AKS node image, not provision's timer: a CronJob deletes the cluster (``kubeexpiry.py``)."""
         opts: AzureOptions = spec.cloud_options()
         if not opts.delete_at_expiry:
             return None
+        if spec.scheduler.kind == "kubernetes":
+            return (
+                "a CronJob on the system pool deletes the AKS cluster (every node pool) at the expiry, through "
+                "Workload Identity and a custom role (only managedClusters read/delete) scoped to the cluster; "
+                "the network and Managed Lustre stay until `down` or the reaper"
+            )
         return (
             "a systemd timer on every node deletes its scale set at the expiry, through a custom role (only "
             "Microsoft.Compute/virtualMachineScaleSets/delete) scoped to the cluster's resource group, assigned to the "
@@ -484,3 +490,26 @@ class AzureAdapter(Adapter[AzurePlan]):
             large_volume=size_bytes > 100 * tib_bytes,
             allowed_clients=subnets["nodes"],
         )
+
+    # ------------------------------------------------------------------ scheduler: kubernetes (AKS)
+    def check_kubernetes(self, spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
+        kubeplan.check(spec, res, found)
+
+    def kubernetes_plan(self, spec: ClusterSpec, res: Resolution) -> KubernetesPlan:
+        assert res.offer is not None and res.fabric is not None  # noqa: S101
+        return kubeplan.kubernetes_plan(spec, res, self.extra_plan(spec, res), self.nccl_env(res.offer, res.fabric))
+
+    def kubernetes_warnings(self, spec: ClusterSpec, res: Resolution, k8s: KubernetesPlan) -> list[str]:
+        out = super().kubernetes_warnings(spec, res, k8s)
+        if res.fabric == "infiniband":
+            out.append(
+                "AKS InfiniBand: register the subscription feature Microsoft.ContainerService/AKSInfinibandSupport "
+                "(az feature register --namespace Microsoft.ContainerService --name AKSInfinibandSupport) before "
+                "`up`, so the GPU pool's nodes land on one InfiniBand network (Azure/aks-rdma-infiniband)."
+            )
+        if kubeplan.aks(k8s).delete_at_expiry:
+            out.append(
+                "lifetime on AKS: a CronJob deletes the AKS cluster at expires_at (the control plane and every node "
+                "pool); the VNet, NAT gateway and Managed Lustre keep billing until `provision reap` or `down`."
+            )
+        return out

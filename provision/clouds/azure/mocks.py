@@ -33,6 +33,14 @@ _PATHS = {
     "azure-native:netapp:CapacityPoolVolume": (
         "Microsoft.NetApp/netAppAccounts/{accountName}/capacityPools/{poolName}/volumes/{volumeName}"
     ),
+    "azure-native:containerservice:ManagedCluster": "Microsoft.ContainerService/managedClusters/{resourceName}",
+    "azure-native:managedidentity:FederatedIdentityCredential": (
+        "Microsoft.ManagedIdentity/userAssignedIdentities/{resourceName}/federatedIdentityCredentials/"
+        "{federatedIdentityCredentialResourceName}"
+    ),
+    "azure-native:containerservice:AgentPool": (
+        "Microsoft.ContainerService/managedClusters/{resourceName}/agentPools/{agentPoolName}"
+    ),
 }
 
 
@@ -142,6 +150,24 @@ def resource(args: Any, ctx: MockContext) -> tuple[str, dict[str, Any]]:
         outputs.update(_volume(ctx, inputs, args.name))
     elif args.typ == "azure-native:netapp:CapacityPool":
         outputs["poolId"] = guid(ctx, args.name)
+    elif args.typ == "azure-native:containerservice:ManagedCluster":
+        # ARM answers the API server's name: {dnsPrefix}-{hash}.hcp.{location}.azmk8s.io.
+        outputs["fqdn"] = f"{inputs['dnsPrefix']}-{ctx.hex_id(args.name, 8)}.hcp.{inputs['location']}.azmk8s.io"
+        outputs["currentKubernetesVersion"] = inputs.get("kubernetesVersion")
+        if (inputs.get("oidcIssuerProfile") or {}).get("enabled"):
+            outputs["oidcIssuerProfile"] = {
+                "enabled": True,
+                "issuerURL": f"https://{inputs['location']}.oic.prod-aks.azure.com/{guid(ctx, 'mock-tenant')}/"
+                f"{guid(ctx, args.name + '/oidc')}/",
+            }
+        identity = inputs.get("identity") or {}
+        ids = identity.get("userAssignedIdentities") or []
+        outputs["identity"] = {  # ARM answers the identity list as a map keyed by identity id
+            "type": identity.get("type"),
+            "userAssignedIdentities": {
+                i: {"principalId": guid(ctx, i + "/principal"), "clientId": guid(ctx, i + "/client")} for i in ids
+            },
+        }
     return rid, outputs
 
 
@@ -219,4 +245,32 @@ def _get_resource(args: Any, ctx: MockContext) -> dict[str, Any]:
     }
 
 
-INVOKES = {"azure-native:resources:getResource": _get_resource}
+def _client_config(args: Any, ctx: MockContext) -> dict[str, Any]:
+    """``authorization:getClientConfig``: who runs the program (a mocked user)."""
+    return {
+        "clientId": guid(ctx, "mock-client"),
+        "objectId": guid(ctx, "mock-deployer"),
+        "subscriptionId": subscription(ctx),
+        "tenantId": guid(ctx, "mock-tenant"),
+    }
+
+
+def _user_credentials(args: Any, ctx: MockContext) -> dict[str, Any]:
+    """``containerservice:listManagedClusterUserCredentials``: a kubeconfig without secrets (local accounts off,
+    ``format=exec``), as ``az aks get-credentials`` writes it for a Microsoft Entra ID cluster."""
+    import base64
+
+    a = dict(args.args)
+    name = a["resourceName"]
+    body = (
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: {n}\n  cluster:\n    certificate-authority-data: {ca}\n"
+        "    server: https://{n}.hcp.azmk8s.io:443\ncontexts: []\nusers: []\n"
+    ).format(n=name, ca=base64.b64encode(b"MOCK-AKS-CA").decode())
+    return {"kubeconfigs": [{"name": "clusterUser", "value": base64.b64encode(body.encode()).decode()}]}
+
+
+INVOKES = {
+    "azure-native:resources:getResource": _get_resource,
+    "azure-native:authorization:getClientConfig": _client_config,
+    "azure-native:containerservice:listManagedClusterUserCredentials": _user_credentials,
+}

@@ -28,6 +28,8 @@ class Network:
     nat: network.NatGateway
     nodes: network.Subnet
     filesystem: network.Subnet | None
+    #: The NAT gateway's public IP (AKS authorizes it on its API server: the nodes reach it from there).
+    nat_ip: network.PublicIPAddress | None = None
 
 
 def _rule(
@@ -87,6 +89,15 @@ def node_rules(plan: ClusterPlan[AzurePlan]) -> list[network.SecurityRuleArgs]:
             )
         )
     rules.append(_rule("allow-nodes-inbound", "Any port between the cluster's nodes", 110, "Allow", [subnets["nodes"]]))
+    if plan.kubernetes is not None:
+        # AKS Azure CNI overlay: pod traffic is not encapsulated, so the subnet NSG sees pod addresses; it must
+        # admit pod CIDR to pod CIDR and node CIDR to pod CIDR (learn.microsoft.com/azure/aks/azure-cni-overlay,
+        # "Network security groups").
+        pods = getattr(plan.kubernetes.extra, "pod_cidr", None)
+        if pods:
+            rules.append(
+                _rule("allow-pods-inbound", "Any port from the cluster's pods (AKS overlay)", 115, "Allow", [pods])
+            )
     if "filesystem" in subnets:
         rules.append(
             _rule("allow-filesystem-inbound", "The shared file system's servers", 120, "Allow", [subnets["filesystem"]])
@@ -236,7 +247,7 @@ def build_network(
             opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[nodes])),
             **kwargs,
         )
-    return Network(vnet=vnet, nsg=nsg, nat=nat, nodes=nodes, filesystem=fs_subnet)
+    return Network(vnet=vnet, nsg=nsg, nat=nat, nodes=nodes, filesystem=fs_subnet, nat_ip=nat_ip)
 
 
 def build_bastion(

@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from provision.planning.kubernetes import KubernetesCloudPlan
 from provision.planning.plan import Bastion, CloudPlan, PlanPart
 
 
@@ -122,3 +123,39 @@ class AzurePlan(CloudPlan):
                 for island in self.islands
             ),
         )
+
+
+class HelmChart(PlanPart):
+    """A pinned Helm chart (``repo`` None: an OCI reference in ``chart``)."""
+
+    repo: str | None
+    chart: str
+    version: str
+    namespace: str
+
+
+class AksPlan(KubernetesCloudPlan):
+    """The AKS decisions of ``scheduler: kubernetes`` on Azure (``KubernetesPlan.extra``; ``kubeplan.py``)."""
+
+    cluster: str = Field(description="The managed cluster's resource name.")
+    dns_prefix: str
+    node_resource_group: str
+    version: str
+    tier: Literal["Standard", "Free"]
+    system_pool: str = Field(description="The system agent pool's name (Linux: 1-12 lowercase alphanumerics).")
+    gpu_pool: str = Field(description="The GPU agent pool's name.")
+    os_sku: Literal["Ubuntu2204"]
+    max_pods: int
+    pod_cidr: str
+    service_cidr: str
+    dns_service_ip: str
+    ppg: str = Field(description="The proximity placement group of the GPU pool (one InfiniBand island).")
+    gpu_driver: Literal["None", "Install"] = Field(
+        description="AKS GPU driver install on the GPU pool: None, the GPU Operator installs it with GPUDirect RDMA."
+    )
+    gpu_labels: dict[str, str]
+    helm: dict[str, HelmChart]
+    rdma_resource: str = Field(description="The extended resource the RDMA shared device plugin exposes.")
+    delete_at_expiry: bool = Field(
+        description="A CronJob deletes the cluster at the expiry through Workload Identity (kubeexpiry.py)."
+    )

@@ -45,6 +45,9 @@ class AzureAccount(Protocol):
 #: Resource providers each plan needs registered; PUTs to an unregistered namespace fail with
 #: MissingSubscriptionRegistration (Azure "Resource providers and types": register before use).
 AZURE_PROVIDERS = ("Microsoft.Compute", "Microsoft.Network")
+#: AKS's own resource providers (the cluster, the identities the build creates).
+AKS_PROVIDERS = ("Microsoft.ContainerService", "Microsoft.ManagedIdentity")
+AKS_INFINIBAND_FEATURE = "AKSInfinibandSupport"
 AZURE_STORAGE_PROVIDERS = {"amlfs": "Microsoft.StorageCache", "netapp": "Microsoft.NetApp"}
 #: Regional vCPU usage names of "az vm list-usage": all regular VMs, and all Spot/low-priority VMs.
 AZURE_REGIONAL_CORES = "cores"
@@ -94,7 +97,7 @@ def azure_preflight(plan: ClusterPlan, account: AzureAccount | None = None) -> l
 
     extra = plan.extra
     assert isinstance(extra, AzurePlan), type(extra)  # noqa: S101 - only Azure plans come here
-    needed_providers = list(AZURE_PROVIDERS)
+    needed_providers = list(AZURE_PROVIDERS) + (list(AKS_PROVIDERS) if plan.kubernetes is not None else [])
     fs = extra.filesystem
     if fs is not None:
         needed_providers.append(AZURE_STORAGE_PROVIDERS[fs.kind])
@@ -110,7 +113,9 @@ def azure_preflight(plan: ClusterPlan, account: AzureAccount | None = None) -> l
                     f"az provider register --namespace {namespace} --wait",
                 )
             )
-    if extra.lifetime == "node-timer":
+    if plan.kubernetes is not None:
+        problems += aks_preflight(plan, account)
+    elif extra.lifetime == "node-timer":
         granted = account.permissions(extra.resource_group)
         missing = [a for a in ROLE_WRITE_ACTIONS if not allowed(granted, a)]
         if missing:
@@ -159,6 +164,46 @@ def azure_preflight(plan: ClusterPlan, account: AzureAccount | None = None) -> l
                     "set azure.encryption_at_host: false",
                 )
             )
+    return problems
+
+
+def aks_preflight(plan: ClusterPlan, account: AzureAccount) -> list[Problem]:
+    """What AKS needs beyond the VM path's checks (``scheduler: kubernetes``).
+
+    * ``Microsoft.ContainerService/AKSInfinibandSupport`` registered on an InfiniBand cluster, so the GPU pool's
+      nodes land on one InfiniBand network (Azure/aks-rdma-infiniband prerequisites: ``az feature register
+      --namespace Microsoft.ContainerService --name AKSInfinibandSupport``).
+    * The deployer may write role definitions and assignments: the AKS build always assigns Network Contributor on
+      the VNet to the control plane's identity and the RBAC Cluster Admin role to the deployer (and, with
+      ``azure.delete_at_expiry``, the expiry job's custom role).
+    """
+    problems: list[Problem] = []
+    if plan.fabric == "infiniband":
+        state = account.feature_state("Microsoft.ContainerService", AKS_INFINIBAND_FEATURE)
+        if state != "Registered":
+            problems.append(
+                Problem(
+                    "fabric",
+                    "infiniband",
+                    f"needs the Microsoft.ContainerService/{AKS_INFINIBAND_FEATURE} feature on AKS, which is {state} "
+                    "on this subscription, so the GPU pool's nodes may not share one InfiniBand network",
+                    f"az feature register --namespace Microsoft.ContainerService --name {AKS_INFINIBAND_FEATURE}, then "
+                    "az provider register -n Microsoft.ContainerService",
+                )
+            )
+    granted = account.permissions(plan.extra.resource_group)
+    missing = [a for a in ROLE_WRITE_ACTIONS if not allowed(granted, a)]
+    if missing:
+        problems.append(
+            Problem(
+                "scheduler.kind",
+                "kubernetes",
+                f"AKS here needs {' and '.join(missing)} (the control plane's Network Contributor on the VNet, your "
+                "cluster-admin role), which you do not have on this subscription (Owner or User Access "
+                "Administrator have them; Contributor does not)",
+                "ask for User Access Administrator on the subscription, or use scheduler.kind: none",
+            )
+        )
     return problems
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from provision.clouds.azure import strict_rbac
+from provision.clouds.azure import strict_aks, strict_rbac
 from provision.clouds.strict import NameRule, Resource, Violation, check_enum, values_at, walk
 
 if TYPE_CHECKING:
@@ -168,7 +168,7 @@ NAMES: dict[str, tuple[str, NameRule]] = {
 }
 
 #: Every azure-native type gets the REST-spec enum rules; these also have name, network or RBAC rules.
-KNOWN = frozenset(NAMES) | {strict_rbac.ROLE_DEFINITION, strict_rbac.ROLE_ASSIGNMENT}
+KNOWN = frozenset(NAMES) | {strict_rbac.ROLE_DEFINITION, strict_rbac.ROLE_ASSIGNMENT} | strict_aks.KNOWN
 
 #: Limits the REST specs state in prose, quoted as pulumi-azure-native 3.x carries them.
 COMPUTER_NAME_PREFIX_QUOTE = "Computer name prefixes must be 1 to 15 characters long."
@@ -533,7 +533,7 @@ def check(res: Resource, ctx: MockContext) -> list[Violation]:
     """Every rule this cloud knows for one registration."""
     out = enum_rules(res, ctx) + name_rules(res) + tag_rules(res) + storage_rules(res) + nsg_rules(res)
     out += zone_rules(res)
-    return out + amlfs_network_rules(res, ctx) + strict_rbac.check(res, ctx)
+    return out + amlfs_network_rules(res, ctx) + strict_rbac.check(res, ctx) + strict_aks.check(res, ctx)
 
 
 def model_paths(res: Resource) -> dict[str, str]:

@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from provision.clouds.azure.expiry import role_guid, role_name
+from provision.clouds.azure.kubeplan import AKS_ROLE_KIND, AKS_ROLE_SUFFIX
 from provision.clouds.base import TAG_CLUSTER, TAG_EXPIRES, TAG_RETAIN, parse_label_time
 from provision.clouds.sweep import ExpiredCluster
 
@@ -86,6 +87,10 @@ class AzureSweeper:
             tags = dict(getattr(group, "tags", None) or {})
             if tags.get(TAG_RETAIN) == "true" or TAG_CLUSTER not in tags:
                 continue
+            if getattr(group, "managed_by", None):
+                # An AKS node resource group (managedBy: the cluster) carries the cluster's tags but only AKS may
+                # delete it; it goes with the cluster in the cluster's own group.
+                continue
             expires = parse_label_time(tags.get(TAG_EXPIRES, ""))
             if expires is None or expires > now:
                 continue
@@ -120,9 +125,11 @@ class AzureSweeper:
         if wait and self.roles is not None:
             for name in cluster.resources:
                 group_id = f"/subscriptions/{self.subscription}/resourceGroups/{name}"
-                # ARM answers 204 for a definition already gone (the SDK returns None): idempotent.
-                if self.roles.delete(f"/subscriptions/{self.subscription}", role_guid(group_id, "definition")):
-                    deleted.append(f"roleDefinition/{role_name(cluster.cluster, group_id)}")
+                # ARM answers 204 for a definition already gone (the SDK returns None): idempotent. The VM path's
+                # expiry role, then the AKS expiry job's (clouds/azure/kubeexpiry.py); a cluster has at most one.
+                for kind, suffix in (("definition", ""), (AKS_ROLE_KIND, AKS_ROLE_SUFFIX)):
+                    if self.roles.delete(f"/subscriptions/{self.subscription}", role_guid(group_id, kind)):
+                        deleted.append(f"roleDefinition/{role_name(cluster.cluster, group_id)}{suffix}")
         return deleted
 
 

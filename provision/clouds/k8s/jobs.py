@@ -50,6 +50,7 @@ def training_runtime(profile: JobProfile, cluster: str) -> dict[str, Any]:
                 "image": profile.image,
                 "command": ["torchrun"],
                 "volumeMounts": [dict(m) for m in profile.mounts],
+                **({"securityContext": dict(profile.security_context)} if profile.security_context else {}),
             }
         ],
         "volumes": [dict(v) for v in profile.volumes],

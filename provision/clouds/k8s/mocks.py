@@ -33,6 +33,8 @@ NAMESPACED = {
     "ConfigMap",
     "Secret",
     "LocalQueue",
+    "CronJob",
+    "Job",
     "TrainJob",
     "TrainingRuntime",
     "Service",
