@@ -51,7 +51,8 @@ def _exits(job: Any) -> str:
 
 
 def jobs(target: str = _TARGET, mock: bool = _MOCK, as_json: bool = JsonOpt) -> None:
-    """List the cluster's jobs, newest first: state, start, duration, restarts and exit code per rank (RANK:CODE)."""
+    """List the cluster's jobs, newest first: state, start, duration, restarts, exit code per rank (RANK:CODE) and
+    what runs (a generated script is named, not printed)."""
 
     def go() -> list[Any]:
         from provision.ops import jobs as ops_jobs
@@ -69,12 +70,14 @@ def jobs(target: str = _TARGET, mock: bool = _MOCK, as_json: bool = JsonOpt) -> 
 
     table = Table(box=None, pad_edge=False)
     table.add_column("job", no_wrap=True, min_width=16)
-    for name in ("state", "started", "took", "restarts", "exits", "kind"):
+    for name in ("state", "started", "took", "restarts", "exits", "command"):
         table.add_column(name, no_wrap=True, overflow="ellipsis")
+    from provision.ops.jobs.model import summary
+
     for j in found:
         restarts = sum(r.restarts for r in j.ranks)
         table.add_row(
-            j.spec.id, j.state, _when(j.started), _duration(j.duration()), str(restarts), _exits(j), j.spec.kind
+            j.spec.id, j.state, _when(j.started), _duration(j.duration()), str(restarts), _exits(j), summary(j.spec)
         )
     console().print(table)
 

@@ -82,6 +82,7 @@ def submit(
     max_restarts: int = 0,
     checkpoint_dir: str | None = None,
     workdir: str | None = None,
+    label: str | None = None,
 ) -> JobSpec:
     """Start a job on ``cluster`` under its nodes' supervisor and return at once (the nodes are prepared first).
 
@@ -90,6 +91,7 @@ def submit(
         words: the script and its arguments (or the command).
         max_restarts: restarts of a failed rank. checkpoint_dir: a restarted rank's ``$PROVISION_RESUME_FROM``
             is this folder's newest entry. workdir: the folder the ranks start in (on the nodes).
+        label: what ``provision jobs`` shows for the job instead of its command (e.g. a generated script).
     """
     from provision.ops.launch import ensure_prepared
 
@@ -117,6 +119,7 @@ def submit(
         max_restarts=max_restarts,
         checkpoint_dir=checkpoint_dir,
         workdir=workdir,
+        label=label,
     )
     engine.submit(spec, runtime)
     return spec
