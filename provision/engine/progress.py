@@ -116,7 +116,8 @@ class OperationResult:
         for op, kinds in self.by_kind().items():
             shown = [f"{n} {k}" for k, n in list(kinds.items())[:_KINDS_SHOWN]]
             more = len(kinds) - _KINDS_SHOWN
-            lines.append(f"  {words.get(op, op)}: {', '.join(shown)}" + (f" and {more} more kinds (--verbose lists them)" if more > 0 else ""))
+            rest = f" and {more} more kinds (--verbose lists them)" if more > 0 else ""
+            lines.append(f"  {words.get(op, op)}: {', '.join(shown)}{rest}")
         lines += [f"  failed: {f}" for f in self.failures]
         return lines
 
