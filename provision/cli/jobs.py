@@ -50,6 +50,20 @@ def _exits(job: Any) -> str:
     return " ".join(f"{r.rank}:{c}" for r, c in zip(job.ranks, codes, strict=True))
 
 
+def _resume_lost(cluster: Any, found: list[Any] | None = None) -> int:
+    """Resume the ranks lost with a replaced node (on stderr: which); how many."""
+    from provision.ops.jobs.recover import recover
+
+    resumed = recover(cluster, found)
+    for r in resumed:
+        console(stderr=True).print(
+            f"job {r.job_id}: rank {r.rank} was lost with its node; resumed on the node now there "
+            f"(restart {r.restart})",
+            markup=False,
+        )
+    return len(resumed)
+
+
 def jobs(target: str = _TARGET, mock: bool = _MOCK, as_json: bool = JsonOpt) -> None:
     """List the cluster's jobs, newest first: state, start, duration, restarts, exit code per rank (RANK:CODE) and
     what runs (a generated script is named, not printed)."""
@@ -57,7 +71,9 @@ def jobs(target: str = _TARGET, mock: bool = _MOCK, as_json: bool = JsonOpt) -> 
     def go() -> list[Any]:
         from provision.ops import jobs as ops_jobs
 
-        return ops_jobs.list_jobs(_cluster(target, mock))
+        cluster = _cluster(target, mock)
+        found = ops_jobs.list_jobs(cluster)
+        return ops_jobs.list_jobs(cluster) if _resume_lost(cluster, found) else found
 
     found = run_command(as_json, go)
     if as_json:
@@ -68,17 +84,20 @@ def jobs(target: str = _TARGET, mock: bool = _MOCK, as_json: bool = JsonOpt) -> 
         return
     from rich.table import Table
 
-    table = Table(box=None, pad_edge=False)
-    table.add_column("job", no_wrap=True, min_width=16)
-    for name in ("state", "started", "took", "restarts", "exits", "command"):
-        table.add_column(name, no_wrap=True, overflow="ellipsis")
     from provision.ops.jobs.model import summary
 
-    for j in found:
-        restarts = sum(r.restarts for r in j.ranks)
-        table.add_row(
-            j.spec.id, j.state, _when(j.started), _duration(j.duration()), str(restarts), _exits(j), summary(j.spec)
-        )
+    names = ("job", "state", "started", "took", "restarts", "exits", "command")
+    rows = [
+        (j.spec.id, j.state, _when(j.started), _duration(j.duration()), str(sum(x.restarts for x in j.ranks)))
+        + (_exits(j),)
+        for j in found
+    ]
+    table = Table(box=None, pad_edge=False)
+    for i, name in enumerate(names[:-1]):  # these keep their width; the command takes what is left, then an ellipsis
+        table.add_column(name, no_wrap=True, min_width=max(len(name), *(len(r[i]) for r in rows)))
+    table.add_column("command", no_wrap=True, overflow="ellipsis")
+    for j, row in zip(found, rows, strict=True):
+        table.add_row(*row, summary(j.spec))
     console().print(table)
 
 

@@ -61,8 +61,11 @@ def sample(cluster: Any, run: Any) -> dict[str, Any]:
     job = None
     try:
         from provision.ops import jobs
+        from provision.ops.jobs.recover import recover
 
         found = jobs.list_jobs(cluster)
+        if recover(cluster, found):  # a rank lost with a replaced node runs again
+            found = jobs.list_jobs(cluster)
         job = found[0].as_dict() if found else None
     except Exception:  # noqa: BLE001  # the GPU view stays useful without the job view (e.g. Kubernetes)
         job = None
