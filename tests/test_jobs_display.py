@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 
-from test_jobs_mock import _detach, _wait, cluster, runner  # noqa: F401  # the mocked 2-node cluster fixture
+import pytest
+from conftest import isolated_home
+from test_jobs_mock import _detach, _up, _wait, cluster, runner  # noqa: F401  # the mocked 2-node cluster fixture
 
 from provision.cli.app import app
 from provision.ops.jobs.model import JobSpec, summary
@@ -35,3 +38,22 @@ def test_jobs_shows_a_summary_of_a_generated_script_not_its_base64(cluster: str)
     assert "echo <base64, 2.7 kB> | base64 -d > /dev/null" in out.stdout
     js = runner.invoke(app, ["jobs", cluster, "--mock", "--json"])
     assert '"summary": "echo <base64, 2.7 kB>' in js.stdout
+
+
+def test_deepspeed_pdsh_in_a_container_is_refused_with_the_alternatives(cluster: str) -> None:  # noqa: F811
+    out = runner.invoke(app, ["launch", cluster, "--mock", "--detach", "--deepspeed", "--", "train.py"])
+    assert out.exit_code == 2, out.output
+    text = " ".join(out.output.split())
+    assert "outside the job container" in text
+    assert "--torchrun --detach -- train.py --deepspeed --deepspeed_config ds.json" in text
+    assert "runtime: {kind: node}" in text
+    assert "Traceback" not in out.output
+    assert runner.invoke(app, ["jobs", cluster, "--mock", "--json"]).stdout.count('"id"') == 0  # nothing started
+
+
+def test_deepspeed_detached_runs_with_the_node_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    isolated_home(tmp_path, monkeypatch)
+    name = _up(tmp_path, runtime={"kind": "node"})
+    job = _detach(name, "--deepspeed", "--", "train.py")
+    assert _wait(name, job, {"succeeded", "failed", "cancelled"})["state"] in {"succeeded", "failed"}

@@ -74,6 +74,42 @@ def job_line(cluster: Any, kind: str, words: Sequence[str]) -> tuple[str, tuple[
     return str(cmd["line"]), tuple(range(nodes)) if RUNS_ON[cmd["kind"]] == "all" else (0,)
 
 
+#: Launchers that start the other nodes' ranks over SSH (pdsh, OpenMPI's ssh agent): on a node that runs jobs in
+#: a container, the remote side lands on the node itself, outside the image that holds the launcher and the code.
+SSH_LAUNCHERS = {
+    "deepspeed": (
+        "deepspeed's default pdsh runner starts `deepspeed.launcher.launch` on every other node over SSH "
+        "(https://www.deepspeed.ai/getting-started/#resource-configuration-multi-node), and that SSH session runs on "
+        "the node itself, outside the job container, where there is no DeepSpeed and no code; "
+        "to fix: run DeepSpeed under torchrun, one launcher per node inside its container "
+        "(`provision launch TARGET --torchrun --detach -- train.py --deepspeed --deepspeed_config ds.json`: "
+        "deepspeed.initialize reads torchrun's RANK/WORLD_SIZE/MASTER_ADDR), "
+        "or set `runtime: {kind: node}` to run pdsh in the node image's own Python"
+    ),
+    "mpirun": (
+        "mpirun starts its daemons on the other nodes over SSH "
+        "(https://docs.open-mpi.org/en/v5.0.x/launching-apps/ssh.html), which run on the node itself, outside the job "
+        "container; to fix: use --torchrun (one launcher per node inside its container), "
+        "or set `runtime: {kind: node}` to run mpirun in the node image's own environment"
+    ),
+}
+
+
+def refuse_ssh_launcher(cluster: Any, kind: str) -> None:
+    """Refuse a launcher whose remote ranks would start outside the job container (before anything runs).
+
+    Raises:
+        UnsupportedError: ``kind`` is deepspeed or mpirun on more than one node and the plan's runtime is a container.
+    """
+    runtime = cluster.plan().runtime
+    if kind not in SSH_LAUNCHERS or runtime is None or runtime.kind != "container" or cluster.plan().nodes < 2:
+        return
+    raise UnsupportedError(
+        f"--{kind} --detach cannot start its ranks inside the job container on {cluster.spec.name}",
+        [Problem(f"--{kind}", "runtime: container", *SSH_LAUNCHERS[kind].split("; to fix: ", 1))],
+    )
+
+
 def submit(
     cluster: Any,
     kind: str,
@@ -97,6 +133,7 @@ def submit(
 
     if max_restarts < 0:
         raise SpecError(problems=[Problem("--max-restarts", max_restarts, "is negative", "use 0 or more")])
+    refuse_ssh_launcher(cluster, kind)
     line, ranks = job_line(cluster, kind, words)
     engine = backend(cluster)
     ensure_prepared(cluster)
