@@ -160,14 +160,22 @@ def _top_table(doc: dict[str, Any]) -> Any:
 
     job = doc.get("job")
     title = f"{doc['cluster']}: " + (
-        f"job {job['id']} {job['state']} ({_duration(job['duration_s'])})" if job else "no job"
+        f"job {job['id']} {job['state']} ({_duration(job['duration_s'])}, {job.get('restarts', 0)} restarts)"
+        if job
+        else "no job"
     )
     table = Table(title=title, box=None, pad_edge=False)
-    for name in ("node", "gpus", "util", "memory", "power", "temp max"):
+    for name in ("node", "gpus", "util", "memory", "power", "temp", "fabric rx/tx"):
         table.add_column(name, no_wrap=True)
     for row in rows(doc):
         table.add_row(*row)
-    return table
+    if not job or not job.get("last_line"):
+        return table
+    from rich.console import Group
+    from rich.text import Text
+
+    last = Text(f"last: {job['last_line']}", no_wrap=True, overflow="ellipsis")
+    return Group(table, last)
 
 
 def top(
@@ -200,9 +208,13 @@ def top(
         from rich.live import Live
 
         try:
-            with Live(_top_table(sample(cluster, run)), console=console(), auto_refresh=False) as live:
+            from provision.ops.top import add_rates
+
+            doc = sample(cluster, run)
+            with Live(_top_table(doc), console=console(), auto_refresh=False) as live:
                 while True:
                     time.sleep(interval)
-                    live.update(_top_table(sample(cluster, run)), refresh=True)
+                    doc = add_rates(sample(cluster, run), doc)  # the fabric counters' change: a rate
+                    live.update(_top_table(doc), refresh=True)
         except KeyboardInterrupt:
             return
