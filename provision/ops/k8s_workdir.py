@@ -71,7 +71,7 @@ def attach(job: dict[str, Any], src: Path) -> dict[str, Any]:
             ]
         )
     name = job["metadata"]["name"]
-    config_map = {
+    config_map: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
@@ -84,7 +84,7 @@ def attach(job: dict[str, Any], src: Path) -> dict[str, Any]:
     image = job["spec"]["trainer"]["image"]
     pod = {
         "volumes": [
-            {"name": "provision-workdir-src", "configMap": {"name": config_map["metadata"]["name"]}},
+            {"name": "provision-workdir-src", "configMap": {"name": f"{name}-workdir"}},
             {"name": "provision-workdir", "emptyDir": {}},
         ],
         "initContainers": [

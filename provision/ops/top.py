@@ -129,8 +129,9 @@ def sample(cluster: Any, run: Any) -> dict[str, Any]:
         found = jobs.list_jobs(cluster)
         if recover(cluster, found):  # a rank lost with a replaced node runs again
             found = jobs.list_jobs(cluster)
-        job = found[0].as_dict() if found else None
+        job = None
         if found:
+            job = found[0].as_dict()
             job["last_line"] = _last_line(cluster, found[0])
             job["restarts"] = sum(r.restarts for r in found[0].ranks)
     except Exception:  # noqa: BLE001  # the GPU view stays useful without the job view (e.g. Kubernetes)
