@@ -57,11 +57,11 @@ def _resume_lost(cluster: Any, found: list[Any] | None = None) -> int:
     resumed = recover(cluster, found)
     for r in resumed:
         console(stderr=True).print(
-            f"job {r.job_id}: rank {r.rank} was lost with its node; resumed on the node now there "
-            f"(restart {r.restart})",
+            f"job {r.job_id}: rank {r.rank} was lost with its node; "
+            + (f"not resumed yet ({r.error})" if r.error else f"resumed on the node now there (restart {r.restart})"),
             markup=False,
         )
-    return len(resumed)
+    return sum(1 for r in resumed if r.error is None)
 
 
 def jobs(target: str = _TARGET, mock: bool = _MOCK, as_json: bool = JsonOpt) -> None:

@@ -127,7 +127,7 @@ def sample(cluster: Any, run: Any) -> dict[str, Any]:
         from provision.ops.jobs.recover import recover
 
         found = jobs.list_jobs(cluster)
-        if recover(cluster, found):  # a rank lost with a replaced node runs again
+        if any(r.error is None for r in recover(cluster, found)):  # a rank lost with a replaced node runs again
             found = jobs.list_jobs(cluster)
         job = None
         if found:

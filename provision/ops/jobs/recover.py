@@ -3,7 +3,10 @@ health check or the cloud's repair) resume on the replacement from the newest ch
 
 A rank is **lost** when its supervisor no longer runs it, it wrote no exit code and the job was not
 cancelled: the VM it ran on is gone (with it its systemd unit, which lives under ``/run``) or was
-replaced by a new one. A rank that *exited* non-zero is not lost: its own supervisor restarted it
+replaced by a new one. A rank that never recorded a start counts as lost only once the job is
+:data:`LOST_AFTER_S` old (before that it may still be starting: a fan-out to many nodes takes time);
+on a cluster without a shared filesystem a replaced node's records are gone with it, so such a rank
+is resumed after that grace. A rank that *exited* non-zero is not lost: its own supervisor restarted it
 (``--max-restarts``) or gave up.
 
 :func:`recover` resumes each lost rank of every live job whose restart budget is not spent
@@ -32,26 +35,34 @@ from typing import Any
 
 from provision.ops.jobs.model import JobStatus, RankStatus
 
+#: Seconds after submission from which a rank with no recorded start is lost rather than still starting.
+LOST_AFTER_S = 60.0
+
 
 @dataclass(frozen=True)
 class Resumed:
-    """One lost rank started again (``restart``: its restart number, 1 for the first)."""
+    """One lost rank started again (``restart``: its restart number, 1 for the first), or why it could not be
+    (``error``: e.g. the node is not reachable yet)."""
 
     job_id: str
     rank: int
     restart: int
+    error: str | None = None
 
 
-def lost(rank: RankStatus) -> bool:
-    """The rank's node (or its supervisor) lost it: not running, no exit code, not cancelled."""
-    return rank.state == "failed" and rank.exit_code is None
+def lost(rank: RankStatus, created: float, now: float | None = None) -> bool:
+    """The rank's node (or its supervisor) lost it: not running, no exit code, not cancelled, and it had started
+    (or the job, submitted at ``created``, is older than :data:`LOST_AFTER_S`)."""
+    if rank.state != "failed" or rank.exit_code is not None:
+        return False
+    return rank.started is not None or (time.time() if now is None else now) - created > LOST_AFTER_S
 
 
-def lost_ranks(job: JobStatus) -> list[RankStatus]:
+def lost_ranks(job: JobStatus, now: float | None = None) -> list[RankStatus]:
     """The job's lost ranks, while the job is still worth resuming (no rank failed by its own exit code)."""
     if job.state == "cancelled" or any(r.state == "failed" and r.exit_code is not None for r in job.ranks):
         return []
-    return [r for r in job.ranks if lost(r)]
+    return [r for r in job.ranks if lost(r, job.spec.created, now)]
 
 
 def recover(cluster: Any, jobs: list[JobStatus] | None = None) -> list[Resumed]:
@@ -66,12 +77,19 @@ def recover(cluster: Any, jobs: list[JobStatus] | None = None) -> list[Resumed]:
         return []
     from provision.ops.launch import ensure_prepared
 
-    ensure_prepared(cluster)  # a replaced node is new: its env file, keys and runtime first
+    try:
+        ensure_prepared(cluster)  # a replaced node is new: its env file, keys and runtime first
+    except Exception as e:  # noqa: BLE001  # a node not back yet: say so, keep the listing; the next look retries
+        return [Resumed(j.spec.id, r.rank, r.restarts + 1, f"{type(e).__name__}: {e}") for j, r in todo]
     engine = backend(cluster)
     runtime = None if cluster.mock else cluster.plan().runtime
     done = []
     for job, rank in todo:
-        engine.resume(job.spec, rank.rank, rank.restarts, runtime)
+        try:
+            engine.resume(job.spec, rank.rank, rank.restarts, runtime)
+        except Exception as e:  # noqa: BLE001  # as above: reported per rank, retried on the next look
+            done.append(Resumed(job.spec.id, rank.rank, rank.restarts + 1, f"{type(e).__name__}: {e}"))
+            continue
         done.append(Resumed(job.spec.id, rank.rank, rank.restarts + 1))
     return done
 
