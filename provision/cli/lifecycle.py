@@ -241,12 +241,13 @@ def down(
             console().print(f"{cluster.stack}: nothing exists; nothing to delete")
             return
         _ask(f"Delete all {len(status['resources'])} resources of {cluster.stack}{' (mock)' if mock else ''}?")
-    if not as_json and not sys.stderr.isatty():
+    logged = not as_json and not sys.stderr.isatty()
+    if logged:
         cluster.display = "none"  # the summary (or, verbose, every deletion) is printed once, below
     result = run_command(as_json, lambda: cluster.down(yes=True))
     if as_json:
         emit_json(result.as_dict())
-    else:
+    elif logged:  # a terminal's progress display already ended with the summary
         _print_changes(result, verbose)
 
 
