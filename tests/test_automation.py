@@ -552,7 +552,7 @@ def test_progress_counts_planned_done_and_failed_from_engine_events() -> None:
 
 
 def test_plain_progress_writes_one_line_per_finished_resource_and_a_summary(capsys: pytest.CaptureFixture) -> None:
-    with Progress("up", "s", display="plain") as p:
+    with Progress("up", "s", display="plain", verbose=True) as p:
         p.step_started("create", NODE_TYPE, "n0")
         p.step_done("create", NODE_TYPE, "n0")
         p.finish(p.result())
@@ -560,6 +560,18 @@ def test_plain_progress_writes_one_line_per_finished_resource_and_a_summary(caps
     assert err[0] == "up s: started"
     assert err[1].split() == ["create", NODE_TYPE, "n0"]
     assert err[2].startswith("up s: 1 created, 0 updated, 0 deleted, 0 unchanged")
+
+
+def test_plain_progress_by_default_says_how_far_it_got_then_counts_by_kind(capsys: pytest.CaptureFixture) -> None:
+    with Progress("up", "s", display="plain") as p:
+        p.step_started("create", NODE_TYPE, "n0")
+        p.step_done("create", NODE_TYPE, "n0")
+        p.finish(p.result())
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "up s: started"
+    assert err[1].startswith("  up s: 1/1 done (")
+    assert err[2].startswith("up s: 1 created, 0 updated, 0 deleted, 0 unchanged")
+    assert err[3] == "  created: 1 Instance"
 
 
 def test_a_garbled_created_at_is_a_spec_error_naming_the_key(home: Path) -> None:

@@ -243,7 +243,7 @@ def launch(
 
     kind = run_command(as_json, check)
     if kind == "k8s":
-        _launch_k8s(target, words, print_only, mock, as_json)
+        _launch_k8s(target, words, print_only, mock, as_json, workdir)
         return
 
     if detach:
@@ -368,7 +368,9 @@ def _launch_detached(
     )
 
 
-def _launch_k8s(target: str, words: list[str], print_only: bool, mock: bool, as_json: bool) -> None:
+def _launch_k8s(
+    target: str, words: list[str], print_only: bool, mock: bool, as_json: bool, workdir: str | None = None
+) -> None:
     def go() -> Any:
         import importlib
 
@@ -380,13 +382,13 @@ def _launch_k8s(target: str, words: list[str], print_only: bool, mock: bool, as_
             raise UnsupportedError(
                 "launch --k8s needs a cluster with scheduler: kubernetes, which this installation does not support"
             ) from None
-        return k8s.launch(_cluster(target, mock), words[0], words[1:], print_only=print_only)
+        return k8s.launch(_cluster(target, mock), words[0], words[1:], print_only=print_only, workdir=workdir)
 
     doc = run_command(as_json, go)
     if as_json:
         emit_json(doc)
     elif doc is not None:
-        print(doc if isinstance(doc, str) else doc)
+        print(doc["yaml"] if isinstance(doc, dict) and "yaml" in doc else doc)  # the objects, as kubectl reads them
 
 
 def azure_bastion(

@@ -31,33 +31,36 @@ def list_clusters(mock: bool = _MOCK, as_json: bool = JsonOpt) -> None:
     if not rows:
         out.print(f"no clusters{' in the mocked cloud' if mock else ''}; create one with `provision up TARGET`")
         return
-    from rich.table import Table
+    from provision.cli.fit import Col, fit, left_out_note
 
-    table = Table(box=None, pad_edge=False, title=f"{len(rows)} cluster(s){' (mock)' if mock else ''}")
-    for col, justify in (
-        ("stack", "left"),
-        ("name", "left"),
-        ("where", "left"),
-        ("nodes", "left"),
-        ("GPUs", "right"),
-        ("$/h", "right"),
-        ("spent", "right"),
-        ("expires", "left"),
-    ):
-        table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
-    for r in rows:
-        where = f"{r['cloud']} {r['region']}"
-        table.add_row(
+    cols = [
+        Col("stack"),
+        Col("name", priority=4, wrap=True),
+        Col("where", priority=1, wrap=True),
+        Col("nodes", wrap=True),
+        Col("GPUs", justify="right"),
+        Col("$/h", priority=2, justify="right"),
+        Col("spent", priority=3, justify="right"),
+        Col("expires", priority=1, wrap=True),
+    ]
+    cells = [
+        [
             r["stack"],
             r["name"] if r["name"] != r["stack"] else "=",
-            where,
+            f"{r['cloud']} {r['region']}",
             f"{r['nodes']}x {r['instance_type']}",
             str(r["gpus"] or "-"),
             _money(r["hourly_usd"]),
             _money(r["spent_usd"]),
             (r["expires_at"] or "never")[:16].replace("T", " "),
-        )
+        ]
+        for r in rows
+    ]
+    # Columns wrap at spaces only (never inside a stack or type name); too narrow still: the least needed go.
+    table, left_out = fit(cols, cells, out.width, title=f"{len(rows)} cluster(s){' (mock)' if mock else ''}")
     out.print(table)
+    if left_out:
+        out.print(left_out_note(left_out, out.width), markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -50,13 +50,30 @@ def _exits(job: Any) -> str:
     return " ".join(f"{r.rank}:{c}" for r, c in zip(job.ranks, codes, strict=True))
 
 
+def _resume_lost(cluster: Any, found: list[Any] | None = None) -> int:
+    """Resume the ranks lost with a replaced node (on stderr: which); how many."""
+    from provision.ops.jobs.recover import recover
+
+    resumed = recover(cluster, found)
+    for r in resumed:
+        console(stderr=True).print(
+            f"job {r.job_id}: rank {r.rank} was lost with its node; "
+            + (f"not resumed yet ({r.error})" if r.error else f"resumed on the node now there (restart {r.restart})"),
+            markup=False,
+        )
+    return sum(1 for r in resumed if r.error is None)
+
+
 def jobs(target: str = _TARGET, mock: bool = _MOCK, as_json: bool = JsonOpt) -> None:
-    """List the cluster's jobs, newest first: state, start, duration, restarts and exit code per rank (RANK:CODE)."""
+    """List the cluster's jobs, newest first: state, start, duration, restarts, exit code per rank (RANK:CODE) and
+    what runs (a generated script is named, not printed)."""
 
     def go() -> list[Any]:
         from provision.ops import jobs as ops_jobs
 
-        return ops_jobs.list_jobs(_cluster(target, mock))
+        cluster = _cluster(target, mock)
+        found = ops_jobs.list_jobs(cluster)
+        return ops_jobs.list_jobs(cluster) if _resume_lost(cluster, found) else found
 
     found = run_command(as_json, go)
     if as_json:
@@ -67,15 +84,20 @@ def jobs(target: str = _TARGET, mock: bool = _MOCK, as_json: bool = JsonOpt) -> 
         return
     from rich.table import Table
 
+    from provision.ops.jobs.model import summary
+
+    names = ("job", "state", "started", "took", "restarts", "exits", "command")
+    rows = [
+        (j.spec.id, j.state, _when(j.started), _duration(j.duration()), str(sum(x.restarts for x in j.ranks)))
+        + (_exits(j),)
+        for j in found
+    ]
     table = Table(box=None, pad_edge=False)
-    table.add_column("job", no_wrap=True, min_width=16)
-    for name in ("state", "started", "took", "restarts", "exits", "kind"):
-        table.add_column(name, no_wrap=True, overflow="ellipsis")
-    for j in found:
-        restarts = sum(r.restarts for r in j.ranks)
-        table.add_row(
-            j.spec.id, j.state, _when(j.started), _duration(j.duration()), str(restarts), _exits(j), j.spec.kind
-        )
+    for i, name in enumerate(names[:-1]):  # these keep their width; the command takes what is left, then an ellipsis
+        table.add_column(name, no_wrap=True, min_width=max(len(name), *(len(r[i]) for r in rows)))
+    table.add_column("command", no_wrap=True, overflow="ellipsis")
+    for j, row in zip(found, rows, strict=True):
+        table.add_row(*row, summary(j.spec))
     console().print(table)
 
 
@@ -138,14 +160,22 @@ def _top_table(doc: dict[str, Any]) -> Any:
 
     job = doc.get("job")
     title = f"{doc['cluster']}: " + (
-        f"job {job['id']} {job['state']} ({_duration(job['duration_s'])})" if job else "no job"
+        f"job {job['id']} {job['state']} ({_duration(job['duration_s'])}, {job.get('restarts', 0)} restarts)"
+        if job
+        else "no job"
     )
     table = Table(title=title, box=None, pad_edge=False)
-    for name in ("node", "gpus", "util", "memory", "power", "temp max"):
+    for name in ("node", "gpus", "util", "memory", "power", "temp", "fabric rx/tx"):
         table.add_column(name, no_wrap=True)
     for row in rows(doc):
         table.add_row(*row)
-    return table
+    if not job or not job.get("last_line"):
+        return table
+    from rich.console import Group
+    from rich.text import Text
+
+    last = Text(f"last: {job['last_line']}", no_wrap=True, overflow="ellipsis")
+    return Group(table, last)
 
 
 def top(
@@ -178,9 +208,13 @@ def top(
         from rich.live import Live
 
         try:
-            with Live(_top_table(sample(cluster, run)), console=console(), auto_refresh=False) as live:
+            from provision.ops.top import add_rates
+
+            doc = sample(cluster, run)
+            with Live(_top_table(doc), console=console(), auto_refresh=False) as live:
                 while True:
                     time.sleep(interval)
-                    live.update(_top_table(sample(cluster, run)), refresh=True)
+                    doc = add_rates(sample(cluster, run), doc)  # the fabric counters' change: a rate
+                    live.update(_top_table(doc), refresh=True)
         except KeyboardInterrupt:
             return

@@ -54,6 +54,12 @@ def k8s_launch(
     nodes: int = typer.Option(None, "--nodes", help="Nodes to use (default: the whole GPU pool)."),
     name: str = typer.Option(None, "--name", help="Job name (default: <cluster>-<timestamp>)."),
     print_only: bool = typer.Option(False, "--print", help="Print the TrainJob instead of submitting it."),
+    workdir: str = typer.Option(
+        None,
+        "--workdir",
+        help="A local folder (git-ignored files left out, at most 700 KiB packed) every pod gets at /workspace "
+        "and starts in.",
+    ),
     mock: bool = _MOCK,
     as_json: bool = JsonOpt,
 ) -> None:
@@ -64,11 +70,13 @@ def k8s_launch(
         from provision.ops.k8s import launch
 
         cluster = Cluster(target, mock=mock, display="none")
-        return launch(cluster, script, args or [], image=image, nodes=nodes, name=name, print_only=print_only)
+        return launch(
+            cluster, script, args or [], image=image, nodes=nodes, name=name, print_only=print_only, workdir=workdir
+        )
 
     out = run_command(as_json, go)
     if as_json:
-        emit_json({k: v for k, v in out.items() if k != "yaml"})
+        emit_json({k: v for k, v in out.items() if k not in ("yaml", "objects")} | _objects(out))
         return
     typer.echo(str(out["yaml"]), nl=False)
     err = console(stderr=True)
@@ -76,6 +84,12 @@ def k8s_launch(
         err.print(f"submitted: {out['kubectl']}")
     elif not print_only:
         err.print("mocked cluster: the job was built but not submitted")
+
+
+def _objects(out: dict[str, object]) -> dict[str, object]:
+    """The objects applied with the job, named (the workdir's ConfigMap: its size, not its bytes)."""
+    objects = out.get("objects") or []
+    return {"objects": [f"{o['kind']}/{o['metadata']['name']}" for o in objects]}  # type: ignore[attr-defined]
 
 
 def register(app: typer.Typer) -> None:

@@ -68,13 +68,19 @@ def _ask(question: str) -> None:
         raise typer.Exit(1)
 
 
-def _print_changes(result: Any) -> None:
+def _print_changes(result: Any, verbose: bool = True) -> None:
+    """Every step (``verbose``), else the updates and replacements (few, and the ones that matter) and the
+    counts by step and resource kind."""
     from rich.markup import escape
 
     out = console()
     for step in result.steps:
-        out.print(f"  {escape(str(step))}")
-    out.print(f"[bold]{escape(result.summary())}[/]")
+        if verbose or step.op not in ("create", "delete"):
+            out.print(f"  {escape(str(step))}")
+    first, *kinds = result.summary_lines()
+    out.print(f"[bold]{escape(first)}[/]")
+    for line in [] if verbose else kinds:
+        out.print(escape(line))
     for warning in result.warnings:
         out.print(f"[yellow]warning:[/] {escape(warning)}")
 
@@ -126,6 +132,9 @@ _ACCEPT = typer.Option(
 )
 _ON_FAILURE = typer.Option("keep", "--on-failure", help="With --accept: keep the cluster or tear it down (down).")
 _INJECT = typer.Option(None, "--inject", help="With --accept --mock: break a check on a mocked node (RANK:CHECK).")
+_VERBOSE = typer.Option(
+    False, "--verbose", "-v", help="List every resource as it is done (default: progress and a summary by kind)."
+)
 
 
 def up(
@@ -136,16 +145,18 @@ def up(
     accept: bool = _ACCEPT,
     on_failure: str = _ON_FAILURE,
     inject: list[str] = _INJECT,
+    verbose: bool = _VERBOSE,
 ) -> None:
     """Create or update a cluster (shows the plan and cost, then asks unless --yes)."""
     faults = run_command(as_json, lambda: _acceptance_options(accept, on_failure, inject, mock))
     _require_yes("up", target, yes, as_json)
     cluster = run_command(as_json, lambda: _cluster(target, mock, as_json))
+    cluster.verbose = verbose
     if not as_json:
         print_plan(run_command(False, lambda: cluster.plan().summary()))
         if not yes:
             cluster.display = "none"  # the changes are printed below; a live display would repeat them
-            _print_changes(run_command(False, cluster.preview))
+            _print_changes(run_command(False, cluster.preview), verbose)
             cluster.display = "auto"
             _ask(f"Bring up {cluster.stack}{' (mock)' if mock else ''}?")
     result = run_command(as_json, lambda: _interruptible(cluster.up, f"provision down {target}", mock))
@@ -217,23 +228,27 @@ def _acceptance_options(accept: bool, on_failure: str, inject: list[str] | None,
     return [NodeFault.parse(text) for text in inject or []]
 
 
-def down(target: str = _TARGET, mock: bool = _MOCK, yes: bool = _YES, as_json: bool = _JSON) -> None:
+def down(
+    target: str = _TARGET, mock: bool = _MOCK, yes: bool = _YES, as_json: bool = _JSON, verbose: bool = _VERBOSE
+) -> None:
     """Delete every resource of a cluster (asks unless --yes)."""
     _require_yes("down", target, yes, as_json)
     cluster = run_command(as_json, lambda: _cluster(target, mock, as_json))
+    cluster.verbose = verbose
     if not yes:
         status = run_command(False, cluster.status)
         if status["state"] == "none":
             console().print(f"{cluster.stack}: nothing exists; nothing to delete")
             return
         _ask(f"Delete all {len(status['resources'])} resources of {cluster.stack}{' (mock)' if mock else ''}?")
-    if not as_json and not sys.stderr.isatty():
-        cluster.display = "none"  # a log display lists every deletion; they are printed once, below
+    logged = not as_json and not sys.stderr.isatty()
+    if logged:
+        cluster.display = "none"  # the summary (or, verbose, every deletion) is printed once, below
     result = run_command(as_json, lambda: cluster.down(yes=True))
     if as_json:
         emit_json(result.as_dict())
-    else:
-        _print_changes(result)
+    elif logged:  # a terminal's progress display already ended with the summary
+        _print_changes(result, verbose)
 
 
 def status(

@@ -174,25 +174,32 @@ def _cheapest(prices: dict[str, float | None]) -> str:
 
 
 def _print_types(rows: list[dict[str, Any]], region: str | None) -> None:
-    from rich import box
-    from rich.table import Table
+
+    from provision.cli.fit import Col, fit, left_out_note
 
     title = f"GPU offers ({len(rows)})" + (f" in {region}" if region else "")
-    # Five columns of two-line cells fit 80 columns without cutting a word: the region count under the type, the
-    # fabric under the GPUs, the cheapest region under its price; a type longer than its column folds.
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
-    for col, width in (("cloud", 7), ("type / regions", 18), ("GPUs / fabric", 15), ("$/h", 14), ("spot $/h", 14)):
-        table.add_column(col, overflow="fold", min_width=width, max_width=width if col != "type / regions" else None)
+    # Two-line cells, no word ever broken: the type whole over its cloud and region count, the GPUs over the fabric,
+    # each price over its cheapest region; a terminal too narrow for that loses the spot column, then the fabric's.
+    cols = [Col("type / cloud"), Col("GPUs / fabric"), Col("$/h", priority=1), Col("spot $/h", priority=2)]
+    cells: list[list[str]] = []
     for r in rows:
         n = len(r["regions"])
-        table.add_row(
-            r["cloud"],
-            f"{r['instance_type']}\n{n} region{'s' if n != 1 else ''}",
-            f"{r['gpus_per_node']}x{r['gpu']}\n{r['fabric']}" + (f" {r['fabric_gbps']:g}" if r["fabric_gbps"] else ""),
-            _cheapest(r["price_per_hour_usd"]).replace(" ", "\n", 1),
-            _cheapest(r["spot_price_per_hour_usd"]).replace(" ", "\n", 1),
+        if cells:
+            cells.append(["", "", "", ""])  # a blank line between offers
+        cells.append(
+            [
+                f"{r['instance_type']}\n{r['cloud']}, {n} region{'s' if n != 1 else ''}",
+                f"{r['gpus_per_node']}x{r['gpu']}\n{r['fabric']}"
+                + (f" {r['fabric_gbps']:g}" if r["fabric_gbps"] else ""),
+                _cheapest(r["price_per_hour_usd"]).replace(" ", "\n", 1),
+                _cheapest(r["spot_price_per_hour_usd"]).replace(" ", "\n", 1),
+            ]
         )
-    console().print(table)
+    out = console()
+    table, left_out = fit(cols, cells, out.width, title=title, title_justify="left")
+    out.print(table)
+    if left_out:
+        out.print(left_out_note(left_out, out.width), markup=False)
 
 
 def _print_clusters(rows: list[dict[str, Any]]) -> None:

@@ -3,6 +3,7 @@
 Prices first and refuses over the cap (exit 3) before anything exists; brings the cluster up;
 runs CMD locally with the cluster's outputs in its environment (``PROVISION_HOSTFILE``,
 ``PROVISION_SSH_CONFIG``, ``PROVISION_OUTPUTS``, ...) or, with ``--on-cluster``, on the nodes;
+with ``--restart-on-interruption N`` runs it again (at most N times) after a node was lost;
 exits with CMD's exit code; always tears the cluster down (Ctrl-C and SIGTERM too: exit 130).
 """
 
@@ -23,6 +24,14 @@ def run(
     on_cluster: bool = typer.Option(False, "--on-cluster", help="Run CMD on the nodes (over SSH) instead of here."),
     nodes: str = typer.Option("all", "--nodes", help="With --on-cluster: all, head, or ranks such as 0,2."),
     mock: bool = typer.Option(False, "--mock", help="Use the mocked cloud (no spend, no credentials)."),
+    restart_on_interruption: int = typer.Option(
+        0,
+        "--restart-on-interruption",
+        min=0,
+        metavar="N",
+        help="When CMD fails because a node was preempted or replaced: bring the cluster back and run CMD again, "
+        "at most N times (CMD sees PROVISION_RESTART_COUNT; resume from your checkpoints).",
+    ),
 ) -> None:
     """Bring up a bounded cluster, run CMD, pass its exit code through, and always tear the cluster down."""
     from provision.cli.access import _print_line
@@ -50,6 +59,7 @@ def run(
             display="plain",
             on_line=_print_line,
             announce=say,
+            restart_on_interruption=restart_on_interruption,
         )
 
     code = run_command(False, go)

@@ -8,7 +8,10 @@ summary or ``resource_pre`` events), done (``res_outputs`` events), failed
 * in a terminal: a rich progress bar on stderr;
 * in Jupyter: one output area updated in place (``IPython.display`` handle; IPython is
   used only when it is already imported, never required);
-* in a log (stderr not a terminal): one line a finished resource, then the summary;
+* in a log (stderr not a terminal): a progress line every quarter of the work (and at least every
+  :data:`_PLAIN_EVERY_S` seconds), then the summary: counts by step and by resource kind, the time
+  and what failed; with ``verbose``, one line a finished resource instead (a terminal's bar then
+  prints them above it too);
 * nowhere with ``display="none"`` (``--json``).
 
 Engine events arrive on the SDK's log-watcher thread, so every update takes a lock.
@@ -27,6 +30,10 @@ from typing import Any
 UNCHANGED = ("same", "read", "refresh")
 #: How often the notebook display may redraw (seconds); the final state is always drawn.
 _NOTEBOOK_REDRAW_S = 0.2
+#: A log display says how far an operation got at least this often (seconds), besides every quarter.
+_PLAIN_EVERY_S = 10.0
+#: Resource kinds the summary names per step kind before it says how many more there are.
+_KINDS_SHOWN = 8
 
 _PAST = {"create": "created", "update": "updated", "delete": "deleted", "replace": "replaced", "same": "unchanged"}
 _FUTURE = {"create": "to create", "update": "to update", "delete": "to delete", "replace": "to replace"}
@@ -94,6 +101,26 @@ class OperationResult:
             text += f"; {len(self.failures)} failed"
         return text
 
+    def by_kind(self) -> dict[str, dict[str, int]]:
+        """Step kind -> resource kind (the type's last part, e.g. ``Subnet``) -> count, most first."""
+        out: dict[str, dict[str, int]] = {}
+        for s in self.steps:
+            kinds = out.setdefault(s.op, {})
+            kinds[kind_of(s.type)] = kinds.get(kind_of(s.type), 0) + 1
+        return {op: dict(sorted(k.items(), key=lambda kv: (-kv[1], kv[0]))) for op, k in out.items()}
+
+    def summary_lines(self) -> list[str]:
+        """The summary, then one line per step kind with its counts by resource kind, then each failure."""
+        words = _FUTURE if self.operation == "preview" else _PAST
+        lines = [self.summary()]
+        for op, kinds in self.by_kind().items():
+            shown = [f"{n} {k}" for k, n in list(kinds.items())[:_KINDS_SHOWN]]
+            more = len(kinds) - _KINDS_SHOWN
+            rest = f" and {more} more kinds (--verbose lists them)" if more > 0 else ""
+            lines.append(f"  {words.get(op, op)}: {', '.join(shown)}{rest}")
+        lines += [f"  failed: {f}" for f in self.failures]
+        return lines
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "operation": self.operation,
@@ -120,6 +147,11 @@ class OperationResult:
         return f"<div><b>{html.escape(self.summary())}</b>{table}</div>"
 
 
+def kind_of(type_token: str) -> str:
+    """A resource type's kind for people: ``aws:ec2/subnet:Subnet`` -> ``Subnet``."""
+    return type_token.rsplit(":", 1)[-1] or type_token
+
+
 def name_from_urn(urn: str) -> str:
     """The logical name at the end of a Pulumi URN (``urn:pulumi:stack::project::type::name``)."""
     return urn.rsplit("::", 1)[-1] if "::" in urn else urn
@@ -140,10 +172,14 @@ class Progress:
         display: ``auto`` (notebook, terminal or log, whichever applies), ``rich``,
             ``notebook``, ``plain`` or ``none``.
         total: resources expected to change, when a preview told us.
+        verbose: show every finished resource (default: progress lines and a summary).
     """
 
-    def __init__(self, operation: str, stack: str, *, display: str = "auto", total: int | None = None) -> None:
+    def __init__(
+        self, operation: str, stack: str, *, display: str = "auto", total: int | None = None, verbose: bool = False
+    ) -> None:
         self.operation = operation
+        self.verbose = verbose
         self.stack = stack
         self.total_hint = total
         self.started = 0
@@ -311,19 +347,29 @@ class _View:
 
 
 class _PlainView(_View):
-    """A log: one line a finished resource on stderr, then the summary."""
+    """A log on stderr: progress lines (or, verbose, one line a finished resource), then the summary."""
 
     def start(self) -> None:
         s = self.progress.snapshot()
+        self._said = (0, time.monotonic())  # (quarter reached, when a line was last printed)
         print(f"{s['title']}: started", file=sys.stderr, flush=True)
 
     def step(self, step: ResourceChange) -> None:
-        print(f"  {step}", file=sys.stderr, flush=True)
+        if self.progress.verbose:
+            print(f"  {step}", file=sys.stderr, flush=True)
+            return
+        s = self.progress.snapshot()
+        quarter = 4 * s["done"] // s["planned"] if s["planned"] else 0
+        now = time.monotonic()
+        if quarter > self._said[0] or now - self._said[1] >= _PLAIN_EVERY_S:
+            self._said = (max(quarter, self._said[0]), now)
+            of = f"/{s['planned']}" if s["planned"] else ""
+            failed = f", {s['failed']} failed" if s["failed"] else ""
+            print(f"  {s['title']}: {s['done']}{of} done{failed} ({s['seconds']:.0f} s)", file=sys.stderr, flush=True)
 
     def final(self, result: OperationResult) -> None:
-        print(result.summary(), file=sys.stderr, flush=True)
-        for failure in result.failures:
-            print(f"  failed: {failure}", file=sys.stderr, flush=True)
+        for line in result.summary_lines():
+            print(line, file=sys.stderr, flush=True)
 
 
 class _RichView(_View):
@@ -355,6 +401,10 @@ class _RichView(_View):
         failed = f" [red]{s['failed']} failed[/]" if s["failed"] else ""
         self.bar.update(self.task, total=s["planned"], completed=s["done"], current=escape(s["current"]) + failed)
 
+    def step(self, step: ResourceChange) -> None:
+        if self.progress.verbose:
+            self.bar.console.print(f"  {step}", markup=False, highlight=False)
+
     def stop(self) -> None:
         self.bar.stop()
 
@@ -362,9 +412,10 @@ class _RichView(_View):
         from rich.markup import escape
 
         style = "red" if result.failures else "green"
-        self.console.print(f"[{style}]{escape(result.summary())}[/]")
-        for failure in result.failures:
-            self.console.print(f"  [red]failed:[/] {escape(failure)}")
+        first, *rest = result.summary_lines()
+        self.console.print(f"[{style}]{escape(first)}[/]")
+        for line in rest:
+            self.console.print(escape(line).replace("failed:", "[red]failed:[/]", 1))
 
 
 class _NotebookView(_View):

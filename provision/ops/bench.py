@@ -313,7 +313,8 @@ def run_bench(cluster: Any, req: BenchRequest, *, timeout: float = 3600.0, poll:
     sizing, p = planned(cluster, req, n)
     shape = model_shape(n)
     line = _fake_line(req, n, p, plan.gpus_per_node) if cluster.mock else _script_line(shape, req, n, p["peak_tflops"])
-    spec = jobs.submit(cluster, jobs.CMD, [line])
+    label = f"bench: {n / 1e9:.3g}B params, {req.steps} steps, seq {req.seq_len}, {req.precision}"
+    spec = jobs.submit(cluster, jobs.CMD, [line], label=label)
     end = time.monotonic() + timeout
     status = jobs.find(cluster, spec.id)
     while status.state in ("pending", "running") and time.monotonic() < end:

@@ -83,6 +83,7 @@ class Cluster(NodeAccess, MockOperations):
         self.stack = check_stack_name(stack or default_stack)
         self.mock = mock
         self.display = display
+        self.verbose = False  # the progress display lists every resource (``up/down --verbose``)
         self._command = pulumi_command
         self._faults = tuple(faults)
         self._outputs: dict[str, Any] | None = None
@@ -558,7 +559,7 @@ class Cluster(NodeAccess, MockOperations):
         return stack_lock(self.stack, operation, self.mock)
 
     def _progress(self, operation: str) -> Progress:
-        return Progress(operation, self.stack, display=self.display, total=self._planned)
+        return Progress(operation, self.stack, display=self.display, total=self._planned, verbose=self.verbose)
 
     def _open(self, create: bool) -> auto.Stack | None:
         from provision.engine import automation

@@ -90,8 +90,10 @@ def build_job(
         raise UnsupportedError(f"cannot build the training job: {e}") from None
 
 
-def submit(doc: dict[str, Any], config: str, *, run: Runner = subprocess.run) -> str:
-    """``kubectl apply`` the job with ``config``; returns kubectl's output.
+def submit(
+    doc: dict[str, Any], config: str, *, run: Runner = subprocess.run, before: Sequence[dict[str, Any]] = ()
+) -> str:
+    """``kubectl apply`` the job with ``config`` (``before``: objects applied with it, first); kubectl's output.
 
     Raises:
         UnsupportedError: kubectl is not installed (exit 2, with how to install it).
@@ -109,7 +111,7 @@ def submit(doc: dict[str, Any], config: str, *, run: Runner = subprocess.run) ->
         os.chmod(path, 0o600)
         done = run(
             ["kubectl", "--kubeconfig", path, "apply", "-f", "-"],
-            input=jobs.to_yaml(doc),
+            input="---\n".join(jobs.to_yaml(d) for d in [*before, doc]),
             capture_output=True,
             text=True,
             timeout=120,
@@ -132,22 +134,33 @@ def launch(
     name: str | None = None,
     print_only: bool = False,
     run: Runner = subprocess.run,
+    workdir: str | None = None,
 ) -> dict[str, Any]:
     """Build the job and submit it (unless ``print_only`` or the cluster is mocked).
+
+    ``workdir``: a local folder every pod gets at ``/workspace`` and starts in (:mod:`provision.ops.k8s_workdir`).
 
     Returns:
         ``{"job": <TrainJob>, "yaml": str, "submitted": bool, "kubectl": str | None, "requests_per_node": {...}}``.
     """
     doc = build_job(cluster, script, args, image=image, nodes=nodes, name=name)
+    before = []
+    if workdir:
+        from pathlib import Path
+
+        from provision.ops.k8s_workdir import attach
+
+        before.append(attach(doc, Path(workdir).expanduser()))
     out: dict[str, Any] = {
         "job": doc,
-        "yaml": jobs.to_yaml(doc),
+        "objects": before,
+        "yaml": "---\n".join(jobs.to_yaml(d) for d in [*before, doc]),
         "submitted": False,
         "kubectl": None,
         "requests_per_node": jobs.requested(doc),
     }
     if print_only or cluster.mock:
         return out
-    out["kubectl"] = submit(doc, kubeconfig(cluster), run=run)
+    out["kubectl"] = submit(doc, kubeconfig(cluster), run=run, before=before)
     out["submitted"] = True
     return out

@@ -192,7 +192,10 @@ class MockNodes:
         devices = int(expect.get("fabric_devices") or 0) - (1 if "fabric" in broken else 0)
         if expect.get("fabric") == "efa":
             for i in range(max(devices, 0)):
-                (root / f"sys/class/infiniband/rdmap{i}s0").mkdir(parents=True, exist_ok=True)
+                counters = root / f"sys/class/infiniband/rdmap{i}s0/ports/1/hw_counters"  # what `top` reads
+                counters.mkdir(parents=True, exist_ok=True)
+                for name, value in (("rx_bytes", 10**9 * (rank + 1)), ("tx_bytes", 2 * 10**9 * (rank + 1))):
+                    (counters / name).write_text(f"{value + i}\n")
         for i, nic in enumerate(expect.get("gpu_nics") or []):
             (root / f"sys/class/net/{nic}").mkdir(parents=True, exist_ok=True)
             operstate = "down" if "fabric" in broken and i == 0 else "up"

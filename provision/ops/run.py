@@ -9,7 +9,12 @@
 3. **Run** the command locally with the cluster's outputs in its environment
    (:func:`outputs_env`), or with ``--on-cluster`` on the nodes over SSH (streamed, prefixed).
 4. **Pass the exit code through** (on the cluster: the worst node's).
-5. **Always down**: on success, failure, Ctrl-C and SIGTERM (the child gets the signal too and
+5. **Across interruptions** (``--restart-on-interruption N``): when the command fails and a node was
+   replaced or cannot be reached (spot preemption, a failed GPU repaired), the cluster is brought up
+   again (the spec's failover list applies, as for ``up``), the nodes are prepared again and the
+   command runs again with ``PROVISION_RESTART_COUNT`` one higher, at most N times. A plain failure
+   (every node there) ends the run as before.
+6. **Always down**: on success, failure, Ctrl-C and SIGTERM (the child gets the signal too and
    is waited for; the teardown then runs). An interrupted run exits 130.
 """
 
@@ -21,6 +26,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -108,28 +114,69 @@ def run(
     display: str = "auto",
     on_line: LineCallback | None = None,
     announce: Callable[[str], None] | None = None,
+    restart_on_interruption: int = 0,
 ) -> int:
     """Bring up a bounded cluster, run ``command``, tear the cluster down; returns the command's exit code.
+
+    ``restart_on_interruption``: how often the command may run again after a node was lost (module docs, 5).
 
     Raises:
         SpecError, BudgetError: before anything is created (exit 2 / 3).
         CloudError: ``up`` or the teardown failed (what ``up`` created is torn down first).
         KeyboardInterrupt: Ctrl-C or SIGTERM, after the teardown.
     """
-    import tempfile
-
     from provision.ops.ephemeral import ephemeral_cluster
-    from provision.ops.exec import run_on_nodes, worst_exit
 
     with ephemeral_cluster(target, max_cost_usd=max_usd, ttl=ttl, mock=mock, root=root, display=display) as cluster:
         if announce:
             announce(f"cluster {cluster.spec.name} (stack {cluster.stack}) is up; running {' '.join(command)}")
-        if on_cluster:
-            import shlex
+        restarts = 0
+        while True:
+            started = time.time()
+            code, unreachable = _attempt(cluster, command, on_cluster, nodes, on_line, restarts)
+            if code == 0 or restarts >= restart_on_interruption:
+                return code
+            from provision.ops.jobs.recover import replaced_nodes
 
-            results = run_on_nodes(cluster, shlex.join(command), nodes=nodes, on_line=on_line)
-            return worst_exit(results)
-        with tempfile.TemporaryDirectory(prefix="provision-run-") as tmp:
-            env = outputs_env(cluster, Path(tmp))
-            sys.stdout.flush()
-            return run_local(command, env)
+            lost = sorted(set(unreachable) | set(replaced_nodes(cluster, started)))
+            if not lost:
+                return code
+            restarts += 1
+            if announce:
+                names = ", ".join(f"{cluster.spec.name}-{r}" for r in lost)
+                announce(
+                    f"{names} was interrupted (exit code {code}); bringing the cluster back and running again "
+                    f"(restart {restarts} of {restart_on_interruption})"
+                )
+            if not cluster.mock:
+                cluster.refresh()  # the cloud's view first: a preempted VM is gone from it
+            cluster.up(yes=True)
+            from provision.ops.access import ssh_dir
+
+            for marker in ssh_dir(cluster).glob("prepared-*"):  # the new node is prepared on the next run
+                marker.unlink(missing_ok=True)
+
+
+def _attempt(
+    cluster: Cluster,
+    command: Sequence[str],
+    on_cluster: bool,
+    nodes: str,
+    on_line: LineCallback | None,
+    restarts: int,
+) -> tuple[int, list[int]]:
+    """Run the command once: its exit code and the ranks that could not be reached (``--on-cluster``)."""
+    import shlex
+    import tempfile
+
+    from provision.ops.exec import run_on_nodes, worst_exit
+
+    if on_cluster:
+        line = f"export PROVISION_RESTART_COUNT={restarts}; {shlex.join(command)}"
+        results = run_on_nodes(cluster, line, nodes=nodes, on_line=on_line)
+        lost = [r.rank for r in results if r.error and "timed out" not in r.error]  # unreachable, not slow
+        return worst_exit(results), lost
+    with tempfile.TemporaryDirectory(prefix="provision-run-") as tmp:
+        env = {**outputs_env(cluster, Path(tmp)), "PROVISION_RESTART_COUNT": str(restarts)}
+        sys.stdout.flush()
+        return run_local(command, env), []

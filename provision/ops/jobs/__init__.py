@@ -74,6 +74,42 @@ def job_line(cluster: Any, kind: str, words: Sequence[str]) -> tuple[str, tuple[
     return str(cmd["line"]), tuple(range(nodes)) if RUNS_ON[cmd["kind"]] == "all" else (0,)
 
 
+#: Launchers that start the other nodes' ranks over SSH (pdsh, OpenMPI's ssh agent): on a node that runs jobs in
+#: a container, the remote side lands on the node itself, outside the image that holds the launcher and the code.
+SSH_LAUNCHERS = {
+    "deepspeed": (
+        "deepspeed's default pdsh runner starts `deepspeed.launcher.launch` on every other node over SSH "
+        "(https://www.deepspeed.ai/getting-started/#resource-configuration-multi-node), and that SSH session runs on "
+        "the node itself, outside the job container, where there is no DeepSpeed and no code; "
+        "to fix: run DeepSpeed under torchrun, one launcher per node inside its container "
+        "(`provision launch TARGET --torchrun --detach -- train.py --deepspeed --deepspeed_config ds.json`: "
+        "deepspeed.initialize reads torchrun's RANK/WORLD_SIZE/MASTER_ADDR), "
+        "or set `runtime: {kind: node}` to run pdsh in the node image's own Python"
+    ),
+    "mpirun": (
+        "mpirun starts its daemons on the other nodes over SSH "
+        "(https://docs.open-mpi.org/en/v5.0.x/launching-apps/ssh.html), which run on the node itself, outside the job "
+        "container; to fix: use --torchrun (one launcher per node inside its container), "
+        "or set `runtime: {kind: node}` to run mpirun in the node image's own environment"
+    ),
+}
+
+
+def refuse_ssh_launcher(cluster: Any, kind: str) -> None:
+    """Refuse a launcher whose remote ranks would start outside the job container (before anything runs).
+
+    Raises:
+        UnsupportedError: ``kind`` is deepspeed or mpirun on more than one node and the plan's runtime is a container.
+    """
+    runtime = cluster.plan().runtime
+    if kind not in SSH_LAUNCHERS or runtime is None or runtime.kind != "container" or cluster.plan().nodes < 2:
+        return
+    raise UnsupportedError(
+        f"--{kind} --detach cannot start its ranks inside the job container on {cluster.spec.name}",
+        [Problem(f"--{kind}", "runtime: container", *SSH_LAUNCHERS[kind].split("; to fix: ", 1))],
+    )
+
+
 def submit(
     cluster: Any,
     kind: str,
@@ -82,6 +118,7 @@ def submit(
     max_restarts: int = 0,
     checkpoint_dir: str | None = None,
     workdir: str | None = None,
+    label: str | None = None,
 ) -> JobSpec:
     """Start a job on ``cluster`` under its nodes' supervisor and return at once (the nodes are prepared first).
 
@@ -90,11 +127,13 @@ def submit(
         words: the script and its arguments (or the command).
         max_restarts: restarts of a failed rank. checkpoint_dir: a restarted rank's ``$PROVISION_RESUME_FROM``
             is this folder's newest entry. workdir: the folder the ranks start in (on the nodes).
+        label: what ``provision jobs`` shows for the job instead of its command (e.g. a generated script).
     """
     from provision.ops.launch import ensure_prepared
 
     if max_restarts < 0:
         raise SpecError(problems=[Problem("--max-restarts", max_restarts, "is negative", "use 0 or more")])
+    refuse_ssh_launcher(cluster, kind)
     line, ranks = job_line(cluster, kind, words)
     engine = backend(cluster)
     ensure_prepared(cluster)
@@ -117,6 +156,7 @@ def submit(
         max_restarts=max_restarts,
         checkpoint_dir=checkpoint_dir,
         workdir=workdir,
+        label=label,
     )
     engine.submit(spec, runtime)
     return spec

@@ -38,6 +38,11 @@ class Backend(Protocol):
         (``runtime``: prepare it once per node first, e.g. pull the job image)."""
         ...
 
+    def resume(self, spec: JobSpec, rank: int, restarts: int, runtime: RuntimePlan | None = None) -> None:
+        """Start rank ``rank``, lost with its node, again on the node now behind that rank, as restart number
+        ``restarts + 1`` (``$PROVISION_RESUME_FROM`` set), within what is left of ``spec.max_restarts``."""
+        ...
+
     def statuses(self, job_id: str | None = None) -> list[JobStatus]:
         """Every job known to the nodes (or only ``job_id``), read from the nodes."""
         ...

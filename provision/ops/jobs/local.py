@@ -121,11 +121,14 @@ class LocalBackend:
             folder.mkdir(parents=True, exist_ok=True)
             (folder / "job.json").write_text(spec.to_json(), encoding="utf-8")
             (folder / f"rank-{rank}.sh").write_text(rank_script(spec, rank, str(folder)), encoding="utf-8")
+        self._start(spec, spec.ranks, spec.max_restarts)
+
+    def _start(self, spec: JobSpec, ranks: Sequence[int], max_restarts: int) -> None:
         starting = {}
-        for rank in spec.ranks:  # every node's supervisor at once; each prints its pid and detaches
+        for rank in ranks:  # every node's supervisor at once; each prints its pid and detaches
             folder = Path(self.job_dir(rank, spec.id))
             starting[rank] = subprocess.Popen(  # noqa: S603  # this interpreter, the supervisor script
-                [sys.executable, _SUPERVISOR, str(folder), str(rank), str(spec.max_restarts)],
+                [sys.executable, _SUPERVISOR, str(folder), str(rank), str(max_restarts)],
                 env=self._env(rank),
                 cwd=node_home(self.cluster, rank),
                 stdin=subprocess.DEVNULL,
@@ -139,6 +142,16 @@ class LocalBackend:
             if proc.returncode != 0 or not pid.isdigit():
                 raise RuntimeError(f"the mock supervisor of rank {rank} did not start: {err.strip()}")
             (Path(self.job_dir(rank, spec.id)) / f"rank-{rank}.supervisor").write_text(pid + "\n", encoding="utf-8")
+
+    def resume(self, spec: JobSpec, rank: int, restarts: int, runtime: Any = None) -> None:
+        """Start lost rank ``rank`` again on its (new) node as restart ``restarts + 1``, with what is left of the
+        job's restart budget; the node's folder is written again where the replacement left it empty."""
+        folder = Path(self.job_dir(rank, spec.id))
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "job.json").write_text(spec.to_json(), encoding="utf-8")
+        (folder / f"rank-{rank}.sh").write_text(rank_script(spec, rank, str(folder)), encoding="utf-8")
+        (folder / f"rank-{rank}.restarts").write_text(f"{restarts}\n", encoding="utf-8")
+        self._start(spec, [rank], max(0, spec.max_restarts - restarts - 1))
 
     def _supervisor(self, rank: int, job_id: str) -> int | None:
         text = _read(Path(self.job_dir(rank, job_id)) / f"rank-{rank}.supervisor")

@@ -12,6 +12,7 @@ alive; :func:`rank_status` turns both into a state.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import time
 from collections.abc import Mapping, Sequence
@@ -51,6 +52,8 @@ class JobSpec:
             (``$PROVISION_RESUME_FROM``), or ``None``.
         workdir: the folder the ranks start in (where ``--workdir`` was synced), or ``None``: the home folder.
         created: epoch seconds of the submission.
+        label: what the job is, in words, when its command is not (e.g. ``bench: 7B, 20 steps``); ``None``:
+            :func:`summary` shortens the command.
     """
 
     id: str
@@ -63,6 +66,7 @@ class JobSpec:
     checkpoint_dir: str | None = None
     workdir: str | None = None
     created: float = field(default_factory=time.time)
+    label: str | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1, sort_keys=True)
@@ -164,6 +168,7 @@ class JobStatus:
             "cluster": self.spec.cluster,
             "kind": self.spec.kind,
             "command": list(self.spec.command),
+            "summary": summary(self.spec),
             "state": self.state,
             "created": self.spec.created,
             "started": self.started,
@@ -171,6 +176,26 @@ class JobStatus:
             "max_restarts": self.spec.max_restarts,
             "ranks": [r.as_dict() for r in self.ranks],
         }
+
+
+#: A run of base64 (or hex) this long is a blob a command carries (a script written on the node), not words.
+_BLOB = re.compile(r"[A-Za-z0-9+/]{64,}={0,2}")
+#: Characters :func:`summary` keeps of a command.
+SUMMARY_CHARS = 72
+
+
+def summary(spec: JobSpec, limit: int = SUMMARY_CHARS) -> str:
+    """The job in one readable line: its label, else its command with blobs named by size
+    (``echo <base64, 8.1 kB> | base64 -d > ...``), whitespace collapsed, cut at ``limit`` characters."""
+    if spec.label:
+        text = spec.label
+    else:
+        words = spec.command[0] if len(spec.command) == 1 else " ".join(spec.command)
+        text = _BLOB.sub(lambda m: f"<base64, {len(m.group()) * 3 / 4 / 1000:.1f} kB>", words)
+        text = " ".join(text.split())
+        if spec.kind not in ("cmd", ""):
+            text = f"{spec.kind} {text}"
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
 def sort_jobs(jobs: Sequence[JobStatus]) -> list[JobStatus]:

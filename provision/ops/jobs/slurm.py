@@ -254,6 +254,15 @@ class SlurmBackend:
                 return
             time.sleep(1.0)
 
+    def resume(self, spec: JobSpec, rank: int, restarts: int, runtime: Any = None) -> None:
+        """Not done here: Slurm owns a job whose node failed (it drains the node and ends or requeues the job)."""
+        from provision.spec.errors import UnsupportedError
+
+        raise UnsupportedError(
+            f"job {spec.id} runs under Slurm, which handles a failed node itself; "
+            "to fix: submit it again (`provision launch TARGET --detach ...`) once `sinfo` shows the node back"
+        )
+
     def cancel(self, spec: JobSpec) -> None:
         q = shlex.quote(self.job_dir(0, spec.id))
         self._check(

@@ -76,6 +76,16 @@ class SystemdBackend:
         return run_on_nodes(self.cluster, command, nodes=list(ranks), timeout=kwargs.pop("timeout", 120), **kwargs)
 
     def submit(self, spec: JobSpec, runtime: Any = None) -> None:
+        self._start(spec, runtime, spec.ranks)
+
+    def resume(self, spec: JobSpec, rank: int, restarts: int, runtime: Any = None) -> None:
+        """Start lost rank ``rank`` again on its (new) node as restart ``restarts + 1``: its files written again
+        (a node without a shared filesystem lost them), its unit limited to what is left of the restart budget."""
+        self._start(spec, runtime, [rank], restarts=restarts)
+
+    def _start(self, spec: JobSpec, runtime: Any, ranks: Sequence[int], restarts: int | None = None) -> None:
+        from dataclasses import replace
+
         from provision.ops.access import login_user
         from provision.planning.runtime import runtime_setup_script
 
@@ -85,23 +95,27 @@ class SystemdBackend:
         unit = unit_name(spec.id)
         folder = self.job_dir(0, spec.id)
 
+        # A resumed rank's unit may restart it only as often as the job's budget has left.
+        left = spec if restarts is None else replace(spec, max_restarts=max(0, spec.max_restarts - restarts - 1))
+
         def payload(rank: int) -> str:
-            return _records(
-                {
-                    f"{folder}/job.json": spec.to_json(),
-                    f"{folder}/rank-{rank}.sh": rank_script(spec, rank, folder),
-                    f"{UNIT_DIR}/{unit}": unit_text(spec, rank, folder, None if container else user, setup),
-                }
-            )
+            files = {
+                f"{folder}/job.json": spec.to_json(),
+                f"{folder}/rank-{rank}.sh": rank_script(spec, rank, folder),
+                f"{UNIT_DIR}/{unit}": unit_text(left, rank, folder, None if container else user, setup),
+            }
+            if restarts is not None:  # the next attempt is restart number restarts + 1
+                files[f"{folder}/rank-{rank}.restarts"] = f"{restarts}\n"
+            return _records(files)
 
         script = (
             "set -eu; "
             f"install -d -m 0755 -o {shlex.quote(user)} {shlex.quote(folder)}; "
             'while IFS= read -r p && IFS= read -r b; do printf %s "$b" | base64 -d > "$p.tmp"; mv "$p.tmp" "$p"; done; '
             f"chown {shlex.quote(user)} {shlex.quote(folder)}/*; "
-            f"systemctl daemon-reload && systemctl start --no-block {unit}"
+            f"systemctl daemon-reload && systemctl reset-failed {unit} 2>/dev/null; systemctl start --no-block {unit}"
         )
-        results = self._run(f"{self.sudo} bash -c {shlex.quote(script)}".strip(), spec.ranks, stdin=payload)
+        results = self._run(f"{self.sudo} bash -c {shlex.quote(script)}".strip(), ranks, stdin=payload)
         failed = [r for r in results if not r.ok]
         if failed:
             raise CloudError(
