@@ -20,7 +20,14 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field
+
+from provision.planning.plan import PlanPart
+
+if TYPE_CHECKING:
+    from provision.spec import ClusterSpec
 
 #: Slurm releases with topology/block (images/compat.yaml ``slurm.topology_block_min_slurm``, with its source).
 BLOCK_MIN_VERSION = (23, 11)
@@ -311,6 +318,35 @@ def node_names(cluster: str, nodes: int) -> tuple[str, ...]:
 
 def controller_name(cluster: str) -> str:
     return f"{cluster}-ctl"
+
+
+class SlurmController(PlanPart):
+    """The Slurm controller VM of a ``scheduler.kind: slurm`` cluster (``plan.extra.slurm`` on every cloud that
+    builds one); a cloud subclasses it for its own disk fields and builds it in ``clouds/<cloud>/slurm.py``."""
+
+    name: str = Field(description="The controller's Slurm and VM name, ``<cluster>-ctl``.")
+    instance_type: str = Field(description="A small CPU type (scheduler.slurm.controller_instance_type).")
+    disk_gib: int = Field(description="Its encrypted boot disk.")
+    accounting: bool = Field(description="slurmdbd runs on it.")
+
+
+def controller_plan(
+    spec: ClusterSpec, default_type: str, model: type[SlurmController] = SlurmController, **cloud: Any
+) -> Any:
+    """The controller of ``spec`` as ``model`` (``None`` unless ``scheduler.kind: slurm``): its name, the spec's
+    type or the cloud's ``default_type``, the spec's disk size and accounting; ``cloud``: the subclass's fields."""
+    if spec.scheduler.kind != "slurm":
+        return None
+    from provision.spec.slurm import SlurmSpec
+
+    opts = spec.scheduler.slurm or SlurmSpec()
+    return model(
+        name=controller_name(spec.name),
+        instance_type=opts.controller_instance_type or default_type,
+        disk_gib=opts.controller_disk_gib,
+        accounting=opts.accounting,
+        **cloud,
+    )
 
 
 def layout_from_plan(

@@ -34,19 +34,9 @@ DEFAULT_OS = "ubuntu-22.04"
 
 def slurm_controller_plan(spec: ClusterSpec) -> SlurmController | None:
     """The controller of a ``scheduler.kind: slurm`` cluster (``None`` for other kinds)."""
-    if spec.scheduler.kind != "slurm":
-        return None
-    from provision.planning.slurm import controller_name
-    from provision.spec.slurm import SlurmSpec
+    from provision.planning.slurm import controller_plan
 
-    opts = spec.scheduler.slurm or SlurmSpec()
-    return SlurmController(
-        name=controller_name(spec.name),
-        machine_type=opts.controller_instance_type or DEFAULT_MACHINE_TYPE,
-        disk_type=DISK_TYPE,
-        disk_gib=opts.controller_disk_gib,
-        accounting=opts.accounting,
-    )
+    return controller_plan(spec, DEFAULT_MACHINE_TYPE, SlurmController, disk_type=DISK_TYPE)  # type: ignore[no-any-return]
 
 
 def _os(plan: ClusterPlan[GcpPlan]) -> str:
@@ -90,7 +80,7 @@ def build_controller(
         ctl.name,
         name=ctl.name,
         zone=extra.zone,
-        machine_type=ctl.machine_type,
+        machine_type=ctl.instance_type,
         description=f"Slurm controller of cluster {plan.name}",
         boot_disk=compute.InstanceBootDiskArgs(
             auto_delete=True,
