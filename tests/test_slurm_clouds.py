@@ -16,16 +16,19 @@ from conftest import shipped_preview
 STACKS = {
     "aws-p5-16-slurm": "aws:ec2/instance:Instance",
     "gcp-a3-16-slurm": "gcp:compute/instance:Instance",
+    "azure-ndh100-16-slurm": "azure-native:compute:VirtualMachine",
 }
 
 
 def _cloud_config(ctl: Any) -> str:
     if "userDataBase64" in ctl.inputs:  # AWS: gzip + base64
         return gzip.decompress(base64.b64decode(ctl.inputs["userDataBase64"])).decode()
+    if "osProfile" in ctl.inputs:  # Azure: base64
+        return base64.b64decode(ctl.inputs["osProfile"]["customData"]).decode()
     return str(ctl.inputs["metadata"]["user-data"])  # GCP
 
 
-def _private_encrypted_expiring(stack: str, ctl: Any, plan: Any) -> None:
+def _private_encrypted_expiring(stack: str, ctl: Any, plan: Any, result: Any) -> None:
     i = ctl.inputs
     if stack.startswith("aws"):
         assert i["associatePublicIpAddress"] is False and str(i["subnetId"]).startswith("subnet-")
@@ -35,6 +38,16 @@ def _private_encrypted_expiring(stack: str, ctl: Any, plan: Any) -> None:
         assert all(not nic.get("accessConfigs") for nic in i["networkInterfaces"])  # no external IP
         assert i["scheduling"]["instanceTerminationAction"] == "DELETE"
         assert i["scheduling"]["terminationTime"] == plan.expires_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    elif stack.startswith("azure"):
+        (ref,) = i["networkProfile"]["networkInterfaces"]
+        assert ref["deleteOption"] == "Delete" and i["storageProfile"]["osDisk"]["deleteOption"] == "Delete"
+        assert i["storageProfile"]["osDisk"]["managedDisk"]["storageAccountType"] == "Premium_LRS"  # encrypted at rest
+        assert i["identity"]["userAssignedIdentities"]  # the nodes' identity: its timer deletes the VM
+        assert 'meta["name"]' in _cloud_config(ctl) and "/virtualMachines/" in _cloud_config(ctl)
+        nic = result.one("azure-native:network:NetworkInterface")
+        assert all(not c.get("publicIPAddress") for c in nic.inputs["ipConfigurations"])  # no public IP
+        role = result.one("azure-native:authorization:RoleDefinition")
+        assert "Microsoft.Compute/virtualMachines/delete" in role.inputs["permissions"][0]["actions"]
 
 
 @pytest.mark.parametrize("stack", sorted(STACKS))
@@ -42,7 +55,7 @@ def test_controller_is_private_encrypted_and_dies_with_the_cluster(stack: str) -
     result = shipped_preview(stack, stack=stack)
     ctl = result.one(STACKS[stack])
     assert ctl.name == f"{result.plan.name}-ctl"
-    _private_encrypted_expiring(stack, ctl, result.plan)
+    _private_encrypted_expiring(stack, ctl, result.plan, result)
     cloud_config = _cloud_config(ctl)
     assert cloud_config.startswith("#cloud-config")
     assert f"\nhostname: {result.plan.name}-ctl\n" in cloud_config  # slurmctld's host is its SlurmctldHost
@@ -96,3 +109,41 @@ def test_ssh_config_has_the_gcp_controller_through_iap() -> None:
     block = controller_ssh_block(result.plan.name, slurm, result.outputs["access"])
     proxy = next(line for line in block.splitlines() if line.startswith("  ProxyCommand "))
     assert f"start-iap-tunnel {slurm['instance_id']} %p" in proxy
+
+
+def test_ssh_config_has_the_azure_controller_through_bastion() -> None:
+    from provision.ops.slurm_access import controller, controller_ssh_block
+
+    stack = "azure-ndh100-16-slurm"
+    result = shipped_preview(stack, stack=stack)
+    slurm = controller(result.outputs)
+    assert slurm is not None and slurm["instance_id"] == f"{stack}-ctl"
+    block = controller_ssh_block(result.plan.name, slurm, result.outputs["access"])
+    lines = block.splitlines()
+    assert f"  HostName {slurm['address']}" in lines  # its private IP: the Bastion's IP connect reaches it
+    proxy = next(line for line in lines if line.startswith("  ProxyCommand "))
+    assert f"azure-bastion --name {stack}-bastion" in proxy and "--host %h --port %p" in proxy
+
+
+@pytest.mark.parametrize("stack", sorted(STACKS))
+def test_shipped_slurm_stack_goes_up_and_down_on_the_mocked_cloud(
+    stack: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from conftest import isolated_home
+    from typer.testing import CliRunner
+
+    from provision.cli.app import app
+    from provision.engine.mockstate import MockStore
+
+    home = isolated_home(tmp_path, monkeypatch)
+    runner = CliRunner()
+    up = runner.invoke(app, ["up", stack, "--mock", "--yes", "--json"])
+    assert up.exit_code == 0, up.output
+    state = MockStore(home).load(stack)
+    assert state is not None and sum(r.type == STACKS[stack] for r in state.resources) == 1  # the controller
+    down = runner.invoke(app, ["down", stack, "--mock", "--yes", "--json"])
+    assert down.exit_code == 0, down.output
+    after = MockStore(home).load(stack)
+    assert after is None or not after.resources, json.dumps([r.type for r in after.resources])

@@ -61,6 +61,7 @@ def test_the_gaps_are_unreadable_storage_prices_and_alibaba_sales_only_compute()
         "aws-p5-16",
         "aws-p5-16-slurm",
         "aws-p5-ci",
+        "azure-ndh100-16-slurm",
         "azure-ndh100-ci",
         "gcp-a3-16-slurm",
         "gcp-a3-64",

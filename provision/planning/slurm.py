@@ -422,11 +422,16 @@ def srun_line(names: Sequence[str], gpus_per_node: int, command: str) -> str:
     return f"{shlex.join(words)} {command}"
 
 
-def controller_user_data(plan: Any, pins: SlurmPins, *, login_keys: Sequence[str] = ()) -> str:
+def controller_user_data(
+    plan: Any, pins: SlurmPins, *, login_keys: Sequence[str] = (), lifetime: Sequence[Any] | None = None
+) -> str:
     """The controller's ``#cloud-config`` (a cloud's build gives it to the controller VM): the same step runner,
     library and values as the GPU nodes, with the apt guard, the login user, the ``slurm`` step as
     ``controller`` and the lifetime timer (the controller dies with the nodes). Nothing secret: the munge
-    key and the rendered files arrive over SSH (:mod:`provision.ops.slurm`)."""
+    key and the rendered files arrive over SSH (:mod:`provision.ops.slurm`).
+
+    ``lifetime``: the cloud's own expiry units instead of the shutdown timer (Azure: the VM deletes itself, since a
+    shutdown keeps it billed), ``[]`` for none (the cloud's reaper ends it); ``None``: the shutdown timer."""
     import json
 
     import yaml
@@ -454,8 +459,9 @@ def controller_user_data(plan: Any, pins: SlurmPins, *, login_keys: Sequence[str
         files.append(File("/etc/provision/authorized_keys", "".join(k + "\n" for k in keys)))
         order.append(Step("login-user", "common/steps/login-user.sh"))
     order += node_steps(values, pins, role="controller", accounting=opts.accounting, containers=False)
-    if plan.expires_at is not None:
-        files += expiry_units(plan.expires_at)
+    units = (expiry_units(plan.expires_at) if plan.expires_at is not None else []) if lifetime is None else lifetime
+    if units:
+        files += units
         order.append(Step("lifetime", "common/steps/lifetime.sh"))
     written = [
         static_file(f"{LIB}/lib.sh", "common/lib.sh"),

@@ -32,6 +32,7 @@ from provision.clouds.azure.plan import (
     Maintenance,
     NetApp,
 )
+from provision.clouds.azure.slurm import slurm_controller_plan
 from provision.clouds.base import Adapter, Limit
 from provision.planning.resolve import Resolution, shared_kind
 from provision.spec import ClusterSpec
@@ -101,6 +102,7 @@ class AzureAdapter(Adapter[AzurePlan]):
     extra = "azure"
     sdk_modules = ("pulumi", "pulumi_azure_native")
     sweeper: ClassVar[str | None] = "subscription"
+    slurm_controller: ClassVar[bool] = True
     preflight_asks: ClassVar[tuple[str, str] | None] = (
         "Azure subscription",
         "resource providers, quota and size restrictions",
@@ -450,6 +452,7 @@ class AzureAdapter(Adapter[AzurePlan]):
             filesystem=self._filesystem_plan(spec, res, opts, layout.subnets),
             lifetime="node-timer" if has_lifetime and opts.delete_at_expiry else "tags+reaper",
             bastion=BastionHost(name=f"{name}-bastion", subnet=layout.subnets["bastion"]) if opts.bastion else None,
+            slurm=slurm_controller_plan(spec),
         )
 
     def _filesystem_plan(

@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from provision.planning.plan import Bastion, CloudPlan, PlanPart
+from provision.planning.slurm import SlurmController as BaseSlurmController
 
 
 def _absent(value: object) -> bool:
@@ -84,6 +85,12 @@ class BastionHost(PlanPart):
     subnet: str
 
 
+class SlurmController(BaseSlurmController):
+    """The Slurm controller VM (``scheduler.kind: slurm``): built by ``slurm.py`` in the node subnet."""
+
+    disk_type: str = Field(description="Its managed OS disk's storage type (Azure encrypts managed disks at rest).")
+
+
 class AzurePlan(CloudPlan):
     """The Azure decisions (``ClusterPlan.extra``)."""
 
@@ -107,6 +114,9 @@ class AzurePlan(CloudPlan):
     lifetime: Literal["node-timer", "tags+reaper"]
     hostfile: Literal["vmss-hostnames"] = "vmss-hostnames"
     bastion: BastionHost | None
+    slurm: SlurmController | None = Field(
+        default=None, exclude_if=_absent, description="The Slurm controller (kind slurm only)."
+    )
 
     def managed_bastion(self) -> Bastion | None:
         if self.bastion is None:
