@@ -57,6 +57,7 @@ def test_the_gaps_are_unreadable_storage_prices_and_alibaba_sales_only_compute()
     fully_priced = sorted(s for s in STACKS if s not in KNOWN_GAPS)
 
     assert fully_priced == [
+        "alibaba-gn8-16-slurm",
         "alibaba-gn8-ci",
         "aws-p5-16",
         "aws-p5-16-slurm",
