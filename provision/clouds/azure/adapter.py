@@ -32,6 +32,7 @@ from provision.clouds.azure.plan import (
     Maintenance,
     NetApp,
 )
+from provision.clouds.azure.slurm import DEFAULT_INSTANCE_TYPE as SLURM_DEFAULT_TYPE
 from provision.clouds.azure.slurm import slurm_controller_plan
 from provision.clouds.base import Adapter, Limit
 from provision.planning.resolve import Resolution, shared_kind
@@ -102,7 +103,7 @@ class AzureAdapter(Adapter[AzurePlan]):
     extra = "azure"
     sdk_modules = ("pulumi", "pulumi_azure_native")
     sweeper: ClassVar[str | None] = "subscription"
-    slurm_controller: ClassVar[bool] = True
+    slurm_controller: ClassVar[str | None] = SLURM_DEFAULT_TYPE
     preflight_asks: ClassVar[tuple[str, str] | None] = (
         "Azure subscription",
         "resource providers, quota and size restrictions",

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 #: 4 vCPU, 16 GiB, general purpose with premium storage (Dsv5 series,
 #: https://learn.microsoft.com/azure/virtual-machines/dv5-dsv5-series); slurmctld and slurmdbd of a few hundred
 #: nodes fit.
-DEFAULT_VM_SIZE = "Standard_D4s_v5"
+DEFAULT_INSTANCE_TYPE = "Standard_D4s_v5"
 #: Premium SSD: supported by the Dsv5 series ("Premium Storage: Supported", same page).
 DISK_TYPE = "Premium_LRS"
 #: The ubuntu-hpc image's OS (images/azure.yaml ``os``): picks the Slurm pin in images/compat.yaml.
@@ -44,7 +44,7 @@ def slurm_controller_plan(spec: ClusterSpec) -> SlurmController | None:
     """The controller of a ``scheduler.kind: slurm`` cluster (``None`` for other kinds)."""
     from provision.planning.slurm import controller_plan
 
-    return controller_plan(spec, DEFAULT_VM_SIZE, SlurmController, disk_type=DISK_TYPE)  # type: ignore[no-any-return]
+    return controller_plan(spec, DEFAULT_INSTANCE_TYPE, SlurmController, disk_type=DISK_TYPE)  # type: ignore[no-any-return]
 
 
 def _os(plan: ClusterPlan[AzurePlan]) -> str:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 #: 4 vCPU, 16 GB, general purpose ("General-purpose machine family", N2,
 #: https://cloud.google.com/compute/docs/general-purpose-machines#n2_machines).
-DEFAULT_MACHINE_TYPE = "n2-standard-4"
+DEFAULT_INSTANCE_TYPE = "n2-standard-4"
 #: Balanced persistent disk: supported by N2 ("Persistent Disk types").
 DISK_TYPE = "pd-balanced"
 DEFAULT_OS = "ubuntu-22.04"
@@ -36,7 +36,7 @@ def slurm_controller_plan(spec: ClusterSpec) -> SlurmController | None:
     """The controller of a ``scheduler.kind: slurm`` cluster (``None`` for other kinds)."""
     from provision.planning.slurm import controller_plan
 
-    return controller_plan(spec, DEFAULT_MACHINE_TYPE, SlurmController, disk_type=DISK_TYPE)  # type: ignore[no-any-return]
+    return controller_plan(spec, DEFAULT_INSTANCE_TYPE, SlurmController, disk_type=DISK_TYPE)  # type: ignore[no-any-return]
 
 
 def _os(plan: ClusterPlan[GcpPlan]) -> str:
