@@ -68,6 +68,7 @@ def build_controller(
     import pulumi
     from pulumi_gcp import compute
 
+    from provision.clouds.gcp.hostkeys import GUEST_ATTRIBUTES
     from provision.planning.slurm import controller_user_data, slurm_pins
 
     extra = plan.extra
@@ -111,6 +112,8 @@ def build_controller(
         ),
         metadata={
             **login,
+            # The guest agent publishes its host keys (hostkeys/ guest attributes), read like the nodes' keys.
+            **GUEST_ATTRIBUTES,
             "serial-port-enable": "FALSE",
             "VmDnsSetting": "ZonalOnly",
             "user-data": user_data,
