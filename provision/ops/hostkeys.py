@@ -39,7 +39,7 @@ def read_from_cloud(cluster: Any) -> dict[int | str, str]:
     outputs = getattr(cluster, "outputs", None) or {}
     if getattr(cluster, "mock", False):
         return {}
-    out: dict[int | str, str] = dict(_read_nodes(cluster, outputs))
+    out: dict[int | str, str] = {rank: key for rank, key in _read_nodes(cluster, outputs).items()}
     slurm = outputs.get("slurm")
     instance = str(slurm.get("instance_id") or "") if isinstance(slurm, dict) else ""
     if instance:
