@@ -420,7 +420,7 @@ def test_bad_spec_creates_no_resource(monkeypatch: pytest.MonkeyPatch) -> None:
 # ---------------------------------------------------------------- golden graphs of the stacks
 
 
-@pytest.mark.parametrize("stack", ["alibaba-gn8-64", "alibaba-gn8-ci"])
+@pytest.mark.parametrize("stack", ["alibaba-gn8-64", "alibaba-gn8-ci", "alibaba-gn8-16-slurm"])
 def test_stack_graph_matches_golden(stack: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("provision.clouds.base.load_catalog", load_catalog)  # the packaged data, as deployed
     graph = golden_graph(shipped_preview(stack, stack=stack))

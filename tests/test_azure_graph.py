@@ -375,6 +375,6 @@ def test_a_bad_spec_registers_no_resource(monkeypatch: pytest.MonkeyPatch) -> No
 # ------------------------------------------------------------------ golden files
 
 
-@pytest.mark.parametrize("stack", ["azure-ndh100-64", "azure-ndh100-256", "azure-ndh100-ci"])
+@pytest.mark.parametrize("stack", ["azure-ndh100-64", "azure-ndh100-256", "azure-ndh100-ci", "azure-ndh100-16-slurm"])
 def test_stack_graph_matches_its_golden_file(stack: str) -> None:
     assert_golden(stack, golden_graph(shipped_preview(stack)))

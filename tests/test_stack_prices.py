@@ -39,6 +39,8 @@ KNOWN_ESTIMATES: dict[str, tuple[str, ...]] = {
     "aws-p5-64-eks": ("storage (fsx-lustre PERSISTENT_2)",),
     # No Microsoft figure for Azure Managed Lustre: the highest other managed Lustre price at the same tier.
     "azure-ndh100-256": ("storage (amlfs AMLFS-Durable-Premium-250)",),
+    # No readable pay-as-you-go price for the Slurm controller's ecs.g7.xlarge (catalog cpu_instances notes).
+    "alibaba-gn8-16-slurm": ("slurm controller (ecs.g7.xlarge)",),
     "azure-ndh100-64": ("storage (amlfs AMLFS-Durable-Premium-250)",),
     "azure-ndh100-64-aks": ("storage (amlfs AMLFS-Durable-Premium-250)",),
 }
@@ -71,6 +73,7 @@ def test_the_estimates_are_unreadable_storage_prices_and_alibaba_sales_only_comp
         "aws-p5-16",
         "aws-p5-16-slurm",
         "aws-p5-ci",
+        "azure-ndh100-16-slurm",
         "azure-ndh100-ci",
         "gcp-a3-16-slurm",
         "gcp-a3-64",

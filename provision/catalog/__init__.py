@@ -18,6 +18,7 @@ from provision.catalog.models import (
     CLOUDS,
     CloudFacts,
     CloudFile,
+    CpuOffer,
     FilesystemOffer,
     GpuFile,
     GpuModel,
@@ -57,6 +58,8 @@ class Catalog:
     instances: tuple[InstanceOffer, ...]
     filesystems: tuple[FilesystemOffer, ...]
     network: tuple[NetworkPrices, ...]
+    #: Small CPU types (the Slurm controller), with their on-demand prices per region.
+    cpu_instances: tuple[CpuOffer, ...] = ()
     #: Per cloud, the date its file's figures were last reviewed (``version`` in ``data/<cloud>.yaml``).
     reviewed: dict[str, date] = field(default_factory=dict)
     #: Accelerators known but not sized or priced (gpus.yaml ``known``).
@@ -117,6 +120,13 @@ class Catalog:
     def filesystems_for(self, cloud: str, kind: str | None = None) -> list[FilesystemOffer]:
         return [f for f in self.filesystems if f.cloud == cloud and (kind is None or f.kind == kind)]
 
+    def cpu_price(self, cloud: str, instance_type: str, region: str) -> float | None:
+        """The on-demand USD per hour of CPU type ``instance_type`` in ``region``; None when the catalog has none."""
+        for o in self.cpu_instances:
+            if o.cloud == cloud and o.instance_type.lower() == instance_type.lower():
+                return o.price_per_hour_usd.get(region)
+        return None
+
     def network_prices(self, cloud: str) -> NetworkPrices:
         for n in self.network:
             if n.cloud == cloud:
@@ -166,6 +176,7 @@ def load_catalog() -> Catalog:
     for f in files:
         wrong = [o.instance_type for o in f.instances if o.cloud != f.cloud]
         wrong += [fs.tier for fs in f.filesystems if fs.cloud != f.cloud]
+        wrong += [c.instance_type for c in f.cpu_instances if c.cloud != f.cloud]
         if wrong:
             raise ValueError(f"{f.cloud}.yaml holds rows of another cloud: {wrong}")
     known = {g.name for g in gpus.gpus}
@@ -186,4 +197,5 @@ def load_catalog() -> Catalog:
         instances=tuple(o for f in files for o in f.instances),
         filesystems=tuple(fs for f in files for fs in f.filesystems),
         network=tuple(f.network for f in files),
+        cpu_instances=tuple(c for f in files for c in f.cpu_instances),
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Cloud = Literal["aws", "gcp", "azure", "alibaba"]
 CLOUDS: tuple[str, ...] = get_args(Cloud)
@@ -440,6 +440,27 @@ class CloudFacts(_Row):
     )
 
 
+class CpuOffer(_Row):
+    """A small CPU machine type the clusters run beside the GPU nodes (the Slurm controller), with its on-demand
+    list price per region where a source gave one."""
+
+    cloud: Cloud
+    instance_type: str
+    vcpus: int = Field(gt=0)
+    memory_gib: float = Field(gt=0)
+    price_per_hour_usd: dict[str, float] = Field(description="Region -> on-demand (Linux) USD per hour.")
+    sources: tuple[Source, ...] = Field(min_length=1)
+    notes: str = ""
+
+    @field_validator("price_per_hour_usd")
+    @classmethod
+    def _non_negative(cls, v: dict[str, float]) -> dict[str, float]:
+        bad = {r: p for r, p in v.items() if p < 0}
+        if bad:
+            raise ValueError(f"negative prices: {bad}")
+        return v
+
+
 class CloudFile(_Row):
     """One ``data/<cloud>.yaml`` document."""
 
@@ -449,6 +470,7 @@ class CloudFile(_Row):
     instances: tuple[InstanceOffer, ...]
     filesystems: tuple[FilesystemOffer, ...]
     network: NetworkPrices
+    cpu_instances: tuple[CpuOffer, ...] = Field(default=(), description="CPU types (the Slurm controller).")
 
 
 class KnownAccelerator(_Row):

@@ -159,6 +159,12 @@ def print_plan(summary: dict[str, Any]) -> None:
         ),
     ]
     rows += scheduler_rows(summary.get("scheduler") or {})
+    ctl = (summary.get("extra") or {}).get("slurm")
+    if ctl:  # scheduler: slurm: the controller VM and its price (counted in hourly and by the cost cap)
+        daemons = "slurmctld + slurmdbd" if ctl.get("accounting") else "slurmctld"
+        rows.append(
+            ("slurm controller", f"1 x {ctl['instance_type']} ({daemons}): {_usd(cost['scheduler_hourly_usd'])}")
+        )
     for k, v in rows:
         t.add_row(k, escape(str(v)))
     out = console()

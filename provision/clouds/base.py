@@ -139,9 +139,10 @@ class Adapter(ABC, Generic[P]):
     #: What the cloud's tag sweeper sweeps (``"region"``, ``"subscription"``) when the state is gone, declared by
     #: every cloud: ``sweep(target, delete, client)`` in ``clouds/<cloud>/sweeper.py``; ``None``: it has none.
     sweeper: ClassVar[str | None] = None
-    #: Whether ``components.build`` creates the Slurm controller (``scheduler: slurm``); the seam a cloud
-    #: plugs into: its build renders the controller and node files with :mod:`provision.planning.slurm`.
-    slurm_controller: ClassVar[bool] = False
+    #: The Slurm controller's default machine type when ``components.build`` creates one (``scheduler: slurm``),
+    #: else ``None``; the seam a cloud plugs into: its build renders the controller and node files with
+    #: :mod:`provision.planning.slurm`, and the plan prices the controller from the catalog's ``cpu_instances``.
+    slurm_controller: ClassVar[str | None] = None
 
     # ------------------------------------------------------------------ hooks into the cloud's account
     def preflight(self, plan: ClusterPlan, session: Any = None) -> list[Problem]:
@@ -211,14 +212,22 @@ class Adapter(ABC, Generic[P]):
         assert res.offer is not None and res.nodes is not None and res.fabric is not None  # noqa: S101
         offer, nodes = res.offer, res.nodes
         storage = (res.storage, res.storage_size_gib, res.storage_throughput) if res.storage else None
+        sched_part, sched_usd = ("kubernetes", k8s.hourly_usd) if k8s is not None else ("", None)
+        if spec.scheduler.kind == "slurm" and self.slurm_controller:
+            from provision.planning.slurm import controller_plan
+
+            ctl = controller_plan(spec, self.slurm_controller)
+            sched_part = f"slurm controller ({ctl.instance_type})"
+            sched_usd = catalog.cpu_price(self.cloud, ctl.instance_type, spec.region)
         cost = estimate(
             spec,
             catalog,
             offer,
             nodes,
             storage,  # type: ignore[arg-type]
-            scheduler=k8s is not None,
-            scheduler_hourly_usd=k8s.hourly_usd if k8s is not None else None,
+            scheduler=bool(sched_part),
+            scheduler_hourly_usd=sched_usd,
+            scheduler_part=sched_part or "kubernetes",
         )
         expires_at = expiry(now, cost.lifetime_hours)
         warnings = [*res.warnings, *self.warnings(spec, res)]

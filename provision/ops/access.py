@@ -166,6 +166,7 @@ def ssh_config_text(cluster: Cluster, *, ports: list[int] | None = None) -> str:
             path,
             identity_file=identity_file(cluster),
             known_hosts=str(known_hosts_path(cluster)),
+            pinned=known_host_aliases(known_hosts_path(cluster)),
         )
     return text
 

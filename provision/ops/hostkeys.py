@@ -14,7 +14,8 @@ credentials (:func:`read_from_cloud`): EC2 console output (:mod:`provision.cloud
 Compute Engine guest attributes (:mod:`provision.clouds.gcp.hostkeys`), ECS console output
 (:mod:`provision.clouds.alibaba.hostkeys`, by the instance ids in ``access.node_ids``), the boot
 diagnostics serial logs of the VMs of the scale sets the ``scale_sets`` output names
-(:mod:`provision.clouds.azure.hostkeys`).
+(:mod:`provision.clouds.azure.hostkeys`). A Slurm cluster's controller (``<name>-ctl``) is read the same way, by
+the instance the ``slurm`` output names (on Azure: its own VM's serial log).
 """
 
 from __future__ import annotations
@@ -28,17 +29,41 @@ from typing import Any
 _KEY = re.compile(r"^(ssh-ed25519|ecdsa-sha2-nistp256|ssh-rsa) [A-Za-z0-9+/]+={0,2}$")
 
 
-def read_from_cloud(cluster: Any) -> dict[int, str]:
-    """``rank -> "type base64"`` read from the cloud's API for the nodes the outputs name; ``{}`` if none.
+def read_from_cloud(cluster: Any) -> dict[int | str, str]:
+    """``rank -> "type base64"`` read from the cloud's API for the nodes the outputs name, plus ``<name>-ctl`` for
+    a Slurm cluster's controller (the ``slurm`` output's instance); ``{}`` if none.
 
-    Only the nodes' identities in the cloud (instance ids / names from the stack outputs) are used,
-    never an address or a key the nodes answer with.
+    Only the machines' identities in the cloud (instance ids / names from the stack outputs) are used,
+    never an address or a key the machines answer with.
     """
     outputs = getattr(cluster, "outputs", None) or {}
-    ids = [str(i or "") for i in (dict(outputs.get("access") or {}).get("node_ids") or [])]
-    cloud = getattr(cluster.spec, "cloud", None)
     if getattr(cluster, "mock", False):
         return {}
+    out: dict[int | str, str] = {rank: key for rank, key in _read_nodes(cluster, outputs).items()}
+    slurm = outputs.get("slurm")
+    instance = str(slurm.get("instance_id") or "") if isinstance(slurm, dict) else ""
+    if instance:
+        key = _read_controller(cluster, outputs, instance)
+        if key:
+            out[f"{cluster.spec.name}-ctl"] = key
+    return out
+
+
+def _gcp_where(cluster: Any, outputs: dict[str, Any]) -> tuple[str | None, str | None]:
+    """Where the MIG put the nodes, as the stack reports it: the hosts' internal DNS names
+    (NAME.ZONE.c.PROJECT.internal), else the zone / project outputs; the spec last."""
+    access = dict(outputs.get("access") or {})
+    dns = str((outputs.get("hosts") or [""])[0] or "").split(".")
+    zone, project = (dns[1], dns[3]) if len(dns) == 5 and dns[2] == "c" and dns[4] == "internal" else (None, None)
+    options = cluster.spec.cloud_options() if callable(getattr(cluster.spec, "cloud_options", None)) else None
+    project = project or outputs.get("project") or access.get("project") or getattr(options, "project", None)
+    zone = zone or outputs.get("zone") or access.get("zone") or getattr(cluster.spec, "zone", None)
+    return (str(project) if project else None), (str(zone) if zone else None)
+
+
+def _read_nodes(cluster: Any, outputs: dict[str, Any]) -> dict[int, str]:
+    ids = [str(i or "") for i in (dict(outputs.get("access") or {}).get("node_ids") or [])]
+    cloud = getattr(cluster.spec, "cloud", None)
     if cloud == "azure" and outputs.get("scale_sets"):
         from provision.clouds.azure import hostkeys as azure
 
@@ -52,21 +77,38 @@ def read_from_cloud(cluster: Any) -> dict[int, str]:
     if cloud == "gcp":
         from provision.clouds.gcp import hostkeys as gcp
 
-        # Where the MIG put the nodes, as the stack reports it: the hosts' internal DNS names
-        # (NAME.ZONE.c.PROJECT.internal), else the zone / project outputs; the spec last.
-        access = dict(outputs.get("access") or {})
-        dns = str((outputs.get("hosts") or [""])[0] or "").split(".")
-        zone, project = (dns[1], dns[3]) if len(dns) == 5 and dns[2] == "c" and dns[4] == "internal" else (None, None)
-        options = cluster.spec.cloud_options() if callable(getattr(cluster.spec, "cloud_options", None)) else None
-        project = project or outputs.get("project") or access.get("project") or getattr(options, "project", None)
-        zone = zone or outputs.get("zone") or access.get("zone") or getattr(cluster.spec, "zone", None)
+        project, zone = _gcp_where(cluster, outputs)
         if project and zone:
-            return gcp.read_host_keys(ids, str(project), str(zone))
+            return gcp.read_host_keys(ids, project, zone)
     if cloud == "alibaba":
         from provision.clouds.alibaba import hostkeys as alibaba
 
         return alibaba.read_host_keys(ids, cluster.spec.region)
     return {}
+
+
+def _read_controller(cluster: Any, outputs: dict[str, Any], instance: str) -> str | None:
+    """The Slurm controller's key through the same API as its cloud's nodes (its instance id / VM name)."""
+    cloud = getattr(cluster.spec, "cloud", None)
+    found: dict[int, str] = {}
+    if cloud == "aws":
+        from provision.clouds.aws import hostkeys as aws
+
+        found = aws.read_host_keys([instance], cluster.spec.region)
+    elif cloud == "gcp":
+        from provision.clouds.gcp import hostkeys as gcp
+
+        project, zone = _gcp_where(cluster, outputs)
+        found = gcp.read_host_keys([instance], project, zone) if project and zone else {}
+    elif cloud == "alibaba":
+        from provision.clouds.alibaba import hostkeys as alibaba
+
+        found = alibaba.read_host_keys([instance], cluster.spec.region)
+    elif cloud == "azure":
+        from provision.clouds.azure import hostkeys as azure
+
+        return azure.read_vm(dict(outputs), instance)
+    return found.get(0)
 
 
 def cloud_host_keys(cluster: Any) -> dict[str, str]:

@@ -22,8 +22,9 @@ billing at that time even when nobody runs ``down``. What really enforces it, pe
   node it deletes with a fresh duration ("The maximum duration for the nodes to exist": GKE API
   reference, NodeConfig), so the duration alone does not end its billing.
 * Alibaba instances: ``autoReleaseTime``.
-* Azure has no VM lifetime: the nodes delete the cluster's scale sets at the expiry
-  (``clouds/azure/expiry.py``). A graph property too: an ephemeral scale set needs a user-assigned
+* Azure has no VM lifetime: the nodes delete the cluster's scale sets at the expiry, and a standalone VM
+  (the Slurm controller) deletes itself (``clouds/azure/expiry.py``; ``Microsoft.Compute/virtualMachines/delete``).
+  A graph property too: an ephemeral scale set needs a user-assigned
   identity, a custom role (in the graph) whose actions include
   ``Microsoft.Compute/virtualMachineScaleSets/delete``, an assignment of that role, and the timer
   (``OnCalendar=``) in its custom data.
@@ -197,11 +198,14 @@ def _is_template(r: Resource, ref: tuple[str, str]) -> bool:
 
 
 AZURE_VMSS = "azure-native:compute:VirtualMachineScaleSet"
+AZURE_VM = "azure-native:compute:VirtualMachine"
 AZURE_ROLE = "azure-native:authorization:RoleDefinition"
 AZURE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
 #: The action the expiry timer needs (Azure resource provider operations, Microsoft.Compute:
 #: https://learn.microsoft.com/azure/role-based-access-control/permissions/compute).
 VMSS_DELETE = "microsoft.compute/virtualmachinescalesets/delete"
+#: The action a standalone VM's timer needs to delete itself (the Slurm controller, ``clouds/azure/slurm.py``).
+VM_DELETE = "microsoft.compute/virtualmachines/delete"
 
 
 def _allows(actions: Any, operation: str) -> bool:
@@ -211,15 +215,20 @@ def _allows(actions: Any, operation: str) -> bool:
 
 
 def _azure_vmss_problems(vmss: Resource, resources: Sequence[Resource]) -> list[str]:
+    """An ephemeral scale set (its nodes delete it) or standalone VM (it deletes itself): identity, role, timer."""
+    vm = vmss.type == AZURE_VM
+    what, action = ("VM", VM_DELETE) if vm else ("scale set", VMSS_DELETE)
+    shown = "Microsoft.Compute/virtualMachines/delete" if vm else "Microsoft.Compute/virtualMachineScaleSets/delete"
     out = []
     ident = vmss.get("identity", "userAssignedIdentities")
     if not ident:
-        out.append("the scale set carries no user-assigned identity, so its nodes cannot delete it at the expiry")
+        out.append(f"the {what} carries no user-assigned identity, so {'it' if vm else 'its nodes'} cannot delete it "
+                   "at the expiry")  # fmt: skip
     roles = [
         r
         for r in resources
         if r.type == AZURE_ROLE
-        and any(isinstance(p, Mapping) and _allows(p.get("actions"), VMSS_DELETE) for p in _items(r.get("permissions")))
+        and any(isinstance(p, Mapping) and _allows(p.get("actions"), action) for p in _items(r.get("permissions")))
     ]
     guids = {str(r.get("roleDefinitionId") or r.id or "").rsplit("/", 1)[-1].lower() for r in roles} - {""}
     assigned = [
@@ -228,10 +237,11 @@ def _azure_vmss_problems(vmss: Resource, resources: Sequence[Resource]) -> list[
         if a.type == AZURE_ASSIGNMENT and str(a.get("roleDefinitionId") or "").rsplit("/", 1)[-1].lower() in guids
     ]
     if not roles:
-        out.append("no role in the graph may delete scale sets (Microsoft.Compute/virtualMachineScaleSets/delete)")
+        out.append(f"no role in the graph may delete {what}s ({shown})")
     elif not assigned:
-        out.append("the scale-set delete role is assigned to nobody")
-    data = decoded(str(vmss.get("virtualMachineProfile", "osProfile", "customData") or ""))
+        out.append(f"the {what} delete role is assigned to nobody")
+    profile = ("osProfile",) if vm else ("virtualMachineProfile", "osProfile")
+    data = decoded(str(vmss.get(*profile, "customData") or ""))
     if "OnCalendar=" not in data:
         out.append("the custom data sets no timer at the expiry")
     return out
@@ -359,7 +369,7 @@ def lifetime_graph(resources: Sequence[Resource], ctx: Context) -> list[tuple[Re
         elif r.type == GKE_NODE_POOL:
             if ephemeral(r):
                 out.extend((r, m) for m in _gke_pool_problems(r, jobs))
-        elif r.type == AZURE_VMSS:
+        elif r.type in (AZURE_VMSS, AZURE_VM):
             if ephemeral(r):
                 out.extend((r, m) for m in _azure_vmss_problems(r, resources))
         elif r.type in AKS_TYPES:

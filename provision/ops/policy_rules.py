@@ -166,6 +166,10 @@ def check_public_ip(r: Resource, ctx: Context) -> list[str]:
             for j, ipc in enumerate(_items(nic.get("ipConfigurations") if isinstance(nic, Mapping) else None)):
                 if isinstance(ipc, Mapping) and ipc.get("publicIPAddressConfiguration"):
                     out.append(f"networkInterfaceConfigurations[{i}].ipConfigurations[{j}] has a public IP")
+    elif r.type == "azure-native:network:NetworkInterface":  # a standalone VM's NIC (the Slurm controller)
+        for j, ipc in enumerate(_items(r.get("ipConfigurations"))):
+            if isinstance(ipc, Mapping) and ipc.get("publicIPAddress"):
+                out.append(f"ipConfigurations[{j}] has a public IP")
     elif r.type == "alicloud:ecs/instance:Instance":
         bw = r.get("internetMaxBandwidthOut")
         if isinstance(bw, (int, float)) and bw > 0:

@@ -28,7 +28,10 @@ def is_controller(name: str, word: str) -> bool:
 
 
 def controller_ssh_block(name: str, slurm: Mapping[str, Any], path: Mapping[str, Any], **kw: Any) -> str:
-    """``Host <name>-ctl``: the controller through the cluster's way in (``kw`` as :func:`render_ssh_config`)."""
+    """``Host <name>-ctl``: the controller through the cluster's way in (``kw`` as :func:`render_ssh_config`; a
+    ``pinned`` ``<name>-ctl`` (its key read from the cloud) gets ``StrictHostKeyChecking yes``)."""
+    if f"{name}-ctl" in kw.get("pinned", ()):
+        kw = {**kw, "pinned": {*kw["pinned"], f"{name}-ctl-0"}}  # render_ssh_config's alias for it
     text = render_ssh_config(
         f"{name}-ctl",
         [str(slurm["address"])],

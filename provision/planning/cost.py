@@ -355,11 +355,13 @@ def estimate(
     *,
     scheduler: bool = False,
     scheduler_hourly_usd: float | None = None,
+    scheduler_part: str = "kubernetes",
 ) -> CostEstimate:
     """The hourly cost and the lifetime (from ttl, or derived from the cap).
 
-    With ``scheduler`` (managed Kubernetes), ``scheduler_hourly_usd`` (control plane + system pool,
-    ``None`` when unpriced) counts toward the hourly cost and the cap.
+    With ``scheduler`` (managed Kubernetes, or a Slurm controller), ``scheduler_hourly_usd`` (control plane + system
+    pool, or the controller VM; ``None`` when unpriced, then named ``scheduler_part`` in ``unpriced``) counts toward
+    the hourly cost and the cap.
 
     Raises:
         BudgetError: the cap does not cover the lifetime, covers under one hour, or the
@@ -376,7 +378,7 @@ def estimate(
             *(["compute"] if compute is None else []),
             *([f"storage ({storage[0].kind} {storage[0].tier})"] if storage and fs is None else []),
             *(name for name, v in parts if v is None),
-            *(["kubernetes"] if sched is None else []),
+            *([scheduler_part] if sched is None else []),
         ]
     )
     estimated = tuple(name for name, _ in estimated_parts(spec, offer, storage))

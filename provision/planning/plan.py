@@ -112,7 +112,9 @@ class CostEstimate(_Frozen):
     storage_hourly_usd: float | None
     network_hourly_usd: float | None
     scheduler_hourly_usd: float | None = Field(
-        default=None, description="Managed Kubernetes: control plane + system pool (None without a scheduler)."
+        default=None,
+        description="Managed Kubernetes: control plane + system pool; Slurm: the controller VM (None without a "
+        "scheduler, or when unpriced).",
     )
     hourly_usd: float | None
     unpriced: tuple[str, ...] = Field(description="Parts with no known price, e.g. 'compute'.")

@@ -20,7 +20,14 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field
+
+from provision.planning.plan import PlanPart
+
+if TYPE_CHECKING:
+    from provision.spec import ClusterSpec
 
 #: Slurm releases with topology/block (images/compat.yaml ``slurm.topology_block_min_slurm``, with its source).
 BLOCK_MIN_VERSION = (23, 11)
@@ -313,6 +320,35 @@ def controller_name(cluster: str) -> str:
     return f"{cluster}-ctl"
 
 
+class SlurmController(PlanPart):
+    """The Slurm controller VM of a ``scheduler.kind: slurm`` cluster (``plan.extra.slurm`` on every cloud that
+    builds one); a cloud subclasses it for its own disk fields and builds it in ``clouds/<cloud>/slurm.py``."""
+
+    name: str = Field(description="The controller's Slurm and VM name, ``<cluster>-ctl``.")
+    instance_type: str = Field(description="A small CPU type (scheduler.slurm.controller_instance_type).")
+    disk_gib: int = Field(description="Its encrypted boot disk.")
+    accounting: bool = Field(description="slurmdbd runs on it.")
+
+
+def controller_plan(
+    spec: ClusterSpec, default_type: str, model: type[SlurmController] = SlurmController, **cloud: Any
+) -> Any:
+    """The controller of ``spec`` as ``model`` (``None`` unless ``scheduler.kind: slurm``): its name, the spec's
+    type or the cloud's ``default_type``, the spec's disk size and accounting; ``cloud``: the subclass's fields."""
+    if spec.scheduler.kind != "slurm":
+        return None
+    from provision.spec.slurm import SlurmSpec
+
+    opts = spec.scheduler.slurm or SlurmSpec()
+    return model(
+        name=controller_name(spec.name),
+        instance_type=opts.controller_instance_type or default_type,
+        disk_gib=opts.controller_disk_gib,
+        accounting=opts.accounting,
+        **cloud,
+    )
+
+
 def layout_from_plan(
     plan: Any,
     *,
@@ -386,11 +422,16 @@ def srun_line(names: Sequence[str], gpus_per_node: int, command: str) -> str:
     return f"{shlex.join(words)} {command}"
 
 
-def controller_user_data(plan: Any, pins: SlurmPins, *, login_keys: Sequence[str] = ()) -> str:
+def controller_user_data(
+    plan: Any, pins: SlurmPins, *, login_keys: Sequence[str] = (), lifetime: Sequence[Any] | None = None
+) -> str:
     """The controller's ``#cloud-config`` (a cloud's build gives it to the controller VM): the same step runner,
     library and values as the GPU nodes, with the apt guard, the login user, the ``slurm`` step as
     ``controller`` and the lifetime timer (the controller dies with the nodes). Nothing secret: the munge
-    key and the rendered files arrive over SSH (:mod:`provision.ops.slurm`)."""
+    key and the rendered files arrive over SSH (:mod:`provision.ops.slurm`).
+
+    ``lifetime``: the cloud's own expiry units instead of the shutdown timer (Azure: the VM deletes itself, since a
+    shutdown keeps it billed), ``[]`` for none (the cloud's reaper ends it); ``None``: the shutdown timer."""
     import json
 
     import yaml
@@ -418,8 +459,9 @@ def controller_user_data(plan: Any, pins: SlurmPins, *, login_keys: Sequence[str
         files.append(File("/etc/provision/authorized_keys", "".join(k + "\n" for k in keys)))
         order.append(Step("login-user", "common/steps/login-user.sh"))
     order += node_steps(values, pins, role="controller", accounting=opts.accounting, containers=False)
-    if plan.expires_at is not None:
-        files += expiry_units(plan.expires_at)
+    units = (expiry_units(plan.expires_at) if plan.expires_at is not None else []) if lifetime is None else lifetime
+    if units:
+        files += units
         order.append(Step("lifetime", "common/steps/lifetime.sh"))
     written = [
         static_file(f"{LIB}/lib.sh", "common/lib.sh"),

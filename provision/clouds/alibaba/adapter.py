@@ -34,6 +34,8 @@ from typing import ClassVar
 from provision.catalog import InstanceOffer
 from provision.clouds.alibaba import ramrole
 from provision.clouds.alibaba.plan import AlibabaPlan, Cpfs, Nas
+from provision.clouds.alibaba.slurm import DEFAULT_INSTANCE_TYPE as SLURM_DEFAULT_TYPE
+from provision.clouds.alibaba.slurm import slurm_controller_plan
 from provision.clouds.base import Adapter, Limit
 from provision.planning.images import LOOKUP_PREFIX, default_image
 from provision.planning.kubernetes import KubernetesPlan
@@ -229,6 +231,7 @@ def decide(spec: ClusterSpec, res: Resolution) -> AlibabaPlan:
             isinstance(storage, Cpfs) and spec.storage.shared is not None and spec.storage.shared.retain
         ),
         nfs_options=NFS_OPTIONS,
+        slurm=slurm_controller_plan(spec),
     )
 
 
@@ -267,6 +270,7 @@ class AlibabaAdapter(Adapter[AlibabaPlan]):
     sdk_modules: ClassVar[tuple[str, ...]] = ("pulumi_alicloud",)
     lifetime_mechanism = "ECS auto_release_time on each instance"
     sweeper: ClassVar[str | None] = None
+    slurm_controller: ClassVar[str | None] = SLURM_DEFAULT_TYPE
     preflight_asks: ClassVar[tuple[str, str] | None] = (
         "Alibaba account",
         "the type's stock in the zone, the file system in the zone and the vCPU quota",

@@ -98,6 +98,19 @@ class AlibabaCluster(pulumi.ComponentResource):
             )
             ecs.EipAssociation(f"{name}-head-eip-assoc", allocation_id=eip.id, instance_id=nodes[0].id, opts=child)
             self.head_public_ip = eip.ip_address
+        self.slurm: dict[str, Any] | None = None
+        if extra.slurm is not None:  # scheduler: slurm
+            from provision.clouds.alibaba.slurm import build_controller
+
+            self.slurm = build_controller(
+                plan,
+                vswitch_id=net.vswitch.id,
+                security_group_id=net.security_group.id,
+                key_name=key.key_pair_name if key is not None else None,
+                node_ips=self.ips,
+                parent=self,
+                depends_on=[net.snat],  # egress before its bootstrap installs Slurm
+            )
         self.register_outputs({"ips": self.ips, "image_id": self.image_id})
 
     def _image(self, plan: ClusterPlan[AlibabaPlan]) -> Any:
@@ -213,4 +226,6 @@ def build(plan: ClusterPlan[AlibabaPlan]) -> dict[str, Any]:
     cluster = AlibabaCluster(plan)
     outputs = stack_outputs(plan, cluster.ips, cluster.head_public_ip, cluster.shared_fs, node_ids=cluster.node_ids)
     outputs["image_pin"] = cluster.image_id
+    if cluster.slurm is not None:
+        outputs["slurm"] = cluster.slurm
     return outputs

@@ -49,8 +49,10 @@ def _instance(name: str, inputs: dict[str, Any], ctx: MockContext) -> tuple[str,
         raise ValueError(f"instance {name}: vswitchId {inputs.get('vswitchId')!r} is not a registered vSwitch")
     match = re.search(r"-(\d+)$", name)
     rank = int(match.group(1)) if match else 0
-    # Alibaba reserves the first and the last three addresses of a vSwitch; nodes get .1, .2, ... by rank.
-    ip = str(ipaddress.ip_network(vswitch.inputs["cidrBlock"])[rank + 1])
+    # Alibaba reserves the first and the last three addresses of a vSwitch; nodes get .1, .2, ... by rank, the
+    # Slurm controller (no rank) the last usable address.
+    net = ipaddress.ip_network(vswitch.inputs["cidrBlock"])
+    ip = str(net[rank + 1] if match else net[-4])
     return f"i-{_alnum(ctx, name, 20)}", {
         **inputs,
         "privateIp": ip,

@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from provision.planning.plan import CloudPlan, PlanPart
+from provision.planning.slurm import SlurmController as BaseSlurmController
 
 
 class Cpfs(PlanPart):
@@ -48,6 +49,12 @@ class Nas(PlanPart):
 SharedStorage = Annotated[Cpfs | Nas, Field(discriminator="access")]
 
 
+class SlurmController(BaseSlurmController):
+    """The Slurm controller VM (``scheduler.kind: slurm``): built by ``slurm.py`` on the nodes' vSwitch."""
+
+    disk_type: str = Field(description="Its encrypted system disk's category.")
+
+
 class AlibabaPlan(CloudPlan):
     """The Alibaba Cloud decisions (``ClusterPlan.extra``)."""
 
@@ -75,6 +82,9 @@ class AlibabaPlan(CloudPlan):
     storage: SharedStorage | None
     retain_network: bool = Field(description="A retained CPFS keeps the VPC and vSwitch it lives in.")
     nfs_options: str
+    slurm: SlurmController | None = Field(
+        default=None, exclude_if=lambda v: v is None, description="The Slurm controller (kind slurm only)."
+    )
 
     def nccl_nics(self) -> int | None:
         return len(self.eri_cards)

@@ -44,6 +44,7 @@ from provision.clouds.aws.plan import (
     PlacementGroup,
     Ssh,
 )
+from provision.clouds.aws.slurm import DEFAULT_INSTANCE_TYPE as SLURM_DEFAULT_TYPE
 from provision.clouds.aws.slurm import slurm_controller_plan
 from provision.clouds.base import Adapter, Limit
 from provision.planning.images import LOOKUP_PREFIX
@@ -140,7 +141,7 @@ class AwsAdapter(Adapter[AwsPlan]):
         "to 0 at the expiry (the EKS control plane, NAT and FSx stay until `down` or `reap`)"
     )
     sweeper: ClassVar[str | None] = "region"
-    slurm_controller: ClassVar[bool] = True
+    slurm_controller: ClassVar[str | None] = SLURM_DEFAULT_TYPE
     preflight_asks: ClassVar[tuple[str, str] | None] = ("AWS account", "zone offerings and the vCPU quota")
     limits: ClassVar[Mapping[Limit, str]] = {
         Limit.GANG_SIZE: f"an EC2 Fleet gang (all or nothing) holds at most {FLEET_MAX_NODES} nodes; "

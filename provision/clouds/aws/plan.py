@@ -12,6 +12,7 @@ from pydantic import Field
 
 from provision.planning.kubernetes import KubernetesCloudPlan
 from provision.planning.plan import CloudPlan, PlanPart
+from provision.planning.slurm import SlurmController
 
 
 class NewNetwork(PlanPart):
@@ -94,15 +95,6 @@ class Lifetime(PlanPart):
 
     asg_schedule: bool = Field(description="A scheduled scale-to-zero of the ASG (aws.allocation: asg).")
     timer_delay_minutes: int = Field(description="The node shutdown timer fires this long after the expiry.")
-
-
-class SlurmController(PlanPart):
-    """The Slurm controller VM (``scheduler.kind: slurm``): built by ``slurm.py`` in the node subnet."""
-
-    name: str = Field(description="The controller's Slurm and console name, ``<cluster>-ctl``.")
-    instance_type: str = Field(description="A small CPU type (scheduler.slurm.controller_instance_type).")
-    disk_gib: int = Field(description="Its encrypted gp3 root volume.")
-    accounting: bool = Field(description="slurmdbd runs on it.")
 
 
 class AwsPlan(CloudPlan):

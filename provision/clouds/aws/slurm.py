@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from provision.clouds.aws.plan import SlurmController
+from provision.planning.slurm import SlurmController
 
 if TYPE_CHECKING:
     import pulumi
@@ -32,18 +32,9 @@ DEFAULT_OS = "ubuntu-22.04"
 
 def slurm_controller_plan(spec: ClusterSpec) -> SlurmController | None:
     """The controller of a ``scheduler.kind: slurm`` cluster (``None`` for other kinds)."""
-    if spec.scheduler.kind != "slurm":
-        return None
-    from provision.planning.slurm import controller_name
-    from provision.spec.slurm import SlurmSpec
+    from provision.planning.slurm import controller_plan
 
-    opts = spec.scheduler.slurm or SlurmSpec()
-    return SlurmController(
-        name=controller_name(spec.name),
-        instance_type=opts.controller_instance_type or DEFAULT_INSTANCE_TYPE,
-        disk_gib=opts.controller_disk_gib,
-        accounting=opts.accounting,
-    )
+    return controller_plan(spec, DEFAULT_INSTANCE_TYPE)  # type: ignore[no-any-return]
 
 
 def rendered_files(plan: ClusterPlan[AwsPlan], controller_addr: str | None, node_addrs: list[str]) -> dict[str, str]:

@@ -32,6 +32,8 @@ from provision.clouds.azure.plan import (
     Maintenance,
     NetApp,
 )
+from provision.clouds.azure.slurm import DEFAULT_INSTANCE_TYPE as SLURM_DEFAULT_TYPE
+from provision.clouds.azure.slurm import slurm_controller_plan
 from provision.clouds.base import Adapter, Limit
 from provision.planning.kubernetes import KubernetesPlan
 from provision.planning.resolve import Resolution, shared_kind
@@ -102,6 +104,7 @@ class AzureAdapter(Adapter[AzurePlan]):
     extra = "azure"
     sdk_modules = ("pulumi", "pulumi_azure_native")
     sweeper: ClassVar[str | None] = "subscription"
+    slurm_controller: ClassVar[str | None] = SLURM_DEFAULT_TYPE
     preflight_asks: ClassVar[tuple[str, str] | None] = (
         "Azure subscription",
         "resource providers, quota and size restrictions",
@@ -456,6 +459,7 @@ class AzureAdapter(Adapter[AzurePlan]):
             filesystem=self._filesystem_plan(spec, res, opts, layout.subnets),
             lifetime="node-timer" if has_lifetime and opts.delete_at_expiry else "tags+reaper",
             bastion=BastionHost(name=f"{name}-bastion", subnet=layout.subnets["bastion"]) if opts.bastion else None,
+            slurm=slurm_controller_plan(spec),
         )
 
     def _filesystem_plan(

@@ -22,7 +22,7 @@ from typing import Any
 import pulumi
 from pulumi_azure_native import authorization, compute, managedidentity, resources
 
-from provision.clouds.azure.expiry import ROLE_ACTIONS, role_guid, role_name
+from provision.clouds.azure.expiry import role_actions, role_guid, role_name
 from provision.clouds.azure.network import Network, build_bastion, build_network
 from provision.clouds.azure.plan import AzurePlan, Island
 from provision.clouds.azure.rules import vmss_hostnames
@@ -128,6 +128,18 @@ class AzureCluster(pulumi.ComponentResource):
         self.outputs["scale_sets"] = pulumi.Output.all(
             self.resource_group.id, *[vmss.name for vmss in self.scale_sets]
         ).apply(lambda a: {"resource_group": extra.resource_group, "resource_group_id": a[0], "names": list(a[1:])})
+        if extra.slurm is not None:  # scheduler: slurm
+            from provision.clouds.azure.slurm import build_controller
+
+            self.outputs["slurm"] = build_controller(
+                plan,
+                resource_group_name=self.resource_group.name,
+                subnet_id=self.network.nodes.id,
+                identity_id=self.identity.id if self.identity is not None else None,
+                parent=self,
+                # Like the scale sets: its expiry timer needs its role before it runs.
+                depends_on=[self.expiry_assignment] if self.expiry_assignment else [],
+            )
         self.register_outputs({"hostfile": self.outputs["hostfile"]})
 
     def _expiry_role(
@@ -152,7 +164,7 @@ class AzureCluster(pulumi.ComponentResource):
             role_type="CustomRole",
             scope=rg_id.apply(lambda i: "/".join(i.split("/")[:3])),
             assignable_scopes=[rg_id],
-            permissions=[authorization.PermissionArgs(actions=list(ROLE_ACTIONS))],
+            permissions=[authorization.PermissionArgs(actions=list(role_actions(plan)))],
             opts=opts,
         )
         return authorization.RoleAssignment(

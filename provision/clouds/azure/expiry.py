@@ -27,7 +27,7 @@ Pure text and names here; the Pulumi resources are made in ``components.py``.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from provision.planning.bootstrap import File
 
@@ -37,6 +37,14 @@ if TYPE_CHECKING:
 
 #: What the expiry role may do, and nothing else.
 ROLE_ACTIONS = ("Microsoft.Compute/virtualMachineScaleSets/delete",)
+#: What it may also do in a cluster with a Slurm controller VM (which deletes itself at the expiry).
+VM_DELETE = "Microsoft.Compute/virtualMachines/delete"
+Target = Literal["scale-set", "vm"]
+#: Per target: the IMDS compute field naming it, its ARM collection, and its name in the log.
+_TARGETS: dict[str, tuple[str, str, str]] = {
+    "scale-set": ("vmScaleSetName", "virtualMachineScaleSets", "scale set"),
+    "vm": ("name", "virtualMachines", "virtual machine"),
+}
 #: The ARM api-version of VirtualMachineScaleSets_Delete with forceDeletion (2022-08-01 REST reference).
 VMSS_API = "2022-08-01"
 #: The IMDS api-versions for instance metadata and managed-identity tokens.
@@ -68,8 +76,13 @@ def identity_name(plan: ClusterPlan[AzurePlan]) -> str:
     return f"{plan.name}-identity"
 
 
-def _script(plan: ClusterPlan[AzurePlan]) -> str:
-    """The Python run by the expiry service (python3 ships in the ubuntu-hpc image). No secrets in it."""
+def _script(plan: ClusterPlan[AzurePlan], target: Target = "scale-set") -> str:
+    """The Python run by the expiry service (python3 ships in the ubuntu-hpc image). No secrets in it.
+
+    ``target``: what this machine deletes, its scale set (a node) or itself (a standalone VM: the Slurm controller,
+    ``VirtualMachines_Delete`` with ``forceDeletion``, https://learn.microsoft.com/rest/api/compute/virtual-machines/delete).
+    """
+    key, kind, what = _TARGETS[target]
     return f"""import json, sys, urllib.error, urllib.request
 IMDS = "http://169.254.169.254/metadata"
 def get(url):
@@ -77,21 +90,21 @@ def get(url):
     with urllib.request.urlopen(req, timeout=30) as r:
         return json.load(r)
 meta = get(f"{{IMDS}}/instance/compute?api-version={IMDS_COMPUTE_API}")
-sub, rg, vmss = meta["subscriptionId"], meta["resourceGroupName"], meta["vmScaleSetName"]
+sub, rg, vmss = meta["subscriptionId"], meta["resourceGroupName"], meta["{key}"]
 ident = (f"/subscriptions/{{sub}}/resourceGroups/{{rg}}/providers/Microsoft.ManagedIdentity"
          f"/userAssignedIdentities/{identity_name(plan)}")
 token = get(f"{{IMDS}}/identity/oauth2/token?api-version={IMDS_TOKEN_API}"
             f"&resource=https://management.azure.com/&msi_res_id={{ident}}")["access_token"]
 url = (f"https://management.azure.com/subscriptions/{{sub}}/resourceGroups/{{rg}}/providers/Microsoft.Compute"
-       f"/virtualMachineScaleSets/{{vmss}}?forceDeletion=true&api-version={VMSS_API}")
+       f"/{kind}/{{vmss}}?forceDeletion=true&api-version={VMSS_API}")
 req = urllib.request.Request(url, method="DELETE", headers={{"Authorization": "Bearer " + token}})
 try:
     with urllib.request.urlopen(req, timeout=60) as r:
-        print("provision: deleting scale set", vmss, "status", r.status)
+        print("provision: deleting {what}", vmss, "status", r.status)
 except urllib.error.HTTPError as e:
     if e.code == 404:
         sys.exit(0)
-    print("provision: deleting scale set", vmss, "failed:", e.code, e.read()[:500], file=sys.stderr)
+    print("provision: deleting {what}", vmss, "failed:", e.code, e.read()[:500], file=sys.stderr)
     sys.exit(1)
 """
 
@@ -109,12 +122,18 @@ _IMDS_ROOT_ONLY = (
 )
 
 
-def expiry_files(plan: ClusterPlan[AzurePlan]) -> list[File]:
+def role_actions(plan: ClusterPlan[AzurePlan]) -> tuple[str, ...]:
+    """The expiry role's actions: the scale sets' delete, and the controller VM's when the cluster has one."""
+    return (*ROLE_ACTIONS, VM_DELETE) if plan.extra.slurm is not None else ROLE_ACTIONS
+
+
+def expiry_files(plan: ClusterPlan[AzurePlan], target: Target = "scale-set") -> list[File]:
     """The expiry script and its systemd units (the common ``lifetime`` step enables the timer)."""
     assert plan.expires_at is not None  # noqa: S101  # the adapter plans a node timer only with a lifetime
     stamp = plan.expires_at.strftime("%Y-%m-%d %H:%M:%S UTC")
+    what = "node's scale set" if target == "scale-set" else "VM"
     service = (
-        "[Unit]\nDescription=provision: delete this node's scale set (lifetime reached)\n"
+        f"[Unit]\nDescription=provision: delete this {what} (lifetime reached)\n"
         "Wants=network-online.target\nAfter=network-online.target\n\n"
         "[Service]\nType=oneshot\nExecStart=/usr/bin/python3 /usr/local/lib/provision/expire.py\n"
         "Restart=on-failure\nRestartSec=300\n"
@@ -126,7 +145,7 @@ def expiry_files(plan: ClusterPlan[AzurePlan]) -> list[File]:
         f"[Timer]\nOnCalendar={stamp}\nPersistent=true\nAccuracySec=1s\n\n[Install]\nWantedBy=timers.target\n"
     )
     return [
-        File("/usr/local/lib/provision/expire.py", _script(plan), "0755"),
+        File("/usr/local/lib/provision/expire.py", _script(plan, target), "0755"),
         File("/etc/systemd/system/provision-expiry.service", service),
         File("/etc/systemd/system/provision-expiry.timer", timer),
         File("/etc/systemd/system/provision-imds-root.service", _IMDS_ROOT_ONLY),

@@ -93,6 +93,24 @@ def read_scale_sets(
     return out
 
 
+def read_vm(
+    outputs: dict[str, Any], vm_name: str, client: Any | None = None, get: Callable[[str], str] | None = None
+) -> str | None:
+    """``"type base64"`` of a standalone VM of the cluster (the Slurm controller) from its boot diagnostics serial
+    log (``VirtualMachines.retrieveBootDiagnosticsData``,
+    https://learn.microsoft.com/en-us/rest/api/compute/virtual-machines/retrieve-boot-diagnostics-data), in the
+    cluster's resource group the ``scale_sets`` output names; ``None`` when the log shows no key."""
+    sets = dict(outputs.get("scale_sets") or {})
+    if not sets.get("resource_group") or not sets.get("resource_group_id"):
+        return None
+    compute = client or compute_client(subscription_of(str(sets["resource_group_id"])))
+    uris = compute.virtual_machines.retrieve_boot_diagnostics_data(
+        str(sets["resource_group"]), vm_name, sas_uri_expiration_time_in_minutes=5
+    )
+    log = (get or download)(uris.serial_console_log_blob_uri) if uris.serial_console_log_blob_uri else ""
+    return preferred(console_host_keys(log))
+
+
 def read_host_keys(group: str, scale_set: str, instance_ids: Sequence[str], fetch: Fetch) -> dict[int, str]:
     """``rank -> "type base64"`` for each scale set VM whose serial log shows its host keys."""
     out = {}

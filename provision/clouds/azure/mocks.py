@@ -24,6 +24,8 @@ _PATHS = {
         "Microsoft.Compute/proximityPlacementGroups/{proximityPlacementGroupName}"
     ),
     "azure-native:compute:VirtualMachineScaleSet": "Microsoft.Compute/virtualMachineScaleSets/{vmScaleSetName}",
+    "azure-native:compute:VirtualMachine": "Microsoft.Compute/virtualMachines/{vmName}",
+    "azure-native:network:NetworkInterface": "Microsoft.Network/networkInterfaces/{networkInterfaceName}",
     "azure-native:managedidentity:UserAssignedIdentity": (
         "Microsoft.ManagedIdentity/userAssignedIdentities/{resourceName}"
     ),
@@ -133,8 +135,8 @@ def resource(args: Any, ctx: MockContext) -> tuple[str, dict[str, Any]]:
             clientId=guid(ctx, args.name + "/client"),
             tenantId=guid(ctx, "mock-tenant"),
         )
-    elif args.typ == "azure-native:compute:VirtualMachineScaleSet":
-        outputs["uniqueId"] = guid(ctx, args.name)
+    elif args.typ in ("azure-native:compute:VirtualMachineScaleSet", "azure-native:compute:VirtualMachine"):
+        outputs["uniqueId" if args.typ.endswith("ScaleSet") else "vmId"] = guid(ctx, args.name)
         identity = inputs.get("identity")
         if identity:  # ARM answers the identity list as a map keyed by identity id
             ids = identity.get("userAssignedIdentities") or []
@@ -144,6 +146,8 @@ def resource(args: Any, ctx: MockContext) -> tuple[str, dict[str, Any]]:
                     i: {"principalId": guid(ctx, i + "/principal"), "clientId": guid(ctx, i + "/client")} for i in ids
                 },
             }
+    elif args.typ == "azure-native:network:NetworkInterface":  # the Slurm controller's NIC: a dynamic private IP
+        outputs["ipConfigurations"] = [_nic_ip(ctx, dict(c)) for c in inputs.get("ipConfigurations") or []]
     elif args.typ == "azure-native:storagecache:AmlFilesystem":
         outputs.update(_amlfs(ctx, inputs))
     elif args.typ == "azure-native:netapp:CapacityPoolVolume":
@@ -169,6 +173,21 @@ def resource(args: Any, ctx: MockContext) -> tuple[str, dict[str, Any]]:
             },
         }
     return rid, outputs
+
+
+def _nic_ip(ctx: MockContext, config: dict[str, Any]) -> dict[str, Any]:
+    """A standalone NIC's IP configuration as ARM answers it: the last usable address of its subnet (Azure hands
+    out dynamic addresses in order; the scale sets' instances fill the subnet from its start, ``_scale_set_ip``)."""
+    import ipaddress
+
+    cidr = _subnet_cidr(ctx, str((config.get("subnet") or {}).get("id")))
+    last = ipaddress.ip_network(cidr, strict=False).broadcast_address - 1  # Azure keeps .255 (broadcast)
+    return {
+        **config,
+        "privateIPAddress": str(last),
+        "privateIPAddressVersion": "IPv4",
+        "provisioningState": "Succeeded",
+    }
 
 
 _VMSS_VM = re.compile(r"^virtualMachineScaleSets/(?P<vmss>[^/]+)/virtualMachines/(?P<index>\d+)$")

@@ -12,6 +12,7 @@ from pydantic import Field
 
 from provision.planning.kubernetes import KubernetesCloudPlan
 from provision.planning.plan import Bastion, CloudPlan, PlanPart
+from provision.planning.slurm import SlurmController as BaseSlurmController
 
 
 def _absent(value: object) -> bool:
@@ -85,6 +86,12 @@ class BastionHost(PlanPart):
     subnet: str
 
 
+class SlurmController(BaseSlurmController):
+    """The Slurm controller VM (``scheduler.kind: slurm``): built by ``slurm.py`` in the node subnet."""
+
+    disk_type: str = Field(description="Its managed OS disk's storage type (Azure encrypts managed disks at rest).")
+
+
 class AzurePlan(CloudPlan):
     """The Azure decisions (``ClusterPlan.extra``)."""
 
@@ -108,6 +115,9 @@ class AzurePlan(CloudPlan):
     lifetime: Literal["node-timer", "tags+reaper"]
     hostfile: Literal["vmss-hostnames"] = "vmss-hostnames"
     bastion: BastionHost | None
+    slurm: SlurmController | None = Field(
+        default=None, exclude_if=_absent, description="The Slurm controller (kind slurm only)."
+    )
 
     def managed_bastion(self) -> Bastion | None:
         if self.bastion is None:

@@ -115,6 +115,36 @@ NAMES: dict[str, tuple[str, NameRule]] = {
             f"{NAMING} (Microsoft.Compute/virtualMachineScaleSets, Linux)",
         ),
     ),
+    "azure-native:compute:VirtualMachine": (
+        "vmName",
+        NameRule(
+            1,
+            64,
+            r"(?!_)[^\\/\"\[\]:|<>+=;,?*@&\s]*(?<![.-])",
+            'no \\ / " [ ] : | < > + = ; , ? * @ & or spaces; not starting with _; not ending with . or -',
+            f"{NAMING} (Microsoft.Compute/virtualMachines, Linux)",
+        ),
+    ),
+    "azure-native:network:BastionHost": (
+        "bastionHostName",
+        NameRule(
+            1,
+            80,
+            _STD80,
+            "alphanumerics, _ . -; start alphanumeric; end alphanumeric or _",
+            f"{NAMING} (Microsoft.Network/bastionHosts)",
+        ),
+    ),
+    "azure-native:network:NetworkInterface": (
+        "networkInterfaceName",
+        NameRule(
+            1,
+            80,
+            _STD80,
+            "alphanumerics, _ . -; start alphanumeric; end alphanumeric or _",
+            f"{NAMING} (Microsoft.Network/networkInterfaces)",
+        ),
+    ),
     "azure-native:managedidentity:UserAssignedIdentity": (
         "resourceName",
         NameRule(
@@ -194,6 +224,10 @@ FAMILY_SOURCE = (
     "ARM ResourceCannotContainAddressPrefixesFromDifferentAddressFamilies (hashicorp/terraform-provider-azurerm#12534, "
     "MicrosoftDocs/azure-docs#34567)"
 )
+#: An enum the REST spec itself retires: "The enum data type is currently deprecated" (VirtualMachine
+#: hardwareProfile.vmSize, as pulumi-azure-native carries it; the API takes any size the region sells, which
+#: the catalog and the preflight check). Its list stops at older series (no Standard_D4s_v5).
+DEPRECATED_ENUMS = {"VirtualMachineSizeTypes": "The enum data type is currently deprecated"}
 TAG_IN_LIST_SOURCE = (
     "ARM SecurityRuleParameterContainsUnsupportedValue: '*' and service tags only in the singular field"
 )
@@ -269,6 +303,8 @@ def enum_rules(res: Resource, ctx: MockContext) -> list[Violation]:
             for element in items:
                 if key in schema.enums and isinstance(element, str):
                     enum_cls = schema.enums[key]
+                    if enum_cls.__name__ in DEPRECATED_ENUMS:
+                        continue
                     allowed = [str(m.value) for m in enum_cls]
                     src = (
                         f"Azure REST API spec enum {enum_cls.__name__} (pulumi-azure-native {module.__name__}, "
@@ -291,6 +327,10 @@ def name_rules(res: Resource) -> list[Violation]:
         key, rule = NAMES[res.type]
         if isinstance(res.inputs.get(key), str) or key == "name":
             out += rule.check(res, key)
+    if res.type == "azure-native:compute:VirtualMachine":
+        computer = res.inputs.get("osProfile", {}).get("computerName")
+        if isinstance(computer, str):  # a Linux computer name follows the VM name's rule
+            out += NAMES[res.type][1].check(Resource(res.type, res.name, {"name": computer}), "name")
     for prefix in values_at(res.inputs, "virtualMachineProfile.osProfile.computerNamePrefix"):
         if isinstance(prefix, str) and not 1 <= len(prefix) <= 15:
             out.append(

@@ -23,6 +23,7 @@ from provision.catalog import InstanceOffer
 from provision.clouds.base import Adapter, Limit
 from provision.clouds.gcp import kubeplan, layout
 from provision.clouds.gcp.plan import GcpPlan
+from provision.clouds.gcp.slurm import DEFAULT_INSTANCE_TYPE as SLURM_DEFAULT_TYPE
 from provision.planning.images import default_image
 from provision.planning.kubernetes import KubernetesPlan
 from provision.planning.plan import ImagePlan
@@ -192,7 +193,7 @@ class GcpAdapter(Adapter[GcpPlan]):
         "max_run_duration. The filesystem and networks stay until `down` or `reap`"
     )
     sweeper: ClassVar[str | None] = None
-    slurm_controller: ClassVar[bool] = True
+    slurm_controller: ClassVar[str | None] = SLURM_DEFAULT_TYPE
     preflight_asks: ClassVar[tuple[str, str] | None] = (
         "GCP project",
         "enabled APIs, the machine type in the zone and the regional GPU quota",

@@ -12,6 +12,7 @@ from pydantic import Field
 
 from provision.planning.kubernetes import KubernetesCloudPlan
 from provision.planning.plan import CloudPlan, IapTunnel, PlanPart
+from provision.planning.slurm import SlurmController as BaseSlurmController
 
 #: Identity-Aware Proxy's TCP forwarding range (Google Cloud "Using IAP for TCP forwarding").
 IAP_RANGE = "35.235.240.0/20"
@@ -168,14 +169,10 @@ class Filestore(PlanPart):
 SharedStorage = Annotated[ManagedLustre | Parallelstore | Filestore, Field(discriminator="kind")]
 
 
-class SlurmController(PlanPart):
+class SlurmController(BaseSlurmController):
     """The Slurm controller VM (``scheduler.kind: slurm``): built by ``slurm.py`` on the host VPC's subnet."""
 
-    name: str = Field(description="The controller's Slurm name, ``<cluster>-ctl`` (its VM name: ``physical_name``).")
-    machine_type: str = Field(description="A small CPU type (scheduler.slurm.controller_instance_type).")
     disk_type: str = Field(description="Its boot disk type (Google encrypts every disk at rest).")
-    disk_gib: int
-    accounting: bool = Field(description="slurmdbd runs on it.")
 
 
 class GcpPlan(CloudPlan):

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 #: 4 vCPU, 16 GB, general purpose ("General-purpose machine family", N2,
 #: https://cloud.google.com/compute/docs/general-purpose-machines#n2_machines).
-DEFAULT_MACHINE_TYPE = "n2-standard-4"
+DEFAULT_INSTANCE_TYPE = "n2-standard-4"
 #: Balanced persistent disk: supported by N2 ("Persistent Disk types").
 DISK_TYPE = "pd-balanced"
 DEFAULT_OS = "ubuntu-22.04"
@@ -34,19 +34,9 @@ DEFAULT_OS = "ubuntu-22.04"
 
 def slurm_controller_plan(spec: ClusterSpec) -> SlurmController | None:
     """The controller of a ``scheduler.kind: slurm`` cluster (``None`` for other kinds)."""
-    if spec.scheduler.kind != "slurm":
-        return None
-    from provision.planning.slurm import controller_name
-    from provision.spec.slurm import SlurmSpec
+    from provision.planning.slurm import controller_plan
 
-    opts = spec.scheduler.slurm or SlurmSpec()
-    return SlurmController(
-        name=controller_name(spec.name),
-        machine_type=opts.controller_instance_type or DEFAULT_MACHINE_TYPE,
-        disk_type=DISK_TYPE,
-        disk_gib=opts.controller_disk_gib,
-        accounting=opts.accounting,
-    )
+    return controller_plan(spec, DEFAULT_INSTANCE_TYPE, SlurmController, disk_type=DISK_TYPE)  # type: ignore[no-any-return]
 
 
 def _os(plan: ClusterPlan[GcpPlan]) -> str:
@@ -78,6 +68,7 @@ def build_controller(
     import pulumi
     from pulumi_gcp import compute
 
+    from provision.clouds.gcp.hostkeys import GUEST_ATTRIBUTES
     from provision.planning.slurm import controller_user_data, slurm_pins
 
     extra = plan.extra
@@ -90,7 +81,7 @@ def build_controller(
         ctl.name,
         name=ctl.name,
         zone=extra.zone,
-        machine_type=ctl.machine_type,
+        machine_type=ctl.instance_type,
         description=f"Slurm controller of cluster {plan.name}",
         boot_disk=compute.InstanceBootDiskArgs(
             auto_delete=True,
@@ -121,6 +112,8 @@ def build_controller(
         ),
         metadata={
             **login,
+            # The guest agent publishes its host keys (hostkeys/ guest attributes), read like the nodes' keys.
+            **GUEST_ATTRIBUTES,
             "serial-port-enable": "FALSE",
             "VmDnsSetting": "ZonalOnly",
             "user-data": user_data,
