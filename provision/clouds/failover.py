@@ -1,8 +1,10 @@
 """Failover on capacity errors: the spec's alternatives, each planned before anything exists.
 
 A spec may list ``failover`` options (other zones, regions, instance types or capacity types).
-``up`` tries the spec first; when the cloud answers that it has no stock, what that try created is
-removed and the next option is tried. Quota and permission errors are not retried: another zone
+``up`` tries the spec first; when the cloud answers that it has no stock, the next option is tried: in
+the same region on the same stack, so the network and a filesystem still valid there are kept and only what
+the option changes is replaced (:func:`keeps_network`); in another region after what the try created is
+removed. Quota and permission errors are not retried: another zone
 does not raise a quota, so they fail at once with the quota named.
 
 Try 0 is the spec as written; try ``i`` (1-based) is the spec with ``failover[i-1]``'s fields in
@@ -71,6 +73,26 @@ def capacity_error(text: str, message: str) -> CapacityError | None:
     return None
 
 
+def listed_capacity_error(
+    plan: ClusterPlan, resources: list[dict[str, Any]], message: str, detail: str, session: Any = None
+) -> CapacityError | None:
+    """The stock or quota error a failed ``up``'s node group lists about itself, when its create said no code.
+
+    An instant EC2 Fleet and a GCP managed instance group report a stock-out only in their own error lists
+    (``Adapter.group_errors``: DescribeFleets ``Errors``, ``instanceGroupManagers.listErrors``), so the failure
+    reads as a plain cloud error until they are asked. ``resources`` are the stack's after the failure;
+    ``detail`` is the failure's own text, kept in the message. ``None``: nothing listed a stock or quota code.
+    """
+    from provision.clouds.base import get_adapter
+
+    listed = get_adapter(plan.cloud).group_errors(plan, resources, session)
+    found = capacity_error("\n".join(listed), message)
+    if found is not None:
+        found.message = f"{found.message}; the node group lists: {'; '.join(listed)[:600]}.\n{detail}"
+        found.args = (found.render(),)
+    return found
+
+
 def alternative(spec: ClusterSpec, index: int) -> ClusterSpec:
     """Try ``index`` of ``spec``: 0 is the spec itself, ``i`` applies ``failover[i-1]``.
 
@@ -99,6 +121,22 @@ def alternative(spec: ClusterSpec, index: int) -> ClusterSpec:
 def tries(spec: ClusterSpec) -> int:
     """How many tries the spec allows (1 + its failover options)."""
     return 1 + len(spec.failover)
+
+
+def keeps_network(tried: ClusterPlan, following: ClusterPlan) -> bool:
+    """Whether the try after a stock-out can reuse what ``tried`` created (its network, its filesystem).
+
+    In the same cloud and region the next try's ``up`` runs on the same stack: resources whose inputs the new
+    try leaves alone stay (the VPC, the NAT, a regional filesystem; a zonal one when the zone stays), and the
+    diff replaces the rest by the provider's own force-new rules (a subnet or filesystem pinned to the old
+    zone). Another region shares nothing, and on clouds whose subnets belong to one zone
+    (``Adapter.network_zonal``) neither does another zone: those tries start from an empty stack.
+    """
+    from provision.clouds.base import get_adapter
+
+    if tried.cloud != following.cloud or tried.region != following.region:
+        return False
+    return tried.zone == following.zone or not get_adapter(tried.cloud).network_zonal
 
 
 def _under(index: int, p: Problem) -> Problem:

@@ -91,6 +91,7 @@ class Cluster(NodeAccess, MockOperations):
         self._planned: int | None = None
         self._plans: dict[tuple[int, datetime | None], ClusterPlan] = {}
         self._try = 0  # which failover try (0: the spec as written) the cluster is on
+        self._fresh_nodes = False  # the next up follows a try without stock in the same region: replace its nodes
 
     @classmethod
     def from_spec(cls, spec: ClusterSpec | Mapping[str, Any], **kwargs: Any) -> Cluster:
@@ -261,14 +262,28 @@ class Cluster(NodeAccess, MockOperations):
                         "remains: call down() (or `provision down`) to remove it, or add failover options",
                         code=e.code,
                     ) from None
+                if failover.keeps_network(plans[i], plans[i + 1]):
+                    # Same cloud and region: the next try's `up` keeps what stays valid (the network, a regional or
+                    # same-zone filesystem) and replaces or removes only what differs, as its diff says.
+                    self._print(
+                        f"{failover.describe(self.spec, i)} has no capacity ({e.code}); trying "
+                        f"{failover.describe(self.spec, i + 1)} in the same region, keeping what it can"
+                    )
+                    # The failed node group stays in the state (an empty instant fleet, a MIG that never became
+                    # stable) and its inputs may not change with the try: the next up replaces it, always.
+                    self._fresh_nodes = True
+                    continue
                 self._print(f"{failover.describe(self.spec, i)} has no capacity ({e.code}); removing what it created")
                 self.down()
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _up_once(self) -> OperationResult:
         """``up`` of the current try (``self._try``), no questions asked, under the stack's lock."""
-        with self._lock("up"):
-            return self._up_once_locked()
+        try:
+            with self._lock("up"):
+                return self._up_once_locked()
+        finally:
+            self._fresh_nodes = False
 
     def _up_once_locked(self) -> OperationResult:
         plan = self.plan()
@@ -293,16 +308,40 @@ class Cluster(NodeAccess, MockOperations):
         tags = self.plan().tags
         automation.run_operation("stack tag set", self.stack, lambda: automation.set_stack_tags(stack, tags))
         program = self._program(created_at)
+        replace = automation.node_urns(stack) if self._fresh_nodes else []
         with self._progress("up") as p:
-            res = automation.run_operation(
-                "up", self.stack, lambda: stack.up(program=program, on_event=p.on_event, color="never"), p
-            )
+            try:
+                res = automation.run_operation(
+                    "up",
+                    self.stack,
+                    lambda: stack.up(program=program, on_event=p.on_event, color="never", replace=replace or None),
+                    p,
+                )
+            except CloudError as e:
+                listed = self._listed_capacity(plan, stack, e)
+                if listed is not None:
+                    raise listed from e
+                raise
             self._outputs = {k: v.value for k, v in res.outputs.items()}
             result = p.result(self._outputs)
             result.warnings += [skipped] if skipped else []
             p.finish(result)
         self._state = "up"
         return result
+
+    def _listed_capacity(self, plan: ClusterPlan, stack: auto.Stack, e: CloudError) -> CapacityError | None:
+        """A failure without a stock code whose node group lists one (an instant EC2 Fleet, a GCP MIG), else None.
+
+        Asking must never hide the failure itself: when the state or the cloud cannot be read, ``None``.
+        """
+        from provision.clouds.failover import listed_capacity_error
+        from provision.engine import automation
+
+        try:
+            resources = automation.stack_resources(stack)
+            return listed_capacity_error(plan, resources, f"up of {self.stack!r} failed", e.message)
+        except Exception:  # noqa: BLE001 - no SDK, no credentials, an API error: keep the original failure
+            return None
 
     def down(self, yes: bool = True) -> OperationResult | None:
         """Delete every resource of the cluster. Safe to repeat; a missing stack is "nothing to do".

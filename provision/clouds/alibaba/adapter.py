@@ -266,6 +266,8 @@ class AlibabaAdapter(Adapter[AlibabaPlan]):
     sdk_modules: ClassVar[tuple[str, ...]] = ("pulumi_alicloud",)
     lifetime_mechanism = "ECS auto_release_time on each instance"
     sweeper: ClassVar[str | None] = None
+    #: A vSwitch belongs to one zone (VPC "Create and manage a vSwitch": "A vSwitch is a zonal resource").
+    network_zonal: ClassVar[bool] = True
     preflight_asks: ClassVar[tuple[str, str] | None] = (
         "Alibaba account",
         "the type's stock in the zone, the file system in the zone and the vCPU quota",

@@ -192,6 +192,7 @@ class GcpAdapter(Adapter[GcpPlan]):
     )
     sweeper: ClassVar[str | None] = None
     slurm_controller: ClassVar[bool] = True
+    listed_errors_of: ClassVar[str | None] = "gcp:compute/instanceGroupManager:InstanceGroupManager"
     preflight_asks: ClassVar[tuple[str, str] | None] = (
         "GCP project",
         "enabled APIs, the machine type in the zone and the regional GPU quota",
