@@ -74,7 +74,8 @@ class MockOperations:
                 r.key for r in (previous.resources if previous and self._fresh_nodes else []) if is_node_type(r.type)
             )
             try:
-                planned = run_mock(program_spec, self.stack, previous, faults=self._faults, replace=replace)
+                more = {"replace": replace} if replace else {}
+                planned = run_mock(program_spec, self.stack, previous, faults=self._faults, **more)
             except MockRunFailedError as e:
                 if apply:  # like Pulumi, keep what was created before the failure; `down` removes it
                     store.save(e.state)
