@@ -24,6 +24,7 @@ from provision.spec.errors import BudgetError, CapacityError, Problem, Provision
 if TYPE_CHECKING:
     from provision.planning.plan import ClusterPlan
     from provision.spec import ClusterSpec
+    from provision.spec.models import FailoverOption
 
 #: The stack config key that records which try holds the cluster (0: the spec as written).
 CONFIG_KEY = "provision:failover"
@@ -93,34 +94,53 @@ def listed_capacity_error(
     return found
 
 
-def alternative(spec: ClusterSpec, index: int) -> ClusterSpec:
-    """Try ``index`` of ``spec``: 0 is the spec itself, ``i`` applies ``failover[i-1]``.
+def options(spec: ClusterSpec) -> tuple[FailoverOption, ...]:
+    """The spec's failover options: its list, or for ``failover: auto`` the tries the catalog's offers give
+    (:func:`provision.clouds.failover_auto.auto_tries`; pass the result on as ``opts`` to plan it only once)."""
+    if spec.failover == "auto":
+        from provision.clouds.failover_auto import auto_tries
+
+        return auto_tries(spec).options
+    return spec.failover
+
+
+def apply_option(spec: ClusterSpec, option: dict[str, Any]) -> ClusterSpec:
+    """``spec`` with ``option``'s fields in place of its own and no failover (a new region drops the zone).
 
     Raises:
-        SpecError: the option makes an invalid spec (paths under ``failover[i-1]``).
-        IndexError: no such option.
+        SpecError: the option makes an invalid spec (paths as in the spec).
     """
     from provision.spec import load_spec
 
-    if index == 0:
-        return spec
-    if not 0 < index <= len(spec.failover):
-        raise IndexError(index)
-    option = spec.failover[index - 1].model_dump(mode="json", exclude_none=True)
     data = spec.model_dump(mode="json", exclude_none=True)
     data.pop("failover", None)
     if "region" in option and option["region"] != data["region"] and "zone" not in option:
         data.pop("zone", None)
     data.update(copy.deepcopy(option))
+    return load_spec(data)
+
+
+def alternative(spec: ClusterSpec, index: int, opts: tuple[FailoverOption, ...] | None = None) -> ClusterSpec:
+    """Try ``index`` of ``spec``: 0 is the spec itself, ``i`` applies ``failover[i-1]`` (of ``opts`` when given).
+
+    Raises:
+        SpecError: the option makes an invalid spec (paths under ``failover[i-1]``).
+        IndexError: no such option.
+    """
+    if index == 0:
+        return spec
+    opts = options(spec) if opts is None else opts
+    if not 0 < index <= len(opts):
+        raise IndexError(index)
     try:
-        return load_spec(data)
+        return apply_option(spec, opts[index - 1].model_dump(mode="json", exclude_none=True))
     except SpecError as e:
         raise SpecError(problems=[_under(index, p) for p in e.problems]) from None
 
 
-def tries(spec: ClusterSpec) -> int:
+def tries(spec: ClusterSpec, opts: tuple[FailoverOption, ...] | None = None) -> int:
     """How many tries the spec allows (1 + its failover options)."""
-    return 1 + len(spec.failover)
+    return 1 + len(options(spec) if opts is None else opts)
 
 
 def keeps_network(tried: ClusterPlan, following: ClusterPlan) -> bool:
@@ -143,19 +163,30 @@ def _under(index: int, p: Problem) -> Problem:
     return Problem(f"failover[{index - 1}].{p.path}" if p.path else f"failover[{index - 1}]", p.value, p.rule, p.fix)
 
 
-def plan_all(spec: ClusterSpec, plan: Callable[[ClusterSpec], ClusterPlan]) -> list[ClusterPlan]:
+def plan_all(
+    spec: ClusterSpec, plan: Callable[[ClusterSpec], ClusterPlan], opts: tuple[FailoverOption, ...] | None = None
+) -> list[ClusterPlan]:
     """Plan every try with ``plan``; all problems of all tries at once, before anything exists.
+
+    With ``failover: auto`` the first plan's warnings name the derived tries, and those left out with why.
 
     Raises:
         SpecError: some try is infeasible (its problems carry ``failover[i]`` paths).
         BudgetError: no spec problem, but some try breaks the cost cap.
     """
+    explained: tuple[str, ...] = ()
+    if opts is None and spec.failover == "auto":
+        from provision.clouds.failover_auto import auto_tries
+
+        derived = auto_tries(spec)
+        opts, explained = derived.options, derived.explanation()
+    opts = options(spec) if opts is None else opts
     plans: list[ClusterPlan] = []
     spec_problems: list[Problem] = []
     budget_problems: list[Problem] = []
-    for i in range(tries(spec)):
+    for i in range(tries(spec, opts)):
         try:
-            plans.append(plan(alternative(spec, i)))
+            plans.append(plan(alternative(spec, i, opts)))
         except SpecError as e:
             spec_problems.extend(e.problems if i == 0 else [_under(i, p) for p in e.problems])
         except BudgetError as e:
@@ -164,25 +195,30 @@ def plan_all(spec: ClusterSpec, plan: Callable[[ClusterSpec], ClusterPlan]) -> l
         raise SpecError(problems=spec_problems)
     if budget_problems:
         raise BudgetError("a failover option breaks the cost policy", budget_problems)
+    if explained:
+        plans[0] = plans[0].model_copy(update={"warnings": (*plans[0].warnings, *explained)})
     return plans
 
 
-def deployed_try(spec: ClusterSpec, deployed: dict[str, Any] | None) -> int | None:
+def deployed_try(
+    spec: ClusterSpec, deployed: dict[str, Any] | None, opts: tuple[FailoverOption, ...] | None = None
+) -> int | None:
     """Which try a deployed spec (as dumped to JSON) is, or ``None`` when it is none of them."""
     if deployed is None:
         return None
-    for i in range(tries(spec)):
+    opts = options(spec) if opts is None else opts
+    for i in range(tries(spec, opts)):
         try:
-            if alternative(spec, i).model_dump(mode="json", exclude_none=True) == deployed:
+            if alternative(spec, i, opts).model_dump(mode="json", exclude_none=True) == deployed:
                 return i
         except ProvisionError:
             continue
     return None
 
 
-def describe(spec: ClusterSpec, index: int) -> str:
+def describe(spec: ClusterSpec, index: int, opts: tuple[FailoverOption, ...] | None = None) -> str:
     """A short label of a try: ``us-east-1a on-demand p5.48xlarge``."""
-    s = alternative(spec, index)
+    s = alternative(spec, index, opts)
     parts = [s.zone or s.region, s.capacity.type]
     if s.instance_type:
         parts.append(s.instance_type)
