@@ -243,3 +243,40 @@ def test_the_mock_diff_replaces_what_refers_to_a_replaced_resource() -> None:
     steps = diff_resources([subnet_old, fs], [subnet_new, fs])
     assert [(s.name, s.op) for s in steps] == [("s", "replace"), ("fs", "replace")]
     assert steps[1].keys and all(k.startswith("subnetIds") for k in steps[1].keys)
+
+
+def test_a_real_up_that_fails_without_a_code_asks_the_fleet_for_its_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real path: after a failed `pulumi up`, the fleet id from the stack's state goes to DescribeFleets."""
+    import boto3
+
+    asked: list[list[str]] = []
+
+    class Ec2:
+        def describe_fleets(self, FleetIds: list[str]) -> dict[str, Any]:  # noqa: N803
+            asked.append(FleetIds)
+            return {"Fleets": [{"FleetId": FleetIds[0], "Errors": [{"ErrorCode": "InsufficientInstanceCapacity"}]}]}
+
+    class Deployment:
+        deployment = {
+            "resources": [
+                {"type": "pulumi:pulumi:Stack", "urn": "urn:pulumi:s::p::pulumi:pulumi:Stack::s"},
+                {"type": FLEET, "urn": f"urn:pulumi:s::p::{FLEET}::aws-p5-64-fleet", "id": "fleet-0a1b"},
+            ]
+        }
+
+    class Stack:
+        def export_stack(self) -> Deployment:
+            return Deployment()
+
+    monkeypatch.setattr(boto3, "client", lambda service, region_name=None: Ec2())
+    cluster = Cluster("aws-p5-64", display="none")
+    failed = CloudError("up of 'aws-p5-64' failed:\nthe EC2 Fleet launched 0 of 8 p5.48xlarge nodes")
+    found = cluster._listed_capacity(cluster.plan(), Stack(), failed)  # type: ignore[arg-type]
+    assert isinstance(found, CapacityError) and found.code == "InsufficientInstanceCapacity"
+    assert asked == [["fleet-0a1b"]] and "launched 0 of 8" in str(found)
+
+    def broken(service: str, region_name: str | None = None) -> Any:
+        raise RuntimeError("no credentials")
+
+    monkeypatch.setattr(boto3, "client", broken)
+    assert cluster._listed_capacity(cluster.plan(), Stack(), failed) is None  # type: ignore[arg-type]

@@ -74,8 +74,10 @@ class MockOperations:
                 r.key for r in (previous.resources if previous and self._fresh_nodes else []) if is_node_type(r.type)
             )
             try:
-                more = {"replace": replace} if replace else {}
-                planned = run_mock(program_spec, self.stack, previous, faults=self._faults, **more)
+                if replace:
+                    planned = run_mock(program_spec, self.stack, previous, faults=self._faults, replace=replace)
+                else:  # the call shape callers that wrap run_mock know
+                    planned = run_mock(program_spec, self.stack, previous, faults=self._faults)
             except MockRunFailedError as e:
                 if apply:  # like Pulumi, keep what was created before the failure; `down` removes it
                     store.save(e.state)
