@@ -77,7 +77,11 @@ def _run(tmp: Path, root: Path, step: str, **extra: str) -> dict[str, Any]:
 
 
 def test_the_cuda_step_adds_nvidias_signed_repo_and_the_build_finds_nvcc(tmp_path: Path) -> None:
-    root = sandbox(tmp_path, mock_user_data(plan_of("alibaba-gn8-ci")))
+    plan = plan_of("alibaba-gn8-ci")
+    # The stubbed curl fetches nothing; the source tarball's pin is tested in tests/test_nccl_tests_step.py.
+    versions = {k: v for k, v in plan.image.versions.items() if k != "nccl_tests_sha256"}
+    plan = plan.model_copy(update={"image": plan.image.model_copy(update={"versions": versions})})
+    root = sandbox(tmp_path, mock_user_data(plan))
     cuda = _run(tmp_path, root, "cuda", STUB_OUT_gpg=f"fpr:::::::::{FPR}:")
     assert cuda["rc"] == 0, cuda["err"]
     assert "curl -fsSL" in cuda["log"] and "/3bf863cc.pub" in cuda["log"]

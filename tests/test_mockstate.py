@@ -153,7 +153,10 @@ def test_changed_shape_creates_updates_and_deletes_like_the_engine(first_run: ob
     smaller = run_mock(load_spec(data), STACK, first_run.state, now=FIXED_NOW)
     steps = {(c.op, c.type): c for c in smaller.changes}
     assert ("delete", "gcp:lustre/instance:Instance") in steps
-    assert steps[("update", "gcp:compute/instanceGroupManager:InstanceGroupManager")].keys == ("targetSize",)
+    # The template is replaced (its metadata changed), so the group is updated to the new template's id as well.
+    mig = steps[("update", "gcp:compute/instanceGroupManager:InstanceGroupManager")]
+    assert mig.keys == ("targetSize", "versions[0].instanceTemplate")
+    assert ("replace", "gcp:compute/regionInstanceTemplate:RegionInstanceTemplate") in steps
     back = run_mock(stack_spec(STACK), STACK, smaller.state, now=FIXED_NOW)
     assert ("create", "gcp:lustre/instance:Instance") in {(c.op, c.type) for c in back.changes}
     assert {r.key for r in back.state.resources} == {r.key for r in first_run.state.resources}

@@ -139,6 +139,13 @@ class Adapter(ABC, Generic[P]):
     #: What the cloud's tag sweeper sweeps (``"region"``, ``"subscription"``) when the state is gone, declared by
     #: every cloud: ``sweep(target, delete, client)`` in ``clouds/<cloud>/sweeper.py``; ``None``: it has none.
     sweeper: ClassVar[str | None] = None
+    #: Whether the cluster's subnets are pinned to its zone (so a try in another zone needs a new network, and
+    #: a subnet replaced in place would collide with its own CIDR); ``False``: they span the region's zones.
+    network_zonal: ClassVar[bool] = False
+    #: The node-group resource whose own error list holds a stock-out its create does not report (an instant
+    #: EC2 Fleet, a GCP managed instance group), read by ``group_errors(plan, resources, session)`` in
+    #: ``clouds/<cloud>/stockout.py``; ``None``: the cloud's creates carry their stock codes.
+    listed_errors_of: ClassVar[str | None] = None
     #: The Slurm controller's default machine type when ``components.build`` creates one (``scheduler: slurm``),
     #: else ``None``; the seam a cloud plugs into: its build renders the controller and node files with
     #: :mod:`provision.planning.slurm`, and the plan prices the controller from the catalog's ``cpu_instances``.
@@ -155,6 +162,19 @@ class Adapter(ABC, Generic[P]):
             return []
         module = importlib.import_module(f"provision.clouds.{self.cloud}.preflight")
         return module.preflight(plan, session)  # type: ignore[no-any-return]
+
+    def group_errors(self, plan: ClusterPlan, resources: list[dict[str, Any]], session: Any = None) -> list[str]:
+        """The error codes the node group of a failed ``up`` lists about itself (``[]``: none, or nothing to ask).
+
+        ``resources`` are the stack's (``type``, ``name``, ``id``) after the failure; ``session`` is what the
+        cloud's call asks (a client factory or account; the mocked cloud passes its own), ``None``: the real
+        account. Imports ``clouds/<cloud>/stockout.py`` only when called.
+        """
+        if self.listed_errors_of is None:
+            return []
+        module = importlib.import_module(f"provision.clouds.{self.cloud}.stockout")
+        ids = [str(r.get("id") or "") for r in resources if r.get("type") == self.listed_errors_of]
+        return module.group_errors(plan, [i for i in ids if i], session)  # type: ignore[no-any-return]
 
     def sweep(self, target: str, delete: bool, client: Any = None) -> list[dict[str, Any]]:
         """Expired clusters found by their tags in ``target`` (deleted with ``delete``), one report row each.

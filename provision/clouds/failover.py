@@ -1,8 +1,10 @@
 """Failover on capacity errors: the spec's alternatives, each planned before anything exists.
 
 A spec may list ``failover`` options (other zones, regions, instance types or capacity types).
-``up`` tries the spec first; when the cloud answers that it has no stock, what that try created is
-removed and the next option is tried. Quota and permission errors are not retried: another zone
+``up`` tries the spec first; when the cloud answers that it has no stock, the next option is tried: in
+the same region on the same stack, so the network and a filesystem still valid there are kept and only what
+the option changes is replaced (:func:`keeps_network`); in another region after what the try created is
+removed. Quota and permission errors are not retried: another zone
 does not raise a quota, so they fail at once with the quota named.
 
 Try 0 is the spec as written; try ``i`` (1-based) is the spec with ``failover[i-1]``'s fields in
@@ -22,6 +24,7 @@ from provision.spec.errors import BudgetError, CapacityError, Problem, Provision
 if TYPE_CHECKING:
     from provision.planning.plan import ClusterPlan
     from provision.spec import ClusterSpec
+    from provision.spec.models import FailoverOption
 
 #: The stack config key that records which try holds the cluster (0: the spec as written).
 CONFIG_KEY = "provision:failover"
@@ -71,53 +74,119 @@ def capacity_error(text: str, message: str) -> CapacityError | None:
     return None
 
 
-def alternative(spec: ClusterSpec, index: int) -> ClusterSpec:
-    """Try ``index`` of ``spec``: 0 is the spec itself, ``i`` applies ``failover[i-1]``.
+def listed_capacity_error(
+    plan: ClusterPlan, resources: list[dict[str, Any]], message: str, detail: str, session: Any = None
+) -> CapacityError | None:
+    """The stock or quota error a failed ``up``'s node group lists about itself, when its create said no code.
+
+    An instant EC2 Fleet and a GCP managed instance group report a stock-out only in their own error lists
+    (``Adapter.group_errors``: DescribeFleets ``Errors``, ``instanceGroupManagers.listErrors``), so the failure
+    reads as a plain cloud error until they are asked. ``resources`` are the stack's after the failure;
+    ``detail`` is the failure's own text, kept in the message. ``None``: nothing listed a stock or quota code.
+    """
+    from provision.clouds.base import get_adapter
+
+    listed = get_adapter(plan.cloud).group_errors(plan, resources, session)
+    found = capacity_error("\n".join(listed), message)
+    if found is not None:
+        found.message = f"{found.message}; the node group lists: {'; '.join(listed)[:600]}.\n{detail}"
+        found.args = (found.render(),)
+    return found
+
+
+def options(spec: ClusterSpec) -> tuple[FailoverOption, ...]:
+    """The spec's failover options: its list, or for ``failover: auto`` the tries the catalog's offers give
+    (:func:`provision.clouds.failover_auto.auto_tries`; pass the result on as ``opts`` to plan it only once)."""
+    if spec.failover == "auto":
+        from provision.clouds.failover_auto import auto_tries
+
+        return auto_tries(spec).options
+    return spec.failover
+
+
+def apply_option(spec: ClusterSpec, option: dict[str, Any]) -> ClusterSpec:
+    """``spec`` with ``option``'s fields in place of its own and no failover (a new region drops the zone).
 
     Raises:
-        SpecError: the option makes an invalid spec (paths under ``failover[i-1]``).
-        IndexError: no such option.
+        SpecError: the option makes an invalid spec (paths as in the spec).
     """
     from provision.spec import load_spec
 
-    if index == 0:
-        return spec
-    if not 0 < index <= len(spec.failover):
-        raise IndexError(index)
-    option = spec.failover[index - 1].model_dump(mode="json", exclude_none=True)
     data = spec.model_dump(mode="json", exclude_none=True)
     data.pop("failover", None)
     if "region" in option and option["region"] != data["region"] and "zone" not in option:
         data.pop("zone", None)
     data.update(copy.deepcopy(option))
+    return load_spec(data)
+
+
+def alternative(spec: ClusterSpec, index: int, opts: tuple[FailoverOption, ...] | None = None) -> ClusterSpec:
+    """Try ``index`` of ``spec``: 0 is the spec itself, ``i`` applies ``failover[i-1]`` (of ``opts`` when given).
+
+    Raises:
+        SpecError: the option makes an invalid spec (paths under ``failover[i-1]``).
+        IndexError: no such option.
+    """
+    if index == 0:
+        return spec
+    opts = options(spec) if opts is None else opts
+    if not 0 < index <= len(opts):
+        raise IndexError(index)
     try:
-        return load_spec(data)
+        return apply_option(spec, opts[index - 1].model_dump(mode="json", exclude_none=True))
     except SpecError as e:
         raise SpecError(problems=[_under(index, p) for p in e.problems]) from None
 
 
-def tries(spec: ClusterSpec) -> int:
+def tries(spec: ClusterSpec, opts: tuple[FailoverOption, ...] | None = None) -> int:
     """How many tries the spec allows (1 + its failover options)."""
-    return 1 + len(spec.failover)
+    return 1 + len(options(spec) if opts is None else opts)
+
+
+def keeps_network(tried: ClusterPlan, following: ClusterPlan) -> bool:
+    """Whether the try after a stock-out can reuse what ``tried`` created (its network, its filesystem).
+
+    In the same cloud and region the next try's ``up`` runs on the same stack: resources whose inputs the new
+    try leaves alone stay (the VPC, the NAT, a regional filesystem; a zonal one when the zone stays), and the
+    diff replaces the rest by the provider's own force-new rules (a subnet or filesystem pinned to the old
+    zone). Another region shares nothing, and on clouds whose subnets belong to one zone
+    (``Adapter.network_zonal``) neither does another zone: those tries start from an empty stack.
+    """
+    from provision.clouds.base import get_adapter
+
+    if tried.cloud != following.cloud or tried.region != following.region:
+        return False
+    return tried.zone == following.zone or not get_adapter(tried.cloud).network_zonal
 
 
 def _under(index: int, p: Problem) -> Problem:
     return Problem(f"failover[{index - 1}].{p.path}" if p.path else f"failover[{index - 1}]", p.value, p.rule, p.fix)
 
 
-def plan_all(spec: ClusterSpec, plan: Callable[[ClusterSpec], ClusterPlan]) -> list[ClusterPlan]:
+def plan_all(
+    spec: ClusterSpec, plan: Callable[[ClusterSpec], ClusterPlan], opts: tuple[FailoverOption, ...] | None = None
+) -> list[ClusterPlan]:
     """Plan every try with ``plan``; all problems of all tries at once, before anything exists.
+
+    With ``failover: auto`` the first plan's warnings name the derived tries, and those left out with why.
 
     Raises:
         SpecError: some try is infeasible (its problems carry ``failover[i]`` paths).
         BudgetError: no spec problem, but some try breaks the cost cap.
     """
+    explained: tuple[str, ...] = ()
+    if opts is None and spec.failover == "auto":
+        from provision.clouds.failover_auto import auto_tries
+
+        derived = auto_tries(spec)
+        opts, explained = derived.options, derived.explanation()
+    opts = options(spec) if opts is None else opts
     plans: list[ClusterPlan] = []
     spec_problems: list[Problem] = []
     budget_problems: list[Problem] = []
-    for i in range(tries(spec)):
+    for i in range(tries(spec, opts)):
         try:
-            plans.append(plan(alternative(spec, i)))
+            plans.append(plan(alternative(spec, i, opts)))
         except SpecError as e:
             spec_problems.extend(e.problems if i == 0 else [_under(i, p) for p in e.problems])
         except BudgetError as e:
@@ -126,25 +195,30 @@ def plan_all(spec: ClusterSpec, plan: Callable[[ClusterSpec], ClusterPlan]) -> l
         raise SpecError(problems=spec_problems)
     if budget_problems:
         raise BudgetError("a failover option breaks the cost policy", budget_problems)
+    if explained:
+        plans[0] = plans[0].model_copy(update={"warnings": (*plans[0].warnings, *explained)})
     return plans
 
 
-def deployed_try(spec: ClusterSpec, deployed: dict[str, Any] | None) -> int | None:
+def deployed_try(
+    spec: ClusterSpec, deployed: dict[str, Any] | None, opts: tuple[FailoverOption, ...] | None = None
+) -> int | None:
     """Which try a deployed spec (as dumped to JSON) is, or ``None`` when it is none of them."""
     if deployed is None:
         return None
-    for i in range(tries(spec)):
+    opts = options(spec) if opts is None else opts
+    for i in range(tries(spec, opts)):
         try:
-            if alternative(spec, i).model_dump(mode="json", exclude_none=True) == deployed:
+            if alternative(spec, i, opts).model_dump(mode="json", exclude_none=True) == deployed:
                 return i
         except ProvisionError:
             continue
     return None
 
 
-def describe(spec: ClusterSpec, index: int) -> str:
+def describe(spec: ClusterSpec, index: int, opts: tuple[FailoverOption, ...] | None = None) -> str:
     """A short label of a try: ``us-east-1a on-demand p5.48xlarge``."""
-    s = alternative(spec, index)
+    s = alternative(spec, index, opts)
     parts = [s.zone or s.region, s.capacity.type]
     if s.instance_type:
         parts.append(s.instance_type)

@@ -62,7 +62,9 @@ class CloudFaultError(Exception):
         self.code = code
         #: Resources registered before the failure (set by ``run_program``).
         self.partial: list[Registered] = []
-        super().__init__(f"{code}: {message}")
+        #: The node groups' error lists at the failure (``MockContext.listed_errors``; set by ``run_program``).
+        self.listed: dict[str, list[dict[str, Any]]] = {}
+        super().__init__(f"{code}: {message}" if code else message)
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,17 @@ class Fault:
     type_token: str | None = None
     where: str | None = None
     message: str = "injected fault"
+    #: How the cloud reports the fault. ``"error"`` (the default): the resource's create fails with ``code``
+    #: in its message. ``"listed"``: the way a node group really reports a stock-out, where the create carries
+    #: no code and the code is only in the group's own error list, which ``up`` then reads: an instant EC2
+    #: Fleet is created with fewer instances than asked and lists the misses in DescribeFleets ``Errors``; a
+    #: GCP managed instance group never becomes stable, its create waits out its timeout, and
+    #: ``instanceGroupManagers.listErrors`` holds the stock-out (each cloud's ``mocks.listed_fault``).
+    reported: str = "error"
+
+    def __post_init__(self) -> None:
+        if self.reported not in ("error", "listed"):
+            raise ValueError(f"Fault.reported is {self.reported!r}; use 'error' or 'listed'")
 
     def hits(self, index: int, type_token: str, inputs: Any = None, placement: tuple[str, ...] = ()) -> bool:
         selected = (self.index is not None and self.index == index) or (
@@ -141,6 +154,9 @@ class MockContext:
     cache: dict[str, Any] = field(default_factory=dict)
     #: The time the program runs at (rules on release times compare with it); ``None``: the wall clock.
     now: Any = None
+    #: What the mocked cloud lists as a node group's errors (``Fault(reported="listed")``), by resource id, in
+    #: the cloud's own response shape (DescribeFleets ``Errors[]``, ``listErrors`` ``items[]``).
+    listed_errors: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def ancestors(self, urn: str, direct: tuple[str, ...] | None = None) -> set[str]:
         """Every URN ``urn`` depends on, directly or through registered resources.
@@ -356,8 +372,12 @@ class CloudMocks(pulumi.runtime.Mocks):
 
     def _new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         index = len(self.ctx.ledger)
+        listed: Fault | None = None
         for fault in self.faults:
             if fault.hits(index, args.typ, args.inputs, self.placement):
+                if fault.reported == "listed":
+                    listed = listed or fault
+                    continue
                 raise CloudFaultError(fault.code, f"{fault.message} ({args.typ} {args.name})")
         request: _Request | None = getattr(self._slot, "request", None)
         urn, deps = (request.urn, request.dependencies) if request else ("", ())
@@ -382,6 +402,18 @@ class CloudMocks(pulumi.runtime.Mocks):
             rid, outputs = module.resource(args, self.ctx)
         else:
             rid, outputs = (f"{args.name}-id" if args.custom else None), dict(args.inputs)
+        failure: CloudFaultError | None = None
+        if listed is not None:
+            hook = getattr(module, "listed_fault", None) if module is not None else None
+            answer = hook(args.typ, rid or "", dict(outputs), listed, self.ctx) if hook is not None else None
+            if answer is None:
+                raise CloudFaultError(
+                    "InvalidFault",
+                    f"Fault(reported='listed') hit {args.typ} {args.name}, which keeps no error list in the mocked "
+                    "cloud: use it on a node group (aws:ec2/fleet:Fleet, "
+                    "gcp:compute/instanceGroupManager:InstanceGroupManager) or use reported='error'",
+                )
+            outputs, failure = answer
         self.ctx.ledger.append(
             Registered(
                 args.typ,
@@ -396,6 +428,8 @@ class CloudMocks(pulumi.runtime.Mocks):
                 request.delete_before_replace if request else False,
             )
         )
+        if failure is not None:  # created (it is in the state), yet its create failed, as the provider reports it
+            raise failure
         return rid, outputs
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:  # type: ignore[override]  # a dict is a valid answer
@@ -408,6 +442,12 @@ class CloudMocks(pulumi.runtime.Mocks):
                 f"provision/clouds/<cloud>/mocks.py INVOKES"
             )
         return handler(args, self.ctx)  # type: ignore[no-any-return]
+
+
+def listed_session(cloud: str, listed: dict[str, list[dict[str, Any]]]) -> Any:
+    """What ``Adapter.group_errors`` asks, answered from the mocked cloud's error lists (``reported="listed"``)."""
+    module = importlib.import_module(f"provision.clouds.{cloud}.mocks")
+    return module.ListedErrors(listed)
 
 
 def strict_check(type_token: str, inputs: dict[str, Any], name: str = "resource") -> list[Violation]:

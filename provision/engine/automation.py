@@ -451,6 +451,18 @@ def stack_resources(stack: auto.Stack) -> list[dict[str, Any]]:
     return found
 
 
+def node_urns(stack: auto.Stack) -> list[str]:
+    """The URNs of the stack's GPU node groups (:func:`provision.clouds.replacement.is_node_type`)."""
+    from provision.clouds.replacement import is_node_type
+
+    deployment = stack.export_stack().deployment or {}
+    return [
+        str(r["urn"])
+        for r in deployment.get("resources") or []
+        if r.get("urn") and is_node_type(str(r.get("type", "")))
+    ]
+
+
 # ---------------------------------------------------------------------- running operations
 
 

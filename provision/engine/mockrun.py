@@ -187,7 +187,16 @@ def run_program(
             mocks.settle()
             first = mocks.first_fault or e
             first.partial = list(mocks.ledger)
+            first.listed = dict(mocks.ctx.listed_errors)
             raise first from None
+        except pulumi.RunError as e:
+            # The program itself failed (e.g. a read-back that finds fewer nodes than asked): a real `up` stops
+            # the same way and keeps what was created. It carries no cloud code.
+            mocks.settle()
+            failed = CloudFaultError("", str(e))
+            failed.partial = list(mocks.ledger)
+            failed.listed = dict(mocks.ctx.listed_errors)
+            raise failed from None
     if mocks.violations:
         error = StrictViolationError(mocks.violations)
         error.partial = list(mocks.ledger)

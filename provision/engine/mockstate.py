@@ -293,27 +293,57 @@ def input_diff(old: Any, new: Any, prefix: str = "") -> list[str]:
     return [] if old == new else [prefix or "(value)"]
 
 
-def diff_resources(old: list[MockResource], new: list[MockResource]) -> list[ResourceChange]:
+def _paths_referring(value: Any, ids: set[str], prefix: str = "") -> list[str]:
+    """Dotted paths (as :func:`input_diff` writes them) of the leaves of ``value`` that hold one of ``ids``."""
+    if not ids:
+        return []
+    if isinstance(value, dict):
+        return [
+            p
+            for k in sorted(value, key=str)
+            for p in _paths_referring(value[k], ids, f"{prefix}.{k}" if prefix else str(k))
+        ]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _paths_referring(v, ids, f"{prefix}[{i}]")]
+    text = str(value) if isinstance(value, str) else ""
+    return [prefix or "(value)"] if text and any(i in text for i in ids) else []
+
+
+#: The key of a step replaced because ``up`` was asked to (``pulumi up --replace``), not for a changed input.
+FORCED = "(replace requested)"
+
+
+def diff_resources(
+    old: list[MockResource], new: list[MockResource], replace: frozenset[tuple[str, str]] = frozenset()
+) -> list[ResourceChange]:
     """Engine-style steps from ``old`` to ``new``: create / update / replace (changed keys) / same, then deletes.
 
     A change is a ``replace`` when a changed input is under the resource's ``replace_on_changes`` or is one
     its provider can only change by replacing it (:mod:`provision.clouds.replacement`); its keys are then
-    the inputs that force it.
+    the inputs that force it. Resources keyed in ``replace`` are replaced whatever changed (``--replace``).
     """
     from provision.clouds.replacement import replacing_keys
 
     before = {r.key: r for r in old}
     after = {r.key for r in new}
     steps = []
+    # The mocked ids follow the logical names, so a replaced resource keeps its id here; a real replacement gets a
+    # new id, which changes every input that refers to it (dependents register later, so one pass sees them).
+    replaced: set[str] = set()
     for r in new:
         prev = before.get(r.key)
         if prev is None:
             steps.append(ResourceChange("create", r.type, r.name))
         else:
             keys = input_diff(prev.inputs, r.inputs)
+            keys += [k for k in _paths_referring(r.inputs, replaced) if k not in keys]
             forcing = replacing_keys(r.type, keys, r.replace_on_changes) if keys else ()
+            if r.key in replace:
+                forcing = (*forcing, FORCED)
             if forcing:
                 steps.append(ResourceChange("replace", r.type, r.name, forcing))
+                if r.id:
+                    replaced.add(r.id)
             else:
                 steps.append(ResourceChange("update" if keys else "same", r.type, r.name, tuple(keys)))
     # Deletes run after creates and updates, in reverse registration order (dependents first).
@@ -328,9 +358,13 @@ class MockRunFailedError(CloudError):
     resources registered so far plus the earlier ones not reached, and ``down`` removes them.
     """
 
-    def __init__(self, message: str, code: str, state: MockState) -> None:
+    def __init__(
+        self, message: str, code: str, state: MockState, listed: dict[str, list[dict[str, Any]]] | None = None
+    ) -> None:
         super().__init__(message, code=code)
         self.state = state
+        #: What the mocked cloud's node groups list as their errors (``Fault(reported="listed")``), by id.
+        self.listed = dict(listed or {})
 
 
 def run_mock(
@@ -339,8 +373,11 @@ def run_mock(
     previous: MockState | None,
     now: datetime | None = None,
     faults: tuple[Any, ...] | list[Any] = (),
+    replace: frozenset[tuple[str, str]] = frozenset(),
 ) -> MockPlan:
     """Run the program for ``spec`` under the mocked cloud and diff it against ``previous``.
+
+    ``replace``: resources (type, name) to replace even when unchanged, as ``pulumi up --replace`` does.
 
     The creation time is ``previous.created_at`` when there is one, else ``now``, so an
     unchanged spec yields the same graph (expiry tags included) and no steps.
@@ -384,9 +421,9 @@ def run_mock(
         partial = state_of(e.partial, {})
         reached = {r.key for r in partial.resources}
         partial.resources += [r for r in (previous.resources if previous else []) if r.key not in reached]
-        raise MockRunFailedError(f"up of {stack!r} failed: {e}", e.code, partial) from None
+        raise MockRunFailedError(f"up of {stack!r} failed: {e}", e.code, partial, e.listed) from None
     state = state_of(run.resources, run.outputs)
-    return MockPlan(state, diff_resources(previous.resources if previous else [], state.resources))
+    return MockPlan(state, diff_resources(previous.resources if previous else [], state.resources, replace))
 
 
 def destroy_steps(state: MockState | None) -> list[ResourceChange]:

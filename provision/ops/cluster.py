@@ -92,6 +92,8 @@ class Cluster(NodeAccess, MockOperations):
         self._planned: int | None = None
         self._plans: dict[tuple[int, datetime | None], ClusterPlan] = {}
         self._try = 0  # which failover try (0: the spec as written) the cluster is on
+        self._options: tuple[Any, ...] | None = None  # the failover options (derived once for `auto`)
+        self._fresh_nodes = False  # the next up follows a try without stock in the same region: replace its nodes
 
     @classmethod
     def from_spec(cls, spec: ClusterSpec | Mapping[str, Any], **kwargs: Any) -> Cluster:
@@ -131,7 +133,15 @@ class Cluster(NodeAccess, MockOperations):
         """The spec of the try the cluster is on: the spec as written, or one of its failover options."""
         from provision.clouds import failover
 
-        return failover.alternative(self.spec, self._try)
+        return failover.alternative(self.spec, self._try, self._failover_options())
+
+    def _failover_options(self) -> tuple[Any, ...]:
+        """The spec's failover options, derived once per ``Cluster`` for ``failover: auto``."""
+        from provision.clouds import failover
+
+        if self._options is None:
+            self._options = failover.options(self.spec)
+        return self._options
 
     def _use_try(self, index: int) -> None:
         self._try = index
@@ -144,7 +154,7 @@ class Cluster(NodeAccess, MockOperations):
             return None
         if self.mock:
             state = self._store().load(self.stack)
-            return failover.deployed_try(self.spec, state.spec if state else None)
+            return failover.deployed_try(self.spec, state.spec if state else None, self._failover_options())
         from provision.engine import automation
 
         stack = self._open(create=False)
@@ -154,7 +164,7 @@ class Cluster(NodeAccess, MockOperations):
             failover.CONFIG_KEY
         )
         ok = raw and str(raw).isascii() and str(raw).isdigit()
-        return int(raw) if ok and int(raw) < failover.tries(self.spec) else None
+        return int(raw) if ok and int(raw) < failover.tries(self.spec, self._failover_options()) else None
 
     def _print(self, line: str) -> None:
         if self.display != "none":
@@ -219,8 +229,9 @@ class Cluster(NodeAccess, MockOperations):
         # spec``): its plan is shared with :meth:`plan` both ways, so it is computed once.
         created = self._known_created_at()
         known = self._plans.get((0, created))
+        opts = self._failover_options()
         plans = failover.plan_all(
-            self.spec, lambda s: known if known is not None and s is self.spec else self._plan_spec(s, created)
+            self.spec, lambda s: known if known is not None and s is self.spec else self._plan_spec(s, created), opts
         )
         self._plans.setdefault((0, created), plans[0])
         deployed = self._deployed_try()
@@ -230,7 +241,7 @@ class Cluster(NodeAccess, MockOperations):
             return None
         from provision.engine.preflight import PreflightError
 
-        last = failover.tries(self.spec) - 1
+        last = failover.tries(self.spec, opts) - 1
         failed: list[str] = []
         refused: list[Problem] = []
         for i in range(start, last + 1):
@@ -239,7 +250,7 @@ class Cluster(NodeAccess, MockOperations):
                 return self._up_once()
             except PreflightError as e:
                 # The account said no before anything existed: the next try costs nothing to attempt.
-                named = [replace(p, rule=f"{failover.describe(self.spec, i)}: {p.rule}") for p in e.problems]
+                named = [replace(p, rule=f"{failover.describe(self.spec, i, opts)}: {p.rule}") for p in e.problems]
                 if i == last:
                     if not refused and not failed:
                         raise
@@ -249,11 +260,11 @@ class Cluster(NodeAccess, MockOperations):
                         [*refused, *named],
                     ) from None
                 refused += named
-                self._print(f"{failover.describe(self.spec, i)} does not fit the account; trying the next")
+                self._print(f"{failover.describe(self.spec, i, opts)} does not fit the account; trying the next")
             except QuotaError:
                 raise
             except CapacityError as e:
-                failed.append(f"{failover.describe(self.spec, i)}: {e.code or 'no capacity'}")
+                failed.append(f"{failover.describe(self.spec, i, opts)}: {e.code or 'no capacity'}")
                 if i == last:
                     if len(failed) == 1:
                         raise
@@ -262,14 +273,30 @@ class Cluster(NodeAccess, MockOperations):
                         "remains: call down() (or `provision down`) to remove it, or add failover options",
                         code=e.code,
                     ) from None
-                self._print(f"{failover.describe(self.spec, i)} has no capacity ({e.code}); removing what it created")
+                if failover.keeps_network(plans[i], plans[i + 1]):
+                    # Same cloud and region: the next try's `up` keeps what stays valid (the network, a regional or
+                    # same-zone filesystem) and replaces or removes only what differs, as its diff says.
+                    self._print(
+                        f"{failover.describe(self.spec, i, opts)} has no capacity ({e.code}); trying "
+                        f"{failover.describe(self.spec, i + 1, opts)} in the same region, keeping what it can"
+                    )
+                    # The failed node group stays in the state (an empty instant fleet, a MIG that never became
+                    # stable) and its inputs may not change with the try: the next up replaces it, always.
+                    self._fresh_nodes = True
+                    continue
+                self._print(
+                    f"{failover.describe(self.spec, i, opts)} has no capacity ({e.code}); removing what it created"
+                )
                 self.down()
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _up_once(self) -> OperationResult:
         """``up`` of the current try (``self._try``), no questions asked, under the stack's lock."""
-        with self._lock("up"):
-            return self._up_once_locked()
+        try:
+            with self._lock("up"):
+                return self._up_once_locked()
+        finally:
+            self._fresh_nodes = False
 
     def _up_once_locked(self) -> OperationResult:
         plan = self.plan()
@@ -294,16 +321,40 @@ class Cluster(NodeAccess, MockOperations):
         tags = self.plan().tags
         automation.run_operation("stack tag set", self.stack, lambda: automation.set_stack_tags(stack, tags))
         program = self._program(created_at)
+        replace = automation.node_urns(stack) if self._fresh_nodes else []
         with self._progress("up") as p:
-            res = automation.run_operation(
-                "up", self.stack, lambda: stack.up(program=program, on_event=p.on_event, color="never"), p
-            )
+            try:
+                res = automation.run_operation(
+                    "up",
+                    self.stack,
+                    lambda: stack.up(program=program, on_event=p.on_event, color="never", replace=replace or None),
+                    p,
+                )
+            except CloudError as e:
+                listed = self._listed_capacity(plan, stack, e)
+                if listed is not None:
+                    raise listed from e
+                raise
             self._outputs = {k: v.value for k, v in res.outputs.items()}
             result = p.result(self._outputs)
             result.warnings += [skipped] if skipped else []
             p.finish(result)
         self._state = "up"
         return result
+
+    def _listed_capacity(self, plan: ClusterPlan, stack: auto.Stack, e: CloudError) -> CapacityError | None:
+        """A failure without a stock code whose node group lists one (an instant EC2 Fleet, a GCP MIG), else None.
+
+        Asking must never hide the failure itself: when the state or the cloud cannot be read, ``None``.
+        """
+        from provision.clouds.failover import listed_capacity_error
+        from provision.engine import automation
+
+        try:
+            resources = automation.stack_resources(stack)
+            return listed_capacity_error(plan, resources, f"up of {self.stack!r} failed", e.message)
+        except Exception:  # noqa: BLE001 - no SDK, no credentials, an API error: keep the original failure
+            return None
 
     def down(self, yes: bool = True) -> OperationResult | None:
         """Delete every resource of the cluster. Safe to repeat; a missing stack is "nothing to do".

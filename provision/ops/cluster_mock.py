@@ -18,6 +18,8 @@ class MockOperations:
     _faults: tuple[Fault, ...]
     _outputs: dict[str, Any] | None
     _state: str
+    #: The next ``up`` follows a try without stock on the same stack: it replaces that try's node group.
+    _fresh_nodes: bool
 
     if TYPE_CHECKING:  # provided by Cluster and NodeAccess; declared for the type checker only
 
@@ -57,6 +59,7 @@ class MockOperations:
 
     def _mock_up(self, apply: bool) -> OperationResult:
         from provision.clouds.failover import capacity_error
+        from provision.clouds.replacement import is_node_type
         from provision.engine.mockstate import MockRunFailedError, run_mock
         from provision.ops.volumes import attached_program_spec
 
@@ -66,12 +69,21 @@ class MockOperations:
 
         def run() -> tuple[list[Any], dict[str, Any]]:
             store = self._store()
+            previous = store.load(self.stack)
+            replace = frozenset(
+                r.key for r in (previous.resources if previous and self._fresh_nodes else []) if is_node_type(r.type)
+            )
             try:
-                planned = run_mock(program_spec, self.stack, store.load(self.stack), faults=self._faults)
+                if replace:
+                    planned = run_mock(program_spec, self.stack, previous, faults=self._faults, replace=replace)
+                else:  # the call shape callers that wrap run_mock know
+                    planned = run_mock(program_spec, self.stack, previous, faults=self._faults)
             except MockRunFailedError as e:
                 if apply:  # like Pulumi, keep what was created before the failure; `down` removes it
                     store.save(e.state)
                 capacity = capacity_error(e.code, e.message)
+                if capacity is None and e.listed:  # a node group that lists its stock-out instead of failing with it
+                    capacity = self._mock_listed_capacity(e)
                 if capacity is not None:
                     raise capacity from None
                 raise
@@ -85,6 +97,16 @@ class MockOperations:
         if apply:
             self._outputs, self._state = dict(result.outputs), "up"
         return result
+
+    def _mock_listed_capacity(self, e: Any) -> Any:
+        """As a real ``up`` asks the cloud: the failed node group's own error list, here the mocked cloud's."""
+        from provision.clouds.failover import listed_capacity_error
+        from provision.clouds.mocking import listed_session
+
+        plan = self.plan()
+        resources = [{"type": r.type, "name": r.name, "id": r.id} for r in e.state.resources]
+        session = listed_session(plan.cloud, e.listed)
+        return listed_capacity_error(plan, resources, f"up of {self.stack!r} failed", e.message, session)
 
     def _mock_down(self) -> OperationResult:
         from provision.engine.mockstate import destroy_steps

@@ -205,6 +205,15 @@ NCCL_TESTS_BIN = f"{LIB}/bin"
 #: The nccl-tests tag built when neither the image nor the spec names one (AWS pins the same tag in
 #: aws-samples/awsome-distributed-training micro-benchmarks/nccl-tests/nccl-tests.Dockerfile, NCCL_TESTS_VERSION).
 NCCL_TESTS_DEFAULT = "2.17.9"
+#: NVIDIA's source archive of an nccl-tests tag (the URL form Spack's nccl-tests package fetches and pins by SHA-256).
+NCCL_TESTS_ARCHIVE = "https://github.com/NVIDIA/nccl-tests/archive/v{version}.tar.gz"
+
+
+def nccl_tests_urls(versions: dict[str, str], version: str) -> list[str]:
+    """Where the ``nccl-tests`` step fetches the source tarball, in order: ``image.versions.nccl_tests_url`` (an
+    in-region copy) when set, then NVIDIA's archive of the tag."""
+    first = versions.get("nccl_tests_url")
+    return [*([first] if first else []), NCCL_TESTS_ARCHIVE.format(version=version)]
 
 
 def nccl_tests_expectation(plan: ClusterPlan) -> dict[str, Any] | None:
@@ -225,10 +234,13 @@ def nccl_tests_expectation(plan: ClusterPlan) -> dict[str, Any] | None:
     if v.get("nccl_tests_path"):
         out.update(source="image", image_path=v["nccl_tests_path"], lib=v.get("nccl_tests_lib") or "")
     else:
+        version = v.get("nccl_tests") or NCCL_TESTS_DEFAULT
         out.update(
             source="build",
-            version=v.get("nccl_tests") or NCCL_TESTS_DEFAULT,
+            version=version,
             cuda_toolkit=v.get("cuda_toolkit_package") or "",
+            urls=nccl_tests_urls(dict(v), version),
+            sha256=v.get("nccl_tests_sha256") or "",
         )
     return out
 
@@ -243,6 +255,10 @@ def nccl_tests_values(values: Values, expect: dict[str, Any]) -> Values:
             values.add("NCCL_TESTS_LIB", expect["lib"], "paths", "image.versions.nccl_tests_lib")
     else:
         values.add("NCCL_TESTS_VERSION", expect["version"], "version", "image.versions.nccl_tests")
+        for i, url in enumerate(expect["urls"]):
+            values.add(f"NCCL_TESTS_URL_{i}", url, "url", "image.versions.nccl_tests_url")
+        if expect["sha256"]:
+            values.add("NCCL_TESTS_SHA256", expect["sha256"], "digest", "image.versions.nccl_tests_sha256")
         if expect["cuda_toolkit"]:
             values.add("CUDA_TOOLKIT_PACKAGE", expect["cuda_toolkit"], "package", "image.versions.cuda_toolkit_package")
     return values

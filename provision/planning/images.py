@@ -124,6 +124,10 @@ VERSION_KINDS: dict[str, str] = {
     "mpirun_path": "glob-path",
     "nccl_tests_lib": "paths",
     "cuda_toolkit_package": "package",
+    # The nccl-tests source tarball: its SHA-256, and a copy to fetch first (an in-region mirror, e.g. an OSS
+    # object on the region's internal endpoint) before NVIDIA's GitHub archive.
+    "nccl_tests_sha256": "digest",
+    "nccl_tests_url": "url",
 }
 _KEY = re.compile(r"[a-z][a-z0-9_]{0,39}")
 #: What a good value of each kind looks like (shown in the fix).
@@ -134,6 +138,7 @@ _EXAMPLES = {
     "digest": "the 64 lower-case hex digits of a SHA-256",
     "paths": "absolute paths separated by spaces",
     "glob-path": "an absolute path, * allowed, such as /opt/hpcx-*/ompi/bin/mpirun",
+    "url": "an http(s) URL such as https://my-bucket.oss-cn-hangzhou-internal.aliyuncs.com/nccl-tests-2.17.6.tar.gz",
 }
 
 

@@ -471,11 +471,11 @@ class ClusterSpec(_Model):
     )
     tags: dict[TagKey, TagValue] = Field(default_factory=dict, description="Extra tags/labels on every resource.")
     owner: str | None = Field(default=None, description="Owner recorded in tags; defaults to the local user name.")
-    failover: tuple[FailoverOption, ...] = Field(
+    failover: Annotated[tuple[FailoverOption, ...], Field(max_length=10)] | Literal["auto"] = Field(
         default=(),
-        max_length=10,
-        description="On a capacity error (no stock), `up` removes what the try created and tries these in order: "
-        "other zones, regions, instance types or capacity types. Quota and permission errors fail at once.",
+        description="On a capacity error (no stock), `up` tries these in order: other zones, regions, instance "
+        "types or capacity types ('auto': derived from the catalog's offers, cheapest first; `provision plan` "
+        "lists them). Quota and permission errors fail at once.",
     )
     aws: AwsOptions | None = Field(default=None, description="AWS-only options.")
     gcp: GcpOptions | None = Field(default=None, description="GCP-only options.")

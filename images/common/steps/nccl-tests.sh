@@ -7,7 +7,10 @@
 #  - NCCL_TESTS_SOURCE=build: NVIDIA/nccl-tests at tag v$NCCL_TESTS_VERSION, built with MPI=1 against Ubuntu's
 #    Open MPI (nccl-tests README "make MPI=1 MPI_HOME=... CUDA_HOME=... NCCL_HOME=..."). It needs the CUDA toolkit
 #    (nvcc) and NCCL's headers on the image; without them the step fails and says so (the health check then names
-#    the node's nccl_tests check).
+#    the node's nccl_tests check). The source is the tag's tarball, fetched from NCCL_TESTS_URL_0, _1, ... in order
+#    (an in-region copy first, when the spec names one, then NVIDIA's GitHub archive: github.com is slow or
+#    unreachable from mainland-China regions) and, with NCCL_TESTS_SHA256, checked before it is unpacked; a copy
+#    with another digest is refused and the next source tried. No git is needed.
 # `mpirun` is a wrapper that passes Open MPI's --prefix (mpirun(1): "Prefix directory that will be used to set the
 # PATH and LD_LIBRARY_PATH on the remote node"), so the remote daemons start from non-login SSH sessions too, and
 # OPAL_PREFIX for a relocated installation outside /usr.
@@ -26,8 +29,24 @@ last_match() {
   [ -n "$found" ] && printf '%s\n' "$found"
 }
 
+# fetch_source DIR: the first source tarball that downloads (and matches NCCL_TESTS_SHA256), unpacked into DIR.
+fetch_source() {
+  local dir=$1 tarball="$R/var/tmp/provision-nccl-tests.tar.gz" i=0 name url
+  mkdir -p "$R/var/tmp"
+  while name="NCCL_TESTS_URL_$i" && url=${!name:-} && [ -n "$url" ]; do
+    i=$((i + 1))
+    # pv_fetch keeps the file only when it matches the pin; a copy with another digest is refused
+    pv_fetch "$url" "$tarball" "${NCCL_TESTS_SHA256:-}" || continue
+    mkdir -p "$dir" && tar -xzf "$tarball" -C "$dir" --strip-components=1 && rm -f "$tarball" && return 0
+    pv_log "nccl-tests source from $url did not unpack"
+  done
+  rm -f "$tarball"
+  pv_log "no nccl-tests source could be fetched (tried $i): set image.versions.nccl_tests_url to a copy the nodes reach"
+  return 1
+}
+
 if [ "${NCCL_TESTS_SOURCE:-}" = build ]; then
-  pv_apt install --no-install-recommends build-essential git openmpi-bin libopenmpi-dev || exit 1
+  pv_apt install --no-install-recommends build-essential curl openmpi-bin libopenmpi-dev || exit 1
   cuda_home=/usr/local/cuda
   if [ ! -x "$R$cuda_home/bin/nvcc" ] && [ -n "${CUDA_TOOLKIT_PACKAGE:-}" ] && command -v add-nvidia-repositories >/dev/null; then
     # Google's recipe on the Ubuntu accelerator images (cluster-toolkit a3ultra-vm.yaml): NVIDIA's repository through
@@ -51,8 +70,7 @@ if [ "${NCCL_TESTS_SOURCE:-}" = build ]; then
   src="/opt/provision/nccl-tests-$NCCL_TESTS_VERSION"
   if [ ! -x "$R$src/build/all_reduce_perf" ]; then
     rm -rf "$R$src"
-    pv_retry 3 15 git clone --quiet --depth 1 --branch "v$NCCL_TESTS_VERSION" \
-      https://github.com/NVIDIA/nccl-tests.git "$R$src" || exit 1
+    fetch_source "$R$src" || exit 1
     make -C "$R$src" -j"$(nproc)" MPI=1 MPI_HOME=/usr/lib/x86_64-linux-gnu/openmpi CUDA_HOME="$cuda_home" \
       NCCL_HOME="$nccl_home" >/dev/null || exit 1
   fi

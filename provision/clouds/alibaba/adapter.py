@@ -235,6 +235,41 @@ def decide(spec: ClusterSpec, res: Resolution) -> AlibabaPlan:
     )
 
 
+#: Regions outside mainland China, whose nodes reach github.com as anywhere else (Alibaba Cloud "Regions and zones").
+OUTSIDE_MAINLAND = ("cn-hongkong",)
+
+
+def nccl_tests_source_warning(spec: ClusterSpec, res: Resolution) -> list[str]:
+    """The fix when nodes in a mainland-China region would fetch the nccl-tests source from github.com.
+
+    Alibaba's own eRDMA benchmark runbook puts the nccl-tests source into its build context "to avoid ECS clones of
+    GitHub timing out" (AliyunContainerService/alibabacloud-erdma-controller docs/erdma-benchmark/README.md), and its
+    Compute Nest GPU solution lists GitHub direct links as unreachable from mainland China.
+    """
+    from provision.planning.bootstrap import nccl_tests_urls
+    from provision.planning.images import default_image
+
+    if not spec.region.startswith("cn-") or spec.region in OUTSIDE_MAINLAND or res.offer is None or not res.fabric:
+        return []
+    try:
+        versions = default_image(spec, res.offer, res.fabric).versions
+    except SpecError:
+        return []  # the missing image is reported as a problem
+    if versions.get("nccl_tests_path") or versions.get("nccl_tests_url"):
+        return []
+    version = versions.get("nccl_tests") or "?"
+    archive = nccl_tests_urls(versions, version)[-1]
+    pin = versions.get("nccl_tests_sha256")
+    return [
+        f"the nodes build nccl-tests from {archive}, which nodes in {spec.region} (mainland China) often cannot "
+        "reach: the nccl-tests step then fails, and `provision nccl-test` and `up --accept` cannot run. To fix: "
+        f"copy that file{f' (SHA-256 {pin})' if pin else ''} to an OSS bucket in {spec.region} and set "
+        f"image.versions.nccl_tests_url to its URL on the internal endpoint (https://BUCKET.oss-{spec.region}-"
+        "internal.aliyuncs.com/...); the nodes fetch it first"
+        + (" and check it against the pinned SHA-256." if pin else ".")
+    ]
+
+
 def cpfs_client_warning(size_gib: int, tier: str | None) -> str:
     """Why the nodes use plain NFS to CPFS, not the client Alibaba recommends, and what that path can give.
 
@@ -271,6 +306,8 @@ class AlibabaAdapter(Adapter[AlibabaPlan]):
     lifetime_mechanism = "ECS auto_release_time on each instance"
     sweeper: ClassVar[str | None] = None
     slurm_controller: ClassVar[str | None] = SLURM_DEFAULT_TYPE
+    #: A vSwitch belongs to one zone (VPC "Create and manage a vSwitch": "A vSwitch is a zonal resource").
+    network_zonal: ClassVar[bool] = True
     preflight_asks: ClassVar[tuple[str, str] | None] = (
         "Alibaba account",
         "the type's stock in the zone, the file system in the zone and the vCPU quota",
@@ -459,6 +496,7 @@ class AlibabaAdapter(Adapter[AlibabaPlan]):
                 "capacity.max_price_per_hour_usd becomes spot_price_limit in your account's currency "
                 "(USD on alibabacloud.com, CNY on aliyun.com)."
             )
+        out += nccl_tests_source_warning(spec, res)
         kind = _shared_kind(spec, res)
         if kind == "cpfs":
             out.append(

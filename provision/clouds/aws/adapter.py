@@ -143,6 +143,10 @@ class AwsAdapter(Adapter[AwsPlan]):
     sweeper: ClassVar[str | None] = "region"
     slurm_controller: ClassVar[str | None] = SLURM_DEFAULT_TYPE
     preflight_asks: ClassVar[tuple[str, str] | None] = ("AWS account", "zone offerings and the vCPU quota")
+    listed_errors_of: ClassVar[str | None] = "aws:ec2/fleet:Fleet"
+    #: "Each subnet must reside entirely within one Availability Zone" (Amazon VPC User Guide, "Subnets for your
+    #: VPC"); a replacement subnet with the same CIDR is refused while the old one exists (InvalidSubnet.Conflict).
+    network_zonal: ClassVar[bool] = True
     limits: ClassVar[Mapping[Limit, str]] = {
         Limit.GANG_SIZE: f"an EC2 Fleet gang (all or nothing) holds at most {FLEET_MAX_NODES} nodes; "
         "larger clusters use aws.allocation: asg",

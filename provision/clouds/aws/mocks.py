@@ -391,3 +391,29 @@ INVOKES = {
     "aws:ec2/getNetworkInterface:getNetworkInterface": get_network_interface,
     "aws:index/getCallerIdentity:getCallerIdentity": get_caller_identity,
 }
+
+
+def listed_fault(
+    typ: str, rid: str, outputs: dict[str, Any], fault: Any, ctx: MockContext
+) -> tuple[dict[str, Any], CloudFaultError | None] | None:
+    """A ``Fault(reported="listed")`` as EC2 answers it: an instant fleet is created without its instances and
+    lists the miss in ``Errors[]`` (provision/clouds/aws/stockout.py); ``None`` for other types."""
+    if typ != "aws:ec2/fleet:Fleet":
+        return None
+    sets = outputs.get("fleetInstanceSets") or [{}]
+    lifecycle = sets[0].get("lifecycle", "on-demand")
+    ctx.listed_errors[rid] = [{"ErrorCode": fault.code, "ErrorMessage": fault.message, "Lifecycle": lifecycle}]
+    return {**outputs, "fleetInstanceSets": [], "fulfilledCapacity": 0.0, "fulfilledOnDemandCapacity": 0.0}, None
+
+
+class ListedErrors:
+    """A ``(service, region)`` client factory answering DescribeFleets from the mocked cloud's error lists."""
+
+    def __init__(self, listed: dict[str, list[dict[str, Any]]]) -> None:
+        self._listed = listed
+
+    def __call__(self, service: str, region: str) -> ListedErrors:
+        return self
+
+    def describe_fleets(self, FleetIds: list[str]) -> dict[str, Any]:  # noqa: N803  # the boto3 parameter name
+        return {"Fleets": [{"FleetId": i, "Type": "instant", "Errors": self._listed.get(i, [])} for i in FleetIds]}

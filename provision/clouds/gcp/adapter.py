@@ -194,6 +194,7 @@ class GcpAdapter(Adapter[GcpPlan]):
     )
     sweeper: ClassVar[str | None] = None
     slurm_controller: ClassVar[str | None] = SLURM_DEFAULT_TYPE
+    listed_errors_of: ClassVar[str | None] = "gcp:compute/instanceGroupManager:InstanceGroupManager"
     preflight_asks: ClassVar[tuple[str, str] | None] = (
         "GCP project",
         "enabled APIs, the machine type in the zone and the regional GPU quota",

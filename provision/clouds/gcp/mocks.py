@@ -284,3 +284,29 @@ INVOKES = {
     "gcp:compute/getInstanceGroup:getInstanceGroup": _get_instance_group,
     "gcp:compute/getInstance:getInstance": _get_instance,
 }
+
+
+#: What terraform-provider-google's MIG create returns when the group never becomes stable (a StateChangeConf
+#: timeout, resource_compute_instance_group_manager.go); the program's create timeout is 60 minutes.
+MIG_TIMEOUT = "timeout while waiting for state to become 'created' (last state: 'creating', timeout: 1h0m0s)"
+
+
+def listed_fault(
+    typ: str, rid: str, outputs: dict[str, Any], fault: Any, ctx: MockContext
+) -> tuple[dict[str, Any], CloudFaultError | None] | None:
+    """A ``Fault(reported="listed")`` as Compute Engine answers it: the group exists but its create times out,
+    and the stock-out is only in ``listErrors`` (provision/clouds/gcp/stockout.py); ``None`` for other types."""
+    if typ != "gcp:compute/instanceGroupManager:InstanceGroupManager":
+        return None
+    ctx.listed_errors[rid] = [{"error": {"code": fault.code, "message": fault.message}}]
+    return outputs, CloudFaultError("Timeout", f"Error waiting for {rid} to become stable: {MIG_TIMEOUT}")
+
+
+class ListedErrors:
+    """``listErrors`` answered from the mocked cloud's error lists (provision/clouds/gcp/stockout.MigErrors)."""
+
+    def __init__(self, listed: dict[str, list[dict[str, Any]]]) -> None:
+        self._listed = listed
+
+    def list_errors(self, project: str, zone: str, name: str) -> list[dict[str, Any]]:
+        return list(self._listed.get(f"projects/{project}/zones/{zone}/instanceGroupManagers/{name}", []))
