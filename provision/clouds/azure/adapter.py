@@ -99,7 +99,7 @@ def has_zones(region: str) -> bool:
 class AzureAdapter(Adapter[AzurePlan]):
     cloud = "azure"
     extra = "azure"
-    sdk_modules = ("pulumi", "pulumi_azure_native")
+    sdk_modules = ("pulumi", "pulumi_azure_native", "pulumiverse_time")
     sweeper: ClassVar[str | None] = "subscription"
     preflight_asks: ClassVar[tuple[str, str] | None] = (
         "Azure subscription",
