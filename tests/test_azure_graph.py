@@ -385,3 +385,18 @@ def test_a_bad_spec_registers_no_resource(monkeypatch: pytest.MonkeyPatch) -> No
 @pytest.mark.parametrize("stack", ["azure-ndh100-64", "azure-ndh100-256", "azure-ndh100-ci"])
 def test_stack_graph_matches_its_golden_file(stack: str) -> None:
     assert_golden(stack, golden_graph(shipped_preview(stack)))
+
+
+def test_custom_data_may_be_65535_bytes_and_no_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    # azure-rest-api-specs compute VirtualMachineScaleSetOSProfile.customData: "The maximum length of the binary
+    # array is 65535 bytes".
+    from test_azure_plan import plan
+
+    from provision.clouds.azure import userdata
+
+    p = plan()
+    monkeypatch.setattr(userdata, "render", lambda _plan: "x" * 65535)
+    assert len(base64.b64decode(userdata.custom_data(p))) == 65535
+    monkeypatch.setattr(userdata, "render", lambda _plan: "x" * 65536)
+    with pytest.raises(ValueError, match="65535"):
+        userdata.custom_data(p)
