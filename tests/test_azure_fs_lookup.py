@@ -82,10 +82,9 @@ def test_a_netapp_node_reads_the_volume_mount_target(tmp_path: Path) -> None:
 
 def test_the_lookup_waits_a_bounded_time_and_then_fails_without_a_source(tmp_path: Path) -> None:
     root, bin_dir = _node(tmp_path, "azure-ndh100-64")
-    env = root / "etc/provision/bootstrap.env"
-    env.write_text(env.read_text().replace(f"FS_WAIT_SECONDS={fslookup.FS_WAIT_SECONDS}", "FS_WAIT_SECONDS=60"))
+    assert f"FS_WAIT_SECONDS={fslookup.FS_WAIT_SECONDS}" in (root / "etc/provision/bootstrap.env").read_text()
     # 403 until the role assignment reaches ARM, 404 until the filesystem exists: curl -f fails either way.
-    run = _lookup(tmp_path, root, bin_dir, {}, ARM_FAIL="1")
+    run = _lookup(tmp_path, root, bin_dir, {}, ARM_FAIL="1", PROVISION_FS_WAIT_SECONDS="60")
     assert run["rc"] == 1 and "no address for" in str(run["err"])
     assert str(run["log"]).count("amlFilesystems/azure-ndh100-64-lustre?api-version") == 3  # 60 s / 20 s
     assert not (root / "var/lib/provision/shared-source").exists()
@@ -93,8 +92,6 @@ def test_the_lookup_waits_a_bounded_time_and_then_fails_without_a_source(tmp_pat
 
 def test_an_address_that_is_not_an_ipv4_is_never_written(tmp_path: Path) -> None:
     root, bin_dir = _node(tmp_path, "azure-ndh100-64")
-    env = root / "etc/provision/bootstrap.env"
-    env.write_text(env.read_text().replace(f"FS_WAIT_SECONDS={fslookup.FS_WAIT_SECONDS}", "FS_WAIT_SECONDS=20"))
     for bad in ("10.0.2.4; reboot", "10.0.2.400", "", "host.example.com"):
         run = _lookup(tmp_path, root, bin_dir, {"properties": {"clientInfo": {"mgsAddress": bad}}})
         assert run["rc"] == 1, bad

@@ -88,7 +88,9 @@ def test_without_an_expiry_role_the_permissions_are_not_asked() -> None:
     from provision.clouds.azure.preflight import azure_preflight
 
     account = FakeSubscription(granted=[CONTRIBUTOR])
-    assert azure_preflight(preflight_plan(lifetime={"ttl": "6h"}, azure={"delete_at_expiry": False}), account) == []
+    # No shared filesystem either: nothing for the nodes' identity to read (a filesystem needs the right to assign).
+    no_fs = preflight_plan(lifetime={"ttl": "6h"}, azure={"delete_at_expiry": False}, storage={"shared": None})
+    assert azure_preflight(no_fs, account) == []
     assert not [a for a in account.asked if a.startswith("permissions:")]
 
 

@@ -9,6 +9,7 @@
 # reached Azure Resource Manager and the address is set. curl only; the token goes through a root-only header file,
 # never a command line. IMDS: https://learn.microsoft.com/azure/virtual-machines/instance-metadata-service and
 # https://learn.microsoft.com/entra/identity/managed-identities-azure-resources/how-to-use-vm-token (msi_res_id).
+# PROVISION_FS_WAIT_SECONDS (tests) overrides the wait.
 # shellcheck source=../../common/lib.sh
 . "${PROVISION_ROOT:-}/usr/local/lib/provision/lib.sh"
 imds=http://169.254.169.254/metadata
@@ -19,7 +20,8 @@ ipv4='^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|
 guid='^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'
 hdr=$(umask 077 && mktemp)
 trap 'rm -f "$hdr"' EXIT
-tries=$((FS_WAIT_SECONDS / 20))
+wait_s=${PROVISION_FS_WAIT_SECONDS:-$FS_WAIT_SECONDS}
+tries=$((wait_s / 20))
 while :; do
   addr=
   sub=$(curl -fsS --max-time 10 -H Metadata:true \
@@ -47,7 +49,7 @@ while :; do
   fi
   tries=$((tries - 1))
   if [ "$tries" -le 0 ]; then
-    pv_log "no address for $FS_RESOURCE_PATH after ${FS_WAIT_SECONDS}s (does the filesystem exist, and may the identity $NODE_IDENTITY read it?)"
+    pv_log "no address for $FS_RESOURCE_PATH after ${wait_s}s (does the filesystem exist, and may the identity $NODE_IDENTITY read it?)"
     exit 1
   fi
   sleep 20
