@@ -314,7 +314,8 @@ def island_lines(facts: ClusterFacts, script: str = "train.py", args: Sequence[s
     """
     if not facts.split_fabric:
         return []
-    out, first = [], 0
+    out: list[dict[str, Any]] = []
+    first = 0
     for i, size in enumerate(facts.islands):
         cut = f'sed -n \'{first + 1},{first + size}p\' "$PROVISION_HOSTFILE" >"{island_hostfile(i)}"'
         argv = launch_argv("mpirun", facts, script, args, island=i)
