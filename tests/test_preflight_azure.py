@@ -276,3 +276,11 @@ def test_the_identity_provider_must_be_registered_when_the_nodes_carry_the_ident
 def test_the_quota_family_is_matched_without_case() -> None:
     account = FakeSubscription(quota={ND_FAMILY.upper(): (0, 0), "cores": (10, 5000), "lowPriorityCores": (0, 1000)})
     assert "nodes" in paths(azure_preflight(plan(), account))
+
+
+def test_a_large_netapp_volume_warns_about_the_regional_capacity_quota() -> None:
+    large = plan(storage={"shared": {"kind": "netapp", "tier": "Premium", "size_gib": 150 * 1024}})
+    assert large.extra.filesystem.large_volume
+    assert any("regional capacity quota" in w for w in large.warnings)
+    small = plan(storage={"shared": {"kind": "netapp", "tier": "Premium", "size_gib": 1024}})
+    assert not any("regional capacity quota" in w for w in small.warnings)
