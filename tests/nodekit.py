@@ -86,6 +86,8 @@ STUB_DEFAULTS = {
     # Alibaba's boot-time file system lookup: one try against a closed local port, never the real metadata service.
     "PROVISION_FS_LOOKUP_ATTEMPTS": "1",
     "PROVISION_CPFS_METADATA": "http://127.0.0.1:9/latest",
+    # Azure's boot-time filesystem address lookup (the fs-address step): one try.
+    "PROVISION_FS_WAIT_SECONDS": "20",
     # `aws ssm get-parameter` of the FSx mount source (the fsx-source step), as the mocked cloud's FSx names it
     "STUB_OUT_aws": "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com@tcp:/abcdefgh",
 }

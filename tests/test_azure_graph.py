@@ -34,7 +34,12 @@ AMLFS = "azure-native:storagecache:AmlFilesystem"
 IDENTITY = "azure-native:managedidentity:UserAssignedIdentity"
 #: Azure subnets cannot carry tags; every other resource must.
 # Subnets and Microsoft.Authorization resources (role definitions, assignments) take no tags in ARM.
-UNTAGGABLE = {SUBNET, "azure-native:authorization:RoleDefinition", "azure-native:authorization:RoleAssignment"}
+UNTAGGABLE = {
+    SUBNET,
+    "azure-native:authorization:RoleDefinition",
+    "azure-native:authorization:RoleAssignment",
+    "time:index/sleep:Sleep",  # a local timer, no cloud resource
+}
 
 
 def run(**overrides: Any) -> PreviewResult:
@@ -108,7 +113,9 @@ def test_custom_data_is_the_bootstrap_with_the_topology_check_and_no_secret(clus
     assert json.loads(files["/etc/provision/health.json"])["fabric_devices"] == 8
     assert "export NCCL_TOPO_FILE=/opt/microsoft/ndv5-topo.xml" in files["/etc/profile.d/provision-nccl.sh"]
     env = files["/etc/provision/bootstrap.env"]
-    assert "@tcp:/lustrefs" in env and "SHARED_OPTIONS=noatime,flock,_netdev" in env
+    # GPUs first: the address is looked up at boot (fs-address step), never baked in (the nodes would wait for AMLFS).
+    assert "FS_ADDRESS_KEY=mgsAddress" in env and "SHARED_OPTIONS=noatime,flock,_netdev" in env
+    assert "@tcp:" not in env and "SHARED_SOURCE_FILE=/var/lib/provision/shared-source" in env
     assert "PRIVATE KEY" not in script and "shutdown -h" not in script
     for content in files.values():
         if content.startswith("#!/bin/bash"):
@@ -378,3 +385,18 @@ def test_a_bad_spec_registers_no_resource(monkeypatch: pytest.MonkeyPatch) -> No
 @pytest.mark.parametrize("stack", ["azure-ndh100-64", "azure-ndh100-256", "azure-ndh100-ci", "azure-ndh100-16-slurm"])
 def test_stack_graph_matches_its_golden_file(stack: str) -> None:
     assert_golden(stack, golden_graph(shipped_preview(stack)))
+
+
+def test_custom_data_may_be_65535_bytes_and_no_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    # azure-rest-api-specs compute VirtualMachineScaleSetOSProfile.customData: "The maximum length of the binary
+    # array is 65535 bytes".
+    from test_azure_plan import plan
+
+    from provision.clouds.azure import userdata
+
+    p = plan()
+    monkeypatch.setattr(userdata, "render", lambda _plan: "x" * 65535)
+    assert len(base64.b64decode(userdata.custom_data(p))) == 65535
+    monkeypatch.setattr(userdata, "render", lambda _plan: "x" * 65536)
+    with pytest.raises(ValueError, match="65535"):
+        userdata.custom_data(p)

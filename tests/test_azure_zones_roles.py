@@ -88,7 +88,9 @@ def test_without_an_expiry_role_the_permissions_are_not_asked() -> None:
     from provision.clouds.azure.preflight import azure_preflight
 
     account = FakeSubscription(granted=[CONTRIBUTOR])
-    assert azure_preflight(preflight_plan(lifetime={"ttl": "6h"}, azure={"delete_at_expiry": False}), account) == []
+    # No shared filesystem either: nothing for the nodes' identity to read (a filesystem needs the right to assign).
+    no_fs = preflight_plan(lifetime={"ttl": "6h"}, azure={"delete_at_expiry": False}, storage={"shared": None})
+    assert azure_preflight(no_fs, account) == []
     assert not [a for a in account.asked if a.startswith("permissions:")]
 
 
@@ -127,6 +129,7 @@ def test_the_live_account_asks_the_subscription_when_the_group_does_not_exist_ye
 
 VMSS = "azure-native:compute:VirtualMachineScaleSet"
 ASSIGNMENT = "azure-native:authorization:RoleAssignment"
+DEFINITION = "azure-native:authorization:RoleDefinition"
 SHIPPED = ("azure-ndh100-64", "azure-ndh100-256", "azure-ndh100-ci")
 
 
@@ -144,10 +147,14 @@ def shipped_graph(request: pytest.FixtureRequest) -> object:
     return _graph(request.param)
 
 
-def test_no_scale_set_is_created_before_the_expiry_role_is_assigned(shipped_graph: Any) -> None:
-    (assignment,) = shipped_graph.of_type(ASSIGNMENT)
+def test_no_scale_set_is_created_before_the_expiry_role_exists(shipped_graph: Any) -> None:
+    """A deployer who may not write roles stops at the definition, before any GPU bills; the assignment waits for the
+    definition to replicate off the GPUs' path (the preflight checks the right to assign)."""
+    (definition,) = shipped_graph.of_type(DEFINITION)
+    (assignment,) = [a for a in shipped_graph.of_type(ASSIGNMENT) if a.name.endswith("-expiry-assignment")]
     scale_sets = shipped_graph.of_type(VMSS)
-    assert scale_sets and all(assignment.urn in shipped_graph.ancestors(v) for v in scale_sets)
+    assert scale_sets and all(definition.urn in shipped_graph.ancestors(v) for v in scale_sets)
+    assert not any(assignment.urn in shipped_graph.ancestors(v) for v in scale_sets)
 
 
 # ---------------------------------------------------------------------- Bastion with a retained file system

@@ -163,18 +163,23 @@ def test_encryption_at_host_is_an_explicit_choice() -> None:
 
 
 def test_nodes_carry_no_identity_without_a_purpose() -> None:
-    result = preview(load_spec(azure_spec()))  # no lifetime: no expiry timer, so nothing for an identity to do
+    # No lifetime (no expiry timer) and no shared filesystem (no address to look up): nothing for an identity to do.
+    result = preview(load_spec(azure_spec(storage={"shared": None})))
     assert result.of_type(IDENTITY) == []
     assert "identity" not in result.one(VMSS).inputs
 
 
-def test_the_only_identity_is_the_expiry_timers_with_its_delete_only_role(amlfs: Any) -> None:
+def test_the_one_identity_holds_the_delete_only_role_and_reads_only_the_filesystem(amlfs: Any) -> None:
     (identity,) = amlfs.of_type(IDENTITY)
     assert amlfs.one(VMSS).inputs["identity"]["userAssignedIdentities"] == [identity.id]
-    (assignment,) = amlfs.of_type("azure-native:authorization:RoleAssignment")
+    assignments = {a.name: a for a in amlfs.of_type("azure-native:authorization:RoleAssignment")}
+    assert set(assignments) == {"az-test-expiry-assignment", "az-test-fs-reader"}
     role = amlfs.one("azure-native:authorization:RoleDefinition").inputs
-    assert assignment.inputs["principalId"] == identity.outputs["principalId"]
+    assert all(a.inputs["principalId"] == identity.outputs["principalId"] for a in assignments.values())
     assert [p["actions"] for p in role["permissions"]] == [["Microsoft.Compute/virtualMachineScaleSets/delete"]]
+    reader = assignments["az-test-fs-reader"].inputs
+    assert reader["scope"] == amlfs.one("azure-native:storagecache:AmlFilesystem").id  # the one filesystem, no more
+    assert reader["roleDefinitionId"].endswith("/roleDefinitions/acdd72a7-3385-48ef-bd42-f606fba81ae7")  # Reader
 
 
 # ------------------------------------------------------------------ node addresses (issue 11.3, A4)

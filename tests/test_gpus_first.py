@@ -20,6 +20,8 @@ NODES = {
         "gcp:compute/regionInstanceTemplate:RegionInstanceTemplate",
         "gcp:compute/resizeRequest:ResizeRequest",
     },
+    "azure": {"azure-native:compute:VirtualMachineScaleSet"},
+    "alibaba": {"alicloud:ecs/instance:Instance"},
 }
 FILESYSTEMS = {
     "aws": {"aws:fsx/lustreFileSystem:LustreFileSystem"},
@@ -28,8 +30,33 @@ FILESYSTEMS = {
         "gcp:filestore/instance:Instance",
         "gcp:parallelstore/instance:Instance",
     },
+    "azure": {
+        "azure-native:storagecache:AmlFilesystem",
+        "azure-native:netapp:Account",
+        "azure-native:netapp:CapacityPool",
+        "azure-native:netapp:CapacityPoolVolume",
+    },
+    "alibaba": {
+        "alicloud:nas/fileSystem:FileSystem",
+        "alicloud:nas/mountTarget:MountTarget",
+        "alicloud:nas/protocolService:ProtocolService",
+        "alicloud:nas/protocolMountTarget:ProtocolMountTarget",
+    },
 }
-STACKS = ["aws-p5-64", "aws-p5-16", "aws-p5-ci", "gcp-a3-64", "gcp-a3-ci", "gcp-a3high-16", "gcp-a3ultra-64"]
+STACKS = [
+    "aws-p5-64",
+    "aws-p5-16",
+    "aws-p5-ci",
+    "gcp-a3-64",
+    "gcp-a3-ci",
+    "gcp-a3high-16",
+    "gcp-a3ultra-64",
+    "azure-ndh100-64",
+    "azure-ndh100-256",
+    "azure-ndh100-ci",
+    "alibaba-gn8-64",
+    "alibaba-gn8-ci",
+]
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -290,12 +290,11 @@ def test_tcpxo_repository_is_signed_not_trusted() -> None:
 def test_azure_spot_lustre_nodes_unmount_on_an_eviction_notice(tmp_path: Path) -> None:
     from provision.clouds.azure import userdata
 
-    plan = plan_of("azure-ndh100-ci")
+    plan = plan_of("azure-ndh100-64")  # Managed Lustre
     spot = plan.model_copy(update={"capacity": plan.capacity.model_copy(update={"type": "spot"})})
-    lustre = userdata.mount_lines("lustre", "10.0.1.5@tcp:/lustrefs", "/shared", "noatime,flock")
-    files = files_of(userdata.render(spot, lustre))
+    files = files_of(userdata.render(spot))
     assert "/etc/systemd/system/provision-scheduled-events.service" in files
-    assert "provision-scheduled-events.service" not in "".join(files_of(userdata.render(plan, lustre)))
+    assert "provision-scheduled-events.service" not in "".join(files_of(userdata.render(plan)))
     # The watcher against a fake IMDS announcing a Preempt of this VM: it unmounts, then approves the event.
     import http.server
     import threading
@@ -336,7 +335,7 @@ def test_azure_spot_lustre_nodes_unmount_on_an_eviction_notice(tmp_path: Path) -
 
     server = http.server.HTTPServer(("127.0.0.1", 0), Imds)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    root = sandbox(tmp_path, userdata.render(spot, lustre))
+    root = sandbox(tmp_path, userdata.render(spot))
     from nodekit import stubs
 
     log = tmp_path / "stub.log"

@@ -7,6 +7,7 @@ marker command the string carries.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from nodekit import plan_of, run_bootstrap, scripts_of
+from nodekit import plan_of, run_bootstrap, scripts_of, stubs
 
 from provision.clouds.alibaba import userdata as alibaba
 from provision.clouds.aws import userdata as aws
@@ -80,15 +81,25 @@ def _render(stack: str, plan: Any, source: str | None) -> str:
         # hostile value reaches the node through the `aws` stub's answer (see the shared_fs.source case).
         return aws.render(plan)
     if cloud == "azure":
-        return azure.render(
-            plan, azure.mount_lines("lustre", source or "10.0.1.5@tcp:/lustrefs", plan.storage.mount, "noatime")
-        )
+        # The address is read at boot from Azure Resource Manager (the fs-address step checks it before use): a
+        # hostile value reaches the node through the curl stub's answer (see the shared_fs.source case).
+        return azure.render(plan)
     if cloud == "alibaba":
         # No source reaches Alibaba's user data: the node looks the domain up at boot, and the shared-mount step
         # refuses a looked-up value that is not a DNS name (tests/test_alibaba_fs_lookup.py).
         return alibaba.render(plan)
     return gcp.render(plan, ": # mount" if plan.storage else "")
 
+
+#: IMDS and Azure Resource Manager as the fs-address step asks them, answering $HOSTILE as the filesystem's address.
+HOSTILE_ARM = """#!/bin/bash
+for a in "$@"; do url=$a; done
+case $url in
+*subscriptionId*) echo 11111111-2222-3333-4444-555555555555 ;;
+*oauth2/token*) echo '{"access_token":"t"}' ;;
+*) printf '{"clientInfo":{"mgsAddress":"%s"},"mountTargets":[{"ipAddress":"%s"}]}\\n' "$HOSTILE" "$HOSTILE" ;;
+esac
+"""
 
 #: (stack, field) for every spec string that reaches a node script, on every cloud.
 CASES = [
@@ -128,6 +139,16 @@ def test_hostile_strings_are_refused_or_inert(stack: str, field: str, data: Any,
                 check = subprocess.run(["bash", "-n"], input=script, text=True, capture_output=True)
                 assert check.returncode == 0, (path, check.stderr)
             run_bootstrap(tmp, text, STUB_OUT_aws=value)
+            assert not marker.exists(), f"{field}={value!r} ran its payload"
+            return
+        if field == "shared_fs.source" and stack.startswith("azure"):
+            text = _render(stack, plan_of(stack), None)
+            bin_dir = tmp / "arm"
+            bin_dir.mkdir()
+            (bin_dir / "curl").write_text(HOSTILE_ARM)
+            (bin_dir / "curl").chmod(0o755)
+            path = f"{bin_dir}{os.pathsep}{stubs(tmp)}{os.pathsep}{os.environ['PATH']}"
+            run_bootstrap(tmp, text, PATH=path, HOSTILE=value)
             assert not marker.exists(), f"{field}={value!r} ran its payload"
             return
         if field == "shared_fs.source":

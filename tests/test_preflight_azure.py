@@ -24,6 +24,7 @@ class FakeSubscription:
             "Microsoft.Network": "Registered",
             "Microsoft.StorageCache": "Registered",
             "Microsoft.NetApp": "Registered",
+            "Microsoft.ManagedIdentity": "Registered",
         }
     )
     features: dict[str, str] = field(default_factory=lambda: {"Microsoft.Compute/EncryptionAtHost": "Registered"})
@@ -72,7 +73,12 @@ def paths(problems: list[Any]) -> list[str]:
 def test_a_ready_subscription_passes() -> None:
     account = FakeSubscription()
     assert azure_preflight(plan(), account) == []
-    assert account.asked == ["Microsoft.Compute", "Microsoft.Network", "Microsoft.StorageCache"]
+    assert account.asked[:4] == [
+        "Microsoft.Compute",
+        "Microsoft.Network",
+        "Microsoft.StorageCache",
+        "Microsoft.ManagedIdentity",  # the nodes' identity reads the filesystem's address at boot
+    ]
 
 
 def test_unregistered_resource_providers_are_named_with_the_command_that_registers_them() -> None:
@@ -263,3 +269,43 @@ def test_a_subscription_ready_for_aks_passes() -> None:
     account.providers.update({"Microsoft.ContainerService": "Registered", "Microsoft.ManagedIdentity": "Registered"})
     account.features["Microsoft.ContainerService/AKSInfinibandSupport"] = "Registered"
     assert azure_preflight(_aks_plan(), account) == []
+
+
+# ---------------------------------------------------------------------- GPUs first: the nodes' read-only role
+
+
+CONTRIBUTOR = [(["*"], ["Microsoft.Authorization/*/Delete", "Microsoft.Authorization/*/Write"])]
+
+
+def test_a_deployer_who_cannot_assign_roles_is_stopped_before_nodes_wait_for_a_filesystem_they_cannot_read() -> None:
+    account = FakeSubscription(granted=CONTRIBUTOR)
+    netapp = {"shared": {"kind": "netapp", "tier": "Premium", "size_gib": 1024}}
+    problems = azure_preflight(plan(storage=netapp), account)
+    (fs,) = [p for p in problems if p.path == "storage.shared"]
+    assert "Microsoft.Authorization/roleAssignments/write" in fs.rule and "Role Based Access Control" in fs.fix
+    rbac_admin = [(["Microsoft.Authorization/roleAssignments/write"], [])]
+    assert azure_preflight(plan(), FakeSubscription(granted=CONTRIBUTOR + rbac_admin)) == []
+    assert not [p for p in azure_preflight(plan(storage={"shared": None}), account) if p.path == "storage.shared"]
+
+
+def test_the_identity_provider_must_be_registered_when_the_nodes_carry_the_identity() -> None:
+    account = FakeSubscription()
+    account.providers["Microsoft.ManagedIdentity"] = "NotRegistered"
+    assert "Microsoft.ManagedIdentity" in [p.value for p in azure_preflight(plan(), account)]
+    assert azure_preflight(plan(storage={"shared": None}), FakeSubscription(providers={})) != []  # sanity: fake works
+    bare = FakeSubscription()
+    bare.providers["Microsoft.ManagedIdentity"] = "NotRegistered"
+    assert azure_preflight(plan(storage={"shared": None}), bare) == []  # no identity, no need
+
+
+def test_the_quota_family_is_matched_without_case() -> None:
+    account = FakeSubscription(quota={ND_FAMILY.upper(): (0, 0), "cores": (10, 5000), "lowPriorityCores": (0, 1000)})
+    assert "nodes" in paths(azure_preflight(plan(), account))
+
+
+def test_a_large_netapp_volume_warns_about_the_regional_capacity_quota() -> None:
+    large = plan(storage={"shared": {"kind": "netapp", "tier": "Premium", "size_gib": 150 * 1024}})
+    assert large.extra.filesystem.large_volume
+    assert any("regional capacity quota" in w for w in large.warnings)
+    small = plan(storage={"shared": {"kind": "netapp", "tier": "Premium", "size_gib": 1024}})
+    assert not any("regional capacity quota" in w for w in small.warnings)

@@ -83,6 +83,30 @@ def test_an_nsg_rule_mixing_ipv4_and_ipv6_is_refused() -> None:
 
 
 @pytest.mark.parametrize(
+    ("priorities", "bad"), [((99,), 0), ((4097,), 0), ((200, 200), 1)], ids=["low", "high", "duplicate"]
+)
+def test_nsg_rule_priorities_are_in_range_and_unique(priorities: tuple[int, ...], bad: int) -> None:
+    rules = [
+        {"name": f"r{i}", "priority": p, "direction": "Inbound", "access": "Allow", "protocol": "Tcp"}
+        for i, p in enumerate(priorities)
+    ]
+    inputs = {**BASE, "networkSecurityGroupName": "x", "securityRules": rules}
+    v = one(violations_of(NSG, "x-nsg", inputs), f"securityRules[{bad}].priority")
+    assert "4096" in v.source and "SecurityRulePropertiesFormat" in v.source
+
+
+def test_the_same_priority_in_both_directions_is_allowed() -> None:
+    rules = [
+        {"name": f"r{d}", "priority": 200, "direction": d, "access": "Allow", "protocol": "Tcp"}
+        for d in ("Inbound", "Outbound")
+    ]
+    from provision.testing import strict_check
+
+    inputs = {**BASE, "networkSecurityGroupName": "x", "securityRules": rules}
+    assert not [v for v in strict_check(NSG, inputs) if "priority" in v.field]
+
+
+@pytest.mark.parametrize(
     ("sku", "size", "ok"),
     [
         ("AMLFS-Durable-Premium-250", 8, True),

@@ -100,8 +100,12 @@ def test_a_bad_role_assignment_is_refused_with_its_rule(changes: dict, field: st
     assert says in v.rule
 
 
-def _role_program(assign_at: str) -> None:
-    """A custom role assignable in RG, and an assignment of it at ``assign_at`` (as the components do)."""
+def _role_program(assign_at: str, wait: str | None = "10m", wait_on_role: bool = True) -> None:
+    """A custom role assignable in RG, and an assignment of it at ``assign_at`` (as the components do), after a
+    ``wait`` (a pulumi-time Sleep; ``None``: none) that depends on the role unless ``wait_on_role`` is false."""
+    import pulumi
+    import pulumiverse_time
+
     role = authorization.RoleDefinition(
         "t-role",
         scope=SUB,
@@ -111,6 +115,10 @@ def _role_program(assign_at: str) -> None:
         assignable_scopes=[RG],
         permissions=[authorization.PermissionArgs(actions=["*/delete"])],
     )
+    deps: list[pulumi.Resource] = []
+    if wait is not None:
+        sleep_opts = pulumi.ResourceOptions(depends_on=[role] if wait_on_role else [])
+        deps.append(pulumiverse_time.Sleep("t-wait", create_duration=wait, opts=sleep_opts))
     authorization.RoleAssignment(
         "t-assignment",
         role_assignment_name=ASSIGN_GUID,
@@ -118,6 +126,7 @@ def _role_program(assign_at: str) -> None:
         principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
         role_definition_id=role.id,
         scope=assign_at,
+        opts=pulumi.ResourceOptions(depends_on=deps),
     )
 
 
@@ -130,4 +139,33 @@ def test_a_role_assigned_outside_its_assignable_scopes_is_refused() -> None:
 
 def test_a_role_assigned_inside_its_assignable_scopes_passes() -> None:
     mocks = run(lambda: _role_program(RG + "/providers/Microsoft.Compute/virtualMachineScaleSets/x"), region="eastus")
-    assert {r.type for r in mocks.ledger} == {strict_rbac.ROLE_DEFINITION, strict_rbac.ROLE_ASSIGNMENT}
+    assert {r.type for r in mocks.ledger} == {
+        strict_rbac.ROLE_DEFINITION,
+        strict_rbac.ROLE_ASSIGNMENT,
+        strict_rbac.SLEEP,
+    }
+
+
+@pytest.mark.parametrize(
+    ("wait", "wait_on_role"), [(None, True), ("2m", True), ("10m", False)], ids=["none", "short", "unrelated"]
+)
+def test_a_new_custom_role_is_assigned_only_after_it_replicates(wait: str | None, wait_on_role: bool) -> None:
+    with pytest.raises(StrictViolationError) as err:
+        run(lambda: _role_program(RG, wait, wait_on_role), region="eastus")
+    v = one(err.value.violations, "roleDefinitionId")
+    assert "600s" in v.rule and "troubleshooting.md" in v.source
+
+
+def test_a_built_in_role_needs_no_wait() -> None:
+    def program() -> None:
+        reader = f"{SUB}/providers/Microsoft.Authorization/roleDefinitions/acdd72a7-3385-48ef-bd42-f606fba81ae7"
+        authorization.RoleAssignment(
+            "t-reader",
+            role_assignment_name=ASSIGN_GUID,
+            principal_id=PRINCIPAL,
+            principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
+            role_definition_id=reader,
+            scope=RG,
+        )
+
+    assert [r.type for r in run(program, region="eastus").ledger] == [strict_rbac.ROLE_ASSIGNMENT]

@@ -45,7 +45,8 @@ LOCAL_TYPES = {
     "time:index/sleep:Sleep": Coverage(
         waived={
             "*": "pulumi-time's Sleep is a local timer (no cloud API call); its createDuration is read by the "
-            "AWS instance-profile propagation rule (provision/clouds/aws/strict.py)"
+            "AWS instance-profile propagation rule (provision/clouds/aws/strict.py) and the Azure role propagation "
+            "rule (provision/clouds/azure/strict_rbac.py)"
         }
     ),
 }

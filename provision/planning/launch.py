@@ -22,6 +22,12 @@ points it at a local copy), so the same line works on every node and in ``--mock
   fabric's transport settings (EFA: AWS's documented ``--mca pml ^cm,ucx --mca btl tcp,self``;
   InfiniBand: UCX over ``rc`` on ``mlx5_ib0``, Microsoft's ND-series guidance).
 
+InfiniBand does not cross fabric islands (Azure: one scale set each; "InfiniBand ... not supported across
+VM scale sets", learn.microsoft.com/azure/virtual-machines/sizes-hpc and the ``fabric.islands`` output), so on a
+cluster of several islands the whole-cluster lines run NCCL and MPI over TCP on ``eth0`` (``NCCL_IB_DISABLE=1``,
+``UCX_TLS=tcp``), and :func:`island_lines` gives one ``mpirun`` line per island at full InfiniBand speed, started
+on the island's first node with the island's slice of the hostfile.
+
 Megatron-LM launches through ``torchrun`` (its ``pretrain_gpt.py`` reads the torchrun variables).
 """
 
@@ -30,7 +36,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 LaunchKind = Literal["torchrun", "deepspeed", "mpirun", "accelerate"]
@@ -62,6 +68,21 @@ MPI_FABRIC_ARGS: dict[str, tuple[str, ...]] = {
     # Azure HPC "NCCL tests on ND-series": UCX over reliable connected on the first IB port, HCOLL off.
     "infiniband": ("-x", "UCX_TLS=rc", "-x", "UCX_NET_DEVICES=mlx5_ib0:1", "--mca", "coll_hcoll_enable", "0"),
 }
+#: A job across InfiniBand islands: MPI's UCX traffic over TCP on the VNet NIC, NCCL off InfiniBand (UCX's
+#: ``UCX_TLS``/``UCX_NET_DEVICES``: openucx.readthedocs.io "Running UCX"; NCCL's ``NCCL_IB_DISABLE``:
+#: docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html).
+CROSS_ISLAND_ENV = ("NCCL_IB_DISABLE=1",)
+MPI_CROSS_ISLAND_ARGS = (
+    "-x",
+    "NCCL_IB_DISABLE=1",
+    "-x",
+    "UCX_TLS=tcp",
+    "-x",
+    "UCX_NET_DEVICES=eth0",
+    "--mca",
+    "coll_hcoll_enable",
+    "0",
+)
 _MPI_DEFAULT = ("--mca", "pml", "ob1", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_exclude", "lo,docker0")
 
 
@@ -82,22 +103,31 @@ class ClusterFacts:
     gpus_per_node: int
     fabric: str
     nccl_env: Mapping[str, str]
+    #: Nodes per fabric island, in rank order (empty or one: the fabric spans the cluster).
+    islands: tuple[int, ...] = ()
 
     @property
     def nodes(self) -> int:
         return len(self.hosts)
+
+    @property
+    def split_fabric(self) -> bool:
+        """Whether the RDMA fabric stops at island borders (InfiniBand over several islands)."""
+        return self.fabric == "infiniband" and len(self.islands) > 1
 
     @classmethod
     def from_outputs(cls, outputs: Mapping[str, Any]) -> ClusterFacts:
         """Facts from stack outputs (``cluster``, ``hosts``, ``gpus``, ``nodes``, ``fabric``, ``nccl_env``)."""
         nodes = int(outputs.get("nodes") or len(outputs.get("hosts") or []) or 1)
         fabric = outputs.get("fabric") or {}
+        islands = fabric.get("islands") if isinstance(fabric, Mapping) else None
         return cls(
             name=str(outputs.get("cluster") or ""),
             hosts=tuple(outputs.get("hosts") or ()),
             gpus_per_node=max(1, int(outputs.get("gpus") or nodes) // nodes),
             fabric=str(fabric.get("kind", "none") if isinstance(fabric, Mapping) else fabric),
             nccl_env=dict(outputs.get("nccl_env") or {}),
+            islands=tuple(int(i.get("nodes", 0)) for i in islands or () if isinstance(i, Mapping)),
         )
 
 
@@ -173,18 +203,24 @@ def launch_argv(
     *,
     hosts: Sequence[str] | None = None,
     mpirun: str = "mpirun",
+    island: int | None = None,
 ) -> list[str]:
     """The launcher's command line (words; ``$VARS`` from the env file left for the node's shell).
 
     Args:
         hosts: ``mpirun`` only: run on these node addresses (one rank per GPU each) instead of the whole
-            cluster's hostfile (``provision nccl-test`` measures pairs of nodes this way).
+            cluster's hostfile (``provision nccl-test`` measures pairs of nodes this way; they share an island).
         mpirun: ``mpirun`` only: the program to start (the nodes' own, e.g. the nccl-tests step's wrapper).
+        island: ``mpirun`` only: run on this fabric island's nodes (hostfile :func:`island_hostfile`).
 
     Raises:
         ValueError: ``kind`` is not one of :data:`LAUNCHERS`.
     """
     tail = [script, *args]
+    # The whole cluster over islands the RDMA fabric does not join: NCCL over TCP (mpirun sets its own below).
+    cross = facts.split_fabric and hosts is None and island is None
+    if cross and kind != "mpirun":
+        return [*CROSS_ISLAND_ENV, *launch_argv(kind, replace(facts, islands=()), script, args)]
     if kind == "torchrun":
         return [
             "torchrun",
@@ -222,11 +258,14 @@ def launch_argv(
         forwarded: list[str] = []
         for key in sorted({*facts.nccl_env, "MASTER_ADDR", "MASTER_PORT", "PATH", "LD_LIBRARY_PATH"}):
             forwarded += ["-x", key]
-        where = (
-            ["-np", str(len(hosts) * facts.gpus_per_node), "-H", ",".join(f"{h}:{facts.gpus_per_node}" for h in hosts)]
-            if hosts is not None
-            else ["-np", "$WORLD_SIZE", "--hostfile", "$PROVISION_HOSTFILE"]
-        )
+        if hosts is not None:
+            where = ["-np", str(len(hosts) * facts.gpus_per_node), "-H"]
+            where.append(",".join(f"{h}:{facts.gpus_per_node}" for h in hosts))
+        elif island is not None:
+            where = ["-np", str(facts.islands[island] * facts.gpus_per_node), "--hostfile", island_hostfile(island)]
+        else:
+            where = ["-np", "$WORLD_SIZE", "--hostfile", "$PROVISION_HOSTFILE"]
+        transport = MPI_CROSS_ISLAND_ARGS if cross else MPI_FABRIC_ARGS.get(facts.fabric, _MPI_DEFAULT)
         return [
             mpirun,
             *where,
@@ -235,7 +274,7 @@ def launch_argv(
             "--bind-to",
             "none",
             *forwarded,
-            *MPI_FABRIC_ARGS.get(facts.fabric, _MPI_DEFAULT),
+            *transport,
             *tail,
         ]
     raise ValueError(f"{kind!r} is not a launcher; use one of {', '.join(LAUNCHERS)}")
@@ -262,6 +301,34 @@ def launch_line(
     return f"{SOURCE_ENV} && " + " ".join(_word(w) for w in argv)
 
 
-def launch_lines(facts: ClusterFacts, script: str = "train.py") -> dict[str, dict[str, str]]:
-    """The ``launch`` output: per launcher, where it runs and its line for ``script``."""
-    return {k: {"runs_on": RUNS_ON[k], "line": launch_line(k, facts, script)} for k in LAUNCHERS}
+def island_hostfile(island: int) -> str:
+    """Where an island's line writes its slice of the hostfile (on the island's first node)."""
+    return f"$HOME/.provision-island{island}-hostfile"
+
+
+def island_lines(facts: ClusterFacts, script: str = "train.py", args: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """One ``mpirun`` line per fabric island (InfiniBand inside the island), for a cluster whose fabric is split.
+
+    Each runs on the island's first node: it writes the island's lines of the hostfile (rank order) and starts
+    one rank per GPU on those nodes only. ``[]`` when the fabric spans the cluster.
+    """
+    if not facts.split_fabric:
+        return []
+    out: list[dict[str, Any]] = []
+    first = 0
+    for i, size in enumerate(facts.islands):
+        cut = f'sed -n \'{first + 1},{first + size}p\' "$PROVISION_HOSTFILE" >"{island_hostfile(i)}"'
+        argv = launch_argv("mpirun", facts, script, args, island=i)
+        line = f"{SOURCE_ENV} && {cut} && " + " ".join(_word(w) for w in argv)
+        out.append({"island": i, "first_rank": first, "nodes": size, "runs_on": "island head", "line": line})
+        first += size
+    return out
+
+
+def launch_lines(facts: ClusterFacts, script: str = "train.py") -> dict[str, Any]:
+    """The ``launch`` output: per launcher, where it runs and its line for ``script`` (over the whole cluster), and,
+    when the fabric is split into islands, ``islands``: one full-speed ``mpirun`` line per island."""
+    out: dict[str, Any] = {k: {"runs_on": RUNS_ON[k], "line": launch_line(k, facts, script)} for k in LAUNCHERS}
+    if facts.split_fabric:
+        out["islands"] = island_lines(facts, script)
+    return out

@@ -96,7 +96,9 @@ def static_outputs(plan: ClusterPlan) -> dict[str, Any]:
             "measured": None,
         },
         # The launch lines (they read /etc/provision/env on each node; see provision.planning.launch).
-        "launch": launch_lines(ClusterFacts(plan.name, (), plan.gpus_per_node, plan.fabric, plan.nccl_env)),
+        "launch": launch_lines(
+            ClusterFacts(plan.name, (), plan.gpus_per_node, plan.fabric, plan.nccl_env, tuple(plan.islands))
+        ),
         # The resolved spec: the state alone can name, plan and tear down the cluster (no spec file needed).
         "spec": plan.spec.model_dump(mode="json", exclude_none=True),
     }

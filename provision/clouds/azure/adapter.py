@@ -102,7 +102,7 @@ def has_zones(region: str) -> bool:
 class AzureAdapter(Adapter[AzurePlan]):
     cloud = "azure"
     extra = "azure"
-    sdk_modules = ("pulumi", "pulumi_azure_native")
+    sdk_modules = ("pulumi", "pulumi_azure_native", "pulumiverse_time")
     sweeper: ClassVar[str | None] = "subscription"
     slurm_controller: ClassVar[str | None] = SLURM_DEFAULT_TYPE
     preflight_asks: ClassVar[tuple[str, str] | None] = (
@@ -310,6 +310,16 @@ class AzureAdapter(Adapter[AzurePlan]):
             )
         if spec.capacity.type == "spot":
             out.append("Spot nodes are evicted and deleted when Azure needs the capacity; the island shrinks.")
+        anf_gib = res.storage_size_gib or 0
+        if res.storage is not None and res.storage.kind == "netapp" and anf_gib > 100 * 1024:
+            # learn.microsoft.com/azure/azure-netapp-files/large-volumes-requirements-considerations, "Configure
+            # large volumes": "You must first request an increase in regional capacity quota before using large
+            # volumes"; regional-capacity-quota.md: a support request, typically answered within two business days.
+            out.append(
+                f"storage.shared is {anf_gib / 1024:g} TiB of Azure NetApp Files: over 100 TiB it is a "
+                f"large volume, which needs a regional capacity quota increase in {spec.region} first (a support "
+                "request, typically answered within two business days); without it the volume's creation fails."
+            )
         storage = spec.storage.shared
         if storage is not None and storage.retain and res.storage is not None:
             _, data_rg = resource_group_names(spec.name)

@@ -22,7 +22,8 @@ from typing import Any
 import pulumi
 from pulumi_azure_native import authorization, compute, managedidentity, resources
 
-from provision.clouds.azure.expiry import role_actions, role_guid, role_name
+from provision.clouds.azure.expiry import ROLE_PROPAGATION, identity_name, role_actions, role_guid, role_name
+from provision.clouds.azure.fslookup import READER_ROLE, needs_identity
 from provision.clouds.azure.network import Network, build_bastion, build_network
 from provision.clouds.azure.plan import AzurePlan, Island
 from provision.clouds.azure.rules import vmss_hostnames
@@ -33,6 +34,7 @@ from provision.clouds.outputs import stack_outputs
 from provision.planning.plan import ClusterPlan
 
 TYPE_TOKEN = "provision:azure:Cluster"
+ROLE_DEFINITIONS = "providers/Microsoft.Authorization/roleDefinitions"
 
 
 def retained_tags(plan: ClusterPlan[AzurePlan]) -> dict[str, str]:
@@ -71,34 +73,35 @@ class AzureCluster(pulumi.ComponentResource):
                 opts=net_opts,
             )
             net_rg = self.data_resource_group.name
-        # The nodes carry an identity only for a stated purpose: the expiry timer's delete-only role (expiry.py).
-        # Without one an identity with no role served nothing, and any process on any node could use it through
-        # IMDS once someone granted it a role (review 2026-12-01 Azure C2).
+        # The nodes carry an identity only for stated purposes: the expiry timer's delete-only role (expiry.py) and
+        # read access to the shared filesystem, whose address they look up at boot (fslookup.py). An identity with no
+        # role would serve nothing, and any process could use it once someone granted it a role.
         self.identity: managedidentity.UserAssignedIdentity | None = None
+        self.expiry_definition: authorization.RoleDefinition | None = None
         self.expiry_assignment: authorization.RoleAssignment | None = None
-        if extra.lifetime == "node-timer":
+        if needs_identity(plan):
             self.identity = managedidentity.UserAssignedIdentity(
-                f"{plan.name}-identity",
-                resource_name_=f"{plan.name}-identity",
+                identity_name(plan),
+                resource_name_=identity_name(plan),
                 resource_group_name=self.resource_group.name,
                 location=plan.region,
                 tags=plan.tags,
                 opts=child,
             )
-            # The scale sets wait for the assignment: a deployer who may not create it (or a role not yet
-            # replicated) stops the `up` before any GPU bills, and no node's timer runs without its role.
-            self.expiry_assignment = self._expiry_role(self.identity, child)
+        if extra.lifetime == "node-timer" and self.identity is not None:
+            self.expiry_definition, self.expiry_assignment = self._expiry_role(self.identity, child)
         self.network: Network = build_network(plan, net_rg, net_tags, net_opts)
         if extra.bastion:
             build_bastion(plan, net_rg, self.network, net_tags, net_opts)
         self.shared_fs: SharedFs | None = None
+        self.fs_reader: authorization.RoleAssignment | None = None
         if extra.filesystem is not None and self.network.filesystem is not None:
             self.shared_fs = build_filesystem(plan, net_rg, self.network.filesystem, net_tags, net_opts)
-        boot = (
-            self.shared_fs.mount.apply(lambda lines: custom_data(plan, lines))
-            if self.shared_fs
-            else pulumi.Output.from_input(custom_data(plan))
-        )
+            if self.identity is not None:
+                self.fs_reader = self._fs_reader(self.identity, self.shared_fs.resource, child)
+        # GPUs first: the custom data holds nothing the filesystem creates (the nodes look its address up at boot),
+        # so the scale sets are requested in parallel with it and a stock-out costs no filesystem creation.
+        boot = pulumi.Output.from_input(custom_data(plan))
         self.scale_sets: list[compute.VirtualMachineScaleSet] = []
         groups: dict[str, compute.ProximityPlacementGroup] = {}
         for island in extra.islands:
@@ -144,15 +147,24 @@ class AzureCluster(pulumi.ComponentResource):
 
     def _expiry_role(
         self, identity: managedidentity.UserAssignedIdentity, opts: pulumi.ResourceOptions
-    ) -> authorization.RoleAssignment:
+    ) -> tuple[authorization.RoleDefinition, authorization.RoleAssignment]:
         """The custom role (only scale-set delete, scoped to the cluster's resource group) the expiry timer uses.
 
         See ``expiry.py``. The role definition lives at the subscription (Azure keeps custom roles
         there) but can only be assigned inside the cluster's group; the assignment goes to the
         identity the scale sets carry. ``principal_type`` avoids the replication-delay failure of a
         brand-new identity (learn.microsoft.com/azure/role-based-access-control/role-assignments-template
-        "New service principal").
+        "New service principal"). A brand-new custom role is not at once visible to the assignment API
+        (``RoleDefinitionDoesNotExist``, "a transient error which may occur when the Resource Provider in ARM is yet
+        to complete replication of the newly created Role Definition": Azure/terraform-azurerm-caf-enterprise-scale
+        wiki, Troubleshooting), and Azure Resource Manager's caches take "up to 10 minutes" to show RBAC changes
+        (MicrosoftDocs/azure-docs role-based-access-control/troubleshooting.md): the assignment waits
+        :data:`~provision.clouds.azure.expiry.ROLE_PROPAGATION` after the definition. The scale sets wait only for
+        the definition (a deployer who may not write roles stops there, before any GPU bills; the preflight checks
+        the assignment right), so the wait costs the GPUs nothing; the timer fires hours later.
         """
+        import pulumiverse_time  # the azure extra; imported here so `import provision` stays light
+
         plan = self.plan
         rg_id = self.resource_group.id
         definition = authorization.RoleDefinition(
@@ -167,7 +179,14 @@ class AzureCluster(pulumi.ComponentResource):
             permissions=[authorization.PermissionArgs(actions=list(role_actions(plan)))],
             opts=opts,
         )
-        return authorization.RoleAssignment(
+        replicated = pulumiverse_time.Sleep(
+            f"{plan.name}-expiry-role-propagation",
+            create_duration=ROLE_PROPAGATION,
+            # A replaced definition is a new definition: the wait runs again.
+            triggers={"definition": definition.id},
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[definition])),
+        )
+        assignment = authorization.RoleAssignment(
             f"{plan.name}-expiry-assignment",
             role_assignment_name=rg_id.apply(lambda i: role_guid(i, "assignment")),
             principal_id=identity.principal_id,
@@ -175,6 +194,32 @@ class AzureCluster(pulumi.ComponentResource):
             role_definition_id=definition.id,
             scope=rg_id,
             description="provision: the cluster's nodes delete its resource group at expiry",
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[replicated])),
+        )
+        return definition, assignment
+
+    def _fs_reader(
+        self,
+        identity: managedidentity.UserAssignedIdentity,
+        filesystem: pulumi.CustomResource,
+        opts: pulumi.ResourceOptions,
+    ) -> authorization.RoleAssignment:
+        """The built-in Reader role on the one filesystem resource, for the nodes' boot-time lookup (fslookup.py).
+
+        A built-in role needs no definition of ours (nothing to replicate, no tenant-unique name); the deployer needs
+        ``Microsoft.Authorization/roleAssignments/write``, which the preflight checks. No scale set waits for it.
+        """
+        return authorization.RoleAssignment(
+            f"{self.plan.name}-fs-reader",
+            role_assignment_name=filesystem.id.apply(lambda i: role_guid(i, "fs-reader")),
+            principal_id=identity.principal_id,
+            principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
+            # Built-in roles are named below the subscription: /subscriptions/{id}/providers/Microsoft.Authorization/...
+            role_definition_id=self.resource_group.id.apply(
+                lambda i: "/".join([*i.split("/")[:3], ROLE_DEFINITIONS, READER_ROLE])
+            ),
+            scope=filesystem.id,
+            description="provision: the cluster's nodes read the shared filesystem's address at boot",
             opts=opts,
         )
 
@@ -266,7 +311,7 @@ class AzureCluster(pulumi.ComponentResource):
             virtual_machine_profile=profile,
             tags=plan.tags,
             opts=pulumi.ResourceOptions.merge(
-                opts, pulumi.ResourceOptions(depends_on=[self.expiry_assignment] if self.expiry_assignment else [])
+                opts, pulumi.ResourceOptions(depends_on=[self.expiry_definition] if self.expiry_definition else [])
             ),
         )
 

@@ -45,6 +45,10 @@ _TARGETS: dict[str, tuple[str, str, str]] = {
     "scale-set": ("vmScaleSetName", "virtualMachineScaleSets", "scale set"),
     "vm": ("name", "virtualMachines", "virtual machine"),
 }
+#: How long the role assignment waits after a new custom role definition (a pulumi-time duration): Azure Resource
+#: Manager caches RBAC data, and "it can take up to 10 minutes for changes to take effect" (MicrosoftDocs/azure-docs
+#: role-based-access-control/troubleshooting.md, "Role assignment changes are not being detected").
+ROLE_PROPAGATION = "10m"
 #: The ARM api-version of VirtualMachineScaleSets_Delete with forceDeletion (2022-08-01 REST reference).
 VMSS_API = "2022-08-01"
 #: The IMDS api-versions for instance metadata and managed-identity tokens.
@@ -110,7 +114,7 @@ except urllib.error.HTTPError as e:
 
 
 #: Boot unit: IMDS for root only (host processes by owner; containers through DOCKER-USER, made if absent).
-_IMDS_ROOT_ONLY = (
+IMDS_ROOT_ONLY = (
     "[Unit]\nDescription=provision: the instance metadata service answers root only\n"
     "DefaultDependencies=no\nBefore=network-pre.target docker.service\nWants=network-pre.target\n\n"
     "[Service]\nType=oneshot\nRemainAfterExit=yes\n"
@@ -122,13 +126,9 @@ _IMDS_ROOT_ONLY = (
 )
 
 
-def role_actions(plan: ClusterPlan[AzurePlan]) -> tuple[str, ...]:
-    """The expiry role's actions: the scale sets' delete, and the controller VM's when the cluster has one."""
-    return (*ROLE_ACTIONS, VM_DELETE) if plan.extra.slurm is not None else ROLE_ACTIONS
-
-
 def expiry_files(plan: ClusterPlan[AzurePlan], target: Target = "scale-set") -> list[File]:
-    """The expiry script and its systemd units (the common ``lifetime`` step enables the timer)."""
+    """The expiry script and its systemd units (the common ``lifetime`` step enables the timer; ``userdata.py`` writes
+    the IMDS unit :data:`IMDS_ROOT_ONLY` whenever the nodes carry the identity)."""
     assert plan.expires_at is not None  # noqa: S101  # the adapter plans a node timer only with a lifetime
     stamp = plan.expires_at.strftime("%Y-%m-%d %H:%M:%S UTC")
     what = "node's scale set" if target == "scale-set" else "VM"
@@ -148,5 +148,4 @@ def expiry_files(plan: ClusterPlan[AzurePlan], target: Target = "scale-set") -> 
         File("/usr/local/lib/provision/expire.py", _script(plan, target), "0755"),
         File("/etc/systemd/system/provision-expiry.service", service),
         File("/etc/systemd/system/provision-expiry.timer", timer),
-        File("/etc/systemd/system/provision-imds-root.service", _IMDS_ROOT_ONLY),
     ]

@@ -12,6 +12,7 @@ import fnmatch
 import os
 from typing import Any, Protocol
 
+from provision.clouds.azure.fslookup import needs_identity
 from provision.planning.plan import ClusterPlan
 from provision.spec.errors import Problem, UnsupportedError
 
@@ -62,6 +63,15 @@ ROLE_WRITE_ACTIONS = (
 )
 
 
+#: Assigning the nodes' Reader role on the filesystem (fslookup.py): "To assign Azure roles, you must have
+#: Microsoft.Authorization/roleAssignments/write permissions, such as Role Based Access Control Administrator"
+#: (MicrosoftDocs/azure-docs role-based-access-control/role-assignments-portal.md, Prerequisites).
+ASSIGN_ACTION = "Microsoft.Authorization/roleAssignments/write"
+#: The user-assigned identity's provider (Microsoft.ManagedIdentity/userAssignedIdentities; "Resource providers and
+#: types": a PUT to an unregistered namespace fails with MissingSubscriptionRegistration).
+AZURE_IDENTITY_PROVIDER = "Microsoft.ManagedIdentity"
+
+
 def _matches(pattern: str, action: str) -> bool:
     """An RBAC action pattern (``*`` wildcards, case-insensitive: role-definitions.md "Actions format")."""
     return fnmatch.fnmatchcase(action.lower(), pattern.lower())
@@ -101,6 +111,8 @@ def azure_preflight(plan: ClusterPlan, account: AzureAccount | None = None) -> l
     fs = extra.filesystem
     if fs is not None:
         needed_providers.append(AZURE_STORAGE_PROVIDERS[fs.kind])
+    if needs_identity(plan):
+        needed_providers.append(AZURE_IDENTITY_PROVIDER)
     for namespace in needed_providers:
         state = account.provider_state(namespace)
         if state != "Registered":
@@ -130,6 +142,18 @@ def azure_preflight(plan: ClusterPlan, account: AzureAccount | None = None) -> l
                     "(then only `provision reap --azure-subscription` ends the cluster at its expiry)",
                 )
             )
+    reported = any(p.path == "azure.delete_at_expiry" for p in problems)
+    if fs is not None and not reported and not allowed(account.permissions(extra.resource_group), ASSIGN_ACTION):
+        problems.append(
+            Problem(
+                "storage.shared",
+                fs.kind,
+                f"the nodes look the filesystem's address up at boot with a read-only role on it, and assigning "
+                f"that role needs {ASSIGN_ACTION}, which you do not have on this subscription (Contributor does "
+                "not), so the nodes would never mount it",
+                "ask for Role Based Access Control Administrator or User Access Administrator on the subscription",
+            )
+        )
     sku = account.sku(plan.region, plan.instance_type)
     if sku is None:
         problems.append(
@@ -254,11 +278,15 @@ def _azure_quota(plan: ClusterPlan, sku: dict[str, Any], usages: dict[str, tuple
     checks = [(AZURE_SPOT_CORES, "Spot vCPUs")] if spot else [(sku["family"], f"{sku['family']} vCPUs")]
     if not spot:
         checks.append((AZURE_REGIONAL_CORES, "regional vCPUs"))
+    # Usage names and SKU families differ in case across families (``standardNDSH100v5Family`` in both APIs, but
+    # public tables show ``StandardNCadsH100v5Family``): compare without case. A family with no usage entry is left
+    # to the deploy (the preflight's problems are errors, and an unreadable quota is not one).
+    by_lower = {k.lower(): v for k, v in usages.items()}
     out = []
     for name, label in checks:
-        if name not in usages:
+        if name.lower() not in by_lower:
             continue
-        current, limit = usages[name]
+        current, limit = by_lower[name.lower()]
         if current + needed > limit:
             out.append(
                 Problem(

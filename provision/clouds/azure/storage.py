@@ -1,7 +1,8 @@
 """Shared filesystems: Azure Managed Lustre, or Azure NetApp Files over NFS (Pulumi only, no decisions).
 
-Both return the ``shared_fs`` output and the shell lines that mount it on a node, as Outputs
-(the Lustre MGS address and the NFS mount IP are known only after creation).
+Both return the ``shared_fs`` output (the Lustre MGS address and the NFS mount IP are known only after creation)
+and the filesystem resource, to which the nodes' identity gets read access: nodes look the address up at boot
+(``fslookup.py``), so no scale set waits for the filesystem.
 """
 
 from __future__ import annotations
@@ -12,30 +13,27 @@ from typing import Any
 import pulumi
 from pulumi_azure_native import netapp, network, storagecache
 
+from provision.clouds.azure.fslookup import LUSTRE_FSNAME, LUSTRE_OPTIONS, NFS_OPTIONS
 from provision.clouds.azure.plan import Amlfs, AzurePlan, NetApp
-from provision.clouds.azure.userdata import mount_lines
 from provision.planning.outputs import shared_fs_summary
 from provision.planning.plan import ClusterPlan
-
-#: Every Azure Managed Lustre file system is named lustrefs (mount <mgs>@tcp:/lustrefs).
-LUSTRE_FSNAME = "lustrefs"
-LUSTRE_OPTIONS = "noatime,flock"
-#: Microsoft's NFSv3 mount options for Azure NetApp Files on Linux (rsize/wsize 256 KiB, hard mounts).
-NFS_OPTIONS = "rw,hard,rsize=262144,wsize=262144,vers=3,tcp"
 
 
 @dataclass
 class SharedFs:
     summary: pulumi.Output[dict[str, Any]]
-    mount: pulumi.Output[str]
+    #: The resource the nodes read their mount address from (the AMLFS, or the NetApp volume).
+    resource: pulumi.CustomResource
 
 
-def _outputs(plan: ClusterPlan[AzurePlan], source: pulumi.Output[str], fs_type: str, options: str) -> SharedFs:
-    mount = plan.storage.mount if plan.storage else "/shared"
-    return SharedFs(
-        summary=source.apply(lambda s: shared_fs_summary(plan, s, fs_type, options)),
-        mount=source.apply(lambda s: mount_lines(fs_type, s, mount, options)),  # the owner: SHARED_OWNER
-    )
+def _outputs(
+    plan: ClusterPlan[AzurePlan],
+    source: pulumi.Output[str],
+    fs_type: str,
+    options: str,
+    resource: pulumi.CustomResource,
+) -> SharedFs:
+    return SharedFs(summary=source.apply(lambda s: shared_fs_summary(plan, s, fs_type, options)), resource=resource)
 
 
 def build_filesystem(
@@ -78,7 +76,7 @@ def _amlfs(
         opts=opts,
     )
     source = lustre.client_info.apply(lambda c: f"{c.mgs_address}@tcp:/{LUSTRE_FSNAME}")
-    return _outputs(plan, source, "lustre", LUSTRE_OPTIONS)
+    return _outputs(plan, source, "lustre", LUSTRE_OPTIONS, lustre)
 
 
 def _netapp(
@@ -158,4 +156,4 @@ def _netapp(
         opts=opts,
     )
     source = volume.mount_targets.apply(lambda targets: f"{targets[0].ip_address}:/{fs.creation_token}")
-    return _outputs(plan, source, "nfs", NFS_OPTIONS)
+    return _outputs(plan, source, "nfs", NFS_OPTIONS, volume)

@@ -231,6 +231,14 @@ DEPRECATED_ENUMS = {"VirtualMachineSizeTypes": "The enum data type is currently 
 TAG_IN_LIST_SOURCE = (
     "ARM SecurityRuleParameterContainsUnsupportedValue: '*' and service tags only in the singular field"
 )
+#: NSG rule priorities: "a number between 100 and 4096 ... must be unique for each rule in the collection"
+#: (azure-rest-api-specs network SecurityRulePropertiesFormat.priority; MicrosoftDocs/azure-docs
+#: virtual-network/network-security-groups-overview.md "Priority": unique per direction).
+PRIORITY_RANGE = (100, 4096)
+PRIORITY_SOURCE = (
+    'azure-rest-api-specs network SecurityRulePropertiesFormat.priority ("between 100 and 4096", unique in the '
+    "collection); virtual-network/network-security-groups-overview.md (Priority)"
+)
 
 
 # ------------------------------------------------------------------ enums from the REST specs
@@ -410,9 +418,26 @@ def nsg_rules(res: Resource) -> list[Violation]:
     if res.type != "azure-native:network:NetworkSecurityGroup":
         return []
     out: list[Violation] = []
+    seen: dict[tuple[str, int], int] = {}
     for i, rule in enumerate(values_at(res.inputs, "securityRules[]")):
         if not isinstance(rule, Mapping):
             continue
+        priority = rule.get("priority")
+        low, high = PRIORITY_RANGE
+        if isinstance(priority, (int, float)) and not low <= priority <= high:
+            out.append(res.violation(f"securityRules[{i}].priority", priority, f"{low}-{high}", PRIORITY_SOURCE))
+        elif isinstance(priority, (int, float)):
+            key_ = (str(rule.get("direction", "")).lower(), int(priority))
+            if key_ in seen:
+                out.append(
+                    res.violation(
+                        f"securityRules[{i}].priority",
+                        priority,
+                        f"unique per direction (rule {seen[key_]} has it too)",
+                        PRIORITY_SOURCE,
+                    )
+                )
+            seen[key_] = i
         for key in ("sourceAddressPrefixes", "destinationAddressPrefixes"):
             prefixes = [str(p) for p in rule.get(key) or []]
             families = {f for f in map(_family, prefixes) if f is not None}

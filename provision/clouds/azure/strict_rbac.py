@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from provision.clouds.strict import Resource, Violation
+from provision.clouds.strict import Resource, Violation, go_duration_seconds
 
 if TYPE_CHECKING:
     from provision.clouds.mocking import MockContext
@@ -49,6 +49,16 @@ PERMISSION = re.compile(r"\*|(?:\*|[A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z0-9]+)+)(?:/[
 PERMISSION_KEYS = ("actions", "notActions", "dataActions", "notDataActions")
 ROLE_NAME_MAX = 512
 DESCRIPTION_MAX = 2048
+#: A role assignment that uses a custom role created in the same deployment must wait for the definition to reach
+#: Azure Resource Manager: a ``time:index/sleep:Sleep`` of at least this long that depends on the definition.
+ROLE_PROPAGATION_S = 600.0
+ROLE_PROPAGATION_SOURCE = (
+    f'{_DOCS}troubleshooting.md ("Role assignment changes are not being detected": Azure Resource Manager caches, '
+    '"it can take up to 10 minutes for changes to take effect"); a new definition is "yet to complete replication" '
+    "(RoleDefinitionDoesNotExist: Azure/terraform-azurerm-caf-enterprise-scale wiki, Troubleshooting; "
+    "hashicorp/terraform-provider-azurerm#19916)"
+)
+SLEEP = "time:index/sleep:Sleep"
 
 
 def _is(pattern: str | re.Pattern[str], value: Any) -> bool:
@@ -255,7 +265,38 @@ def role_assignment_rules(res: Resource, ctx: MockContext) -> list[Violation]:
                 'definition can be assigned"',
             )
         )
+    out += _propagation_rules(res, ctx)
     return out
+
+
+def _propagation_rules(res: Resource, ctx: MockContext) -> list[Violation]:
+    """An assignment of a custom role this program creates waits :data:`ROLE_PROPAGATION_S` after it."""
+    definition = res.inputs.get("roleDefinitionId")
+    if not isinstance(definition, str) or not res.urn:
+        return []
+    created = [r for r in ctx.ledger if r.type == ROLE_DEFINITION and str(r.id).lower() == definition.lower()]
+    if not created:
+        return []
+    ancestors = ctx.ancestors(res.urn, res.dependencies)
+    waits = [
+        r
+        for r in ctx.ledger
+        if r.type == SLEEP
+        and r.urn in ancestors
+        and (go_duration_seconds(str(r.inputs.get("createDuration") or "")) or 0.0) >= ROLE_PROPAGATION_S
+        and created[0].urn in ctx.ancestors(r.urn)
+    ]
+    if waits:
+        return []
+    return [
+        res.violation(
+            "roleDefinitionId",
+            definition,
+            f"the custom role is created in this deployment: wait at least {ROLE_PROPAGATION_S:g}s for it to "
+            "replicate (a time.Sleep that depends on the definition) before assigning it",
+            ROLE_PROPAGATION_SOURCE,
+        )
+    ]
 
 
 def _assignable_scopes_of(ctx: MockContext, definition: Any) -> list[str] | None:

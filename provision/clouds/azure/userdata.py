@@ -7,20 +7,30 @@ ubuntu-hpc image reads it as ``#cloud-config`` at first boot.
 from __future__ import annotations
 
 import base64
-import dataclasses
-import json
 from typing import TYPE_CHECKING
 
-from provision.clouds.azure.expiry import expiry_files
-from provision.planning.bootstrap import File, SharedMount, Step, base_values, health_expectations, static_file
+from provision.clouds.azure import fslookup
+from provision.clouds.azure.expiry import IMDS_COMPUTE_API, IMDS_ROOT_ONLY, IMDS_TOKEN_API, expiry_files, identity_name
+from provision.clouds.azure.fslookup import LUSTRE_OPTIONS, NFS_OPTIONS
+from provision.planning.bootstrap import (
+    File,
+    SharedMount,
+    Step,
+    Values,
+    base_values,
+    health_expectations,
+    static_file,
+)
 from provision.planning.bootstrap import render as render_bootstrap
 
 if TYPE_CHECKING:
     from provision.clouds.azure.plan import AzurePlan
     from provision.planning.plan import ClusterPlan
 
-#: Azure custom data is at most 64 KB before base64 (Azure docs, "Custom data and cloud-init on Azure VMs").
-MAX_CUSTOM_DATA_BYTES = 64 * 1024
+#: Azure custom data is at most 65,535 bytes before base64: azure-rest-api-specs compute
+#: ``VirtualMachineScaleSetOSProfile.customData``, "The maximum length of the binary array is 65535 bytes" (Microsoft
+#: Learn's "64 KB" rounds it up by one byte).
+MAX_CUSTOM_DATA_BYTES = 65535
 
 WATCHER_UNIT = """[Unit]
 Description=provision: unmount the shared filesystem when Azure announces this node's eviction (Scheduled Events)
@@ -37,31 +47,62 @@ WantedBy=multi-user.target
 """
 
 
-def mount_lines(fs_type: str, source: str, mount: str, options: str) -> str:
-    """The shared filesystem as nodes mount it (at every boot, from fstab with ``_netdev``), as a JSON document
-    that :func:`custom_data` reads (``storage.py`` carries it through an ``Output[str]``)."""
-    client = "nfs-common" if fs_type == "nfs" else ""
-    return json.dumps(dataclasses.asdict(SharedMount(source, mount, fs_type, f"{options},_netdev", client)))
+def shared_mount(plan: ClusterPlan[AzurePlan]) -> SharedMount | None:
+    """The shared filesystem as nodes mount it: the source comes from the ``fs-address`` step (fslookup.py)."""
+    look = fslookup.lookup(plan)
+    fs = plan.extra.filesystem
+    if look is None or fs is None or plan.storage is None:
+        return None
+    if fs.kind == "amlfs":
+        return SharedMount(
+            "", plan.storage.mount, "lustre", f"{LUSTRE_OPTIONS},_netdev", source_file=fslookup.SOURCE_FILE
+        )
+    return SharedMount(
+        "",
+        plan.storage.mount,
+        "nfs",
+        f"{NFS_OPTIONS},_netdev",
+        "nfs-common",
+        source_file=fslookup.SOURCE_FILE,
+        source_path=f"/{fs.creation_token}",
+    )
 
 
-def _shared(value: SharedMount | str | None) -> SharedMount | None:
-    if isinstance(value, str):
-        return SharedMount(**json.loads(value)) if value else None
-    return value
+def _lookup_step(plan: ClusterPlan[AzurePlan], values: Values) -> Step | None:
+    """The boot-time lookup of the filesystem's address (fslookup.py), with the values it reads."""
+    look = fslookup.lookup(plan)
+    if look is None:
+        return None
+    values.add("NODE_RESOURCE_GROUP", plan.extra.resource_group, "token", "azure.resource_group")
+    values.add("NODE_IDENTITY", identity_name(plan), "token", "azure.identity")
+    values.add("FS_RESOURCE_PATH", look.resource_path, "path", "azure.filesystem")
+    values.add("FS_API_VERSION", look.api_version, "token", "azure.filesystem_api")
+    values.add("FS_ADDRESS_KEY", look.address_key, "token", "azure.filesystem_address")
+    values.add("FS_LUSTRE_NAME", fslookup.LUSTRE_FSNAME, "token", "azure.lustre_name")
+    values.add("FS_WAIT_SECONDS", str(fslookup.FS_WAIT_SECONDS), "int", "azure.fs_wait")
+    values.add("IMDS_COMPUTE_API", IMDS_COMPUTE_API, "token", "azure.imds_api")
+    values.add("IMDS_TOKEN_API", IMDS_TOKEN_API, "token", "azure.imds_token_api")
+    return Step("fs-address", "azure/steps/fs-address.sh", timeout=fslookup.FS_WAIT_SECONDS + 300)
 
 
-def render(plan: ClusterPlan[AzurePlan], shared_mount: SharedMount | str | None = None) -> str:
-    """The ``#cloud-config`` for every node of ``plan``. Holds no secrets."""
-    shared = _shared(shared_mount)
+def render(plan: ClusterPlan[AzurePlan]) -> str:
+    """The ``#cloud-config`` for every node of ``plan`` (nothing in it waits for the filesystem). No secrets."""
+    shared = shared_mount(plan)
     values = base_values(plan)
     steps: list[Step] = []
     files: list[File] = []
+    if fslookup.needs_identity(plan):
+        # The identity's token is for root only: no job or container may take it from IMDS (expiry.py).
+        files.append(File("/etc/systemd/system/provision-imds-root.service", IMDS_ROOT_ONLY))
     if plan.fabric == "infiniband":
         values.add("IB_PORTS", plan.fabric_interfaces, "int", "fabric_interfaces")
         topo = plan.nccl_env.get("NCCL_TOPO_FILE")
         if topo:
             values.add("TOPO_FILE", topo, "path", "nccl_env.NCCL_TOPO_FILE")
         steps.append(Step("fabric-wait", "azure/steps/fabric-wait.sh", every_boot=True))
+    lookup_step = _lookup_step(plan, values)
+    if lookup_step is not None:
+        steps.append(lookup_step)
     if shared is not None and plan.capacity.type == "spot" and shared.fstype == "lustre":
         # Azure Managed Lustre: unmount before an evicted client goes away, or the others pause for up to 15 minutes.
         files += [
@@ -80,22 +121,18 @@ def render(plan: ClusterPlan[AzurePlan], shared_mount: SharedMount | str | None 
     return render_bootstrap(plan, values=values, steps=steps, files=files, shared=shared, health=health)
 
 
-def custom_data(plan: ClusterPlan[AzurePlan], shared_mount: SharedMount | str | None = None) -> str:
+def custom_data(plan: ClusterPlan[AzurePlan]) -> str:
     """The base64-encoded bootstrap for every node of ``plan``.
 
     Raises:
         ValueError: over Azure's custom data limit, or a value fails its pattern (UnsafeValueError).
     """
-    text = render(plan, shared_mount)
+    text = render(plan)
     if len(text.encode()) > MAX_CUSTOM_DATA_BYTES:
         raise ValueError(f"custom data is {len(text.encode())} bytes, over Azure's limit of {MAX_CUSTOM_DATA_BYTES}")
     return base64.b64encode(text.encode()).decode()
 
 
 def mock_user_data(plan: ClusterPlan[AzurePlan]) -> str:
-    """The custom data as the mocked cloud's nodes get it (a shared mount in the mocked cloud's format)."""
-    if plan.storage is None:
-        return render(plan)
-    if plan.storage.protocol == "lustre":
-        return render(plan, mount_lines("lustre", "10.0.1.5@tcp:/lustrefs", plan.storage.mount, "noatime,flock"))
-    return render(plan, mount_lines("nfs", "10.0.2.4:/shared", plan.storage.mount, "rw,hard,vers=3,tcp"))
+    """The custom data as the mocked cloud's nodes get it (the same text as the real nodes)."""
+    return render(plan)
