@@ -126,6 +126,11 @@ IMDS_ROOT_ONLY = (
 )
 
 
+def role_actions(plan: ClusterPlan[AzurePlan]) -> tuple[str, ...]:
+    """The expiry role's actions: the scale sets' delete, and the controller VM's when the cluster has one."""
+    return (*ROLE_ACTIONS, VM_DELETE) if plan.extra.slurm is not None else ROLE_ACTIONS
+
+
 def expiry_files(plan: ClusterPlan[AzurePlan], target: Target = "scale-set") -> list[File]:
     """The expiry script and its systemd units (the common ``lifetime`` step enables the timer; ``userdata.py`` writes
     the IMDS unit :data:`IMDS_ROOT_ONLY` whenever the nodes carry the identity)."""

@@ -23,7 +23,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_azure_native import authorization, containerservice, managedidentity
 
-from provision.clouds.azure.expiry import role_guid, role_name
+from provision.clouds.azure.expiry import ROLE_PROPAGATION, role_guid, role_name
 from provision.clouds.azure.kubeplan import AKS_ROLE_KIND, AKS_ROLE_SUFFIX
 from provision.clouds.k8s import objects
 
@@ -87,7 +87,15 @@ def self_delete(
         permissions=[authorization.PermissionArgs(actions=list(ACTIONS))],
         opts=opts,
     )
-    authorization.RoleAssignment(
+    import pulumiverse_time  # the azure extra; imported here so `import provision` stays light
+
+    replicated = pulumiverse_time.Sleep(  # a new custom role replicates before it may be assigned (expiry.py)
+        f"{plan.name}-aks-expiry-role-propagation",
+        create_duration=ROLE_PROPAGATION,
+        triggers={"definition": definition.id},
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[definition]),
+    )
+    assignment = authorization.RoleAssignment(
         f"{plan.name}-aks-expiry-assignment",
         role_assignment_name=cluster.id.apply(lambda i: role_guid(i, "aks-expiry-assignment")),
         principal_id=identity.principal_id,
@@ -95,7 +103,7 @@ def self_delete(
         role_definition_id=definition.id,
         scope=cluster.id,
         description="provision: the expiry job deletes the AKS cluster",
-        opts=opts,
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[replicated]),
     )
     issuer = cluster.oidc_issuer_profile.apply(lambda p: p.issuer_url if p else "")
     credential = managedidentity.FederatedIdentityCredential(
@@ -145,5 +153,5 @@ def self_delete(
             "startingDeadlineSeconds": 86400,
             "jobTemplate": {"spec": {"backoffLimit": 6, "template": pod}},
         },
-        opts=pulumi.ResourceOptions(parent=parent, provider=prov, depends_on=[account, credential]),
+        opts=pulumi.ResourceOptions(parent=parent, provider=prov, depends_on=[account, credential, assignment]),
     )
