@@ -211,6 +211,8 @@ class Adapter(ABC, Generic[P]):
         assert res.offer is not None and res.nodes is not None and res.fabric is not None  # noqa: S101
         offer, nodes = res.offer, res.nodes
         storage = (res.storage, res.storage_size_gib, res.storage_throughput) if res.storage else None
+        if spec.storage.shared is not None and spec.storage.shared.volume is not None:
+            storage = None  # an attached volume is billed by its own stack while it lives (plan shows it beside)
         cost = estimate(
             spec,
             catalog,
@@ -266,6 +268,7 @@ class Adapter(ABC, Generic[P]):
                     res.storage, res.storage_size_gib or 0, res.storage_throughput, spec.region
                 ),
                 offer=res.storage,
+                volume=spec.storage.shared.volume,
             )
         if k8s is not None:
             image = ImagePlan(ref=k8s.extra.node_image, source=f"{k8s.control_plane.service} managed node image")

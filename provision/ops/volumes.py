@@ -18,6 +18,7 @@ state directory (:mod:`provision.engine.mockstate`), so it persists between mock
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -92,6 +93,54 @@ def _fs_id(name: str, kind: str) -> str:
     return f"{kind}-{hashlib.sha256(name.encode()).hexdigest()[:12]}"
 
 
+def _hex(seed: str, n: int = 17) -> str:
+    return hashlib.sha256(seed.encode()).hexdigest()[:n]
+
+
+def mock_endpoint(spec: VolumeSpec) -> tuple[str, dict[str, Any]]:
+    """The mocked cloud's mount source and network ids of a created volume (the shapes the real clouds return).
+
+    The mount source has the form the cluster's own filesystem of that kind has (clouds/<cloud>/storage.py);
+    the network is the one the volume's filesystem sits in, with what an attaching cluster's reachability
+    resources name (clouds/aws/volumelink.py and the others).
+    """
+    seed, cidr = f"{spec.cloud}/{spec.region}/{spec.name}", spec.network_cidr
+    net = ipaddress.ip_network(cidr)
+    ip = str(net.network_address + 4)
+    sources = {
+        "fsx-lustre": f"fs-{_hex(seed)}.fsx.{spec.region}.amazonaws.com@tcp:/{_hex(seed + '/m', 8)}",
+        "managed-lustre": f"{ip}@tcp:/lustrefs",
+        "filestore": f"{ip}:/share",
+        "parallelstore": f'["{ip}","{net.network_address + 5}","{net.network_address + 6}"]',
+        "amlfs": f"{ip}@tcp:/lustrefs",
+        "netapp": f"{ip}:/{spec.name}",
+    }
+    source = sources.get(spec.kind, f"{_hex(seed, 10)}-{_hex(seed + '/d', 5)}.{spec.region}.nas.aliyuncs.com:/")
+    network: dict[str, Any] = {"cidr": cidr}
+    if spec.cloud == "aws":
+        network.update(
+            vpc_id=f"vpc-{_hex(seed + '/vpc')}",
+            route_table_id=f"rtb-{_hex(seed + '/rt')}",
+            security_group_id=f"sg-{_hex(seed + '/sg')}",
+        )
+    elif spec.cloud == "azure":
+        rg = f"vol-{spec.name}-rg"
+        vnet = f"vol-{spec.name}-vnet"
+        network.update(
+            resource_group=rg,
+            vnet_name=vnet,
+            vnet_id=f"/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/{rg}/providers/"
+            f"Microsoft.Network/virtualNetworks/{vnet}",
+        )
+    elif spec.cloud == "gcp":
+        network.update(network=f"vol-{spec.name}-net")
+    else:
+        network.update(vpc_id=f"vpc-{_hex(seed + '/vpc', 21)}")
+        if spec.kind.startswith("cpfs"):  # the CPFS protocol service each cluster exports from
+            network.update(protocol_service_id=f"ptc-{_hex(seed + '/ptc', 16)}")
+    return source, network
+
+
 def _users(store: Any) -> dict[str, list[str]]:
     """Volume name -> the cluster stacks whose state records attaching it."""
     users: dict[str, list[str]] = {}
@@ -154,6 +203,7 @@ def create_volume(spec: VolumeSpec, mock: bool) -> VolumeRecord:
         )
     now = datetime.now(timezone.utc).replace(microsecond=0)
     tier, hourly = volume_price(spec)
+    source, network = mock_endpoint(spec)
     outputs: dict[str, Any] = {
         "tier": tier,
         "hourly_usd": hourly,
@@ -166,6 +216,8 @@ def create_volume(spec: VolumeSpec, mock: bool) -> VolumeRecord:
         "size_gib": spec.size_gib,
         "throughput_mbps_per_tib": spec.throughput_mbps_per_tib,
         "filesystem_id": _fs_id(spec.name, spec.kind),
+        "mount_source": source,
+        "network": network,
         "tags": dict(spec.tags),
         "origin": "created",
         "expires_at": format_time(now + spec.lifetime) if spec.lifetime else None,
@@ -246,6 +298,10 @@ def attach_problems(spec: Any, zone: str | None, mock: bool) -> list[Problem]:
                 f"set zone: {out.get('zone')}",
             )
         )
+    if out.get("cloud") == spec.cloud:
+        from provision.ops.volume_network import network_problems
+
+        problems += network_problems(spec, name, out)
     if shared.kind not in ("auto", out.get("filesystem")):
         problems.append(
             Problem(
@@ -271,6 +327,9 @@ def retain_at_down(state: Any) -> tuple[str | None, set[tuple[str, str]]]:
         n += 1
         name = f"{base[:37]}-{n}"
     out = state.outputs
+    from provision.ops.volume_network import retained_network
+
+    network, kept_network = retained_network(str(spec.get("cloud")), state.resources)
     shared_fs = out.get("shared_fs") if isinstance(out.get("shared_fs"), dict) else {}
     kind = shared_fs.get("kind") or next(k for k, t in FILESYSTEM_TYPES.items() if t == kept[0].type)
     outputs = {
@@ -285,10 +344,13 @@ def retain_at_down(state: Any) -> tuple[str | None, set[tuple[str, str]]]:
         "tier": shared_fs.get("tier"),
         "hourly_usd": None,
         "filesystem_id": kept[0].id,
+        "mount_source": shared_fs.get("source"),
+        "network": network,
         "tags": dict(spec.get("tags") or {}),
         "origin": f"retained by cluster {base} at down",
         "expires_at": None,
     }
+    kept += kept_network
     _save_volume(store, name, outputs, kept, {"name": name, "from_cluster": base})
     return name, {r.key for r in kept}
 
@@ -307,14 +369,30 @@ def attached_program_spec(spec: Any, zone: str | None, mock: bool) -> tuple[Any,
         raise VolumeSpecError(problems=problems)
     record = find_volume(shared.volume, mock)
     assert record is not None  # noqa: S101  # attach_problems found it
-    fs = dict(record.outputs.get("shared_fs") or {})
-    fs.update({"kind": record.outputs.get("filesystem"), "mount_point": shared.mount, "volume": record.name})
-    storage = spec.storage.model_copy(update={"shared": None})
-    return spec.model_copy(update={"storage": storage}), {
+    return spec.model_copy(
+        update={"storage": spec.storage.model_copy(update={"shared": attached_shared(record, shared)})}
+    ), {
         "volume": record.name,
         "volume_filesystem_id": record.outputs.get("filesystem_id"),
-        "shared_fs": fs,
     }
+
+
+def attached_shared(record: VolumeRecord, shared: Any) -> Any:
+    """``storage.shared`` as the cluster program plans it: the volume's kind, size and tier, mounted at ``mount``.
+
+    The plan then has the same storage as a cluster-owned filesystem of that kind (mount steps, client, health
+    expectations), with ``volume`` set: the adapters build no filesystem but read the volume's stack
+    (clouds/volumeref.py) and create the network path to it.
+    """
+    out = record.outputs
+    update: dict[str, Any] = {"kind": out.get("filesystem"), "retain": False, "object_store": None}
+    if isinstance(out.get("size_gib"), int):
+        update["size_gib"] = out["size_gib"]
+    if isinstance(out.get("throughput_mbps_per_tib"), int):
+        update["throughput_mbps_per_tib"] = out["throughput_mbps_per_tib"]
+    if isinstance(out.get("tier"), str):
+        update["tier"] = out["tier"]
+    return shared.model_copy(update=update)
 
 
 def refuse_real_attach(spec: Any) -> None:

@@ -38,6 +38,15 @@ def _outputs(plan: ClusterPlan[AzurePlan], source: pulumi.Output[str], fs_type: 
     )
 
 
+def attached_filesystem(plan: ClusterPlan[AzurePlan], source: pulumi.Output[str], volume: str) -> SharedFs:
+    """An attached volume's filesystem (its own stack holds it): mounted as a cluster-owned one of its kind."""
+    fs_type, options = (
+        ("nfs", NFS_OPTIONS) if plan.storage and plan.storage.kind == "netapp" else ("lustre", LUSTRE_OPTIONS)
+    )
+    own = _outputs(plan, source, fs_type, options)
+    return SharedFs(summary=own.summary.apply(lambda s: {**s, "volume": volume, "retain": True}), mount=own.mount)
+
+
 def build_filesystem(
     plan: ClusterPlan[AzurePlan],
     rg_name: pulumi.Input[str],

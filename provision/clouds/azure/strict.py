@@ -85,6 +85,16 @@ NAMES: dict[str, tuple[str, NameRule]] = {
             f"{NAMING} (Microsoft.Network/publicIPAddresses)",
         ),
     ),
+    "azure-native:network:VirtualNetworkPeering": (
+        "virtualNetworkPeeringName",
+        NameRule(
+            1,
+            80,
+            _STD80,
+            "alphanumerics, _ . -; start alphanumeric; end alphanumeric or _",
+            f"{NAMING} (Microsoft.Network/virtualNetworks/virtualNetworkPeerings)",
+        ),
+    ),
     "azure-native:network:NatGateway": (
         "natGatewayName",
         NameRule(
