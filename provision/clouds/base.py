@@ -269,6 +269,7 @@ class Adapter(ABC, Generic[P]):
                 ),
                 offer=res.storage,
                 volume=spec.storage.shared.volume,
+                object_store=spec.storage.shared.object_store.uri if spec.storage.shared.object_store else None,
             )
         if k8s is not None:
             image = ImagePlan(ref=k8s.extra.node_image, source=f"{k8s.control_plane.service} managed node image")

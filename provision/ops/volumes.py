@@ -395,6 +395,49 @@ def attached_shared(record: VolumeRecord, shared: Any) -> Any:
     return shared.model_copy(update=update)
 
 
+def planned_data(data: Any) -> Any:
+    """A raw cluster spec mapping whose ``storage.shared.volume`` names an existing volume, planned with the volume's
+    filesystem (kind, size, throughput, tier: :func:`attached_shared`); anything else unchanged.
+
+    So ``provision plan`` and ``up``'s plan show the filesystem the nodes will mount and price the volume beside
+    the cluster (its own stack bills it). The volumes are the mocked cloud's (the only volume store so far).
+    """
+    storage = data.get("storage") if isinstance(data, dict) else None
+    shared = storage.get("shared") if isinstance(storage, dict) else None
+    name = shared.get("volume") if isinstance(shared, dict) else None
+    if not isinstance(name, str):
+        return data
+    try:
+        record = find_volume(name, mock=True)
+    except Exception:  # a damaged state file: `provision volume list` names it
+        return data
+    if record is None:
+        return data
+    from provision.spec.models import SharedStorage
+
+    try:
+        merged = attached_shared(record, SharedStorage.model_validate(shared))
+    except Exception:  # the shape is wrong: validation reports it with the rest
+        return data
+    return {**data, "storage": {**storage, "shared": merged.model_dump(mode="json", exclude_none=True)}}
+
+
+def planned_spec(spec: Any) -> Any:
+    """``spec`` planned with its attached volume's filesystem (:func:`planned_data`) when the volume exists."""
+    shared = spec.storage.shared
+    if shared is None or shared.volume is None:
+        return spec
+    try:
+        record = find_volume(shared.volume, mock=True)
+    except Exception:  # a damaged state file: `provision volume list` names it
+        return spec
+    if record is None:
+        return spec
+    return spec.model_copy(
+        update={"storage": spec.storage.model_copy(update={"shared": attached_shared(record, shared)})}
+    )
+
+
 def refuse_real_attach(spec: Any) -> None:
     """Refuse ``storage.shared.volume`` outside the mocked cloud (no real volume stack yet)."""
     shared = spec.storage.shared

@@ -89,6 +89,9 @@ class StoragePlan(_Frozen):
     mount: str
     hourly_usd: float | None
     offer: FilesystemOffer = Field(exclude=True)
+    object_store: str | None = Field(
+        default=None, description="The bucket linked to the filesystem (storage.shared.object_store.uri)."
+    )
     volume: str | None = Field(
         default=None,
         description="The attached volume (storage.shared.volume): its own stack holds the filesystem, the cluster "
