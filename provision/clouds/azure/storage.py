@@ -83,6 +83,16 @@ def _amlfs(
             day_of_week=storagecache.MaintenanceDayOfWeekType(fs.maintenance.day_of_week),
             time_of_day_utc=fs.maintenance.time_of_day_utc,
         ),
+        # storage.shared.object_store: the Blob container link (spec/objectstore.py checks it; strict.py too).
+        hsm=storagecache.AmlFilesystemHsmArgs(
+            settings=storagecache.AmlFilesystemHsmSettingsArgs(
+                container=fs.hsm.container,
+                logging_container=fs.hsm.logging_container,
+                import_prefix=fs.hsm.import_prefix,
+            )
+        )
+        if fs.hsm is not None
+        else None,
         tags=tags,
         opts=opts,
     )
