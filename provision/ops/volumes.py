@@ -11,8 +11,13 @@ A cluster's own filesystem with ``storage.shared.retain: true`` becomes a volume
 filesystem resource moves from the cluster's state into ``vol-<cluster name>`` (``-2``, ``-3``, ...
 when that name is taken), listed by ``volume list`` and attachable by name.
 
-Only the mocked cloud (``--mock``) is implemented: the volume's state lives in the mocked cloud's
-state directory (:mod:`provision.engine.mockstate`), so it persists between mocked clusters.
+A cluster reads the volume's outputs through a ``pulumi.StackReference`` (:mod:`provision.clouds.volumeref`): the
+mount source, the filesystem id and the network its own way in needs (:mod:`provision.ops.volume_network`).
+
+Under the mocked cloud (``--mock``) the volume's state lives in the mocked cloud's state directory
+(:mod:`provision.engine.mockstate`), so it persists between mocked clusters. On AWS the volume's stack is a
+Pulumi program (:mod:`provision.engine.volumerun`): run under the strict mocked cloud with ``--mock``, through the
+Automation API without it. Attaching a volume to a real cluster is still refused (:func:`refuse_real_attach`).
 """
 
 from __future__ import annotations
@@ -78,8 +83,8 @@ class VolumeRecord:
 def _need_mock(mock: bool) -> None:
     if not mock:
         raise UnsupportedError(
-            "volumes are implemented for the mocked cloud only so far; to fix: add --mock (a real volume "
-            "stack is not written yet)"
+            "volume list reads the mocked cloud only so far; to fix: add --mock (real volume stacks are listed "
+            "by `pulumi stack ls`, named vol-NAME)"
         )
 
 
@@ -194,17 +199,42 @@ def volume_price(spec: VolumeSpec) -> tuple[str | None, float | None]:
 
 
 def create_volume(spec: VolumeSpec, mock: bool) -> VolumeRecord:
-    """Create the volume's stack (refused when a volume of that name exists)."""
-    _need_mock(mock)
+    """Create the volume's stack (refused when a volume of that name exists).
+
+    Where the cloud has a volume program (:data:`provision.engine.volumerun.PROGRAMS`) the stack is that program's:
+    run under the strict mocked cloud with ``mock``, else through the Automation API like ``up``. Elsewhere (mocked
+    cloud only) the volume's outputs are the mocked cloud's answer (:func:`mock_endpoint`).
+    """
+    from provision.engine.volumerun import PROGRAMS
+
+    if not mock and spec.cloud not in PROGRAMS:
+        raise UnsupportedError(
+            f"volume create on {spec.cloud}: the volume stack program exists for {', '.join(PROGRAMS)} only so far; "
+            "to fix: add --mock, or use a cluster's own filesystem with storage.shared.retain: true"
+        )
     store = _store()
-    if store.load(spec.stack) is not None:
+    if mock and store.load(spec.stack) is not None:
         raise VolumeSpecError(
             problems=[Problem("name", spec.name, "names a volume that exists", "pick another name or delete it first")]
         )
     now = datetime.now(timezone.utc).replace(microsecond=0)
     tier, hourly = volume_price(spec)
+    if spec.cloud in PROGRAMS:
+        return _create_from_program(spec, tier, hourly, now, mock)
     source, network = mock_endpoint(spec)
     outputs: dict[str, Any] = {
+        **_static_outputs(spec, tier, hourly, now),
+        "filesystem_id": _fs_id(spec.name, spec.kind),
+        "mount_source": source,
+        "network": network,
+    }
+    _save_volume(store, spec.name, outputs, [], spec.model_dump(mode="json"))
+    return find_volume(spec.name, mock) or VolumeRecord(spec.name, outputs, now, ())
+
+
+def _static_outputs(spec: VolumeSpec, tier: str | None, hourly: float | None, now: datetime) -> dict[str, Any]:
+    """The outputs every volume records besides its cloud's (``volume list``, the attach checks)."""
+    return {
         "tier": tier,
         "hourly_usd": hourly,
         "kind": VOLUME_MARK,
@@ -215,15 +245,44 @@ def create_volume(spec: VolumeSpec, mock: bool) -> VolumeRecord:
         "filesystem": spec.kind,
         "size_gib": spec.size_gib,
         "throughput_mbps_per_tib": spec.throughput_mbps_per_tib,
-        "filesystem_id": _fs_id(spec.name, spec.kind),
-        "mount_source": source,
-        "network": network,
         "tags": dict(spec.tags),
         "origin": "created",
         "expires_at": format_time(now + spec.lifetime) if spec.lifetime else None,
     }
-    _save_volume(store, spec.name, outputs, [], spec.model_dump(mode="json"))
-    return find_volume(spec.name, mock) or VolumeRecord(spec.name, outputs, now, ())
+
+
+def _create_from_program(
+    spec: VolumeSpec, tier: str | None, hourly: float | None, now: datetime, mock: bool
+) -> VolumeRecord:
+    """The volume's stack from its cloud's program: mocked (state in the mocked cloud) or real (Automation API)."""
+    from provision.clouds.mocking import CloudFaultError
+    from provision.engine.volumerun import run_volume_mock, run_volume_real
+    from provision.spec.errors import CloudError
+
+    if tier is None:
+        raise VolumeSpecError(
+            problems=[
+                Problem(
+                    "throughput_mbps_per_tib",
+                    spec.throughput_mbps_per_tib,
+                    f"is sold by no {spec.kind} tier in the catalog",
+                    "pick a throughput the catalog lists (provision catalog) or drop it",
+                )
+            ]
+        )
+    static = _static_outputs(spec, tier, hourly, now)
+    if not mock:
+        outputs = run_volume_real(spec, tier, static)
+        return VolumeRecord(spec.name, outputs, now, ())
+    try:
+        run = run_volume_mock(spec, tier, static)
+    except CloudFaultError as e:  # the strict cloud refused an input: nothing is kept
+        raise CloudError(f"volume {spec.name}: {e}") from None
+    from provision.engine.mockstate import MockResource
+
+    resources = [MockResource(r.type, r.name, r.inputs, r.id, r.custom) for r in run.resources]
+    _save_volume(_store(), spec.name, run.outputs, resources, spec.model_dump(mode="json"))
+    return find_volume(spec.name, mock) or VolumeRecord(spec.name, run.outputs, now, ())
 
 
 def list_volumes(mock: bool) -> list[VolumeRecord]:
@@ -249,7 +308,13 @@ def find_volume(name: str, mock: bool) -> VolumeRecord | None:
 
 
 def delete_volume(name: str, mock: bool) -> VolumeRecord:
-    """Delete the volume; refused while a cluster's state records attaching it (names them)."""
+    """Delete the volume; refused while a cluster's state records attaching it (names them).
+
+    Without ``mock``: ``pulumi destroy`` of the volume's stack through the Automation API, then the stack is
+    removed (a real cluster cannot attach a volume yet: :func:`refuse_real_attach`, so none uses it).
+    """
+    if not mock:
+        return _delete_real(name)
     record = find_volume(name, mock)
     if record is None:
         raise VolumeSpecError(
@@ -268,6 +333,21 @@ def delete_volume(name: str, mock: bool) -> VolumeRecord:
         )
     _store().delete(STACK_PREFIX + name)
     return record
+
+
+def _delete_real(name: str) -> VolumeRecord:
+    from provision.engine import automation
+
+    stack_name = STACK_PREFIX + name
+    stack = automation.open_stack(stack_name, lambda: None, root=automation.project_root(), create=False)
+    if stack is None:
+        raise VolumeSpecError(problems=[Problem("name", name, "names no volume stack", "check the name")])
+    outputs = {k: v.value for k, v in stack.outputs().items()}
+    if outputs.get("kind") != VOLUME_MARK:
+        raise VolumeSpecError(problems=[Problem("name", name, f"stack {stack_name} is not a volume", "check the name")])
+    automation.run_operation("destroy", stack_name, lambda: stack.destroy(color="never"))
+    automation.run_operation("rm", stack_name, lambda: stack.workspace.remove_stack(stack_name))
+    return VolumeRecord(name, outputs, None, ())
 
 
 def attach_problems(spec: Any, zone: str | None, mock: bool) -> list[Problem]:
