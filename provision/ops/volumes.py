@@ -190,10 +190,13 @@ def volume_price(spec: VolumeSpec) -> tuple[str | None, float | None]:
     best: tuple[str | None, float | None] = (None, None)
     for offer in load_catalog().filesystems_for(spec.cloud, spec.kind):
         tput = spec.throughput_mbps_per_tib
-        if tput is not None and offer.throughput_mbps_per_tib and tput not in offer.throughput_mbps_per_tib:
+        # The planner's rule (planning/resolve.py): a tier sells a throughput it lists or its baseline.
+        if tput is not None and not (tput in offer.throughput_mbps_per_tib or offer.baseline_mbps_per_tib == tput):
             continue
         hourly = storage_hourly_usd(offer, spec.size_gib, tput, spec.region)
-        if hourly is not None and (best[1] is None or hourly < best[1]):
+        if best[0] is None and hourly is None:
+            best = (offer.tier, None)  # a tier that sells it, unpriced: kept unless a priced one comes
+        elif hourly is not None and (best[1] is None or hourly < best[1]):
             best = (offer.tier, round(hourly, 4))
     return best
 
