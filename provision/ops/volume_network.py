@@ -60,7 +60,8 @@ def network_problems(spec: Any, name: str, outputs: dict[str, Any]) -> list[Prob
     fix = "recreate the volume (provision volume create) so its stack records what attaching clusters read"
     if not isinstance(outputs.get("mount_source"), str) and spec.cloud != "alibaba":
         out.append(Problem(_FIELD, name, "names a volume whose stack records no mount_source", fix))
-    network = outputs.get("network") if isinstance(outputs.get("network"), dict) else {}
+    raw = outputs.get("network")
+    network: dict[str, Any] = raw if isinstance(raw, dict) else {}
     keys = NETWORK_KEYS.get(spec.cloud, ())
     if str(outputs.get("filesystem", "")).startswith("cpfs"):
         keys = (*keys, "protocol_service_id")

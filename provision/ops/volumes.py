@@ -502,7 +502,7 @@ def planned_data(data: Any) -> Any:
         merged = attached_shared(record, SharedStorage.model_validate(shared))
     except Exception:  # the shape is wrong: validation reports it with the rest
         return data
-    return {**data, "storage": {**storage, "shared": merged.model_dump(mode="json", exclude_none=True)}}
+    return {**data, "storage": {**dict(storage or {}), "shared": merged.model_dump(mode="json", exclude_none=True)}}
 
 
 def planned_spec(spec: Any) -> Any:

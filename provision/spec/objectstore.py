@@ -151,7 +151,8 @@ def _azure_problems(link: dict[str, Any]) -> list[Problem]:
     """
     field = "storage.shared.object_store"
     out = []
-    uri = link.get("uri") if isinstance(link.get("uri"), str) else ""
+    raw = link.get("uri")
+    uri = raw if isinstance(raw, str) else ""
     account, _, rest = uri.removeprefix("https://").partition(".blob.core.windows.net/")
     container, _, prefix = rest.partition("/")
     account_id = link.get("account_id")
