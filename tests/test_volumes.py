@@ -101,6 +101,11 @@ def test_retained_filesystem_becomes_a_volume_at_down_and_is_attached_by_name(tm
     assert kept["filesystem_id"] == fs.id and kept["filesystem"] == "fsx-lustre" and kept["zone"]
     assert fs_resources("vol-keeper") == [fs]
     path = cluster_file(tmp_path, "reuser", {"volume": "keeper"})
+    code, out = cli("up", path, "--mock", "--yes")  # the kept VPC is 10.0.0.0/16, like the new cluster's default
+    assert code == 2 and "aws.vpc_cidr" in out and "overlaps volume keeper's network 10.0.0.0/16" in out, out
+    data = yaml.safe_load(Path(path).read_text())
+    data["aws"] = {**data.get("aws", {}), "vpc_cidr": "10.1.0.0/16"}
+    Path(path).write_text(yaml.safe_dump(data))
     code, out = cli("up", path, "--mock", "--yes")
     assert code == 0, out
     outputs = json.loads(cli("outputs", "reuser", "--mock", "--json")[1])

@@ -123,6 +123,51 @@ def runtime_rows(runtime: dict[str, Any] | None) -> list[tuple[str, str]]:
     return [("runtime", f"{what} ({runtime['source']})"), ("launcher tools", tools or "-")]
 
 
+#: Hours in the month the clouds' monthly prices assume (AWS, Azure and GCP price pages: 730 hours per month).
+HOURS_PER_MONTH = 730
+
+
+def _storage_row(storage: dict[str, Any] | None) -> str:
+    """The plan's shared storage: the cluster's own filesystem, or the attached volume (billed by its own stack)."""
+    if not storage:
+        return "none"
+    text = f"{storage['kind']} {storage['tier']} {storage['size_gib']} GiB"
+    if storage.get("volume"):
+        price = f"${storage['hourly_usd']:,.2f}/h" if storage.get("hourly_usd") is not None else "unpriced"
+        if storage.get("hourly_usd") is not None:
+            price += f" (~${storage['hourly_usd'] * HOURS_PER_MONTH:,.0f}/month)"
+        text = f"volume {storage['volume']}: {text}, {price} while the volume lives (its own stack)"
+    return text
+
+
+def _link_rows(storage: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """The object-store link row of the plan: the bucket and what bills the link (no catalog price of its own)."""
+    if not storage or not storage.get("object_store"):
+        return []
+    uri = str(storage["object_store"])
+    if uri.startswith("s3://"):
+        # aws.amazon.com/fsx/lustre/pricing bills storage, throughput, backups and data transfer: no item for a data
+        # repository association; the bucket's requests and storage are S3's (aws.amazon.com/s3/pricing).
+        text = (
+            "$0.00/h for the link itself (FSx pricing has no data repository association item); S3 bills the requests"
+        )
+    elif uri.startswith("oss://"):
+        # alibabacloud.com/help/en/cpfs/cpfsonecs/product-overview/billable-items: "dataflowthroughput", billed on the
+        # configured bandwidth beyond 50 MB/s per 1,200 GiB of capacity.
+        text = "dataflow bandwidth beyond 50 MB/s per 1,200 GiB is billed by the hour (unpriced: not in the catalog)"
+    else:
+        text = "unpriced (not in the catalog)"
+    return [("object store link", f"{uri}: {text}")]
+
+
+def _hourly_row(hourly: float | None, storage: dict[str, Any] | None) -> str:
+    """The cluster's hourly cost, with an attached volume's beside it (not counted in the cluster's cap)."""
+    text = f"${hourly:,.2f}/h" if hourly is not None else "unpriced"
+    if storage and storage.get("volume") and storage.get("hourly_usd") is not None:
+        text += f" (+ volume {storage['volume']} ${storage['hourly_usd']:,.2f}/h)"
+    return text
+
+
 def print_plan(summary: dict[str, Any]) -> None:
     from rich.markup import escape
     from rich.table import Table
@@ -140,15 +185,12 @@ def print_plan(summary: dict[str, Any]) -> None:
             f"{summary['fabric']} ({summary['fabric_interfaces']} interfaces/node), islands {summary['islands']}",
         ),
         ("capacity", summary["capacity"]),
-        (
-            "shared storage",
-            f"{storage['kind']} {storage['tier']} {storage['size_gib']} GiB" if storage else "none",
-        ),
+        ("shared storage", _storage_row(storage)),
         ("image", f"{summary['image']['ref']} ({summary['image']['source']})"),
         *runtime_rows(summary.get("runtime")),
         (
             "hourly",
-            (f"${cost['hourly_usd']:,.2f}/h" if cost["hourly_usd"] is not None else "unpriced")
+            _hourly_row(cost["hourly_usd"], storage)
             + (f" (includes ESTIMATES: {', '.join(cost['estimated'])})" if cost.get("estimated") else ""),
         ),
         (
@@ -158,6 +200,7 @@ def print_plan(summary: dict[str, Any]) -> None:
             else (f"expires {summary['expires_at']}" if summary["expires_at"] else "no lifetime set"),
         ),
     ]
+    rows += _link_rows(storage)
     rows += scheduler_rows(summary.get("scheduler") or {})
     ctl = (summary.get("extra") or {}).get("slurm")
     if ctl:  # scheduler: slurm: the controller VM and its price (counted in hourly and by the cost cap)

@@ -26,8 +26,10 @@ def _target_stack(target: str) -> str | None:
 def _plan_target(target: str) -> Any:
     """The plan of a target; shape and catalog problems come together in one error."""
     from provision.clouds.validate import load_and_plan
+    from provision.ops.volumes import planned_data
 
-    return load_and_plan(_target_data(target), stack=_target_stack(target))
+    # An attached volume (storage.shared.volume) is planned with its own filesystem, priced beside the cluster.
+    return load_and_plan(planned_data(_target_data(target)), stack=_target_stack(target))
 
 
 def plan(target: str = TargetArg, as_json: bool = JsonOpt) -> None:

@@ -59,6 +59,13 @@ def size(
     write_spec: str | None = typer.Option(
         None, "--write-spec", metavar="FILE", help="Write a cluster spec for --cloud's option that `plan` accepts."
     ),
+    write_volume: str | None = typer.Option(
+        None,
+        "--write-volume",
+        metavar="FILE",
+        help="With --write-spec: also write the shared filesystem as a volume spec (provision volume create FILE); "
+        "the cluster spec then attaches it by name.",
+    ),
     plot: bool = typer.Option(
         False, "--plot", help="Draw GPUs vs days vs cost per cloud in the terminal (notebooks: the report's .figure())."
     ),
@@ -132,7 +139,7 @@ def size(
     if onprem.wanted(build, vendor, fabric, csv_path):
         onprem.emit_build(report, vendor=vendor, fabric=fabric, csv_path=csv_path, as_json=as_json, tco=tco)
         return
-    written = run_command(as_json, lambda: _write_spec(report, cloud, write_spec)) if write_spec else None
+    written = run_command(as_json, lambda: _write_spec(report, cloud, write_spec, write_volume)) if write_spec else None
     if as_json:
         doc = report.as_dict()
         if written:
@@ -155,14 +162,14 @@ def _mfu_scale(path: str | None, gpu: str) -> float | None:
     return mfu_scale_from(path, gpu)
 
 
-def _write_spec(report: Any, cloud: str | None, path: str) -> str:
-    """Validate and write the spec for ``cloud``'s option; returns the path."""
+def _write_spec(report: Any, cloud: str | None, path: str, volume_path: str | None = None) -> str:
+    """Validate and write the spec for ``cloud``'s option (and its volume spec to ``volume_path``); returns the path."""
     from pathlib import Path
 
     import yaml
 
     from provision.catalog.models import CLOUDS as clouds
-    from provision.planning.sizing.handoff import spec_for
+    from provision.planning.sizing.handoff import spec_for, storage_notes, volume_for
     from provision.spec import load_spec
     from provision.spec.errors import Problem, SpecError
 
@@ -176,7 +183,29 @@ def _write_spec(report: Any, cloud: str | None, path: str) -> str:
         spec, notes = spec_for(report, c)
     except ValueError as e:
         raise SpecError("no spec to write", [Problem("--cloud", c, str(e), "pick another --cloud")]) from None
+    notes += storage_notes(report, c)
+    volume = volume_for(report, c, spec) if volume_path else None
+    if volume_path and volume is None:
+        raise SpecError(
+            "no volume to write",
+            [Problem("--write-volume", volume_path, f"the sizing chose no {c} filesystem", "drop --write-volume")],
+        )
+    if volume is not None and volume_path:
+        from provision.spec.volume import load_volume_spec
+
+        load_volume_spec(volume)  # the volume models accept it, or this raises with every problem
+        mount = spec.get("storage", {}).get("shared", {}).get("mount", "/shared")
+        spec["storage"] = {"shared": {"volume": volume["name"], "mount": mount}}
+        notes.append(
+            f"storage.shared attaches volume {volume['name']}: create it first (provision volume create {volume_path})"
+        )
     load_spec(spec)  # the spec models accept it, or this raises with every problem
+    if volume is not None and volume_path:  # both valid: write the volume next to the spec
+        Path(volume_path).write_text(
+            "# Written by provision size: the shared filesystem the sizing chose, as a volume.\n"
+            + yaml.safe_dump(volume, sort_keys=False),
+            encoding="utf-8",
+        )
     notes.append(_cost_cap(spec))
     header = "".join(f"# {n}\n" for n in ["Written by provision size.", *notes])
     target = Path(path)

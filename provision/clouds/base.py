@@ -239,6 +239,8 @@ class Adapter(ABC, Generic[P]):
             ctl = controller_plan(spec, self.slurm_controller)
             sched_part = f"slurm controller ({ctl.instance_type})"
             sched_usd = catalog.cpu_price(self.cloud, ctl.instance_type, spec.region)
+        if spec.storage.shared is not None and spec.storage.shared.volume is not None:
+            storage = None  # an attached volume is billed by its own stack while it lives (plan shows it beside)
         cost = estimate(
             spec,
             catalog,
@@ -295,6 +297,8 @@ class Adapter(ABC, Generic[P]):
                     res.storage, res.storage_size_gib or 0, res.storage_throughput, spec.region
                 ),
                 offer=res.storage,
+                volume=spec.storage.shared.volume,
+                object_store=spec.storage.shared.object_store.uri if spec.storage.shared.object_store else None,
             )
         if k8s is not None:
             image = ImagePlan(ref=k8s.extra.node_image, source=f"{k8s.control_plane.service} managed node image")

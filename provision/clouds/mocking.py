@@ -21,7 +21,7 @@ import importlib
 import ipaddress
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -41,6 +41,8 @@ PACKAGE_CLOUD: Mapping[str, str] = MappingProxyType(
 )
 
 #: Types no cloud receives: their inputs are waived, with the reason.
+#: The type token of ``pulumi.StackReference`` (pulumi/stack_reference.py): read, not created.
+STACK_REFERENCE = "pulumi:pulumi:StackReference"
 LOCAL_TYPES = {
     "time:index/sleep:Sleep": Coverage(
         waived={
@@ -274,8 +276,11 @@ class CloudMocks(pulumi.runtime.Mocks):
         placement: tuple[str, ...] = (),
         accounting: bool = False,
         now: Any = None,
+        stack_outputs: Callable[[str], dict[str, Any] | None] | None = None,
     ) -> None:
         self.faults = tuple(faults)
+        #: The outputs of another stack by name (a ``pulumi.StackReference``), ``None`` when it does not exist.
+        self.stack_outputs = stack_outputs
         self.accounting_on = accounting
         #: How each input leaf was accounted for (when ``accounting``), in registration order.
         self.accounting: list[Leaf] = []
@@ -382,6 +387,8 @@ class CloudMocks(pulumi.runtime.Mocks):
                 raise CloudFaultError(fault.code, f"{fault.message} ({args.typ} {args.name})")
         request: _Request | None = getattr(self._slot, "request", None)
         urn, deps = (request.urn, request.dependencies) if request else ("", ())
+        if args.typ == STACK_REFERENCE:
+            return self._stack_reference(args)
         if self.strict and args.custom:
             res = Resource(
                 args.typ,
@@ -432,6 +439,18 @@ class CloudMocks(pulumi.runtime.Mocks):
         if failure is not None:  # created (it is in the state), yet its create failed, as the provider reports it
             raise failure
         return rid, outputs
+
+    def _stack_reference(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        """A ``pulumi.StackReference`` read: the named stack's recorded outputs, as the Pulumi service answers it.
+
+        Raises:
+            CloudFaultError: the stack does not exist (Pulumi: "unknown stack").
+        """
+        name = str(args.inputs.get("name") or args.name)
+        outputs = self.stack_outputs(name) if self.stack_outputs is not None else None
+        if outputs is None:
+            raise CloudFaultError("StackNotFound", f"unknown stack {name!r}: the referenced stack does not exist")
+        return name, {"name": name, "outputs": dict(outputs), "secretOutputNames": []}
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:  # type: ignore[override]  # a dict is a valid answer
         self.calls.append((args.token, dict(args.args)))

@@ -78,4 +78,6 @@ def stack_outputs(
             )
         ),
         "shared_fs": shared_fs,
+        # The attached volume (its own stack): how `provision volume delete` finds the clusters still using it.
+        **({"volume": plan.storage.volume} if plan.storage is not None and plan.storage.volume else {}),
     }

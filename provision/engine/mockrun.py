@@ -116,6 +116,14 @@ def _resolve(value: Any) -> Any:
     return gather([value[k] for k in keys]).apply(lambda values: dict(zip(keys, values, strict=True)))
 
 
+def recorded_outputs(stack: str) -> dict[str, Any] | None:
+    """The outputs the mocked cloud holds for ``stack`` (a volume a cluster reads through a StackReference)."""
+    from provision.engine.mockstate import MockStore
+
+    state = MockStore().load(stack)
+    return None if state is None else dict(state.outputs)
+
+
 def run_program(
     spec: ClusterSpec,
     *,
@@ -156,7 +164,15 @@ def run_program(
         settings[program.CREATED_AT_KEY] = format_time(datetime.now(timezone.utc))
     get_adapter(spec.cloud).require_sdk()
     _ensure_event_loop()
-    mocks = CloudMocks(faults, region=spec.region, strict=strict, fail_fast=fail_fast, accounting=accounting, now=now)
+    mocks = CloudMocks(
+        faults,
+        region=spec.region,
+        strict=strict,
+        fail_fast=fail_fast,
+        accounting=accounting,
+        now=now,
+        stack_outputs=recorded_outputs,
+    )
     pulumi.runtime.set_all_config(settings)
     pulumi.runtime.settings.ROOT.set(None)
     install(mocks, project=PROJECT, stack=stack)

@@ -125,7 +125,9 @@ class Cluster(NodeAccess, MockOperations):
 
     def _plan_spec(self, spec: ClusterSpec, created: datetime | None = None) -> ClusterPlan:
         from provision.clouds.base import get_adapter
+        from provision.ops.volumes import planned_spec
 
+        spec = planned_spec(spec)  # an attached volume: planned with its filesystem, priced beside the cluster
         return get_adapter(spec.cloud).plan(spec, now=created or self._known_created_at(), stack=self.stack)
 
     @property

@@ -11,13 +11,19 @@ A cluster's own filesystem with ``storage.shared.retain: true`` becomes a volume
 filesystem resource moves from the cluster's state into ``vol-<cluster name>`` (``-2``, ``-3``, ...
 when that name is taken), listed by ``volume list`` and attachable by name.
 
-Only the mocked cloud (``--mock``) is implemented: the volume's state lives in the mocked cloud's
-state directory (:mod:`provision.engine.mockstate`), so it persists between mocked clusters.
+A cluster reads the volume's outputs through a ``pulumi.StackReference`` (:mod:`provision.clouds.volumeref`): the
+mount source, the filesystem id and the network its own way in needs (:mod:`provision.ops.volume_network`).
+
+Under the mocked cloud (``--mock``) the volume's state lives in the mocked cloud's state directory
+(:mod:`provision.engine.mockstate`), so it persists between mocked clusters. On AWS the volume's stack is a
+Pulumi program (:mod:`provision.engine.volumerun`): run under the strict mocked cloud with ``--mock``, through the
+Automation API without it. Attaching a volume to a real cluster is still refused (:func:`refuse_real_attach`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -77,8 +83,8 @@ class VolumeRecord:
 def _need_mock(mock: bool) -> None:
     if not mock:
         raise UnsupportedError(
-            "volumes are implemented for the mocked cloud only so far; to fix: add --mock (a real volume "
-            "stack is not written yet)"
+            "volume list reads the mocked cloud only so far; to fix: add --mock (real volume stacks are listed "
+            "by `pulumi stack ls`, named vol-NAME)"
         )
 
 
@@ -90,6 +96,54 @@ def _store() -> Any:
 
 def _fs_id(name: str, kind: str) -> str:
     return f"{kind}-{hashlib.sha256(name.encode()).hexdigest()[:12]}"
+
+
+def _hex(seed: str, n: int = 17) -> str:
+    return hashlib.sha256(seed.encode()).hexdigest()[:n]
+
+
+def mock_endpoint(spec: VolumeSpec) -> tuple[str, dict[str, Any]]:
+    """The mocked cloud's mount source and network ids of a created volume (the shapes the real clouds return).
+
+    The mount source has the form the cluster's own filesystem of that kind has (clouds/<cloud>/storage.py);
+    the network is the one the volume's filesystem sits in, with what an attaching cluster's reachability
+    resources name (clouds/aws/volumelink.py and the others).
+    """
+    seed, cidr = f"{spec.cloud}/{spec.region}/{spec.name}", spec.network_cidr
+    net = ipaddress.ip_network(cidr)
+    ip = str(net.network_address + 4)
+    sources = {
+        "fsx-lustre": f"fs-{_hex(seed)}.fsx.{spec.region}.amazonaws.com@tcp:/{_hex(seed + '/m', 8)}",
+        "managed-lustre": f"{ip}@tcp:/lustrefs",
+        "filestore": f"{ip}:/share",
+        "parallelstore": f'["{ip}","{net.network_address + 5}","{net.network_address + 6}"]',
+        "amlfs": f"{ip}@tcp:/lustrefs",
+        "netapp": f"{ip}:/{spec.name}",
+    }
+    source = sources.get(spec.kind, f"{_hex(seed, 10)}-{_hex(seed + '/d', 5)}.{spec.region}.nas.aliyuncs.com:/")
+    network: dict[str, Any] = {"cidr": cidr}
+    if spec.cloud == "aws":
+        network.update(
+            vpc_id=f"vpc-{_hex(seed + '/vpc')}",
+            route_table_id=f"rtb-{_hex(seed + '/rt')}",
+            security_group_id=f"sg-{_hex(seed + '/sg')}",
+        )
+    elif spec.cloud == "azure":
+        rg = f"vol-{spec.name}-rg"
+        vnet = f"vol-{spec.name}-vnet"
+        network.update(
+            resource_group=rg,
+            vnet_name=vnet,
+            vnet_id=f"/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/{rg}/providers/"
+            f"Microsoft.Network/virtualNetworks/{vnet}",
+        )
+    elif spec.cloud == "gcp":
+        network.update(network=f"vol-{spec.name}-net")
+    else:
+        network.update(vpc_id=f"vpc-{_hex(seed + '/vpc', 21)}")
+        if spec.kind.startswith("cpfs"):  # the CPFS protocol service each cluster exports from
+            network.update(protocol_service_id=f"ptc-{_hex(seed + '/ptc', 16)}")
+    return source, network
 
 
 def _users(store: Any) -> dict[str, list[str]]:
@@ -136,25 +190,54 @@ def volume_price(spec: VolumeSpec) -> tuple[str | None, float | None]:
     best: tuple[str | None, float | None] = (None, None)
     for offer in load_catalog().filesystems_for(spec.cloud, spec.kind):
         tput = spec.throughput_mbps_per_tib
-        if tput is not None and offer.throughput_mbps_per_tib and tput not in offer.throughput_mbps_per_tib:
+        # The planner's rule (planning/resolve.py): a tier sells a throughput it lists or its baseline.
+        if tput is not None and not (tput in offer.throughput_mbps_per_tib or offer.baseline_mbps_per_tib == tput):
             continue
         hourly = storage_hourly_usd(offer, spec.size_gib, tput, spec.region)
-        if hourly is not None and (best[1] is None or hourly < best[1]):
+        if best[0] is None and hourly is None:
+            best = (offer.tier, None)  # a tier that sells it, unpriced: kept unless a priced one comes
+        elif hourly is not None and (best[1] is None or hourly < best[1]):
             best = (offer.tier, round(hourly, 4))
     return best
 
 
 def create_volume(spec: VolumeSpec, mock: bool) -> VolumeRecord:
-    """Create the volume's stack (refused when a volume of that name exists)."""
-    _need_mock(mock)
+    """Create the volume's stack (refused when a volume of that name exists).
+
+    Where the cloud has a volume program (:data:`provision.engine.volumerun.PROGRAMS`) the stack is that program's:
+    run under the strict mocked cloud with ``mock``, else through the Automation API like ``up``. Elsewhere (mocked
+    cloud only) the volume's outputs are the mocked cloud's answer (:func:`mock_endpoint`).
+    """
+    from provision.engine.volumerun import PROGRAMS
+
+    if not mock and spec.cloud not in PROGRAMS:
+        raise UnsupportedError(
+            f"volume create on {spec.cloud}: the volume stack program exists for {', '.join(PROGRAMS)} only so far; "
+            "to fix: add --mock, or use a cluster's own filesystem with storage.shared.retain: true"
+        )
     store = _store()
-    if store.load(spec.stack) is not None:
+    if mock and store.load(spec.stack) is not None:
         raise VolumeSpecError(
             problems=[Problem("name", spec.name, "names a volume that exists", "pick another name or delete it first")]
         )
     now = datetime.now(timezone.utc).replace(microsecond=0)
     tier, hourly = volume_price(spec)
+    if spec.cloud in PROGRAMS:
+        return _create_from_program(spec, tier, hourly, now, mock)
+    source, network = mock_endpoint(spec)
     outputs: dict[str, Any] = {
+        **_static_outputs(spec, tier, hourly, now),
+        "filesystem_id": _fs_id(spec.name, spec.kind),
+        "mount_source": source,
+        "network": network,
+    }
+    _save_volume(store, spec.name, outputs, [], spec.model_dump(mode="json"))
+    return find_volume(spec.name, mock) or VolumeRecord(spec.name, outputs, now, ())
+
+
+def _static_outputs(spec: VolumeSpec, tier: str | None, hourly: float | None, now: datetime) -> dict[str, Any]:
+    """The outputs every volume records besides its cloud's (``volume list``, the attach checks)."""
+    return {
         "tier": tier,
         "hourly_usd": hourly,
         "kind": VOLUME_MARK,
@@ -165,13 +248,44 @@ def create_volume(spec: VolumeSpec, mock: bool) -> VolumeRecord:
         "filesystem": spec.kind,
         "size_gib": spec.size_gib,
         "throughput_mbps_per_tib": spec.throughput_mbps_per_tib,
-        "filesystem_id": _fs_id(spec.name, spec.kind),
         "tags": dict(spec.tags),
         "origin": "created",
         "expires_at": format_time(now + spec.lifetime) if spec.lifetime else None,
     }
-    _save_volume(store, spec.name, outputs, [], spec.model_dump(mode="json"))
-    return find_volume(spec.name, mock) or VolumeRecord(spec.name, outputs, now, ())
+
+
+def _create_from_program(
+    spec: VolumeSpec, tier: str | None, hourly: float | None, now: datetime, mock: bool
+) -> VolumeRecord:
+    """The volume's stack from its cloud's program: mocked (state in the mocked cloud) or real (Automation API)."""
+    from provision.clouds.mocking import CloudFaultError
+    from provision.engine.volumerun import run_volume_mock, run_volume_real
+    from provision.spec.errors import CloudError
+
+    if tier is None:
+        raise VolumeSpecError(
+            problems=[
+                Problem(
+                    "throughput_mbps_per_tib",
+                    spec.throughput_mbps_per_tib,
+                    f"is sold by no {spec.kind} tier in the catalog",
+                    "pick a throughput the catalog lists (provision catalog) or drop it",
+                )
+            ]
+        )
+    static = _static_outputs(spec, tier, hourly, now)
+    if not mock:
+        outputs = run_volume_real(spec, tier, static)
+        return VolumeRecord(spec.name, outputs, now, ())
+    try:
+        run = run_volume_mock(spec, tier, static)
+    except CloudFaultError as e:  # the strict cloud refused an input: nothing is kept
+        raise CloudError(f"volume {spec.name}: {e}") from None
+    from provision.engine.mockstate import MockResource
+
+    resources = [MockResource(r.type, r.name, r.inputs, r.id, r.custom) for r in run.resources]
+    _save_volume(_store(), spec.name, run.outputs, resources, spec.model_dump(mode="json"))
+    return find_volume(spec.name, mock) or VolumeRecord(spec.name, run.outputs, now, ())
 
 
 def list_volumes(mock: bool) -> list[VolumeRecord]:
@@ -197,7 +311,13 @@ def find_volume(name: str, mock: bool) -> VolumeRecord | None:
 
 
 def delete_volume(name: str, mock: bool) -> VolumeRecord:
-    """Delete the volume; refused while a cluster's state records attaching it (names them)."""
+    """Delete the volume; refused while a cluster's state records attaching it (names them).
+
+    Without ``mock``: ``pulumi destroy`` of the volume's stack through the Automation API, then the stack is
+    removed (a real cluster cannot attach a volume yet: :func:`refuse_real_attach`, so none uses it).
+    """
+    if not mock:
+        return _delete_real(name)
     record = find_volume(name, mock)
     if record is None:
         raise VolumeSpecError(
@@ -216,6 +336,21 @@ def delete_volume(name: str, mock: bool) -> VolumeRecord:
         )
     _store().delete(STACK_PREFIX + name)
     return record
+
+
+def _delete_real(name: str) -> VolumeRecord:
+    from provision.engine import automation
+
+    stack_name = STACK_PREFIX + name
+    stack = automation.open_stack(stack_name, lambda: None, root=automation.project_root(), create=False)
+    if stack is None:
+        raise VolumeSpecError(problems=[Problem("name", name, "names no volume stack", "check the name")])
+    outputs = {k: v.value for k, v in stack.outputs().items()}
+    if outputs.get("kind") != VOLUME_MARK:
+        raise VolumeSpecError(problems=[Problem("name", name, f"stack {stack_name} is not a volume", "check the name")])
+    automation.run_operation("destroy", stack_name, lambda: stack.destroy(color="never"))
+    automation.run_operation("rm", stack_name, lambda: stack.workspace.remove_stack(stack_name))
+    return VolumeRecord(name, outputs, None, ())
 
 
 def attach_problems(spec: Any, zone: str | None, mock: bool) -> list[Problem]:
@@ -246,6 +381,10 @@ def attach_problems(spec: Any, zone: str | None, mock: bool) -> list[Problem]:
                 f"set zone: {out.get('zone')}",
             )
         )
+    if out.get("cloud") == spec.cloud:
+        from provision.ops.volume_network import network_problems
+
+        problems += network_problems(spec, name, out)
     if shared.kind not in ("auto", out.get("filesystem")):
         problems.append(
             Problem(
@@ -271,6 +410,9 @@ def retain_at_down(state: Any) -> tuple[str | None, set[tuple[str, str]]]:
         n += 1
         name = f"{base[:37]}-{n}"
     out = state.outputs
+    from provision.ops.volume_network import retained_network
+
+    network, kept_network = retained_network(str(spec.get("cloud")), state.resources)
     shared_fs = out.get("shared_fs") if isinstance(out.get("shared_fs"), dict) else {}
     kind = shared_fs.get("kind") or next(k for k, t in FILESYSTEM_TYPES.items() if t == kept[0].type)
     outputs = {
@@ -285,10 +427,13 @@ def retain_at_down(state: Any) -> tuple[str | None, set[tuple[str, str]]]:
         "tier": shared_fs.get("tier"),
         "hourly_usd": None,
         "filesystem_id": kept[0].id,
+        "mount_source": shared_fs.get("source"),
+        "network": network,
         "tags": dict(spec.get("tags") or {}),
         "origin": f"retained by cluster {base} at down",
         "expires_at": None,
     }
+    kept += kept_network
     _save_volume(store, name, outputs, kept, {"name": name, "from_cluster": base})
     return name, {r.key for r in kept}
 
@@ -307,14 +452,73 @@ def attached_program_spec(spec: Any, zone: str | None, mock: bool) -> tuple[Any,
         raise VolumeSpecError(problems=problems)
     record = find_volume(shared.volume, mock)
     assert record is not None  # noqa: S101  # attach_problems found it
-    fs = dict(record.outputs.get("shared_fs") or {})
-    fs.update({"kind": record.outputs.get("filesystem"), "mount_point": shared.mount, "volume": record.name})
-    storage = spec.storage.model_copy(update={"shared": None})
-    return spec.model_copy(update={"storage": storage}), {
+    return spec.model_copy(
+        update={"storage": spec.storage.model_copy(update={"shared": attached_shared(record, shared)})}
+    ), {
         "volume": record.name,
         "volume_filesystem_id": record.outputs.get("filesystem_id"),
-        "shared_fs": fs,
     }
+
+
+def attached_shared(record: VolumeRecord, shared: Any) -> Any:
+    """``storage.shared`` as the cluster program plans it: the volume's kind, size and tier, mounted at ``mount``.
+
+    The plan then has the same storage as a cluster-owned filesystem of that kind (mount steps, client, health
+    expectations), with ``volume`` set: the adapters build no filesystem but read the volume's stack
+    (clouds/volumeref.py) and create the network path to it.
+    """
+    out = record.outputs
+    update: dict[str, Any] = {"kind": out.get("filesystem"), "retain": False, "object_store": None}
+    if isinstance(out.get("size_gib"), int):
+        update["size_gib"] = out["size_gib"]
+    if isinstance(out.get("throughput_mbps_per_tib"), int):
+        update["throughput_mbps_per_tib"] = out["throughput_mbps_per_tib"]
+    if isinstance(out.get("tier"), str):
+        update["tier"] = out["tier"]
+    return shared.model_copy(update=update)
+
+
+def planned_data(data: Any) -> Any:
+    """A raw cluster spec mapping whose ``storage.shared.volume`` names an existing volume, planned with the volume's
+    filesystem (kind, size, throughput, tier: :func:`attached_shared`); anything else unchanged.
+
+    So ``provision plan`` and ``up``'s plan show the filesystem the nodes will mount and price the volume beside
+    the cluster (its own stack bills it). The volumes are the mocked cloud's (the only volume store so far).
+    """
+    storage = data.get("storage") if isinstance(data, dict) else None
+    shared = storage.get("shared") if isinstance(storage, dict) else None
+    name = shared.get("volume") if isinstance(shared, dict) else None
+    if not isinstance(name, str):
+        return data
+    try:
+        record = find_volume(name, mock=True)
+    except Exception:  # a damaged state file: `provision volume list` names it
+        return data
+    if record is None:
+        return data
+    from provision.spec.models import SharedStorage
+
+    try:
+        merged = attached_shared(record, SharedStorage.model_validate(shared))
+    except Exception:  # the shape is wrong: validation reports it with the rest
+        return data
+    return {**data, "storage": {**dict(storage or {}), "shared": merged.model_dump(mode="json", exclude_none=True)}}
+
+
+def planned_spec(spec: Any) -> Any:
+    """``spec`` planned with its attached volume's filesystem (:func:`planned_data`) when the volume exists."""
+    shared = spec.storage.shared
+    if shared is None or shared.volume is None:
+        return spec
+    try:
+        record = find_volume(shared.volume, mock=True)
+    except Exception:  # a damaged state file: `provision volume list` names it
+        return spec
+    if record is None:
+        return spec
+    return spec.model_copy(
+        update={"storage": spec.storage.model_copy(update={"shared": attached_shared(record, shared)})}
+    )
 
 
 def refuse_real_attach(spec: Any) -> None:

@@ -89,6 +89,14 @@ class StoragePlan(_Frozen):
     mount: str
     hourly_usd: float | None
     offer: FilesystemOffer = Field(exclude=True)
+    object_store: str | None = Field(
+        default=None, description="The bucket linked to the filesystem (storage.shared.object_store.uri)."
+    )
+    volume: str | None = Field(
+        default=None,
+        description="The attached volume (storage.shared.volume): its own stack holds the filesystem, the cluster "
+        "mounts it; hourly_usd is then the volume's cost, billed while the volume lives, not the cluster's.",
+    )
 
     @property
     def throughput_mbps(self) -> float | None:

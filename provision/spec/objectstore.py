@@ -23,9 +23,27 @@ _URI = (
     r"(/[A-Za-z0-9._/-]*)?$"
 )
 _PATH = r"^/[A-Za-z0-9._/-]*$"
+_ACCOUNT_ID = (
+    r"^/subscriptions/[0-9a-fA-F-]{36}/resourceGroups/[-\w.()]{1,90}/providers/Microsoft\.Storage/"
+    r"storageAccounts/[a-z0-9]{3,24}$"
+)
 #: The filesystem kinds whose link provision builds, per cloud (AWS: FSx data repository association,
 #: clouds/aws/datalink.py; Alibaba: CPFS data flow, clouds/alibaba/datalink.py). GCP and Azure: not yet.
-LINKABLE: dict[str, tuple[str, ...]] = {"aws": ("auto", "fsx-lustre"), "alibaba": ("cpfs",), "gcp": (), "azure": ()}
+#: Azure: Managed Lustre's HSM settings with Blob containers (clouds/azure/storage.py). GCP: Managed Lustre and
+#: Parallelstore move data with import/export operations (Managed Lustre API instances.importData/exportData,
+#: Parallelstore API instances.importData/exportData), which are calls, not resources: pulumi-gcp 9 has no
+#: resource for them (gcp.lustre and gcp.parallelstore hold only Instance), and Filestore has no object-store link.
+LINKABLE: dict[str, tuple[str, ...]] = {
+    "aws": ("auto", "fsx-lustre"),
+    "alibaba": ("cpfs",),
+    "gcp": (),
+    "azure": ("auto", "amlfs"),
+}
+#: Why a cloud links no filesystem (shown as the problem's rule).
+NOT_LINKABLE = {
+    "gcp": "GCP's Managed Lustre and Parallelstore import and export through API calls (instances.importData/"
+    "exportData), not resources a stack can hold, and Filestore has no link",
+}
 
 
 class ObjectStore(BaseModel):
@@ -37,6 +55,18 @@ class ObjectStore(BaseModel):
     import_path: str = Field(default="/", pattern=_PATH, max_length=4096, description="Filesystem folder of it.")
     export_path: str | None = Field(
         default=None, pattern=_PATH, max_length=4096, description="Folder exported back to the bucket."
+    )
+    account_id: str | None = Field(
+        default=None,
+        pattern=_ACCOUNT_ID,
+        max_length=1024,
+        description="Azure: the storage account's resource id (/subscriptions/S/resourceGroups/G/providers/"
+        "Microsoft.Storage/storageAccounts/NAME), whose containers Azure Managed Lustre's HSM settings name.",
+    )
+    logging_container: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$",
+        description="Azure: an existing second container of the same account for the HSM's event and error logs.",
     )
 
     @model_validator(mode="after")
@@ -75,15 +105,21 @@ def object_store_problems(data: dict[str, Any]) -> list[Problem]:
     kind = shared.get("kind", "auto")
     linkable = LINKABLE.get(cloud) if isinstance(cloud, str) else None
     if link and linkable is not None and kind not in linkable:
+        reason = NOT_LINKABLE.get(cloud) if isinstance(cloud, str) else None
         out.append(
             Problem(
                 "storage.shared.kind",
                 kind,
                 f"cannot be linked to an object store by provision on {cloud} "
-                f"(linked kinds: {', '.join(k for k in linkable if k != 'auto') or 'none yet'})",
-                f"set storage.shared.kind: {linkable[-1]}" if linkable else "drop storage.shared.object_store",
+                f"(linked kinds: {', '.join(k for k in linkable if k != 'auto') or 'none'})"
+                + (f": {reason}" if reason else ""),
+                f"set storage.shared.kind: {linkable[-1]}"
+                if linkable
+                else "drop storage.shared.object_store and import with the filesystem's importData API call",
             )
         )
+    if link and cloud == "azure" and linkable is not None and kind in linkable:
+        out += _azure_problems(link)
     if link and cloud == "alibaba" and link.get("export_path") is not None:
         out.append(
             Problem(
@@ -100,6 +136,73 @@ def object_store_problems(data: dict[str, Any]) -> list[Problem]:
                 link.get("uri"),
                 "cannot be set on an attached volume (the link belongs to the volume's filesystem)",
                 "drop object_store here",
+            )
+        )
+    return out
+
+
+def _azure_problems(link: dict[str, Any]) -> list[Problem]:
+    """Azure Managed Lustre's HSM settings name containers by resource id, in one account, with a log container.
+
+    pulumi-azure-native storagecache ``AmlFilesystemHsmSettingsArgs``: ``container`` is the "Resource ID of storage
+    container used for hydrating the namespace and archiving"; ``logging_container`` "Must be a separate container in
+    the same storage account"; ``import_prefix``: "Only blobs in the non-logging container that start with this
+    path/prefix get imported", at the same path in the namespace.
+    """
+    field = "storage.shared.object_store"
+    out = []
+    raw = link.get("uri")
+    uri = raw if isinstance(raw, str) else ""
+    account, _, rest = uri.removeprefix("https://").partition(".blob.core.windows.net/")
+    container, _, prefix = rest.partition("/")
+    account_id = link.get("account_id")
+    if not account_id:
+        out.append(
+            Problem(
+                f"{field}.account_id",
+                None,
+                "is required on azure: Managed Lustre names the containers by resource id",
+                "set it to /subscriptions/SUB/resourceGroups/GROUP/providers/Microsoft.Storage/storageAccounts/"
+                + account,
+            )
+        )
+    elif isinstance(account_id, str) and account and not account_id.endswith(f"/storageAccounts/{account}"):
+        out.append(
+            Problem(f"{field}.account_id", account_id, f"is not the account of the uri ({account})", "use one account")
+        )
+    logs = link.get("logging_container")
+    if not logs:
+        out.append(
+            Problem(
+                f"{field}.logging_container",
+                None,
+                "is required on azure: Managed Lustre writes its HSM logs to a second container of the same account",
+                f"create one (e.g. {container}-logs) and name it here",
+            )
+        )
+    elif logs == container:
+        out.append(
+            Problem(f"{field}.logging_container", logs, "is the data container itself", "use a separate container")
+        )
+    want = "/" + prefix.strip("/") if prefix.strip("/") else "/"
+    imp = link.get("import_path", "/")
+    if isinstance(imp, str) and posixpath.normpath(imp) != want:
+        out.append(
+            Problem(
+                f"{field}.import_path",
+                imp,
+                f"must be {want} on azure: Managed Lustre imports blobs under the prefix at their own path",
+                f"set import_path: {want}",
+            )
+        )
+    if link.get("export_path") is not None:
+        out.append(
+            Problem(
+                f"{field}.export_path",
+                link.get("export_path"),
+                "is not exported on azure yet: Managed Lustre exports through archive or auto-export jobs, "
+                "which provision does not create",
+                "drop export_path and archive with `az amlfs archive`",
             )
         )
     return out

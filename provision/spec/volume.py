@@ -47,6 +47,23 @@ class VolumeSpec(BaseModel):
     throughput_mbps_per_tib: int | None = Field(default=None, gt=0, description="Throughput tier in MB/s per TiB.")
     lifetime: Duration | None = Field(default=None, description="How long the volume may live, e.g. '30d'.")
     tags: dict[TagKey, TagValue] = Field(default_factory=dict, description="Extra tags/labels on the volume.")
+    network_cidr: str = Field(
+        default="10.250.0.0/16",
+        description="Address range of the volume's own network; attaching clusters' networks must not overlap it.",
+    )
+
+    @field_validator("network_cidr")
+    @classmethod
+    def _cidr(cls, v: str) -> str:
+        import ipaddress
+
+        try:
+            net = ipaddress.ip_network(v, strict=True)
+        except ValueError:
+            raise ValueError("is not an IPv4 network in CIDR form with host bits clear, e.g. 10.250.0.0/16") from None
+        if net.version != 4 or not net.is_private or not 16 <= net.prefixlen <= 24:
+            raise ValueError("must be a private IPv4 range from /16 to /24 (RFC 1918), e.g. 10.250.0.0/16")
+        return v
 
     @field_validator("kind")
     @classmethod

@@ -21,6 +21,7 @@ from provision.clouds.alibaba.plan import AlibabaPlan
 from provision.clouds.alibaba.storage import Storage, build_storage
 from provision.clouds.alibaba.userdata import user_data
 from provision.clouds.outputs import stack_outputs
+from provision.clouds.volumeref import volume_reference
 from provision.planning.plan import ClusterPlan
 
 TYPE_TOKEN = "provision:alibaba:Cluster"
@@ -46,7 +47,8 @@ class AlibabaCluster(pulumi.ComponentResource):
         extra, name, tags = plan.extra, plan.name, dict(plan.tags)
         child = pulumi.ResourceOptions(parent=self)
         net = build_network(plan, self)
-        storage = build_storage(plan, net, self)
+        # An attached volume: its file system lives in its own stack; the cluster makes its own way in to it.
+        storage = build_storage(plan, net, self, volume_reference(plan, self))
         build_oss_link(plan, storage.fs, self)
         self.shared_fs = storage.shared_fs
 

@@ -24,7 +24,7 @@ always deleted with the stack.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 from pulumi_alicloud import nas, ram
@@ -34,6 +34,9 @@ from provision.clouds.alibaba.network import Network
 from provision.clouds.alibaba.plan import AlibabaPlan, Cpfs
 from provision.planning.outputs import shared_fs_summary
 from provision.planning.plan import ClusterPlan
+
+if TYPE_CHECKING:
+    from provision.clouds.volumeref import VolumeRef
 
 CPFS_DOMAIN_VAR = "CPFS_EXPORT_DOMAIN"
 
@@ -56,18 +59,33 @@ class Storage:
 
 
 def build_storage(
-    plan: ClusterPlan[AlibabaPlan], net: Network, parent: pulumi.Resource, *, lookup_role: bool = True
+    plan: ClusterPlan[AlibabaPlan],
+    net: Network,
+    parent: pulumi.Resource,
+    volume: VolumeRef | None = None,
+    *,
+    lookup_role: bool = True,
 ) -> Storage:
     """Create the shared filesystem and the nodes' lookup role (which does not depend on the file system).
 
-    ``lookup_role=False`` (ACK, whose volume names the mount target's domain itself): no RAM role."""
+    With an attached ``volume`` (its own stack holds the file system) no file system is created: the cluster gets
+    its own way in to the volume's, in its own VPC and vSwitch, created and deleted with the cluster: for NAS an
+    access group, rule and mount target (a NAS file system takes mount targets in other VPCs: NAS API
+    CreateMountTarget, VpcId), for CPFS an export of the volume's protocol service (CreateProtocolMountTarget:
+    "The VPC CIDR block of the protocol service export cannot overlap with the VPC CIDR block of the file
+    system"; at most 10 exports per protocol service; one export per directory).
+
+    ``lookup_role=False`` (ACK, whose volume names the mount target's domain itself): no RAM role.
+    """
     storage = plan.extra.storage
     if plan.storage is None or storage is None:
         return Storage()
     name, extra = plan.name, plan.extra
     opts = pulumi.ResourceOptions(parent=parent)
-    cpfs = isinstance(storage, Cpfs)
     role, attachment = _lookup_role(plan, opts) if lookup_role else (None, None)
+    nodes = Storage(None, role.role_name if role else None, [attachment] if attachment else [])
+    if volume is not None:
+        return _ways_in(plan, net, volume.filesystem_id, volume.network_field, nodes, opts)
     fs = nas.FileSystem(
         f"{name}-fs",
         file_system_type=storage.file_system_type,
@@ -75,8 +93,8 @@ def build_storage(
         storage_type=storage.storage_type,
         capacity=storage.capacity,
         zone_id=plan.zone,
-        vpc_id=net.vpc_net.id if cpfs else None,
-        vswitch_id=net.vswitch.id if cpfs else None,
+        vpc_id=net.vpc_net.id if isinstance(storage, Cpfs) else None,
+        vswitch_id=net.vswitch.id if isinstance(storage, Cpfs) else None,
         encrypt_type=storage.encrypt_type,
         kms_key_id=storage.kms_key_id,
         description=ramrole.fs_description(name),
@@ -91,48 +109,84 @@ def build_storage(
             custom_timeouts=pulumi.CustomTimeouts(create="60m", delete="30m"),
         ),
     )
+    if not isinstance(storage, Cpfs):
+        return _ways_in(plan, net, fs.id, None, nodes, opts)
+    assert role is not None  # noqa: S101 - the ACK path refuses CPFS (its nodes look the export's domain up)
+    base = Storage(None, nodes.role_name, nodes.ready, fs)
+    service = nas.ProtocolService(
+        f"{name}-fs-nfs",
+        file_system_id=fs.id,
+        protocol_type="NFS",
+        protocol_spec="General",
+        vpc_id=net.vpc_net.id,
+        vswitch_id=net.vswitch.id,
+        description=f"provision-{name}-nfs",
+        # Creating the protocol service takes 5-10 minutes (CreateProtocolService); room to spare.
+        opts=pulumi.ResourceOptions(parent=parent, custom_timeouts=pulumi.CustomTimeouts(create="30m")),
+    )
+    return _export(plan, net, fs.id, service.protocol_service_id, base, opts)
+
+
+def _export(
+    plan: ClusterPlan[AlibabaPlan],
+    net: Network,
+    fs_id: Any,
+    service_id: Any,
+    base: Storage,
+    opts: pulumi.ResourceOptions,
+) -> Storage:
+    """The CPFS export of ``/`` in the cluster's vSwitch, and the ``shared_fs`` output with its lookup command."""
+    storage, name = plan.extra.storage, plan.name
+    assert isinstance(storage, Cpfs)  # noqa: S101
+    options = plan.extra.nfs_options
+    export = nas.ProtocolMountTarget(
+        f"{name}-fs-export",
+        file_system_id=fs_id,
+        protocol_service_id=service_id,
+        path="/",
+        vpc_id=net.vpc_net.id,
+        vswitch_id=net.vswitch.id,
+        access_group_name="DEFAULT_VPC_GROUP_NAME",
+        description=ramrole.export_description(name),
+        opts=opts,
+    )
+    placeholder = f"${{{CPFS_DOMAIN_VAR}}}:{storage.export_path}"
+    summary = shared_fs_summary(plan, placeholder, "nfs", options)
+    shared_fs = pulumi.Output.all(fs_id, export.export_id).apply(
+        lambda a: {
+            **summary,
+            "file_system_id": a[0],
+            "export_id": a[1],
+            "mounted_at_boot": True,
+            "boot_lookup": f"the nodes look the export's domain up at boot (RAM role {storage.lookup_role})",
+            "lookup_command": (
+                f"export {CPFS_DOMAIN_VAR}=$(aliyun nas DescribeProtocolMountTarget --FileSystemId {a[0]} "
+                f"--Filters.1.Key ExportIds --Filters.1.Value {a[1]} "
+                "| jq -r '.ProtocolMountTargets[0].ProtocolMountTargetDomain')"
+            ),
+        }
+    )
+    return Storage(shared_fs=_volume_mark(plan, shared_fs), role_name=base.role_name, ready=base.ready, fs=base.fs)
+
+
+def _ways_in(
+    plan: ClusterPlan[AlibabaPlan],
+    net: Network,
+    fs_id: Any,
+    volume_field: Any,
+    base: Storage,
+    opts: pulumi.ResourceOptions,
+) -> Storage:
+    """The nodes' way in to the file system ``fs_id``: the CPFS export, or the NAS access group, rule and mount target.
+
+    ``volume_field`` reads an attached volume's network outputs (its CPFS protocol service), else ``None``.
+    """
+    storage, name, extra = plan.extra.storage, plan.name, plan.extra
+    assert storage is not None  # noqa: S101
     options = extra.nfs_options
     if isinstance(storage, Cpfs):
-        service = nas.ProtocolService(
-            f"{name}-fs-nfs",
-            file_system_id=fs.id,
-            protocol_type="NFS",
-            protocol_spec="General",
-            vpc_id=net.vpc_net.id,
-            vswitch_id=net.vswitch.id,
-            description=f"provision-{name}-nfs",
-            # Creating the protocol service takes 5-10 minutes (CreateProtocolService); room to spare.
-            opts=pulumi.ResourceOptions(parent=parent, custom_timeouts=pulumi.CustomTimeouts(create="30m")),
-        )
-        export = nas.ProtocolMountTarget(
-            f"{name}-fs-export",
-            file_system_id=fs.id,
-            protocol_service_id=service.protocol_service_id,
-            path="/",
-            vpc_id=net.vpc_net.id,
-            vswitch_id=net.vswitch.id,
-            access_group_name="DEFAULT_VPC_GROUP_NAME",
-            description=ramrole.export_description(name),
-            opts=opts,
-        )
-        placeholder = f"${{{CPFS_DOMAIN_VAR}}}:{storage.export_path}"
-        summary = shared_fs_summary(plan, placeholder, "nfs", options)
-        shared_fs = pulumi.Output.all(fs.id, export.export_id).apply(
-            lambda a: {
-                **summary,
-                "file_system_id": a[0],
-                "export_id": a[1],
-                "mounted_at_boot": True,
-                "boot_lookup": f"the nodes look the export's domain up at boot (RAM role {storage.lookup_role})",
-                "lookup_command": (
-                    f"export {CPFS_DOMAIN_VAR}=$(aliyun nas DescribeProtocolMountTarget --FileSystemId {a[0]} "
-                    f"--Filters.1.Key ExportIds --Filters.1.Value {a[1]} "
-                    "| jq -r '.ProtocolMountTargets[0].ProtocolMountTargetDomain')"
-                ),
-            }
-        )
-        assert role is not None and attachment is not None  # noqa: S101 - the ACK path refuses CPFS
-        return Storage(shared_fs=shared_fs, role_name=role.role_name, ready=[attachment], fs=fs)
+        assert volume_field is not None  # noqa: S101  # a cluster-owned CPFS goes through build_storage's service
+        return _export(plan, net, fs_id, volume_field("protocol_service_id"), base, opts)
 
     group = nas.AccessGroup(
         f"{name}-fs-ag",
@@ -154,20 +208,30 @@ def build_storage(
     )
     target = nas.MountTarget(
         f"{name}-fs-mt",
-        file_system_id=fs.id,
+        file_system_id=fs_id,
         access_group_name=group.access_group_name,
         network_type="Vpc",
         vpc_id=net.vpc_net.id,
         vswitch_id=net.vswitch.id,
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=[rule]),
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[rule])),
     )
     source = target.mount_target_domain.apply(lambda d: f"{d}:{storage.export_path}")
-    shared_fs = pulumi.Output.all(source, fs.id).apply(
+    shared_fs = pulumi.Output.all(source, fs_id).apply(
         lambda a: {**shared_fs_summary(plan, a[0], "nfs", options), "file_system_id": a[1], "mounted_at_boot": True}
     )
-    if role is None:
-        return Storage(shared_fs=shared_fs, fs=fs, mount_target_domain=target.mount_target_domain)
-    return Storage(shared_fs=shared_fs, role_name=role.role_name, ready=[attachment])
+    return Storage(
+        shared_fs=_volume_mark(plan, shared_fs),
+        role_name=base.role_name,
+        ready=base.ready,
+        fs=base.fs,
+        mount_target_domain=target.mount_target_domain,
+    )
+
+
+def _volume_mark(plan: ClusterPlan[AlibabaPlan], shared_fs: Any) -> Any:
+    """The ``shared_fs`` output, naming the attached volume when there is one."""
+    volume = plan.storage.volume if plan.storage is not None else None
+    return shared_fs if volume is None else shared_fs.apply(lambda d: {**d, "volume": volume, "retain": True})
 
 
 def _lookup_role(plan: ClusterPlan[AlibabaPlan], opts: pulumi.ResourceOptions) -> tuple[ram.Role, Any]:

@@ -115,7 +115,9 @@ def render(plan: ClusterPlan[AlibabaPlan]) -> str:
     storage = plan.extra.storage
     if plan.storage is not None and storage is not None:
         values.add("FS_KIND", storage.file_system_type, "token", "storage.file_system_type")
-        values.add("FS_DESCRIPTION", ramrole.fs_description(plan.name), "token", "name")
+        # An attached volume's file system carries its volume's description (the volume's stack made it).
+        owner = plan.storage.volume or plan.name
+        values.add("FS_DESCRIPTION", ramrole.fs_description(owner), "token", "name")
         if isinstance(storage, Cpfs):
             values.add("FS_EXPORT_DESCRIPTION", ramrole.export_description(plan.name), "token", "name")
         values.add("FS_RAM_ROLE", storage.lookup_role, "token", "storage.lookup_role")

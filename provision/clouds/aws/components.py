@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Any
 import pulumi
 import pulumi_aws as aws
 
-from provision.clouds.aws import datalink, network, nodes, storage
+from provision.clouds.aws import datalink, network, nodes, storage, volumelink
+from provision.clouds.aws.userdata import fsx_source
 from provision.clouds.outputs import stack_outputs
+from provision.clouds.volumeref import attached_summary, volume_reference
 from provision.planning.outputs import shared_fs_summary
 
 if TYPE_CHECKING:
@@ -45,12 +47,17 @@ class AwsCluster(pulumi.ComponentResource):
         ami = nodes.image_id(plan, self)
         # GPUs first: nothing of the node group waits for the file system; the nodes read its mount source at boot.
         lt = nodes.launch_template(plan, net, sgs, identity, ami, pg, self)
-        fs = storage.build_fsx(plan, net, sgs, self)
+        volume = volume_reference(plan, self)  # an attached volume: its FSx lives in its own stack
+        fs = storage.build_fsx(plan, net, sgs, self) if volume is None else None
         datalink.build_s3_link(plan, fs, self)
+        reach: list[pulumi.Resource] = []
         if fs is not None:
-            nodes.shared_source_parameter(plan, fs, self)
+            nodes.shared_source_parameter(plan, fs_source(fs), self)
+        elif volume is not None:
+            nodes.shared_source_parameter(plan, volume.mount_source, self)
+            reach = volumelink.build_volume_access(plan, net, sgs, volume, self)
         # The first node boots only once its profile reached EC2, its group's rules exist and egress works.
-        waits = [identity.ready, *sgs.node_rules, *net.egress]
+        waits = [identity.ready, *sgs.node_rules, *net.egress, *reach]
         gang: aws.ec2.Fleet | aws.autoscaling.Group = (
             nodes.fleet(plan, lt, self, waits)
             if plan.extra.allocation == "fleet"
@@ -60,8 +67,10 @@ class AwsCluster(pulumi.ComponentResource):
         head_ip = nodes.head_public_ip(plan, ranked, self)
         shared = None
         if fs is not None:
-            shared = pulumi.Output.all(fs.dns_name, fs.mount_name).apply(
-                lambda a: shared_fs_summary(plan, f"{a[0]}@tcp:/{a[1]}", "lustre", "relatime,flock")
+            shared = fs_source(fs).apply(lambda s: shared_fs_summary(plan, s, "lustre", "relatime,flock"))
+        elif volume is not None:
+            shared = volume.mount_source.apply(
+                lambda s: attached_summary(shared_fs_summary(plan, s, "lustre", "relatime,flock"), volume.name)
             )
         outputs = stack_outputs(
             plan, ranked.apply(lambda r: r[1]), head_ip, shared, node_ids=ranked.apply(lambda r: r[0])
@@ -82,6 +91,11 @@ class AwsCluster(pulumi.ComponentResource):
             "fabric_manifest": lt.image_id.apply(lambda ami: {**manifest, "image": ami}),
         }
         self.register_outputs(self.outputs)
+
+
+def fs_source(fs: aws.fsx.LustreFileSystem) -> pulumi.Output[str]:
+    """The cluster's own FSx mount source, ``<dns name>@tcp:/<mount name>``."""
+    return pulumi.Output.all(fs.dns_name, fs.mount_name).apply(lambda a: fsx_source(a[0], a[1]))
 
 
 def _check_provider_region(plan: ClusterPlan[AwsPlan]) -> None:

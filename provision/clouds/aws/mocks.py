@@ -93,6 +93,9 @@ def resource(args: pulumi.runtime.MockResourceArgs, ctx: MockContext) -> tuple[s
         out.update(state="active")
     elif typ == "aws:ec2/routeTableAssociation:RouteTableAssociation":
         rid = f"rtbassoc-{hx}"
+    elif typ == "aws:ec2/vpcPeeringConnection:VpcPeeringConnection":
+        rid = f"pcx-{hx}"
+        out.update(acceptStatus="active", peerOwnerId=ACCOUNT, peerRegion=ctx.region)
     elif typ == "aws:ec2/vpcEndpoint:VpcEndpoint":
         rid = f"vpce-{hx}"
         out.update(arn=_arn(ctx, "ec2", f"vpc-endpoint/{rid}"), prefixListId=f"pl-{hx[:8]}", state="available")

@@ -200,7 +200,8 @@ def build_security_groups(
     node_rule("out", "nodes-out-world", cidr=WORLD, description="egress through NAT and S3")
     for i, cidr in enumerate(c for c in plan.access.allowed_cidrs if ":" not in c):
         node_rule("in", f"nodes-ssh-{i}", protocol="tcp", ports=(22, 22), cidr=cidr, description="SSH")
-    if fsx_spec is None:
+    if fsx_spec is None or (plan.storage is not None and plan.storage.volume is not None):
+        # No FSx of the cluster's own (an attached volume's FSx has its group in the volume's stack).
         return SecurityGroups(cluster, None, nodes_rules)
     retain = bool(fsx_spec.retain)
     fsx = aws.ec2.SecurityGroup(

@@ -59,16 +59,19 @@ def shared_source_policy(plan: ClusterPlan[AwsPlan]) -> dict[str, Any]:
 
 
 def shared_source_parameter(
-    plan: ClusterPlan[AwsPlan], fs: aws.fsx.LustreFileSystem, parent: pulumi.Resource
+    plan: ClusterPlan[AwsPlan], source: pulumi.Output[str], parent: pulumi.Resource
 ) -> aws.ssm.Parameter:
-    """The FSx mount source where the nodes look it up at boot (written once the file system is AVAILABLE)."""
+    """The FSx mount source where the nodes look it up at boot (written once the file system is AVAILABLE).
+
+    ``source`` is the cluster's own FSx's, or an attached volume's (read from the volume's stack).
+    """
     return aws.ssm.Parameter(
         f"{plan.name}-shared-source",
         name=userdata.shared_source_parameter(plan.name),
         type="String",
         description=f"provision {plan.name}: FSx mount source the nodes read at boot",
         # Not secret (a DNS name): insecure_value keeps it readable in the state and the preview.
-        insecure_value=pulumi.Output.all(fs.dns_name, fs.mount_name).apply(lambda a: userdata.fsx_source(a[0], a[1])),
+        insecure_value=source,
         tags=tags(plan, "fsx"),
         opts=_opts(parent),
     )

@@ -103,6 +103,8 @@ APIS: dict[str, Api] = {
     "aws:ec2/routeTable:RouteTable": Api("ec2", "CreateRouteTable"),
     "aws:ec2/route:Route": Api("ec2", "CreateRoute"),
     "aws:ec2/vpcEndpoint:VpcEndpoint": Api("ec2", "CreateVpcEndpoint"),
+    # An attached volume's VPC (clouds/aws/volumelink.py): requested, then accepted by the provider (auto_accept).
+    "aws:ec2/vpcPeeringConnection:VpcPeeringConnection": Api("ec2", "CreateVpcPeeringConnection"),
     "aws:ec2/securityGroup:SecurityGroup": Api(
         "ec2", "CreateSecurityGroup", aliases={"name": "GroupName"}, autoname="name"
     ),
@@ -706,6 +708,24 @@ def cidr_rules(res: Resource) -> list[Violation]:
     return out
 
 
+PEERING = "aws:ec2/vpcPeeringConnection:VpcPeeringConnection"
+AUTO_ACCEPT_SOURCE = (
+    "pulumi-aws ec2.VpcPeeringConnection auto_accept: 'Accept the peering (both VPCs need to be in the same AWS "
+    "account and region)'; terraform-provider-aws internal/service/ec2/vpc_peering_connection.go"
+)
+
+
+def peering_rules(res: Resource) -> list[Violation]:
+    """``autoAccept`` only within one account and region: no ``peerOwnerId``/``peerRegion`` beside it."""
+    if res.type != PEERING or not res.inputs.get("autoAccept"):
+        return []
+    return [
+        res.violation(key, res.inputs[key], "unset with autoAccept (same account and region only)", AUTO_ACCEPT_SOURCE)
+        for key in ("peerOwnerId", "peerRegion")
+        if res.inputs.get(key)
+    ]
+
+
 def tag_rules(res: Resource, models: _Models) -> list[Violation]:
     """Tag keys and values within the limits EC2 documents for its ``Tag`` shape (parsed from the model)."""
     tag = models.service("ec2").shape_for("Tag")
@@ -732,7 +752,7 @@ def check(res: Resource, ctx: MockContext) -> list[Violation]:
     models = _models(ctx)
     api = APIS.get(res.type)
     out = [v for call in api.calls() for v in model_rules(res, call, models)] if api else []
-    out += tag_rules(res, models) + fsx_rules(res, models) + cidr_rules(res)
+    out += tag_rules(res, models) + fsx_rules(res, models) + cidr_rules(res) + peering_rules(res)
     return out + fsx_dependency_rules(res, ctx) + profile_propagation_rules(res, ctx)
 
 

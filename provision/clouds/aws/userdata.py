@@ -56,8 +56,13 @@ def fsx_source(dns_name: str, mount_name: str) -> str:
 
 
 def fsx_efa(plan: ClusterPlan[AwsPlan]) -> bool:
-    """Whether the plan's FSx file system is EFA-enabled (its clients must then be configured for EFA)."""
-    return plan.extra.fsx is not None and plan.extra.fsx.efa
+    """Whether the plan's FSx file system is EFA-enabled (its clients must then be configured for EFA).
+
+    Never for an attached volume: its FSx is reached through a VPC peering, which EFA traffic does not cross
+    (clouds/aws/volumelink.py).
+    """
+    attached = plan.storage is not None and plan.storage.volume is not None
+    return plan.extra.fsx is not None and plan.extra.fsx.efa and not attached
 
 
 def render(plan: ClusterPlan[AwsPlan]) -> str:

@@ -25,6 +25,7 @@ from provision.catalog import InstanceOffer, cloud_facts
 from provision.clouds.azure import kubeplan, rules
 from provision.clouds.azure.plan import (
     Amlfs,
+    AmlfsHsm,
     AzurePlan,
     BastionHost,
     ImageReference,
@@ -490,6 +491,7 @@ class AzureAdapter(Adapter[AzurePlan]):
                 maintenance=Maintenance(day_of_week=opts.maintenance_day, time_of_day_utc=opts.maintenance_time_utc),
                 subnet_prefix_rule=f"/{rules.amlfs_subnet_prefix(tib)} for {tib:g} TiB "
                 "(amlfs-prerequisites table, at least /24 per the SDK)",
+                hsm=amlfs_hsm(spec),
             )
         tib_bytes = 1024**4
         size_bytes = math.ceil(size_gib / 1024) * tib_bytes
@@ -527,3 +529,18 @@ class AzureAdapter(Adapter[AzurePlan]):
                 "pool); the VNet, NAT gateway and Managed Lustre keep billing until `provision reap` or `down`."
             )
         return out
+
+
+def amlfs_hsm(spec: ClusterSpec) -> AmlfsHsm | None:
+    """The HSM settings of ``storage.shared.object_store`` (checked by spec/objectstore.py), or ``None``."""
+    shared = spec.storage.shared
+    link = shared.object_store if shared is not None else None
+    if link is None or link.account_id is None or link.logging_container is None:
+        return None
+    container, _, prefix = link.uri.split(".blob.core.windows.net/", 1)[1].partition("/")
+    base = f"{link.account_id}/blobServices/default/containers/"
+    return AmlfsHsm(
+        container=base + container,
+        logging_container=base + link.logging_container,
+        import_prefix="/" + prefix.strip("/") if prefix.strip("/") else "/",
+    )

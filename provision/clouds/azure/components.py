@@ -27,10 +27,12 @@ from provision.clouds.azure.fslookup import READER_ROLE, needs_identity
 from provision.clouds.azure.network import Network, build_bastion, build_network
 from provision.clouds.azure.plan import AzurePlan, Island
 from provision.clouds.azure.rules import vmss_hostnames
-from provision.clouds.azure.storage import SharedFs, build_filesystem
+from provision.clouds.azure.storage import SharedFs, attached_filesystem, build_filesystem
 from provision.clouds.azure.userdata import custom_data
+from provision.clouds.azure.volumelink import build_volume_peering
 from provision.clouds.base import TAG_EXPIRES, TAG_RETAIN
 from provision.clouds.outputs import stack_outputs
+from provision.clouds.volumeref import volume_reference
 from provision.planning.plan import ClusterPlan
 
 TYPE_TOKEN = "provision:azure:Cluster"
@@ -95,7 +97,11 @@ class AzureCluster(pulumi.ComponentResource):
             build_bastion(plan, net_rg, self.network, net_tags, net_opts)
         self.shared_fs: SharedFs | None = None
         self.fs_reader: authorization.RoleAssignment | None = None
-        if extra.filesystem is not None and self.network.filesystem is not None:
+        volume = volume_reference(plan, self)  # an attached volume: its filesystem lives in its own stack
+        if volume is not None:
+            self.shared_fs = attached_filesystem(plan, volume.mount_source, volume.name)
+            build_volume_peering(plan, net_rg, self.network, volume, net_opts)
+        elif extra.filesystem is not None and self.network.filesystem is not None:
             self.shared_fs = build_filesystem(plan, net_rg, self.network.filesystem, net_tags, net_opts)
             if self.identity is not None:
                 self.fs_reader = self._fs_reader(self.identity, self.shared_fs.resource, child)

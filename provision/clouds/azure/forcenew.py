@@ -23,6 +23,9 @@ FORCE_NEW: dict[str, ForceNew] = {
     "azure-native:resources:ResourceGroup": ForceNew(("resourceGroupName", "location"), _NATIVE),
     "azure-native:network:VirtualNetwork": _path("virtualNetworkName"),
     "azure-native:network:Subnet": _path("virtualNetworkName", "subnetName"),
+    "azure-native:network:VirtualNetworkPeering": ForceNew(
+        ("resourceGroupName", "virtualNetworkName", "virtualNetworkPeeringName"), _NATIVE
+    ),
     "azure-native:network:NetworkSecurityGroup": _path("networkSecurityGroupName"),
     "azure-native:network:NatGateway": _path("natGatewayName", extra=("zones",)),
     "azure-native:network:PublicIPAddress": _path("publicIpAddressName", extra=("zones", "sku")),

@@ -19,6 +19,9 @@ _PATHS = {
     "azure-native:network:NatGateway": "Microsoft.Network/natGateways/{natGatewayName}",
     "azure-native:network:VirtualNetwork": "Microsoft.Network/virtualNetworks/{virtualNetworkName}",
     "azure-native:network:Subnet": "Microsoft.Network/virtualNetworks/{virtualNetworkName}/subnets/{subnetName}",
+    "azure-native:network:VirtualNetworkPeering": (
+        "Microsoft.Network/virtualNetworks/{virtualNetworkName}/virtualNetworkPeerings/{virtualNetworkPeeringName}"
+    ),
     "azure-native:network:BastionHost": "Microsoft.Network/bastionHosts/{bastionHostName}",
     "azure-native:compute:ProximityPlacementGroup": (
         "Microsoft.Compute/proximityPlacementGroups/{proximityPlacementGroupName}"

@@ -49,6 +49,14 @@ class Maintenance(PlanPart):
     time_of_day_utc: str
 
 
+class AmlfsHsm(PlanPart):
+    """Managed Lustre's link to a Blob container (``storage.shared.object_store``): its HSM settings."""
+
+    container: str = Field(description="Resource id of the data container (imported from, archived to).")
+    logging_container: str = Field(description="Resource id of the log container (same account).")
+    import_prefix: str = Field(description="Only blobs under this prefix are imported, at their own path.")
+
+
 class Amlfs(PlanPart):
     """An Azure Managed Lustre file system."""
 
@@ -59,6 +67,7 @@ class Amlfs(PlanPart):
     zone: str | None
     maintenance: Maintenance
     subnet_prefix_rule: str
+    hsm: AmlfsHsm | None = None
 
 
 class NetApp(PlanPart):

@@ -36,6 +36,15 @@ def _outputs(
     return SharedFs(summary=source.apply(lambda s: shared_fs_summary(plan, s, fs_type, options)), resource=resource)
 
 
+def attached_filesystem(plan: ClusterPlan[AzurePlan], source: pulumi.Output[str], volume: str) -> SharedFs:
+    """An attached volume's filesystem (its own stack holds it): mounted as a cluster-owned one of its kind."""
+    fs_type, options = (
+        ("nfs", NFS_OPTIONS) if plan.storage and plan.storage.kind == "netapp" else ("lustre", LUSTRE_OPTIONS)
+    )
+    own = _outputs(plan, source, fs_type, options)
+    return SharedFs(summary=own.summary.apply(lambda s: {**s, "volume": volume, "retain": True}), mount=own.mount)
+
+
 def build_filesystem(
     plan: ClusterPlan[AzurePlan],
     rg_name: pulumi.Input[str],
@@ -72,6 +81,16 @@ def _amlfs(
             day_of_week=storagecache.MaintenanceDayOfWeekType(fs.maintenance.day_of_week),
             time_of_day_utc=fs.maintenance.time_of_day_utc,
         ),
+        # storage.shared.object_store: the Blob container link (spec/objectstore.py checks it; strict.py too).
+        hsm=storagecache.AmlFilesystemHsmArgs(
+            settings=storagecache.AmlFilesystemHsmSettingsArgs(
+                container=fs.hsm.container,
+                logging_container=fs.hsm.logging_container,
+                import_prefix=fs.hsm.import_prefix,
+            )
+        )
+        if fs.hsm is not None
+        else None,
         tags=tags,
         opts=opts,
     )

@@ -85,6 +85,16 @@ NAMES: dict[str, tuple[str, NameRule]] = {
             f"{NAMING} (Microsoft.Network/publicIPAddresses)",
         ),
     ),
+    "azure-native:network:VirtualNetworkPeering": (
+        "virtualNetworkPeeringName",
+        NameRule(
+            1,
+            80,
+            _STD80,
+            "alphanumerics, _ . -; start alphanumeric; end alphanumeric or _",
+            f"{NAMING} (Microsoft.Network/virtualNetworks/virtualNetworkPeerings)",
+        ),
+    ),
     "azure-native:network:NatGateway": (
         "natGatewayName",
         NameRule(
@@ -594,9 +604,54 @@ def zone_rules(res: Resource) -> list[Violation]:
     ]
 
 
+HSM_SOURCE = (
+    "pulumi-azure-native storagecache AmlFilesystemHsmSettingsArgs (azure-rest-api-specs storagecache amlfilesystem): "
+    "container and logging_container are 'Resource ID of storage container'; the logging container 'Must be a "
+    "separate container in the same storage account'; import_prefix is a path/prefix"
+)
+_CONTAINER_ID = re.compile(
+    r"^(/subscriptions/[0-9a-fA-F-]{36}/resourceGroups/[-\w.()]{1,90}/providers/Microsoft\.Storage/"
+    r"storageAccounts/[a-z0-9]{3,24})/blobServices/default/containers/([a-z0-9](?:[a-z0-9-]{1,61}[a-z0-9]))$"
+)
+
+
+def hsm_rules(res: Resource) -> list[Violation]:
+    """Managed Lustre's HSM settings: two container resource ids of one account, not the same; a '/' prefix."""
+    if res.type != "azure-native:storagecache:AmlFilesystem":
+        return []
+    hsm = res.inputs.get("hsm")
+    settings = hsm.get("settings") if isinstance(hsm, Mapping) else None
+    if not isinstance(settings, Mapping):
+        return []
+    out: list[Violation] = []
+    found = {}
+    for key in ("container", "loggingContainer"):
+        value = settings.get(key)
+        match = _CONTAINER_ID.match(value) if isinstance(value, str) else None
+        if match is None:
+            out.append(res.violation(f"hsm.settings.{key}", value, "a blob container's resource id", HSM_SOURCE))
+        else:
+            found[key] = match.groups()
+    if len(found) == 2:
+        (acct, data), (log_acct, logs) = found["container"], found["loggingContainer"]
+        if acct != log_acct or data == logs:
+            out.append(
+                res.violation(
+                    "hsm.settings.loggingContainer",
+                    settings.get("loggingContainer"),
+                    "a separate container in the same storage account as the data container",
+                    HSM_SOURCE,
+                )
+            )
+    prefix = settings.get("importPrefix")
+    if prefix is not None and not (isinstance(prefix, str) and prefix.startswith("/")):
+        out.append(res.violation("hsm.settings.importPrefix", prefix, "a path starting with '/'", HSM_SOURCE))
+    return out
+
+
 def check(res: Resource, ctx: MockContext) -> list[Violation]:
     """Every rule this cloud knows for one registration."""
-    out = enum_rules(res, ctx) + name_rules(res) + tag_rules(res) + storage_rules(res) + nsg_rules(res)
+    out = enum_rules(res, ctx) + name_rules(res) + tag_rules(res) + storage_rules(res) + nsg_rules(res) + hsm_rules(res)
     out += zone_rules(res)
     return out + amlfs_network_rules(res, ctx) + strict_rbac.check(res, ctx) + strict_aks.check(res, ctx)
 

@@ -21,8 +21,9 @@ from provision.clouds.gcp.hostkeys import GUEST_ATTRIBUTES
 from provision.clouds.gcp.layout import physical_name
 from provision.clouds.gcp.network import Networks, build_networks
 from provision.clouds.gcp.plan import GcpPlan, SpecificReservation
-from provision.clouds.gcp.storage import build_storage, publish
+from provision.clouds.gcp.storage import attached_storage, build_storage, publish
 from provision.clouds.outputs import stack_outputs
+from provision.clouds.volumeref import volume_reference
 from provision.planning.plan import ClusterPlan
 
 TYPE_TOKEN = "provision:gcp:Cluster"
@@ -98,7 +99,12 @@ class GcpCluster(pulumi.ComponentResource):
                 opts=child,
             )
         policy = self._placement_policy(plan, child)
-        self.shared = build_storage(plan, nets, self)
+        volume = volume_reference(plan, self)  # an attached volume: its filesystem lives in its own stack
+        self.shared = (
+            build_storage(plan, nets, self)
+            if volume is None
+            else attached_storage(plan, volume.mount_source, volume.name)
+        )
         if self.shared.source is not None:
             publish(plan, self.shared, self)
         # GCP deletes the VMs itself at the plan's expiry (termination time / run duration): no guest timer.

@@ -216,6 +216,22 @@ def build_storage(plan: ClusterPlan[GcpPlan], nets: Networks, parent: pulumi.Res
     return SharedFs(summary, script, [*created, fs], list(created), source)
 
 
+def attached_storage(plan: ClusterPlan[GcpPlan], source: pulumi.Output[str], volume: str) -> SharedFs:
+    """An attached volume's filesystem (its own stack holds it): the same mount script and published source as a
+    cluster-owned filesystem of that kind, no resource of the filesystem's."""
+    st = plan.extra.storage
+    assert st is not None and plan.storage is not None  # noqa: S101  # the caller checked
+    if isinstance(st, ManagedLustre):
+        fs_type, script = "lustre", _fstab_mount(plan, "lustre", "lustre-client.sh")
+    elif isinstance(st, Filestore):
+        fs_type, script = "nfs", _fstab_mount(plan, "nfs", None)
+    else:
+        summary = source.apply(lambda s: {**_daos_summary(plan, list(json.loads(s))), "volume": volume})
+        return SharedFs(summary, _daos_mount(plan), [], [], source)
+    summary = source.apply(lambda s: {**shared_fs_summary(plan, s, fs_type, MOUNT_OPTIONS), "volume": volume})
+    return SharedFs(summary, script, [], [], source)
+
+
 def _snippet(name: str) -> str:
     return image_text(f"gcp/{name}")
 

@@ -14,7 +14,7 @@ from provision.planning.access import EXAMPLE_KEY  # the shipped stacks' placeho
 from provision.planning.sizing.curve import curve
 from provision.planning.sizing.models import DEFAULT_DEADLINE_DAYS, SizingReport, format_count
 
-__all__ = ["auto_storage", "curve", "deadline", "spec_for"]
+__all__ = ["auto_storage", "curve", "deadline", "spec_for", "storage_notes", "volume_for"]
 
 #: The spec's TTL is the run's wall time plus this margin (restarts the goodput did not cover, evaluation).
 TTL_MARGIN = 1.10
@@ -121,6 +121,58 @@ def auto_storage(spec: dict[str, Any], size_gib: int, write_gbps: float) -> tupl
     )
     scratch = [w for w in res.warnings if "scratch tier" in w]
     return shared, why + (f"; {scratch[0]}" if scratch else "")
+
+
+#: The object-store link each cloud's spec can carry (spec/objectstore.py LINKABLE), as a header line to fill in.
+_LINK_HINTS = {
+    "aws": "storage.shared.object_store: {uri: s3://YOUR-BUCKET/tokens, import_path: /, export_path: /checkpoints}",
+    "azure": "storage.shared.object_store: {uri: https://ACCOUNT.blob.core.windows.net/CONTAINER, account_id: "
+    "/subscriptions/.../storageAccounts/ACCOUNT, logging_container: CONTAINER-logs} (kind amlfs)",
+    "alibaba": "storage.shared.object_store: {uri: oss://YOUR-BUCKET/tokens, import_path: /data} (kind cpfs)",
+}
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:,.0f} GB" if n < 1e12 else f"{n / 1e12:,.1f} TB"
+
+
+def storage_notes(report: SizingReport, cloud: str) -> list[str]:
+    """The storage the sizing assumed, for the spec's header: dataset, checkpoints, write rate, the bucket link."""
+    st = report.storage
+    notes = [
+        f"storage assumed: dataset {_gb(st.dataset_tokenized_bytes)} tokenized ({_gb(st.dataset_raw_text_bytes)} raw "
+        f"text), checkpoints {_gb(st.checkpoint_bytes)} each x {st.retained_checkpoints} kept, written at "
+        f"{st.required_write_gbps:,.1f} GB/s to finish in {st.checkpoint_minutes:g} min; shared capacity "
+        f"{_gb(st.shared_capacity_bytes)}",
+    ]
+    hint = _LINK_HINTS.get(cloud)
+    if hint:
+        notes.append(f"to keep the dataset and checkpoints in a bucket, add {hint}")
+    else:
+        notes.append(f"no object-store link on {cloud}: copy the dataset in and the checkpoints out yourself")
+    return notes
+
+
+def volume_for(report: SizingReport, cloud: str, spec: dict[str, Any]) -> dict[str, Any] | None:
+    """The volume spec (``provision volume create``) holding the sized shared filesystem, or ``None`` without one.
+
+    Its name is the cluster's with ``-data``; same cloud, region and zone as ``spec`` (clusters attach it there).
+    """
+    fs = next((f for f in report.storage.filesystems if f.cloud == cloud and f.kind is not None), None)
+    if fs is None or fs.size_gib is None:
+        return None
+    volume: dict[str, Any] = {
+        "name": f"{str(spec['name'])[:35].rstrip('-')}-data",
+        "cloud": cloud,
+        "region": spec["region"],
+        "kind": fs.kind,
+        "size_gib": fs.size_gib,
+    }
+    if spec.get("zone"):
+        volume["zone"] = spec["zone"]
+    if fs.throughput_mbps_per_tib and fs.kind in ("fsx-lustre", "managed-lustre"):
+        volume["throughput_mbps_per_tib"] = int(fs.throughput_mbps_per_tib)
+    return volume
 
 
 def deadline(report: SizingReport) -> float:

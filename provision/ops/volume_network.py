@@ -1,0 +1,141 @@
+"""What an attaching cluster needs of a volume's network, per cloud: the recorded outputs and the checks.
+
+A volume's stack records ``mount_source`` and ``network`` (see :mod:`provision.clouds.volumeref`); the cluster
+program reads them to mount the filesystem and to build its way in to the volume's network:
+
+* AWS: a VPC peering, routes both ways and Lustre rules (``clouds/aws/volumelink.py``): the VPC, its CIDR, a
+  route table of the volume's VPC and the FSx security group. Peered VPCs must not overlap ("You cannot create a
+  VPC peering connection between VPCs that have matching or overlapping IPv4 CIDR blocks", Amazon VPC Peering
+  Guide, "VPC peering limitations").
+* Azure: two VNet peerings (``clouds/azure/volumelink.py``): the VNet's id, name, resource group and address
+  space, which must not overlap the cluster's ("The address spaces of the virtual networks can't overlap",
+  learn.microsoft.com/azure/virtual-network/virtual-network-manage-peering, "Requirements and constraints").
+* Alibaba CPFS: the protocol service each cluster exports from (``clouds/alibaba/storage.py``), whose export VPC
+  must not overlap the file system's (NAS API CreateProtocolMountTarget). NAS: a mount target of the cluster's.
+* GCP: nothing beyond the mount source (see :data:`GCP_REACH`).
+
+Checked before anything exists (:func:`network_problems`), so a volume without them, or an overlapping network,
+is a clear error, not a failed ``up``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+from typing import Any
+
+from provision.spec.errors import Problem
+
+#: The ``network`` outputs each cloud's cluster program reads (Alibaba CPFS adds ``protocol_service_id``).
+NETWORK_KEYS: dict[str, tuple[str, ...]] = {
+    "aws": ("vpc_id", "cidr", "route_table_id", "security_group_id"),
+    "azure": ("vnet_id", "vnet_name", "resource_group", "cidr"),
+    "alibaba": ("vpc_id", "cidr"),
+    "gcp": (),
+}
+#: Why GCP needs no network resource of the cluster's... and what that leaves out.
+GCP_REACH = (
+    "Filestore, Managed Lustre and Parallelstore are reached through a peering of the volume's VPC with Google's "
+    "service network, and VPC peering is not transitive (cloud.google.com/vpc/docs/vpc-peering, 'Transitive "
+    "peering is not supported'): a cluster in its own VPC cannot reach them through a peering of its own"
+)
+_FIELD = "storage.shared.volume"
+
+
+def _cluster_cidr(spec: Any) -> tuple[str, str] | None:
+    """The cluster network's field and CIDR that must not overlap the volume's, where the cluster creates one."""
+    opts = spec.cloud_options()
+    if spec.cloud == "aws" and getattr(opts, "vpc_id", None) is None:
+        return "aws.vpc_cidr", str(opts.vpc_cidr)
+    if spec.cloud == "azure":
+        return "azure.vnet_cidr", str(opts.vnet_cidr)
+    if spec.cloud == "alibaba":
+        return "alibaba.vpc_cidr", str(opts.vpc_cidr)
+    return None
+
+
+def network_problems(spec: Any, name: str, outputs: dict[str, Any]) -> list[Problem]:
+    """Why the cluster ``spec`` cannot reach the volume ``name`` whose stack recorded ``outputs``; [] when it can."""
+    out: list[Problem] = []
+    fix = "recreate the volume (provision volume create) so its stack records what attaching clusters read"
+    if not isinstance(outputs.get("mount_source"), str) and spec.cloud != "alibaba":
+        out.append(Problem(_FIELD, name, "names a volume whose stack records no mount_source", fix))
+    raw = outputs.get("network")
+    network: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    keys = NETWORK_KEYS.get(spec.cloud, ())
+    if str(outputs.get("filesystem", "")).startswith("cpfs"):
+        keys = (*keys, "protocol_service_id")
+    missing = [k for k in keys if not network.get(k)]
+    if missing:
+        out.append(
+            Problem(
+                _FIELD,
+                name,
+                f"names a volume whose stack records no network {', '.join(missing)} (the cluster's way in needs them)",
+                fix,
+            )
+        )
+    own = _cluster_cidr(spec)
+    theirs = network.get("cidr")
+    if own is not None and isinstance(theirs, str):
+        field, cidr = own
+        try:
+            overlap = ipaddress.ip_network(cidr).overlaps(ipaddress.ip_network(theirs))
+        except ValueError:
+            overlap = False
+        if overlap:
+            out.append(
+                Problem(
+                    field,
+                    cidr,
+                    f"overlaps volume {name}'s network {theirs}: the cluster's network is peered with (or exports "
+                    "into) the volume's, and overlapping ranges cannot be",
+                    f"set {field} to a range outside {theirs}, e.g. {_free_range(theirs)}",
+                )
+            )
+    return out
+
+
+def _free_range(taken: str) -> str:
+    """A /16 that does not overlap ``taken`` (the fix's example)."""
+    net = ipaddress.ip_network(taken)
+    for second in range(1, 255):
+        cand = ipaddress.ip_network(f"10.{second}.0.0/16")
+        if not cand.overlaps(net):
+            return str(cand)
+    return "172.16.0.0/16"
+
+
+#: A retained cluster filesystem's network resources kept with it (their ``retain_on_delete``), by cloud:
+#: (type token, logical-name suffix) -> the network output it gives.
+_RETAINED: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "aws": (
+        ("aws:ec2/vpc:Vpc", "-vpc", "vpc_id"),
+        ("aws:ec2/subnet:Subnet", "-private", ""),
+        ("aws:ec2/securityGroup:SecurityGroup", "-fsx-sg", "security_group_id"),
+    ),
+    "alibaba": (
+        ("alicloud:vpc/network:Network", "-vpc", "vpc_id"),
+        ("alicloud:vpc/switch:Switch", "-vsw", ""),
+    ),
+}
+
+
+def retained_network(cloud: str, resources: list[Any]) -> tuple[dict[str, Any], list[Any]]:
+    """The ``network`` output of a retained cluster filesystem and the network resources kept with it."""
+    network: dict[str, Any] = {}
+    kept: list[Any] = []
+    for token, suffix, key in _RETAINED.get(cloud, ()):
+        for r in resources:
+            if r.type == token and r.name.endswith(suffix):
+                kept.append(r)
+                if key:
+                    network[key] = r.id
+                cidr = (r.inputs or {}).get("cidrBlock")
+                if token.endswith(("vpc:Vpc", "network:Network")) and isinstance(cidr, str):
+                    network["cidr"] = cidr
+    if cloud == "aws" and "vpc_id" in network:
+        # The private route table goes with the cluster: the VPC's main route table (which the node subnet falls
+        # back to once its association is deleted: Amazon VPC User Guide, "Route tables", main route table).
+        network["route_table_id"] = "rtb-" + hashlib.sha256(f"{network['vpc_id']}/main".encode()).hexdigest()[:17]
+    return network, kept
