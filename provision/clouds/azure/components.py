@@ -103,11 +103,16 @@ class AzureCluster(pulumi.ComponentResource):
             build_volume_peering(plan, net_rg, self.network, volume, net_opts)
         elif extra.filesystem is not None and self.network.filesystem is not None:
             self.shared_fs = build_filesystem(plan, net_rg, self.network.filesystem, net_tags, net_opts)
-            if self.identity is not None:
+            if self.identity is not None and self.shared_fs.resource is not None:
                 self.fs_reader = self._fs_reader(self.identity, self.shared_fs.resource, child)
         # GPUs first: the custom data holds nothing the filesystem creates (the nodes look its address up at boot),
         # so the scale sets are requested in parallel with it and a stock-out costs no filesystem creation.
-        boot = pulumi.Output.from_input(custom_data(plan))
+        attached = self.shared_fs.source if self.shared_fs is not None else None
+        boot = (
+            attached.apply(lambda s: custom_data(plan, s))
+            if attached is not None
+            else pulumi.Output.from_input(custom_data(plan))
+        )
         self.scale_sets: list[compute.VirtualMachineScaleSet] = []
         groups: dict[str, compute.ProximityPlacementGroup] = {}
         for island in extra.islands:

@@ -22,8 +22,11 @@ from provision.planning.plan import ClusterPlan
 @dataclass
 class SharedFs:
     summary: pulumi.Output[dict[str, Any]]
-    #: The resource the nodes read their mount address from (the AMLFS, or the NetApp volume).
-    resource: pulumi.CustomResource
+    #: The resource the nodes read their mount address from (the AMLFS, or the NetApp volume); ``None`` for an
+    #: attached volume, whose address is known before the cluster exists and goes into the custom data.
+    resource: pulumi.CustomResource | None
+    #: An attached volume's mount source (``Output[str]``), else ``None``.
+    source: pulumi.Output[str] | None = None
 
 
 def _outputs(
@@ -31,7 +34,7 @@ def _outputs(
     source: pulumi.Output[str],
     fs_type: str,
     options: str,
-    resource: pulumi.CustomResource,
+    resource: pulumi.CustomResource | None,
 ) -> SharedFs:
     return SharedFs(summary=source.apply(lambda s: shared_fs_summary(plan, s, fs_type, options)), resource=resource)
 
@@ -41,8 +44,10 @@ def attached_filesystem(plan: ClusterPlan[AzurePlan], source: pulumi.Output[str]
     fs_type, options = (
         ("nfs", NFS_OPTIONS) if plan.storage and plan.storage.kind == "netapp" else ("lustre", LUSTRE_OPTIONS)
     )
-    own = _outputs(plan, source, fs_type, options)
-    return SharedFs(summary=own.summary.apply(lambda s: {**s, "volume": volume, "retain": True}), mount=own.mount)
+    own = _outputs(plan, source, fs_type, options, None)
+    return SharedFs(
+        summary=own.summary.apply(lambda s: {**s, "volume": volume, "retain": True}), resource=None, source=source
+    )
 
 
 def build_filesystem(

@@ -47,12 +47,17 @@ WantedBy=multi-user.target
 """
 
 
-def shared_mount(plan: ClusterPlan[AzurePlan]) -> SharedMount | None:
-    """The shared filesystem as nodes mount it: the source comes from the ``fs-address`` step (fslookup.py)."""
+def shared_mount(plan: ClusterPlan[AzurePlan], attached: str | None = None) -> SharedMount | None:
+    """The shared filesystem as nodes mount it: the source comes from the ``fs-address`` step (fslookup.py), or
+    is ``attached``, an attached volume's mount source (its filesystem exists before the cluster: nothing waits)."""
     look = fslookup.lookup(plan)
     fs = plan.extra.filesystem
     if look is None or fs is None or plan.storage is None:
         return None
+    if attached is not None:
+        if fs.kind == "amlfs":
+            return SharedMount(attached, plan.storage.mount, "lustre", f"{LUSTRE_OPTIONS},_netdev")
+        return SharedMount(attached, plan.storage.mount, "nfs", f"{NFS_OPTIONS},_netdev", "nfs-common")
     if fs.kind == "amlfs":
         return SharedMount(
             "", plan.storage.mount, "lustre", f"{LUSTRE_OPTIONS},_netdev", source_file=fslookup.SOURCE_FILE
@@ -85,9 +90,11 @@ def _lookup_step(plan: ClusterPlan[AzurePlan], values: Values) -> Step | None:
     return Step("fs-address", "azure/steps/fs-address.sh", timeout=fslookup.FS_WAIT_SECONDS + 300)
 
 
-def render(plan: ClusterPlan[AzurePlan]) -> str:
-    """The ``#cloud-config`` for every node of ``plan`` (nothing in it waits for the filesystem). No secrets."""
-    shared = shared_mount(plan)
+def render(plan: ClusterPlan[AzurePlan], attached: str | None = None) -> str:
+    """The ``#cloud-config`` for every node of ``plan`` (nothing in it waits for the filesystem). No secrets.
+
+    ``attached``: an attached volume's mount source (storage.shared.volume), mounted as is, with no lookup step."""
+    shared = shared_mount(plan, attached)
     values = base_values(plan)
     steps: list[Step] = []
     files: list[File] = []
@@ -100,7 +107,7 @@ def render(plan: ClusterPlan[AzurePlan]) -> str:
         if topo:
             values.add("TOPO_FILE", topo, "path", "nccl_env.NCCL_TOPO_FILE")
         steps.append(Step("fabric-wait", "azure/steps/fabric-wait.sh", every_boot=True))
-    lookup_step = _lookup_step(plan, values)
+    lookup_step = _lookup_step(plan, values) if attached is None else None
     if lookup_step is not None:
         steps.append(lookup_step)
     if shared is not None and plan.capacity.type == "spot" and shared.fstype == "lustre":
@@ -121,13 +128,13 @@ def render(plan: ClusterPlan[AzurePlan]) -> str:
     return render_bootstrap(plan, values=values, steps=steps, files=files, shared=shared, health=health)
 
 
-def custom_data(plan: ClusterPlan[AzurePlan]) -> str:
-    """The base64-encoded bootstrap for every node of ``plan``.
+def custom_data(plan: ClusterPlan[AzurePlan], attached: str | None = None) -> str:
+    """The base64-encoded bootstrap for every node of ``plan`` (``attached``: as :func:`render`).
 
     Raises:
         ValueError: over Azure's custom data limit, or a value fails its pattern (UnsafeValueError).
     """
-    text = render(plan)
+    text = render(plan, attached)
     if len(text.encode()) > MAX_CUSTOM_DATA_BYTES:
         raise ValueError(f"custom data is {len(text.encode())} bytes, over Azure's limit of {MAX_CUSTOM_DATA_BYTES}")
     return base64.b64encode(text.encode()).decode()
