@@ -395,8 +395,8 @@ def test_custom_data_may_be_65535_bytes_and_no_more(monkeypatch: pytest.MonkeyPa
     from provision.clouds.azure import userdata
 
     p = plan()
-    monkeypatch.setattr(userdata, "render", lambda _plan: "x" * 65535)
+    monkeypatch.setattr(userdata, "render", lambda _plan, _attached=None: "x" * 65535)
     assert len(base64.b64decode(userdata.custom_data(p))) == 65535
-    monkeypatch.setattr(userdata, "render", lambda _plan: "x" * 65536)
+    monkeypatch.setattr(userdata, "render", lambda _plan, _attached=None: "x" * 65536)
     with pytest.raises(ValueError, match="65535"):
         userdata.custom_data(p)

@@ -122,10 +122,10 @@ def test_an_up_that_fails_half_way_destroys_what_it_created(home: Path, monkeypa
     The Pulumi engine keeps resources created before a failure in the stack's state; the
     mocked cloud's state does the same here, then the fault from the mocked cloud propagates.
     """
-    from provision.engine import mockstate
+    from provision.engine import mockrun, mockstate
     from provision.testing import CloudFaultError, Fault, run_program
 
-    real_run_mock, deleted = mockstate.run_mock, []
+    real_run_mock, deleted = mockrun.run_mock, []
 
     def half_way(spec: Any, stack: str, previous: Any, now: Any = None, faults: Any = ()) -> Any:
         full = real_run_mock(spec, stack, previous, now).state
@@ -138,7 +138,7 @@ def test_an_up_that_fails_half_way_destroys_what_it_created(home: Path, monkeypa
         return real_destroy_steps(state)
 
     real_destroy_steps = mockstate.destroy_steps
-    monkeypatch.setattr(mockstate, "run_mock", half_way)
+    monkeypatch.setattr(mockrun, "run_mock", half_way)
     monkeypatch.setattr(mockstate, "destroy_steps", destroy_steps)
     with (
         pytest.raises(CloudFaultError, match="InsufficientInstanceCapacity"),

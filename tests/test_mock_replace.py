@@ -10,7 +10,8 @@ import pytest
 from conftest import ROOT, isolated_home, stack_spec
 
 from provision.clouds.replacement import force_new, node_replacement_warnings, replacing_keys
-from provision.engine.mockstate import MockResource, diff_resources, run_mock
+from provision.engine.mockrun import run_mock
+from provision.engine.mockstate import MockResource, diff_resources
 
 GOLDEN = ROOT / "tests" / "golden"
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXED_NOW, isolated_home, stack_spec
 
+from provision.engine.mockrun import run_mock
 from provision.engine.mockstate import (
     MockResource,
     MockState,
@@ -17,7 +18,6 @@ from provision.engine.mockstate import (
     destroy_steps,
     diff_resources,
     input_diff,
-    run_mock,
     spec_hash,
 )
 from provision.spec import load_spec

@@ -17,7 +17,7 @@ from conftest import GOLDEN, ROOT
 from nodekit import STACKS, files_of, plan_of, run_bootstrap, sandbox, scripts_of
 
 from provision.ops.nodes import mock_user_data
-from provision.planning.bootstrap import PATTERNS, UnsafeValueError, checked, parse
+from provision.planning.bootstrap import PATTERNS, UnsafeValueError, checked, parse, shell_code
 
 IMAGES = ROOT / "images"
 SHELLCHECK = shutil.which("shellcheck") or shutil.which("shellcheck", path=str(Path(os.sys.executable).parent))
@@ -103,11 +103,13 @@ def test_step_scripts_are_shipped_byte_for_byte_and_values_live_only_in_bootstra
             if "/steps/" not in path:
                 continue
             name = Path(path).name.split("-", 1)[1]
-            shipped = [c.read_text() for c in IMAGES.glob(f"*/steps/{name}")]
+            # as shipped, but for the full-line comments bootstrap.shell_code leaves out of user data
+            shipped = [shell_code(c.read_text()) for c in IMAGES.glob(f"*/steps/{name}")]
             if not shipped:  # GCP's storage-mount step wraps storage.py's (shlex-quoting) mount script
                 assert stack.startswith("gcp") and name == "storage-mount.sh", (stack, path)
                 continue
             assert script in shipped, (stack, path)  # nothing was substituted into it
+            assert "\n# provision step" not in script  # the comments stay in images/, not in user data
 
 
 # ---------------------------------------------------------------------- the runner

@@ -254,6 +254,7 @@ def _aks_plan() -> Any:
 
 def test_aks_needs_its_providers_the_infiniband_feature_and_role_writes_all_at_once() -> None:
     account = FakeSubscription(granted=[(["*"], ["Microsoft.Authorization/*/write"])])
+    account.providers["Microsoft.ManagedIdentity"] = "NotRegistered"  # the fake registers it by default
     problems = azure_preflight(_aks_plan(), account)
     assert {p.value for p in problems if p.path == "cloud"} == {
         "Microsoft.ContainerService",

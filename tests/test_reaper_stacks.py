@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 
 from provision.cli.app import app
 from provision.clouds.aws.sweeper import AwsSweeper
-from provision.engine.mockstate import MockStore, run_mock
+from provision.engine.mockrun import run_mock
+from provision.engine.mockstate import MockStore
 from provision.ops import reaper
 
 

@@ -19,7 +19,7 @@ from provision.clouds.azure.plan import NetApp
 VM_STACKS = sorted(
     p.name[len("Pulumi.") : -len(".yaml")]
     for p in (ROOT / "stacks").glob("Pulumi.*.yaml")
-    if not p.name.endswith(("-eks.yaml", "-gke.yaml", "-aks.yaml"))
+    if not p.name.endswith(("-eks.yaml", "-gke.yaml", "-aks.yaml", "-ack.yaml"))
 )
 VOLUME = "azure-native:netapp:CapacityPoolVolume"
 #: chmod MODE PATH: symbolic modes with o+w / a+w, or octal modes whose last digit has the write bit.

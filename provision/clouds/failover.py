@@ -15,10 +15,10 @@ state's spec), so a later ``up`` keeps the cluster where it landed instead of mo
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from provision.clouds.failover_auto import apply_option
 from provision.spec.errors import BudgetError, CapacityError, Problem, ProvisionError, QuotaError, SpecError
 
 if TYPE_CHECKING:
@@ -104,22 +104,6 @@ def options(spec: ClusterSpec) -> tuple[FailoverOption, ...]:
     return spec.failover
 
 
-def apply_option(spec: ClusterSpec, option: dict[str, Any]) -> ClusterSpec:
-    """``spec`` with ``option``'s fields in place of its own and no failover (a new region drops the zone).
-
-    Raises:
-        SpecError: the option makes an invalid spec (paths as in the spec).
-    """
-    from provision.spec import load_spec
-
-    data = spec.model_dump(mode="json", exclude_none=True)
-    data.pop("failover", None)
-    if "region" in option and option["region"] != data["region"] and "zone" not in option:
-        data.pop("zone", None)
-    data.update(copy.deepcopy(option))
-    return load_spec(data)
-
-
 def alternative(spec: ClusterSpec, index: int, opts: tuple[FailoverOption, ...] | None = None) -> ClusterSpec:
     """Try ``index`` of ``spec``: 0 is the spec itself, ``i`` applies ``failover[i-1]`` (of ``opts`` when given).
 
@@ -141,22 +125,6 @@ def alternative(spec: ClusterSpec, index: int, opts: tuple[FailoverOption, ...] 
 def tries(spec: ClusterSpec, opts: tuple[FailoverOption, ...] | None = None) -> int:
     """How many tries the spec allows (1 + its failover options)."""
     return 1 + len(options(spec) if opts is None else opts)
-
-
-def keeps_network(tried: ClusterPlan, following: ClusterPlan) -> bool:
-    """Whether the try after a stock-out can reuse what ``tried`` created (its network, its filesystem).
-
-    In the same cloud and region the next try's ``up`` runs on the same stack: resources whose inputs the new
-    try leaves alone stay (the VPC, the NAT, a regional filesystem; a zonal one when the zone stays), and the
-    diff replaces the rest by the provider's own force-new rules (a subnet or filesystem pinned to the old
-    zone). Another region shares nothing, and on clouds whose subnets belong to one zone
-    (``Adapter.network_zonal``) neither does another zone: those tries start from an empty stack.
-    """
-    from provision.clouds.base import get_adapter
-
-    if tried.cloud != following.cloud or tried.region != following.region:
-        return False
-    return tried.zone == following.zone or not get_adapter(tried.cloud).network_zonal
 
 
 def _under(index: int, p: Problem) -> Problem:

@@ -17,12 +17,14 @@ At most :data:`MAX_TRIES` are kept. Reserved capacity (reservation, capacity blo
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from provision.spec.errors import BudgetError, Problem, SpecError
 
 if TYPE_CHECKING:
+    from provision.planning.plan import ClusterPlan
     from provision.spec import ClusterSpec
     from provision.spec.models import FailoverOption
 
@@ -64,7 +66,6 @@ def auto_tries(spec: ClusterSpec) -> AutoTries:
     """
     from provision.catalog import load_catalog
     from provision.clouds.base import get_adapter
-    from provision.clouds.failover import apply_option, keeps_network
     from provision.planning.cluster_offers import cluster_offers
     from provision.spec.models import FailoverOption
 
@@ -127,3 +128,35 @@ def auto_tries(spec: ClusterSpec) -> AutoTries:
         keeps = " (the network stays)" if keeps_network(first, planned) else ""
         labels.append(f"{planned.zone or planned.region} {capacity} {planned.instance_type}, {cost}{keeps}")
     return AutoTries(tuple(kept), tuple(labels), tuple(left_out))
+
+
+def apply_option(spec: ClusterSpec, option: dict[str, Any]) -> ClusterSpec:
+    """``spec`` with ``option``'s fields in place of its own and no failover (a new region drops the zone).
+
+    Raises:
+        SpecError: the option makes an invalid spec (paths as in the spec).
+    """
+    from provision.spec import load_spec
+
+    data = spec.model_dump(mode="json", exclude_none=True)
+    data.pop("failover", None)
+    if "region" in option and option["region"] != data["region"] and "zone" not in option:
+        data.pop("zone", None)
+    data.update(copy.deepcopy(option))
+    return load_spec(data)
+
+
+def keeps_network(tried: ClusterPlan, following: ClusterPlan) -> bool:
+    """Whether the try after a stock-out can reuse what ``tried`` created (its network, its filesystem).
+
+    In the same cloud and region the next try's ``up`` runs on the same stack: resources whose inputs the new
+    try leaves alone stay (the VPC, the NAT, a regional filesystem; a zonal one when the zone stays), and the
+    diff replaces the rest by the provider's own force-new rules (a subnet or filesystem pinned to the old
+    zone). Another region shares nothing, and on clouds whose subnets belong to one zone
+    (``Adapter.network_zonal``) neither does another zone: those tries start from an empty stack.
+    """
+    from provision.clouds.base import get_adapter
+
+    if tried.cloud != following.cloud or tried.region != following.region:
+        return False
+    return tried.zone == following.zone or not get_adapter(tried.cloud).network_zonal

@@ -18,6 +18,16 @@ import yaml
 
 from provision.clouds.mocking import CloudFaultError, CloudMocks, Fault, Registered, StrictViolationError, install
 from provision.clouds.strict import Leaf
+from provision.engine.mockstate import (
+    MockPlan,
+    MockResource,
+    MockRunFailedError,
+    MockState,
+    _jsonable,
+    diff_resources,
+    recorded_outputs,
+    spec_hash,
+)
 from provision.planning.plan import ClusterPlan
 from provision.spec import CONFIG_KEY, PROJECT, ClusterSpec
 from provision.spec.units import format_time
@@ -114,14 +124,6 @@ def _resolve(value: Any) -> Any:
         return pulumi.Output.from_input(value)
     keys = list(value)
     return gather([value[k] for k in keys]).apply(lambda values: dict(zip(keys, values, strict=True)))
-
-
-def recorded_outputs(stack: str) -> dict[str, Any] | None:
-    """The outputs the mocked cloud holds for ``stack`` (a volume a cluster reads through a StackReference)."""
-    from provision.engine.mockstate import MockStore
-
-    state = MockStore().load(stack)
-    return None if state is None else dict(state.outputs)
 
 
 def run_program(
@@ -320,3 +322,59 @@ def _quiet_injected_faults(loop: asyncio.AbstractEventLoop) -> None:
 
     handler.provision_quiet = True  # type: ignore[attr-defined]
     loop.set_exception_handler(handler)
+
+
+def run_mock(
+    spec: ClusterSpec,
+    stack: str,
+    previous: MockState | None,
+    now: datetime | None = None,
+    faults: tuple[Any, ...] | list[Any] = (),
+    replace: frozenset[tuple[str, str]] = frozenset(),
+) -> MockPlan:
+    """Run the program for ``spec`` under the mocked cloud and diff it against ``previous``.
+
+    ``replace``: resources (type, name) to replace even when unchanged, as ``pulumi up --replace`` does.
+
+    The creation time is ``previous.created_at`` when there is one, else ``now``, so an
+    unchanged spec yields the same graph (expiry tags included) and no steps.
+
+    Raises:
+        SpecError, BudgetError: the spec fails validation (nothing is registered).
+        MockRunFailedError: an injected fault failed a resource; carries the partial state.
+    """
+    now = (now or datetime.now(timezone.utc)).replace(microsecond=0)
+    created_at = previous.created_at if previous else now
+
+    def state_of(registered: list[Any], outputs: dict[str, Any]) -> MockState:
+        resources = [
+            MockResource(
+                r.type,
+                r.name,
+                _jsonable(r.inputs),
+                r.id,
+                r.custom,
+                tuple(getattr(r, "replace_on_changes", ())),
+                bool(getattr(r, "delete_before_replace", False)),
+            )
+            for r in registered
+        ]
+        return MockState(
+            stack=stack,
+            spec=_jsonable(spec.model_dump(mode="json", exclude_none=True)),
+            spec_hash=spec_hash(spec),
+            resources=resources,
+            outputs=_jsonable(outputs),
+            created_at=created_at,
+            updated_at=now,
+        )
+
+    try:
+        run = run_program(spec, stack=stack, now=created_at, faults=faults)
+    except CloudFaultError as e:
+        partial = state_of(e.partial, {})
+        reached = {r.key for r in partial.resources}
+        partial.resources += [r for r in (previous.resources if previous else []) if r.key not in reached]
+        raise MockRunFailedError(f"up of {stack!r} failed: {e}", e.code, partial, e.listed) from None
+    state = state_of(run.resources, run.outputs)
+    return MockPlan(state, diff_resources(previous.resources if previous else [], state.resources, replace))

@@ -19,7 +19,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -254,6 +254,12 @@ class MockStore:
         return sorted(p.stem for p in self.root.glob("*.json"))
 
 
+def recorded_outputs(stack: str) -> dict[str, Any] | None:
+    """The outputs the mocked cloud holds for ``stack`` (a volume a cluster reads through a StackReference)."""
+    state = MockStore().load(stack)
+    return None if state is None else dict(state.outputs)
+
+
 def process_alive(pid: int) -> bool:
     """Whether a process with ``pid`` exists (signal 0 checks without sending anything)."""
     try:
@@ -365,65 +371,6 @@ class MockRunFailedError(CloudError):
         self.state = state
         #: What the mocked cloud's node groups list as their errors (``Fault(reported="listed")``), by id.
         self.listed = dict(listed or {})
-
-
-def run_mock(
-    spec: ClusterSpec,
-    stack: str,
-    previous: MockState | None,
-    now: datetime | None = None,
-    faults: tuple[Any, ...] | list[Any] = (),
-    replace: frozenset[tuple[str, str]] = frozenset(),
-) -> MockPlan:
-    """Run the program for ``spec`` under the mocked cloud and diff it against ``previous``.
-
-    ``replace``: resources (type, name) to replace even when unchanged, as ``pulumi up --replace`` does.
-
-    The creation time is ``previous.created_at`` when there is one, else ``now``, so an
-    unchanged spec yields the same graph (expiry tags included) and no steps.
-
-    Raises:
-        SpecError, BudgetError: the spec fails validation (nothing is registered).
-        MockRunFailedError: an injected fault failed a resource; carries the partial state.
-    """
-    from provision.clouds.mocking import CloudFaultError
-    from provision.engine.mockrun import run_program
-
-    now = (now or datetime.now(timezone.utc)).replace(microsecond=0)
-    created_at = previous.created_at if previous else now
-
-    def state_of(registered: list[Any], outputs: dict[str, Any]) -> MockState:
-        resources = [
-            MockResource(
-                r.type,
-                r.name,
-                _jsonable(r.inputs),
-                r.id,
-                r.custom,
-                tuple(getattr(r, "replace_on_changes", ())),
-                bool(getattr(r, "delete_before_replace", False)),
-            )
-            for r in registered
-        ]
-        return MockState(
-            stack=stack,
-            spec=_jsonable(spec.model_dump(mode="json", exclude_none=True)),
-            spec_hash=spec_hash(spec),
-            resources=resources,
-            outputs=_jsonable(outputs),
-            created_at=created_at,
-            updated_at=now,
-        )
-
-    try:
-        run = run_program(spec, stack=stack, now=created_at, faults=faults)
-    except CloudFaultError as e:
-        partial = state_of(e.partial, {})
-        reached = {r.key for r in partial.resources}
-        partial.resources += [r for r in (previous.resources if previous else []) if r.key not in reached]
-        raise MockRunFailedError(f"up of {stack!r} failed: {e}", e.code, partial, e.listed) from None
-    state = state_of(run.resources, run.outputs)
-    return MockPlan(state, diff_resources(previous.resources if previous else [], state.resources, replace))
 
 
 def destroy_steps(state: MockState | None) -> list[ResourceChange]:

@@ -60,7 +60,8 @@ class MockOperations:
     def _mock_up(self, apply: bool) -> OperationResult:
         from provision.clouds.failover import capacity_error
         from provision.clouds.replacement import is_node_type
-        from provision.engine.mockstate import MockRunFailedError, run_mock
+        from provision.engine.mockrun import run_mock
+        from provision.engine.mockstate import MockRunFailedError
         from provision.ops.volumes import attached_program_spec
 
         # An attached volume (storage.shared.volume) is checked before anything exists; the program then

@@ -119,6 +119,34 @@ class SharedMount:
     source_path: str = ""
 
 
+_HEREDOC = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
+
+
+def shell_code(text: str) -> str:
+    """A shell script as nodes get it: its full-line comments left out (the documented source is ``images/``).
+
+    User data is small (EC2: 16 KB after gzip, shared with the users' SSH keys) and half of a step's bytes are its
+    comments. Kept: the shebang, ``# shellcheck`` directives (the rendered copies are checked too), every line of
+    a here-document (its text is data, not shell), and lines where ``#`` follows code.
+    """
+    out: list[str] = []
+    end: tuple[str, bool] | None = None  # the open here-document's delimiter, and whether it allows leading tabs
+    for n, line in enumerate(text.splitlines(keepends=True)):
+        if end is not None:
+            out.append(line)
+            if (line.lstrip("\t") if end[1] else line).rstrip("\n") == end[0]:
+                end = None
+            continue
+        code = line.lstrip()
+        if code.startswith("#") and not (n == 0 and code.startswith("#!")) and not code.startswith("# shellcheck"):
+            continue
+        out.append(line)
+        m = _HEREDOC.search(line)
+        if m and not code.startswith("#"):
+            end = (m.group(3), m.group(1) == "-")
+    return "".join(out)
+
+
 def static_file(path: str, source: str, permissions: str = "0644") -> File:
     """A file whose content is ``images/<source>`` as shipped."""
     return File(path, image_text(source), permissions)
@@ -390,7 +418,7 @@ def render(
         raise ValueError(f"duplicate bootstrap steps: {names}")
 
     written: list[File] = [
-        static_file(f"{LIB}/lib.sh", "common/lib.sh"),
+        File(f"{LIB}/lib.sh", shell_code(image_text("common/lib.sh"))),
         static_file(f"{LIB}/provision-bootstrap", "common/provision-bootstrap", "0755"),
         static_file(f"{LIB}/provision-health", "common/provision-health", "0755"),
     ]
@@ -423,7 +451,7 @@ def step_files(order: list[Step]) -> tuple[list[File], list[dict[str, Any]]]:
     scripts, manifest = [], []
     for i, step in enumerate(order):
         script = f"{i:02d}-{step.name}.sh"
-        scripts.append(File(f"{LIB}/steps/{script}", step.body(), "0755"))
+        scripts.append(File(f"{LIB}/steps/{script}", shell_code(step.body()), "0755"))
         manifest.append(
             {
                 "name": step.name,

@@ -170,7 +170,14 @@ BUDGET = [
     C(
         "cap-on-unpriced-alibaba",
         "alibaba",
-        {"lifetime.max_cost_usd": 5000},
+        # ebmgn8v is priced at a labelled estimate (an upper bound a cap may use); ebmgn7ex has no price at all.
+        {
+            "gpu": DELETE,
+            "instance_type": "ecs.ebmgn7ex.32xlarge",
+            "region": "cn-beijing",
+            "zone": "cn-beijing-h",
+            "lifetime.max_cost_usd": 5000,
+        },
         "lifetime.max_cost_usd",
         "cannot be enforced",
         "hourly_price_usd",

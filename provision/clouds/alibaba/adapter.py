@@ -33,7 +33,12 @@ from typing import ClassVar
 
 from provision.catalog import InstanceOffer
 from provision.clouds.alibaba import ramrole
-from provision.clouds.alibaba.plan import AlibabaPlan, Cpfs, Nas
+from provision.clouds.alibaba.plan import (
+    AlibabaPlan,
+    Cpfs,
+    Nas,
+    key_pair_public_key,
+)
 from provision.clouds.alibaba.slurm import DEFAULT_INSTANCE_TYPE as SLURM_DEFAULT_TYPE
 from provision.clouds.alibaba.slurm import slurm_controller_plan
 from provision.clouds.base import Adapter, Limit
@@ -52,7 +57,6 @@ DEPLOYMENT_SET_MAX = 20
 #: the time between planning and RunInstances.
 AUTO_RELEASE_MIN_MINUTES = 30
 PROVISIONING_MARGIN_MINUTES = 15
-AUTO_RELEASE_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 #: ECS resources take at most 20 tags; keys and values must not start with these (ECS TagResources docs).
 MAX_TAGS = 20
 RESERVED_TAG_PREFIXES = ("aliyun", "acs:")
@@ -85,9 +89,6 @@ VSWITCH_RESERVED = 64
 #: https://www.alibabacloud.com/help/en/pai/user-guide/erdma-distributed-training-with-high-performance-networks).
 NETWORK_CARDS_FALLBACK = {"ecs.ebmgn8v.48xlarge": 2}
 
-#: Key types ECS ImportKeyPair accepts: rsa, dsa and ecdsa (and their OpenSSH certificates); not ssh-ed25519 nor
-#: FIDO sk-* keys (ECS API "ImportKeyPair", help/en/ecs/developer-reference/api-ecs-2014-05-26-importkeypair).
-KEY_PAIR_TYPES = ("ssh-rsa", "ssh-dss", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521")
 
 #: NFS options Alibaba documents for Linux clients (NAS "Mount an NFS file system", NFSv3; CPFS protocol
 #: service exports are NFSv3 as well).
@@ -100,25 +101,10 @@ _LINGJUN_REASON = (
 )
 
 
-def auto_release_time(plan: ClusterPlan[AlibabaPlan]) -> str | None:
-    """The ``auto_release_time`` of every node: the plan's expiry in UTC, or ``None`` when not applicable."""
-    if not plan.extra.auto_release or plan.expires_at is None:
-        return None
-    return plan.expires_at.strftime(AUTO_RELEASE_FORMAT)
-
-
 def image_lookup(plan: ClusterPlan[AlibabaPlan]) -> str | None:
     """The ``name_regex`` to resolve once when the image is not pinned by id, else ``None``."""
     ref = plan.image.ref
     return ref[len(LOOKUP_PREFIX) :] if ref.startswith(LOOKUP_PREFIX) else None
-
-
-def key_pair_public_key(keys: tuple[str, ...]) -> str | None:
-    """The first of ``keys`` an ECS key pair can hold (root login), or ``None`` when none is RSA/DSA/ECDSA.
-
-    Every key also reaches ``access.ssh_user`` through the user data, whatever its type.
-    """
-    return next((k for k in keys if k.split(" ", 1)[0] in KEY_PAIR_TYPES), None)
 
 
 def _shared_kind(spec: ClusterSpec, res: Resolution) -> str | None:

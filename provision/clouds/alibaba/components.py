@@ -14,10 +14,10 @@ from typing import Any
 import pulumi
 from pulumi_alicloud import ecs
 
-from provision.clouds.alibaba.adapter import auto_release_time, image_lookup
+from provision.clouds.alibaba.adapter import image_lookup
 from provision.clouds.alibaba.datalink import build_oss_link
 from provision.clouds.alibaba.network import Network, build_network
-from provision.clouds.alibaba.plan import AlibabaPlan
+from provision.clouds.alibaba.plan import AlibabaPlan, auto_release_time
 from provision.clouds.alibaba.storage import Storage, build_storage
 from provision.clouds.alibaba.userdata import user_data
 from provision.clouds.outputs import stack_outputs

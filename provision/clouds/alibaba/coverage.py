@@ -91,7 +91,7 @@ COVERAGE: dict[str, Coverage] = {
     "alicloud:ecs/ecsKeyPair:EcsKeyPair": Coverage(
         waived={
             "publicKey": "checked at plan time: an RSA or ECDSA OpenSSH key, the types ECS ImportKeyPair takes "
-            "(provision/clouds/alibaba/adapter.py KEY_PAIR_TYPES)"
+            "(provision/clouds/alibaba/plan.py KEY_PAIR_TYPES)"
         }
     ),
     "alicloud:vpc/switch:Switch": Coverage(checked={"cidrBlock": VSWITCH_SOURCE}, waived={"vpcId": _REF}),

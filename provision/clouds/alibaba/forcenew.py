@@ -14,6 +14,9 @@ _TF = "aliyun/terraform-provider-alicloud alicloud/{} (schema ForceNew)"
 FORCE_NEW: dict[str, ForceNew] = {
     # ACK: what cannot change after creation (cs.ManagedKubernetes / cs.NodePool docstrings: "Only works for
     # **Create** Operation" or "cannot be modified after creation"; the provider marks them ForceNew).
+    "alicloud:ecs/ecsKeyPair:EcsKeyPair": ForceNew(
+        ("keyPairName", "keyName", "keyNamePrefix", "publicKey"), _TF.format("resource_alicloud_ecs_key_pair.go")
+    ),
     "alicloud:cs/managedKubernetes:ManagedKubernetes": ForceNew(
         ("name", "podCidr", "serviceCidr", "nodeCidrMask", "resourceGroupId"),
         _TF.format("resource_alicloud_cs_managed_kubernetes.go"),

@@ -139,7 +139,7 @@ def check(spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
             "drop lifetime.ttl / lifetime.max_cost_usd and run `provision down` yourself, or use "
             "scheduler.kind: none (nodes with auto_release_time)",
         )
-    from provision.clouds.alibaba.adapter import key_pair_public_key
+    from provision.clouds.alibaba.plan import key_pair_public_key
 
     if key_pair_public_key(spec.access.ssh_public_keys) is None:
         found.add(

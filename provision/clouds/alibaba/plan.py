@@ -6,12 +6,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field
 
 from provision.planning.plan import CloudPlan, PlanPart
 from provision.planning.slurm import SlurmController as BaseSlurmController
+
+if TYPE_CHECKING:
+    from provision.planning.plan import ClusterPlan
 
 
 class Cpfs(PlanPart):
@@ -88,3 +91,25 @@ class AlibabaPlan(CloudPlan):
 
     def nccl_nics(self) -> int | None:
         return len(self.eri_cards)
+
+
+#: ECS's auto_release_time format (UTC).
+AUTO_RELEASE_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+#: Key types ECS ImportKeyPair accepts: rsa, dsa and ecdsa (and their OpenSSH certificates); not ssh-ed25519 nor
+#: FIDO sk-* keys (ECS API "ImportKeyPair", help/en/ecs/developer-reference/api-ecs-2014-05-26-importkeypair).
+KEY_PAIR_TYPES = ("ssh-rsa", "ssh-dss", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521")
+
+
+def auto_release_time(plan: ClusterPlan[AlibabaPlan]) -> str | None:
+    """The ``auto_release_time`` of every node: the plan's expiry in UTC, or ``None`` when not applicable."""
+    if not plan.extra.auto_release or plan.expires_at is None:
+        return None
+    return plan.expires_at.strftime(AUTO_RELEASE_FORMAT)
+
+
+def key_pair_public_key(keys: tuple[str, ...]) -> str | None:
+    """The first of ``keys`` an ECS key pair can hold (root login), or ``None`` when none is RSA/DSA/ECDSA.
+
+    Every key also reaches ``access.ssh_user`` through the user data, whatever its type.
+    """
+    return next((k for k in keys if k.split(" ", 1)[0] in KEY_PAIR_TYPES), None)

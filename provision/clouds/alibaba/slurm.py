@@ -91,7 +91,7 @@ def build_controller(
     import pulumi
     from pulumi_alicloud import ecs
 
-    from provision.clouds.alibaba.adapter import auto_release_time
+    from provision.clouds.alibaba.plan import auto_release_time
 
     extra = plan.extra
     ctl = extra.slurm

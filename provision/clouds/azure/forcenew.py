@@ -45,6 +45,26 @@ FORCE_NEW: dict[str, ForceNew] = {
         source=_NATIVE + "; " + _SPEC.format("specification/compute/.../virtualMachineScaleSet.json"),
     ),
     "azure-native:managedidentity:UserAssignedIdentity": _path("resourceName"),
+    "azure-native:managedidentity:FederatedIdentityCredential": ForceNew(
+        ("resourceGroupName", "resourceName", "federatedIdentityCredentialResourceName"), _NATIVE
+    ),
+    "azure-native:compute:VirtualMachine": _path(
+        "vmName",
+        extra=("zones",),
+        source=_NATIVE + "; " + _SPEC.format("specification/compute/.../virtualMachine.json"),
+    ),
+    "azure-native:network:NetworkInterface": _path("networkInterfaceName"),
+    "azure-native:network:BastionHost": _path("bastionHostName"),
+    # The managed cluster's DNS prefix "cannot be updated once the Managed Cluster has been created" (the
+    # ManagedClusterProperties.dnsPrefix description in azure-rest-api-specs containerservice managedClusters.json).
+    "azure-native:containerservice:ManagedCluster": _path(
+        "resourceName",
+        extra=("dnsPrefix",),
+        source=_NATIVE + "; " + _SPEC.format("specification/containerservice/.../managedClusters.json"),
+    ),
+    "azure-native:containerservice:AgentPool": ForceNew(
+        ("resourceGroupName", "resourceName", "agentPoolName"), _NATIVE
+    ),
     "azure-native:authorization:RoleDefinition": ForceNew(("roleDefinitionId", "scope"), _NATIVE),
     "azure-native:authorization:RoleAssignment": ForceNew(
         ("roleAssignmentName", "scope", "principalId", "roleDefinitionId"),
