@@ -17,9 +17,9 @@ from provision.clouds.alibaba.adapter import (
     AUTO_RELEASE_MIN_MINUTES,
     DEPLOYMENT_SET_MAX,
     AlibabaAdapter,
-    auto_release_time,
     image_lookup,
 )
+from provision.clouds.alibaba.plan import auto_release_time
 from provision.spec import load_spec
 from provision.spec.errors import SpecError
 

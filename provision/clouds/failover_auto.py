@@ -4,7 +4,7 @@ The tries are what ``provision offers`` lists for the cluster (:func:`provision.
 the same GPU model and capacity type on the spec's cloud, each region's price), in this order:
 
 1. the other zones of the planned region that sell the planned type (catalog availability): a stock-out is
-   usually one zone's, and a try there keeps the network (:func:`provision.clouds.failover.keeps_network`);
+   usually one zone's, and a try there keeps the network (:func:`keeps_network`);
 2. other instance types with the same GPU in the planned region, cheapest first (only when the spec names no
    ``instance_type``);
 3. the other regions that sell the GPU, cheapest first (unpriced regions last), the catalog choosing the zone.

@@ -225,7 +225,7 @@ class Cluster(NodeAccess, MockOperations):
             CloudError: the cloud or Pulumi failed (resources created so far remain; call :meth:`down`).
                 CloudError also when the Pulumi CLI is missing.
         """
-        from provision.clouds import failover
+        from provision.clouds import failover, failover_auto
 
         # Validation and the cost cap of every try, first. Try 0 is the spec itself (``alternative(spec, 0) is
         # spec``): its plan is shared with :meth:`plan` both ways, so it is computed once.
@@ -275,7 +275,7 @@ class Cluster(NodeAccess, MockOperations):
                         "remains: call down() (or `provision down`) to remove it, or add failover options",
                         code=e.code,
                     ) from None
-                if failover.keeps_network(plans[i], plans[i + 1]):
+                if failover_auto.keeps_network(plans[i], plans[i + 1]):
                     # Same cloud and region: the next try's `up` keeps what stays valid (the network, a regional or
                     # same-zone filesystem) and replaces or removes only what differs, as its diff says.
                     self._print(
