@@ -191,7 +191,8 @@ def launch(
     checkpoint_dir: str | None = typer.Option(
         None,
         "--checkpoint-dir",
-        help="--detach: a restarted rank gets this folder's newest entry as $PROVISION_RESUME_FROM.",
+        help="--detach: a restarted rank gets this folder's newest entry as $PROVISION_RESUME_FROM "
+        "(default: $PROVISION_CHECKPOINT_DIR, the shared filesystem's checkpoints/CLUSTER).",
     ),
     workdir: str | None = typer.Option(
         None, "--workdir", help="Sync this local folder to the cluster (git-ignored files left out) and start there."
