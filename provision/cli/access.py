@@ -191,7 +191,8 @@ def launch(
     checkpoint_dir: str | None = typer.Option(
         None,
         "--checkpoint-dir",
-        help="--detach: a restarted rank gets this folder's newest entry as $PROVISION_RESUME_FROM.",
+        help="--detach: a restarted rank gets this folder's newest entry as $PROVISION_RESUME_FROM "
+        "(default: $PROVISION_CHECKPOINT_DIR, the shared filesystem's checkpoints/CLUSTER).",
     ),
     workdir: str | None = typer.Option(
         None, "--workdir", help="Sync this local folder to the cluster (git-ignored files left out) and start there."
@@ -284,14 +285,14 @@ def launch(
             _say_synced(synced, as_json)
             command["line"] = f"cd {_cd(synced.run_in)} && {command['line']}"
         if kind == "cmd" or workdir:
+            from provision.ops.checkpoints import with_checkpoint_dir
             from provision.ops.exec import run_on_nodes
             from provision.ops.launch import ensure_prepared
 
             ensure_prepared(cluster)
             where = "all" if command["runs_on"] == "all" else "head"
-            return run_on_nodes(
-                cluster, command["line"], nodes=where, on_line=None if as_json else _print_line, timeout=timeout
-            )
+            line = with_checkpoint_dir(cluster, command["line"])
+            return run_on_nodes(cluster, line, nodes=where, on_line=None if as_json else _print_line, timeout=timeout)
         return run_launch(cluster, kind, words[0], words[1:], on_line=None if as_json else _print_line, timeout=timeout)
 
     results = run_command(as_json, go)

@@ -249,6 +249,11 @@ def down(
         emit_json(result.as_dict())
     elif logged:  # a terminal's progress display already ended with the summary
         _print_changes(result, verbose)
+    else:
+        from rich.markup import escape
+
+        for warning in result.warnings:
+            console(stderr=True).print(f"[yellow]warning:[/] {escape(warning)}")
 
 
 def status(

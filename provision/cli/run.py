@@ -4,6 +4,7 @@ Prices first and refuses over the cap (exit 3) before anything exists; brings th
 runs CMD locally with the cluster's outputs in its environment (``PROVISION_HOSTFILE``,
 ``PROVISION_SSH_CONFIG``, ``PROVISION_OUTPUTS``, ...) or, with ``--on-cluster``, on the nodes;
 with ``--restart-on-interruption N`` runs it again (at most N times) after a node was lost;
+with ``--save-checkpoint`` copies the newest checkpoint to the linked bucket before the teardown;
 exits with CMD's exit code; always tears the cluster down (Ctrl-C and SIGTERM too: exit 130).
 """
 
@@ -31,6 +32,12 @@ def run(
         metavar="N",
         help="When CMD fails because a node was preempted or replaced: bring the cluster back and run CMD again, "
         "at most N times (CMD sees PROVISION_RESTART_COUNT; resume from your checkpoints).",
+    ),
+    save_checkpoint: bool = typer.Option(
+        False,
+        "--save-checkpoint",
+        help="Before the teardown, copy the newest entry of $PROVISION_CHECKPOINT_DIR into the folder the "
+        "shared filesystem exports to its bucket (storage.shared.object_store.export_path).",
     ),
 ) -> None:
     """Bring up a bounded cluster, run CMD, pass its exit code through, and always tear the cluster down."""
@@ -60,6 +67,7 @@ def run(
             on_line=_print_line,
             announce=say,
             restart_on_interruption=restart_on_interruption,
+            save_checkpoint=save_checkpoint,
         )
 
     code = run_command(False, go)

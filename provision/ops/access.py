@@ -279,7 +279,12 @@ def mock_env_files(cluster: Cluster) -> dict[int, tuple[Path, dict[str, str]]]:
     folder.mkdir(mode=0o700, exist_ok=True)
     _write_private(folder / "hostfile", render_hostfile(list(f.hosts), f.gpus_per_node))
     found = {}
+    from provision.ops.checkpoints import checkpoint_env
+
+    checkpoints = checkpoint_env(cluster)
+    for folder_path in checkpoints.values():  # the mount's stand-in is local: the folder is made here
+        Path(folder_path).mkdir(parents=True, exist_ok=True)
     for rank in range(f.nodes):
-        env = {**node_env(f, rank), "PROVISION_HOSTFILE": str(folder / "hostfile")}
+        env = {**node_env(f, rank), **checkpoints, "PROVISION_HOSTFILE": str(folder / "hostfile")}
         found[rank] = (_write_private(folder / f"{rank}.env", render_env_file(env)), env)
     return found

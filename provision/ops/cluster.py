@@ -370,8 +370,14 @@ class Cluster(NodeAccess, MockOperations):
         """
         if not yes and not self._confirm(f"delete every resource of {self.stack}", None):
             return None
+        from provision.ops.checkpoints import down_warning
+
+        recent = down_warning(self)  # read before the filesystem goes (provision.ops.checkpoints)
         with self._lock("down"):
-            return self._down_locked()
+            result = self._down_locked()
+        if recent is not None:
+            result.warnings.append(recent["message"])
+        return result
 
     def _down_locked(self) -> OperationResult:
         if self.mock:

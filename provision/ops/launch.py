@@ -83,10 +83,12 @@ def launch(
     timeout: float | None = None,
 ) -> list[NodeResult]:
     """Run the launcher on its nodes (streaming output); returns the per-node results."""
+    from provision.ops.checkpoints import with_checkpoint_dir
     from provision.ops.exec import run_on_nodes
 
     cmd = launch_command(cluster, kind, script, *args)
     ensure_prepared(cluster)
+    line = with_checkpoint_dir(cluster, cmd["line"])  # every rank gets $PROVISION_CHECKPOINT_DIR from the env file
     return run_on_nodes(
-        cluster, cmd["line"], nodes="all" if cmd["runs_on"] == "all" else "head", on_line=on_line, timeout=timeout
+        cluster, line, nodes="all" if cmd["runs_on"] == "all" else "head", on_line=on_line, timeout=timeout
     )

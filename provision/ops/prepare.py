@@ -43,11 +43,16 @@ NODE_SSH_CONFIG = "/etc/ssh/ssh_config.d/provision.conf"
 
 
 def prepare_payload(
-    f: ClusterFacts, rank: int, key: tuple[str, str], host_keys: dict[int, str], ips: dict[int, str]
+    f: ClusterFacts,
+    rank: int,
+    key: tuple[str, str],
+    host_keys: dict[int, str],
+    ips: dict[int, str],
+    extra_env: dict[str, str] | None = None,
 ) -> str:
     """The files node ``rank`` gets, as ``path\\nbase64\\n`` records (see :func:`prepare_script`).
 
-    * ``/etc/provision/env`` and ``/etc/provision/hostfile``;
+    * ``/etc/provision/env`` (with ``extra_env``: the checkpoint folder) and ``/etc/provision/hostfile``;
     * ``/etc/provision/known_hosts``: every node's host key by IP, and an ssh_config snippet that
       makes it the only trusted source for the cluster's IPs (pinned: no first-use prompts for MPI);
     * ``~/.ssh/id_provision``: the node-to-node key; ``~/.ssh/authorized_keys2`` accepts it only
@@ -63,7 +68,7 @@ def prepare_payload(
     addresses = ",".join(dict.fromkeys(ips.get(r, hosts[r]) for r in range(len(hosts))))
     patterns = " ".join(dict.fromkeys([*hosts, *ips.values()]))
     records = {
-        ENV_FILE: render_env_file(node_env(f, rank)),
+        ENV_FILE: render_env_file({**node_env(f, rank), **(extra_env or {})}),
         HOSTFILE: render_hostfile(hosts, f.gpus_per_node),
         NODE_KNOWN_HOSTS: "".join(f"{names[r]} {k}\n" for r, k in sorted(host_keys.items())),
         NODE_SSH_CONFIG: f"Host {patterns}\n  IdentityFile ~/.ssh/id_provision\n"
@@ -159,8 +164,11 @@ def prepare_nodes(cluster: Cluster, *, timeout: float = 120, sudo: str = "sudo -
     key = (private.read_text(encoding="utf-8"), public)
     user = login_user(cluster)
     script = f"{sudo} bash -c {shlex.quote(prepare_script(user))}".strip()
+    from provision.ops.checkpoints import checkpoint_env
+
+    extra = checkpoint_env(cluster)
     wrote = run_on_nodes(
-        cluster, script, timeout=timeout, stdin=lambda rank: prepare_payload(f, rank, key, host_keys, ips)
+        cluster, script, timeout=timeout, stdin=lambda rank: prepare_payload(f, rank, key, host_keys, ips, extra)
     )
     failed = [r for r in wrote if not r.ok]
     if failed:

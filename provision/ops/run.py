@@ -14,7 +14,10 @@
    again (the spec's failover list applies, as for ``up``), the nodes are prepared again and the
    command runs again with ``PROVISION_RESTART_COUNT`` one higher, at most N times. A plain failure
    (every node there) ends the run as before.
-6. **Always down**: on success, failure, Ctrl-C and SIGTERM (the child gets the signal too and
+6. **Save the last checkpoint** (``--save-checkpoint``): after the command, whatever its exit code, the newest
+   entry of ``$PROVISION_CHECKPOINT_DIR`` is copied where it outlives the cluster: the folder the filesystem's
+   object-store link exports (:mod:`provision.ops.checkpoints`). A spec that keeps nothing is refused first.
+7. **Always down**: on success, failure, Ctrl-C and SIGTERM (the child gets the signal too and
    is waited for; the teardown then runs). An interrupted run exits 130.
 """
 
@@ -115,10 +118,12 @@ def run(
     on_line: LineCallback | None = None,
     announce: Callable[[str], None] | None = None,
     restart_on_interruption: int = 0,
+    save_checkpoint: bool = False,
 ) -> int:
     """Bring up a bounded cluster, run ``command``, tear the cluster down; returns the command's exit code.
 
     ``restart_on_interruption``: how often the command may run again after a node was lost (module docs, 5).
+    ``save_checkpoint``: copy the newest checkpoint out before the teardown (module docs, 6).
 
     Raises:
         SpecError, BudgetError: before anything is created (exit 2 / 3).
@@ -127,34 +132,78 @@ def run(
     """
     from provision.ops.ephemeral import ephemeral_cluster
 
+    if save_checkpoint:
+        _check_saving(target, root)
     with ephemeral_cluster(target, max_cost_usd=max_usd, ttl=ttl, mock=mock, root=root, display=display) as cluster:
         if announce:
             announce(f"cluster {cluster.spec.name} (stack {cluster.stack}) is up; running {' '.join(command)}")
-        restarts = 0
-        while True:
-            started = time.time()
-            code, unreachable = _attempt(cluster, command, on_cluster, nodes, on_line, restarts)
-            if code == 0 or restarts >= restart_on_interruption:
-                return code
-            from provision.ops.jobs.recover import replaced_nodes
+        code = _run_with_restarts(cluster, command, on_cluster, nodes, on_line, announce, restart_on_interruption)
+        if save_checkpoint:
+            _save(cluster, announce)
+        return code
 
-            lost = sorted(set(unreachable) | set(replaced_nodes(cluster, started)))
-            if not lost:
-                return code
-            restarts += 1
-            if announce:
-                names = ", ".join(f"{cluster.spec.name}-{r}" for r in lost)
-                announce(
-                    f"{names} was interrupted (exit code {code}); bringing the cluster back and running again "
-                    f"(restart {restarts} of {restart_on_interruption})"
-                )
-            if not cluster.mock:
-                cluster.refresh()  # the cloud's view first: a preempted VM is gone from it
-            cluster.up(yes=True)
-            from provision.ops.access import ssh_dir
 
-            for marker in ssh_dir(cluster).glob("prepared-*"):  # the new node is prepared on the next run
-                marker.unlink(missing_ok=True)
+def _check_saving(target: Any, root: Path | None) -> None:
+    """Refuse ``--save-checkpoint`` for a spec that keeps nothing, before anything exists."""
+    from provision.ops.checkpoints import save_problems
+    from provision.spec.errors import SpecError
+    from provision.spec.loading import resolve_target
+
+    spec, _ = resolve_target(target, Path(root) if root else None)
+    problems = save_problems(spec)
+    if problems:
+        raise SpecError(problems=problems)
+
+
+def _save(cluster: Cluster, announce: Callable[[str], None] | None) -> None:
+    """Copy the newest checkpoint out (a failure is said, not raised: the teardown must still run)."""
+    from provision.ops.checkpoints import save_checkpoint
+
+    saved = save_checkpoint(cluster)
+    if announce is None:
+        return
+    if saved["error"]:
+        announce(f"no checkpoint saved: {saved['error']}")
+    else:
+        where = f", exported to {saved['uri']}" if saved["uri"] else " (on the kept filesystem)"
+        announce(f"checkpoint saved: {saved['saved']}{where}")
+
+
+def _run_with_restarts(
+    cluster: Cluster,
+    command: Sequence[str],
+    on_cluster: bool,
+    nodes: str,
+    on_line: LineCallback | None,
+    announce: Callable[[str], None] | None,
+    restart_on_interruption: int,
+) -> int:
+    """The command's attempts (module docs, 5); the last attempt's exit code."""
+    restarts = 0
+    while True:
+        started = time.time()
+        code, unreachable = _attempt(cluster, command, on_cluster, nodes, on_line, restarts)
+        if code == 0 or restarts >= restart_on_interruption:
+            return code
+        from provision.ops.jobs.recover import replaced_nodes
+
+        lost = sorted(set(unreachable) | set(replaced_nodes(cluster, started)))
+        if not lost:
+            return code
+        restarts += 1
+        if announce:
+            names = ", ".join(f"{cluster.spec.name}-{r}" for r in lost)
+            announce(
+                f"{names} was interrupted (exit code {code}); bringing the cluster back and running again "
+                f"(restart {restarts} of {restart_on_interruption})"
+            )
+        if not cluster.mock:
+            cluster.refresh()  # the cloud's view first: a preempted VM is gone from it
+        cluster.up(yes=True)
+        from provision.ops.access import ssh_dir
+
+        for marker in ssh_dir(cluster).glob("prepared-*"):  # the new node is prepared on the next run
+            marker.unlink(missing_ok=True)
 
 
 def _attempt(

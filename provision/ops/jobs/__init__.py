@@ -126,7 +126,9 @@ def submit(
         kind: a launcher (``torchrun``, ``deepspeed``, ``mpirun``, ``accelerate``) or :data:`CMD`.
         words: the script and its arguments (or the command).
         max_restarts: restarts of a failed rank. checkpoint_dir: a restarted rank's ``$PROVISION_RESUME_FROM``
-            is this folder's newest entry. workdir: the folder the ranks start in (on the nodes).
+            is this folder's newest entry (default: the cluster's folder on the shared filesystem,
+            :func:`provision.ops.checkpoints.checkpoint_dir`, when it has one). workdir: the folder the
+            ranks start in (on the nodes).
         label: what ``provision jobs`` shows for the job instead of its command (e.g. a generated script).
     """
     from provision.ops.launch import ensure_prepared
@@ -134,6 +136,10 @@ def submit(
     if max_restarts < 0:
         raise SpecError(problems=[Problem("--max-restarts", max_restarts, "is negative", "use 0 or more")])
     refuse_ssh_launcher(cluster, kind)
+    if checkpoint_dir is None:
+        from provision.ops.checkpoints import checkpoint_dir as shared_checkpoints
+
+        checkpoint_dir = shared_checkpoints(cluster)
     line, ranks = job_line(cluster, kind, words)
     engine = backend(cluster)
     ensure_prepared(cluster)

@@ -40,6 +40,7 @@ def rank_script(spec: JobSpec, rank: int, job_dir: str) -> str:
         ck = shlex.quote(spec.checkpoint_dir)
         resume = (
             f"export PROVISION_CHECKPOINT_DIR={ck}\n"
+            f"mkdir -p {ck} 2>/dev/null\n"
             f"latest=$(ls -1dt {ck}/*/ 2>/dev/null | head -n 1)\n"
             'if [ -n "$latest" ]; then export PROVISION_RESUME_FROM="${latest%/}"; fi\n'
         )
