@@ -125,7 +125,7 @@ def pod_rank(pod: Mapping[str, Any]) -> int | None:
     if labels.get(REPLICATED_JOB_LABEL, CONTAINER) != CONTAINER:
         return None
     index = labels.get(INDEX_KEY) or (meta.get("annotations") or {}).get(INDEX_KEY)
-    return int(index) if str(index).isdigit() else None
+    return int(str(index)) if str(index).isdigit() else None
 
 
 #: ``kubectl logs --prefix`` puts ``[pod/NAME/CONTAINER] `` before each line.
