@@ -243,6 +243,9 @@ def launch(
         return chosen[0]
 
     kind = run_command(as_json, check)
+    if kind == "k8s" and not print_only and detach:
+        _launch_detached(target, kind, words, mock, as_json, max_restarts, checkpoint_dir, workdir)
+        return
     if kind == "k8s":
         _launch_k8s(target, words, print_only, mock, as_json, workdir)
         return
@@ -331,9 +334,10 @@ def _launch_detached(
         from provision.ops import jobs
 
         cluster = _cluster(target, mock)
-        jobs.backend(cluster)  # a Kubernetes cluster is refused before anything is synced
+        jobs.backend(cluster)
+        kube = cluster.spec.scheduler.kind == "kubernetes"  # a TrainJob: the local workdir goes with it
         synced = None
-        if workdir:
+        if workdir and not kube:
             from provision.ops.workdir import sync
 
             synced = sync(cluster, workdir)
@@ -344,7 +348,7 @@ def _launch_detached(
             words,
             max_restarts=max_restarts,
             checkpoint_dir=checkpoint_dir,
-            workdir=synced.run_in if synced else None,
+            workdir=workdir if kube else synced.run_in if synced else None,
         )
         return {
             "job": spec.id,

@@ -81,7 +81,10 @@ def k8s_launch(
     typer.echo(str(out["yaml"]), nl=False)
     err = console(stderr=True)
     if out["submitted"]:
-        err.print(f"submitted: {out['kubectl']}")
+        from provision.ops.k8s import JOB_ID_LABEL
+
+        job_id = out["job"]["metadata"]["labels"][JOB_ID_LABEL]  # type: ignore[index]
+        err.print(f"submitted: {out['kubectl']}; job {job_id} (provision jobs / logs / cancel {target})", markup=False)
     elif not print_only:
         err.print("mocked cluster: the job was built but not submitted")
 

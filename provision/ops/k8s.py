@@ -7,7 +7,8 @@ fabric devices, the fabric's NCCL environment, the cluster's Kueue queue and tra
 
 Submitting runs ``kubectl apply -f -`` with the cluster's kubeconfig (written to a private temporary
 file; it holds no credential: GKE and EKS kubeconfigs authenticate through ``gke-gcloud-auth-plugin`` /
-``aws eks get-token``). A mocked cluster never submits: the job is returned (and printed) only.
+``aws eks get-token``). A mocked cluster does not submit from ``k8s-launch``: the job is returned (and printed)
+only; the jobs backend (``launch --detach``) sends it to whatever ``kubectl`` is on ``PATH``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +29,10 @@ if TYPE_CHECKING:
     from provision.ops.cluster import Cluster
 
 Runner = Callable[..., "subprocess.CompletedProcess[str]"]
+#: Labels on every TrainJob provision submits: the cluster's name and the job's id (what ``provision jobs`` lists
+#: and ``logs`` / ``cancel`` take; :func:`provision.ops.jobs.model.new_job_id`, a valid label value).
+CLUSTER_LABEL = "provision.dev/cluster"
+JOB_ID_LABEL = "provision.dev/job-id"
 
 
 def _not_kubernetes(cluster: Cluster) -> UnsupportedError:
@@ -72,8 +78,10 @@ def build_job(
     name: str | None = None,
     env: dict[str, str] | None = None,
     now: datetime | None = None,
+    job_id: str | None = None,
 ) -> dict[str, Any]:
-    """The ``TrainJob`` for ``torchrun SCRIPT ARGS`` on this cluster (pure: nothing is sent).
+    """The ``TrainJob`` for ``torchrun SCRIPT ARGS`` on this cluster (pure: nothing is sent), labelled with the
+    cluster's name and ``job_id`` (a new one by default).
 
     Raises:
         UnsupportedError: the spec has no Kubernetes scheduler, or the job's values are invalid (exit 2).
@@ -83,11 +91,83 @@ def build_job(
         raise _not_kubernetes(cluster)
     job_name = name or jobs.job_name(plan.name, now or datetime.now(timezone.utc))
     try:
-        return jobs.train_job(
+        doc = jobs.train_job(
             plan.kubernetes.job, name=job_name, script=script, args=list(args), image=image, nodes=nodes, env=env
         )
     except ValueError as e:
         raise UnsupportedError(f"cannot build the training job: {e}") from None
+    from provision.ops.jobs.model import new_job_id
+
+    doc["metadata"]["labels"] |= {CLUSTER_LABEL: plan.name, JOB_ID_LABEL: job_id or new_job_id()}
+    return doc
+
+
+def _need_kubectl() -> None:
+    if shutil.which("kubectl") is None:
+        raise UnsupportedError(
+            "kubectl is not installed; to fix: install it (https://kubernetes.io/docs/tasks/tools/) "
+            "or print the job with --print and apply it yourself"
+        )
+
+
+@contextmanager
+def config_file(config: str) -> Iterator[str]:
+    """``config`` in a private temporary file (mode 0600) for ``kubectl --kubeconfig``, removed afterwards."""
+    fd, path = tempfile.mkstemp(prefix="provision-kubeconfig-", suffix=".yaml")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(config)
+        os.chmod(path, 0o600)
+        yield path
+    finally:
+        os.unlink(path)
+
+
+def kubectl(
+    cluster: Cluster, args: Sequence[str], *, input: str | None = None, run: Runner = subprocess.run
+) -> subprocess.CompletedProcess[str]:
+    """``kubectl ARGS`` against ``cluster`` with its kubeconfig (the answer, whatever its exit code).
+
+    Raises:
+        UnsupportedError: not a Kubernetes cluster, or kubectl is not installed (exit 2).
+        CloudError: the cluster is not up.
+    """
+    config = kubeconfig(cluster)
+    if run is subprocess.run:
+        _need_kubectl()
+    with config_file(config) as path:
+        return run(
+            ["kubectl", "--kubeconfig", path, *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+
+@contextmanager
+def kubectl_stream(cluster: Cluster, args: Sequence[str]) -> Iterator[subprocess.Popen[str]]:
+    """``kubectl ARGS`` running, its output a pipe read line by line (bounded memory); stopped on exit."""
+    config = kubeconfig(cluster)
+    _need_kubectl()
+    with config_file(config) as path:
+        proc = subprocess.Popen(
+            ["kubectl", "--kubeconfig", path, *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+        )
+        try:
+            yield proc
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+            proc.wait()
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
 
 
 def submit(
@@ -99,16 +179,9 @@ def submit(
         UnsupportedError: kubectl is not installed (exit 2, with how to install it).
         CloudError: kubectl refused the job (its message included).
     """
-    if shutil.which("kubectl") is None and run is subprocess.run:
-        raise UnsupportedError(
-            "kubectl is not installed; to fix: install it (https://kubernetes.io/docs/tasks/tools/) "
-            "or print the job with --print and apply it yourself"
-        )
-    fd, path = tempfile.mkstemp(prefix="provision-kubeconfig-", suffix=".yaml")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(config)
-        os.chmod(path, 0o600)
+    if run is subprocess.run:
+        _need_kubectl()
+    with config_file(config) as path:
         done = run(
             ["kubectl", "--kubeconfig", path, "apply", "-f", "-"],
             input="---\n".join(jobs.to_yaml(d) for d in [*before, doc]),
@@ -117,8 +190,6 @@ def submit(
             timeout=120,
             check=False,
         )
-    finally:
-        os.unlink(path)
     if done.returncode != 0:
         raise CloudError(f"kubectl apply failed: {(done.stderr or done.stdout).strip()}")
     return (done.stdout or "").strip()
@@ -135,15 +206,19 @@ def launch(
     print_only: bool = False,
     run: Runner = subprocess.run,
     workdir: str | None = None,
+    job_id: str | None = None,
+    submit_mocked: bool = False,
 ) -> dict[str, Any]:
-    """Build the job and submit it (unless ``print_only`` or the cluster is mocked).
+    """Build the job and submit it (unless ``print_only``, or the cluster is mocked and not ``submit_mocked``).
 
     ``workdir``: a local folder every pod gets at ``/workspace`` and starts in (:mod:`provision.ops.k8s_workdir`).
+    ``job_id``: the job's id label (a new one by default). ``submit_mocked``: a mocked cluster's job goes to
+    whatever ``kubectl`` is on ``PATH`` too (the jobs backend; tests answer with a fake kubectl).
 
     Returns:
         ``{"job": <TrainJob>, "yaml": str, "submitted": bool, "kubectl": str | None, "requests_per_node": {...}}``.
     """
-    doc = build_job(cluster, script, args, image=image, nodes=nodes, name=name)
+    doc = build_job(cluster, script, args, image=image, nodes=nodes, name=name, job_id=job_id)
     before = []
     if workdir:
         from pathlib import Path
@@ -159,7 +234,7 @@ def launch(
         "kubectl": None,
         "requests_per_node": jobs.requested(doc),
     }
-    if print_only or cluster.mock:
+    if print_only or (cluster.mock and not submit_mocked):
         return out
     out["kubectl"] = submit(doc, kubeconfig(cluster), run=run, before=before)
     out["submitted"] = True

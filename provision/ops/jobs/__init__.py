@@ -7,7 +7,7 @@
 
 The job's state lives on the nodes (see :mod:`provision.ops.jobs.model` for its files); the engine is
 the nodes' own (:mod:`provision.ops.jobs.systemd` on VMs, :mod:`provision.ops.jobs.local` for a mocked
-cluster). Kubernetes clusters run jobs as TrainJobs (``provision launch --k8s``, ``kubectl``).
+cluster); on a ``scheduler: kubernetes`` cluster a job is a TrainJob (:mod:`provision.ops.jobs.kubernetes`).
 """
 
 from __future__ import annotations
@@ -36,21 +36,15 @@ __all__ = ["CMD", "Backend", "JobSpec", "JobStatus", "backend", "cancel", "find"
 
 
 def backend(cluster: Any) -> Backend:
-    """The engine that runs ``cluster``'s jobs.
-
-    Raises:
-        UnsupportedError: a ``scheduler: kubernetes`` cluster (its jobs are TrainJobs: ``launch --k8s``).
-    """
+    """The engine that runs ``cluster``'s jobs."""
     if cluster.spec.scheduler.kind == "slurm":
         from provision.ops.jobs.slurm import slurm_backend
 
         return slurm_backend(cluster)
-    if cluster.spec.scheduler.kind != "none":
-        raise UnsupportedError(
-            f"{cluster.spec.name} runs under Kubernetes, where a job is a TrainJob. "
-            "To fix: submit with `provision launch TARGET --k8s -- SCRIPT`, "
-            "then follow it with `kubectl get trainjobs` and `kubectl logs`"
-        )
+    if cluster.spec.scheduler.kind == "kubernetes":
+        from provision.ops.jobs.kubernetes import KubernetesBackend
+
+        return KubernetesBackend(cluster)
     if cluster.mock:
         from provision.ops.jobs.local import LocalBackend
 
@@ -135,6 +129,12 @@ def submit(
 
     if max_restarts < 0:
         raise SpecError(problems=[Problem("--max-restarts", max_restarts, "is negative", "use 0 or more")])
+    if cluster.spec.scheduler.kind == "kubernetes":  # a TrainJob; ``workdir`` is a local folder sent with it
+        from provision.ops.jobs import kubernetes
+
+        return kubernetes.submit(
+            cluster, kind, words, max_restarts=max_restarts, checkpoint_dir=checkpoint_dir, workdir=workdir
+        )
     refuse_ssh_launcher(cluster, kind)
     if checkpoint_dir is None:
         from provision.ops.checkpoints import checkpoint_dir as shared_checkpoints
@@ -215,8 +215,12 @@ def logs(
 
 
 def cancel(cluster: Any, job_id: str) -> JobStatus:
-    """Stop every rank of the job; returns its state read back afterwards."""
+    """Stop every rank of the job; returns its state read back afterwards (``cancelled`` once the job is gone,
+    as a deleted TrainJob is)."""
+    from dataclasses import replace
+
     job = find(cluster, job_id)
     engine = backend(cluster)
     engine.cancel(job.spec)
-    return next(iter(engine.statuses(job.spec.id)), job)
+    gone = JobStatus(job.spec, tuple(replace(r, state="cancelled") for r in job.ranks))
+    return next(iter(engine.statuses(job.spec.id)), gone)

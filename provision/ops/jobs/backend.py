@@ -7,7 +7,8 @@ from the nodes; it never keeps state in this process. Implementations:
 * :class:`~provision.ops.jobs.local.LocalBackend`: a mocked cluster, each node a local process tree
   under :mod:`provision.ops.jobs.supervise` (systemd's unit semantics, for CI rehearsals).
 
-A Slurm backend would map a job to ``sbatch`` / ``squeue`` / ``sacct`` / ``scancel`` the same way.
+* :mod:`~provision.ops.jobs.slurm`: ``sbatch`` / ``squeue`` / ``scancel`` on a Slurm cluster;
+* :class:`~provision.ops.jobs.kubernetes.KubernetesBackend`: a TrainJob on GKE, EKS, AKS or ACK (kubectl).
 """
 
 from __future__ import annotations
