@@ -121,8 +121,32 @@ _RETAINED: dict[str, tuple[tuple[str, str, str], ...]] = {
 }
 
 
+def _azure_retained(resources: list[Any]) -> tuple[dict[str, Any], list[Any]]:
+    """Azure: the data resource group and everything in it (``retain_on_delete``: network, NetApp account and pool).
+
+    The cluster program puts a retained filesystem and its network in ``<name>-data-rg``
+    (``clouds/azure/components.py``); all of it outlives ``down``, so all of it goes with the volume.
+    """
+    groups = [r for r in resources if r.type == "azure-native:resources:ResourceGroup" and r.name.endswith("-data-rg")]
+    if not groups:
+        return {}, []
+    rg = str((groups[0].inputs or {}).get("resourceGroupName") or groups[0].name)
+    inside = [r for r in resources if r is not groups[0] and (r.inputs or {}).get("resourceGroupName") == rg]
+    kept = [groups[0], *inside]
+    network: dict[str, Any] = {}
+    for r in kept:
+        if r.type == "azure-native:network:VirtualNetwork":
+            prefixes = ((r.inputs or {}).get("addressSpace") or {}).get("addressPrefixes") or []
+            network.update(vnet_id=r.id, vnet_name=(r.inputs or {}).get("virtualNetworkName"), resource_group=rg)
+            if prefixes:
+                network["cidr"] = prefixes[0]
+    return network, kept
+
+
 def retained_network(cloud: str, resources: list[Any]) -> tuple[dict[str, Any], list[Any]]:
     """The ``network`` output of a retained cluster filesystem and the network resources kept with it."""
+    if cloud == "azure":
+        return _azure_retained(resources)
     network: dict[str, Any] = {}
     kept: list[Any] = []
     for token, suffix, key in _RETAINED.get(cloud, ()):

@@ -39,7 +39,7 @@ FILESYSTEM_TYPES: dict[str, str] = {
     "managed-lustre": "gcp:lustre/instance:Instance",
     "parallelstore": "gcp:parallelstore/instance:Instance",
     "amlfs": "azure-native:storagecache:AmlFilesystem",
-    "netapp": "azure-native:netapp:Volume",
+    "netapp": "azure-native:netapp:CapacityPoolVolume",  # pulumi-azure-native has no netapp.Volume
     "cpfs": "alicloud:nas/fileSystem:FileSystem",
     "cpfs-lingjun": "alicloud:nas/fileSystem:FileSystem",
     "nas": "alicloud:nas/fileSystem:FileSystem",
@@ -433,9 +433,38 @@ def retain_at_down(state: Any) -> tuple[str | None, set[tuple[str, str]]]:
         "origin": f"retained by cluster {base} at down",
         "expires_at": None,
     }
-    kept += kept_network
+    kept += [r for r in kept_network if r.key not in {k.key for k in kept}]  # Azure: the fs is in the group
     _save_volume(store, name, outputs, kept, {"name": name, "from_cluster": base})
     return name, {r.key for r in kept}
+
+
+def retained_again_problems(spec: Any, mock: bool) -> list[Problem]:
+    """Azure: an own filesystem with ``retain`` whose data group an earlier ``down`` kept (now a volume).
+
+    Azure names the retained group, network and filesystem after the cluster (``clouds/azure/adapter.py``), and
+    pulumi-azure-native refuses to create a resource that already exists ("cannot create already existing
+    resource", pulumi/pulumi-azure-native issue 1123): a second ``up`` would fail part-way, its GPUs already
+    requested. The kept filesystem is attached instead (it is a volume since that ``down``).
+    """
+    if spec.cloud != "azure":
+        return []
+    from provision.clouds.azure.adapter import resource_group_names
+
+    _, data_rg = resource_group_names(spec.name)
+    for record in list_volumes(mock):
+        network = record.outputs.get("network")
+        if isinstance(network, dict) and network.get("resource_group") == data_rg:
+            return [
+                Problem(
+                    "storage.shared.retain",
+                    True,
+                    f"the filesystem an earlier down of {spec.name} kept is volume {record.name} (resource group "
+                    f"{data_rg}, with the network and filesystem this spec would create again, which Azure refuses)",
+                    f"attach it: storage.shared: {{volume: {record.name}, mount: {spec.storage.shared.mount}}} "
+                    f"(its data stays), or delete it first: provision volume delete {record.name}",
+                )
+            ]
+    return []
 
 
 def attached_program_spec(spec: Any, zone: str | None, mock: bool) -> tuple[Any, dict[str, Any]]:
@@ -445,6 +474,10 @@ def attached_program_spec(spec: Any, zone: str | None, mock: bool) -> tuple[Any,
         VolumeSpecError: the volume is missing or the cluster's nodes cannot mount it (every problem).
     """
     shared = spec.storage.shared
+    if shared is not None and shared.retain and shared.volume is None:
+        problems = retained_again_problems(spec, mock)
+        if problems:
+            raise VolumeSpecError(problems=problems)
     if shared is None or shared.volume is None:
         return spec, {}
     problems = attach_problems(spec, zone, mock)

@@ -28,6 +28,7 @@ from provision.clouds.azure.network import Network, build_bastion, build_network
 from provision.clouds.azure.plan import AzurePlan, Island
 from provision.clouds.azure.rules import vmss_hostnames
 from provision.clouds.azure.storage import SharedFs, attached_filesystem, build_filesystem
+from provision.clouds.azure.trustedlaunch import security_settings
 from provision.clouds.azure.userdata import custom_data
 from provision.clouds.azure.volumelink import build_volume_peering
 from provision.clouds.base import TAG_EXPIRES, TAG_RETAIN
@@ -287,7 +288,7 @@ class AzureCluster(pulumi.ComponentResource):
                     )
                 ]
             ),
-            security_profile=compute.SecurityProfileArgs(encryption_at_host=True) if extra.encryption_at_host else None,
+            security_profile=security_profile(plan.instance_type, extra.encryption_at_host),
             # Managed boot diagnostics: no storage account (and no public blob endpoint) of ours.
             diagnostics_profile=compute.DiagnosticsProfileArgs(
                 boot_diagnostics=compute.BootDiagnosticsArgs(enabled=True)
@@ -325,6 +326,18 @@ class AzureCluster(pulumi.ComponentResource):
                 opts, pulumi.ResourceOptions(depends_on=[self.expiry_definition] if self.expiry_definition else [])
             ),
         )
+
+
+def security_profile(size: str, encryption_at_host: bool) -> compute.SecurityProfileArgs | None:
+    """The VM or scale-set ``securityProfile``: Trusted Launch where the size has it (trustedlaunch.py)."""
+    fields = security_settings(size, encryption_at_host)
+    if fields is None:
+        return None
+    uefi = fields.pop("uefi_settings", None)
+    return compute.SecurityProfileArgs(
+        **fields,  # type: ignore[arg-type]
+        uefi_settings=compute.UefiSettingsArgs(**uefi) if isinstance(uefi, dict) else None,
+    )
 
 
 def build(plan: ClusterPlan[AzurePlan]) -> dict[str, Any]:

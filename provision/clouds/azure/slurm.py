@@ -95,6 +95,8 @@ def build_controller(
     import pulumi
     from pulumi_azure_native import compute, network
 
+    from provision.clouds.azure.components import security_profile
+
     extra = plan.extra
     ctl = extra.slurm
     assert ctl is not None  # noqa: S101
@@ -155,7 +157,7 @@ def build_controller(
                 )
             ]
         ),
-        security_profile=compute.SecurityProfileArgs(encryption_at_host=True) if extra.encryption_at_host else None,
+        security_profile=security_profile(ctl.instance_type, extra.encryption_at_host),
         diagnostics_profile=compute.DiagnosticsProfileArgs(boot_diagnostics=compute.BootDiagnosticsArgs(enabled=True)),
         identity=compute.VirtualMachineIdentityArgs(
             type=compute.ResourceIdentityType.USER_ASSIGNED, user_assigned_identities=[identity_id]

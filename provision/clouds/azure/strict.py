@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from provision.clouds.azure import strict_aks, strict_rbac
+from provision.clouds.azure import strict_aks, strict_launch, strict_rbac
 from provision.clouds.strict import NameRule, Resource, Violation, check_enum, values_at, walk
 
 if TYPE_CHECKING:
@@ -652,7 +652,7 @@ def hsm_rules(res: Resource) -> list[Violation]:
 def check(res: Resource, ctx: MockContext) -> list[Violation]:
     """Every rule this cloud knows for one registration."""
     out = enum_rules(res, ctx) + name_rules(res) + tag_rules(res) + storage_rules(res) + nsg_rules(res) + hsm_rules(res)
-    out += zone_rules(res)
+    out += zone_rules(res) + strict_launch.check(res)
     return out + amlfs_network_rules(res, ctx) + strict_rbac.check(res, ctx) + strict_aks.check(res, ctx)
 
 

@@ -16,10 +16,20 @@ https://learn.microsoft.com/azure/role-based-access-control/custom-roles-rest "D
 role"). Its id is derived from the group's id (``clouds/azure/expiry.role_guid``), so no lookup is
 needed, and a left-behind role would otherwise block nothing but still count toward the 5,000
 custom roles per tenant.
+
+Deletions run side by side: every expired group's deletion is requested before any is waited for (ARM runs each
+group delete as its own asynchronous operation, and a Managed Lustre delete alone takes many minutes), then the
+sweep waits for them all. Transient refusals are tried again with a bounded exponential backoff (``Retry-After``
+first when ARM sends one): 429 once azure-core's own retries are spent (ARM throttling:
+https://learn.microsoft.com/azure/azure-resource-manager/management/request-limits-and-throttling "Error code"),
+409 Conflict while another operation holds the resource (the nodes' own expiry timer deleting the same group), a
+group deletion that ends failed half-way (a filesystem busy in maintenance; deleting the group again finishes
+it), and ``RoleDefinitionHasAssignments`` while the assignment's deletion replicates.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from typing import Any
@@ -31,6 +41,28 @@ from provision.clouds.sweep import ExpiredCluster
 
 #: Scale sets are force-deleted with their group: no graceful shutdown to wait for at an expiry.
 FORCE_DELETION_TYPES = "Microsoft.Compute/virtualMachineScaleSets"
+#: HTTP answers tried again: throttled (429) and Conflict with an operation in progress (409).
+RETRY_STATUS = frozenset({409, 429})
+#: Role deletion refused until the group's assignment is gone everywhere (custom-roles-rest "Delete a custom role").
+RETRY_CODES = frozenset({"RoleDefinitionHasAssignments"})
+#: Tries per request or group deletion, and the backoff between them (seconds: 15, 30, 60, 120).
+ATTEMPTS = 5
+BACKOFF_S = 15.0
+BACKOFF_CAP_S = 120.0
+
+
+def _transient(e: Exception) -> bool:
+    return getattr(e, "status_code", None) in RETRY_STATUS or getattr(e, "error_code", None) in RETRY_CODES
+
+
+def backoff(attempt: int, e: Exception | None = None) -> float:
+    """Seconds before try ``attempt + 1``: ARM's ``Retry-After`` when given, else 15 s doubling; at most 120 s."""
+    headers = getattr(getattr(e, "response", None), "headers", None) or {}
+    try:
+        after = float(headers.get("Retry-After", ""))
+    except ValueError:
+        after = BACKOFF_S * 2**attempt
+    return max(0.0, min(BACKOFF_CAP_S, after))
 
 
 def _client(subscription: str) -> Any:
@@ -62,6 +94,7 @@ class AzureSweeper:
         roles: ``role_definitions`` operations (``AuthorizationManagementClient``); made from the default
             credential chain when both it and ``client`` are ``None``.
         now: the time expiries are compared with (UTC now when ``None``).
+        sleep: how the backoff between tries waits (``time.sleep`` when ``None``; tests record it).
     """
 
     def __init__(
@@ -70,8 +103,10 @@ class AzureSweeper:
         client: Any = None,
         now: Callable[[], datetime] | None = None,
         roles: Any = None,
+        sleep: Callable[[float], None] | None = None,
     ) -> None:
         self.subscription = subscription
+        self._sleep = sleep or time.sleep
         self.roles = roles if roles is not None or client is not None else _roles(subscription)
         self.client = client if client is not None else _client(subscription)
         self._now = now or (lambda: datetime.now(timezone.utc))
@@ -106,30 +141,87 @@ class AzureSweeper:
         return sorted(found, key=lambda c: (c.expires_at, c.cluster))
 
     def delete(self, cluster: ExpiredCluster, wait: bool = True) -> list[str]:
-        """Delete the cluster's resource group(s); returns what was deleted. Idempotent: a gone group is skipped.
+        """Delete one cluster's resource group(s): :meth:`delete_all` of that cluster."""
+        return self.delete_all([cluster], wait=wait)[0]
+
+    def delete_all(self, clusters: list[ExpiredCluster], wait: bool = True) -> list[list[str]]:
+        """Delete the clusters' groups side by side, then their role definitions; what was deleted, per cluster.
+
+        Idempotent: a gone group is skipped. Transient refusals are tried again (module docstring), at most
+        ``ATTEMPTS`` times each.
 
         Raises:
-            azure.core.exceptions.HttpResponseError: ARM refused (the caller reports it).
+            azure.core.exceptions.HttpResponseError: ARM refused for good (the caller reports it).
         """
+        pollers: dict[str, Any] = {}
+        for cluster in clusters:
+            for name in cluster.resources:
+                poller = self._begin(name)
+                if poller is not None:
+                    pollers[name] = poller
+        if wait:
+            self._finish(pollers)
+        out: list[list[str]] = []
+        for cluster in clusters:
+            deleted = [f"resourceGroup/{name}" for name in cluster.resources if name in pollers]
+            if wait and self.roles is not None:
+                deleted += self._delete_roles(cluster)
+            out.append(deleted)
+        return out
+
+    def _retry(self, call: Callable[[], Any]) -> Any:
+        for attempt in range(ATTEMPTS):
+            try:
+                return call()
+            except Exception as e:
+                if attempt == ATTEMPTS - 1 or not _transient(e):
+                    raise
+                self._sleep(backoff(attempt, e))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _begin(self, name: str) -> Any:
+        """Request the group's deletion (tried again while transient); ``None`` when the group is gone."""
         from azure.core.exceptions import ResourceNotFoundError
 
+        try:
+            return self._retry(
+                lambda: self.client.resource_groups.begin_delete(name, force_deletion_types=FORCE_DELETION_TYPES)
+            )
+        except ResourceNotFoundError:
+            return None
+
+    def _finish(self, pollers: dict[str, Any]) -> None:
+        """Wait for every deletion; a deletion that failed is requested again, at most ``ATTEMPTS`` times in all."""
+        from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
+
+        pending = dict(pollers)
+        for attempt in range(ATTEMPTS):
+            failed: dict[str, HttpResponseError] = {}
+            for name, poller in pending.items():
+                try:
+                    poller.result()
+                except ResourceNotFoundError:
+                    continue
+                except HttpResponseError as e:  # the operation ended failed (ARM's error), or the wait was refused
+                    failed[name] = e
+            if not failed:
+                return
+            first = next(iter(failed.values()))
+            if attempt == ATTEMPTS - 1:
+                raise first
+            self._sleep(backoff(attempt, first))
+            pending = {name: p for name in failed if (p := self._begin(name)) is not None}
+
+    def _delete_roles(self, cluster: ExpiredCluster) -> list[str]:
         deleted = []
         for name in cluster.resources:
-            try:
-                poller = self.client.resource_groups.begin_delete(name, force_deletion_types=FORCE_DELETION_TYPES)
-            except ResourceNotFoundError:
-                continue
-            if wait:
-                poller.result()
-            deleted.append(f"resourceGroup/{name}")
-        if wait and self.roles is not None:
-            for name in cluster.resources:
-                group_id = f"/subscriptions/{self.subscription}/resourceGroups/{name}"
-                # ARM answers 204 for a definition already gone (the SDK returns None): idempotent. The VM path's
-                # expiry role, then the AKS expiry job's (clouds/azure/kubeexpiry.py); a cluster has at most one.
-                for kind, suffix in (("definition", ""), (AKS_ROLE_KIND, AKS_ROLE_SUFFIX)):
-                    if self.roles.delete(f"/subscriptions/{self.subscription}", role_guid(group_id, kind)):
-                        deleted.append(f"roleDefinition/{role_name(cluster.cluster, group_id)}{suffix}")
+            group_id = f"/subscriptions/{self.subscription}/resourceGroups/{name}"
+            # ARM answers 204 for a definition already gone (the SDK returns None): idempotent. The VM path's
+            # expiry role, then the AKS expiry job's (clouds/azure/kubeexpiry.py); a cluster has at most one.
+            for kind, suffix in (("definition", ""), (AKS_ROLE_KIND, AKS_ROLE_SUFFIX)):
+                guid = role_guid(group_id, kind)
+                if self._retry(lambda guid=guid: self.roles.delete(f"/subscriptions/{self.subscription}", guid)):
+                    deleted.append(f"roleDefinition/{role_name(cluster.cluster, group_id)}{suffix}")
         return deleted
 
 
@@ -161,10 +253,12 @@ def sweep(subscription: str, delete: bool, client: Any = None) -> list[dict[str,
     rows = []
     try:
         sweeper = AzureSweeper(subscription, client=client)
-        for c in sweeper.find():
+        found = sweeper.find()
+        deleted = sweeper.delete_all(found) if delete else [None] * len(found)
+        for c, gone in zip(found, deleted, strict=True):
             row = {**c.as_dict(), "source": "azure-tags"}
-            if delete:
-                row["deleted"] = sweeper.delete(c)
+            if gone is not None:
+                row["deleted"] = gone
             rows.append(row)
     except AzureError as e:
         code = str(getattr(e, "error_code", "") or type(e).__name__)
