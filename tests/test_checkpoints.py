@@ -79,7 +79,8 @@ def test_a_detached_job_resumes_from_the_shared_checkpoint_folder(tmp_path: Path
 
 
 def test_save_checkpoint_copies_the_newest_into_the_exported_folder(tmp_path: Path) -> None:
-    from provision.ops.checkpoints import checkpoint_dir, save_checkpoint
+    from provision.ops.checkpoint_nodes import save_checkpoint
+    from provision.ops.checkpoints import checkpoint_dir
     from provision.ops.jobs.local import shared_dir
 
     cluster = up(tmp_path, "ck-save", object_store=LINK)
@@ -96,7 +97,7 @@ def test_save_checkpoint_copies_the_newest_into_the_exported_folder(tmp_path: Pa
 
 
 def test_save_checkpoint_with_nothing_to_save_says_so(tmp_path: Path) -> None:
-    from provision.ops.checkpoints import save_checkpoint
+    from provision.ops.checkpoint_nodes import save_checkpoint
 
     saved = save_checkpoint(up(tmp_path, "ck-empty", object_store=LINK))
     assert saved["saved"] is None and "no checkpoint in" in saved["error"]

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -97,6 +98,11 @@ def _tighten(folder: Path) -> None:
             f"state, keys and the passphrase kept there would be exposed. To fix: set {HOME_ENV} to a folder "
             f"of your own (it is created 0700), e.g. {HOME_ENV}=~/.provision"
         )
+
+
+def stack_ssh_dir(stack: str) -> Path:
+    """``$PROVISION_HOME/ssh/<stack>`` (0700): a cluster's SSH files and its mocked nodes' folders."""
+    return private_dir(provision_home() / "ssh" / re.sub(r"[^A-Za-z0-9._-]", "_", stack))
 
 
 def private_dir(path: Path) -> Path:

@@ -54,9 +54,9 @@ _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 def ssh_dir(cluster: Cluster) -> Path:
     """``$PROVISION_HOME/ssh/<stack>`` (0700)."""
-    from provision.engine.automation import private_dir, provision_home
+    from provision.engine.automation import stack_ssh_dir
 
-    return private_dir(provision_home() / "ssh" / _SAFE.sub("_", cluster.stack))
+    return stack_ssh_dir(cluster.stack)
 
 
 def forget(cluster: Cluster) -> None:

@@ -370,25 +370,30 @@ class Cluster(NodeAccess, MockOperations):
         """
         if not yes and not self._confirm(f"delete every resource of {self.stack}", None):
             return None
-        from provision.ops.checkpoints import down_warning
-
-        recent = down_warning(self)  # read before the filesystem goes (provision.ops.checkpoints)
         with self._lock("down"):
-            result = self._down_locked()
-        if recent is not None:
-            result.warnings.append(recent["message"])
-        return result
+            return self._down_locked()
+
+    def _recent_files_warning(self) -> list[str]:
+        """What ``down`` is about to delete that was written lately (provision.ops.checkpoint_nodes), read from
+        the head node before the filesystem goes; only once the stack is known to exist."""
+        from provision.ops.checkpoint_nodes import down_warning
+
+        recent = down_warning(self)
+        return [] if recent is None else [recent["message"]]
 
     def _down_locked(self) -> OperationResult:
         if self.mock:
-            return self._mock_down()
+            recent = self._recent_files_warning() if self._store().load(self.stack) is not None else []
+            result = self._mock_down()
+            result.warnings.extend(recent)
+            return result
         from provision.engine import automation
 
         stack = self._open(create=False)
         if stack is None:
             self._state, self._outputs, self._created_at = "none", {}, None
             return OperationResult("destroy", self.stack, mock=False)
-        warnings: list[str] = []
+        warnings: list[str] = self._recent_files_warning()
         with self._progress("destroy") as p:
             try:
                 automation.run_operation("destroy", self.stack, lambda: stack.destroy(on_event=p.on_event), p)

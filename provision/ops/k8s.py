@@ -20,13 +20,13 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from provision.clouds.k8s import jobs
 from provision.spec.errors import CloudError, Problem, UnsupportedError
 
-if TYPE_CHECKING:
-    from provision.ops.cluster import Cluster
+#: A cluster handle (provision.ops.cluster.Cluster, not imported: the cluster's job commands import this module).
+Cluster = Any
 
 Runner = Callable[..., "subprocess.CompletedProcess[str]"]
 #: Labels on every TrainJob provision submits: the cluster's name and the job's id (what ``provision jobs`` lists

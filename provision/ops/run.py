@@ -157,7 +157,7 @@ def _check_saving(target: Any, root: Path | None) -> None:
 
 def _save(cluster: Cluster, announce: Callable[[str], None] | None) -> None:
     """Copy the newest checkpoint out (a failure is said, not raised: the teardown must still run)."""
-    from provision.ops.checkpoints import save_checkpoint
+    from provision.ops.checkpoint_nodes import save_checkpoint
 
     saved = save_checkpoint(cluster)
     if announce is None:

@@ -148,6 +148,7 @@ class AzureCluster(pulumi.ComponentResource):
 
             self.outputs["slurm"] = build_controller(
                 plan,
+                security=security_profile(extra.slurm.instance_type, extra.encryption_at_host),
                 resource_group_name=self.resource_group.name,
                 subnet_id=self.network.nodes.id,
                 identity_id=self.identity.id if self.identity is not None else None,

@@ -88,14 +88,14 @@ def build_controller(
     identity_id: Any,
     parent: pulumi.Resource,
     depends_on: list[pulumi.Resource],
+    security: Any = None,
 ) -> dict[str, Any]:
     """Create the controller; returns the ``slurm`` stack output (name, address, VM name, rendered files).
 
-    ``identity_id``: the nodes' user-assigned identity (``None`` without a node timer)."""
+    ``identity_id``: the nodes' user-assigned identity (``None`` without a node timer). ``security``: its
+    ``securityProfile`` (components.security_profile for the controller's size: Trusted Launch where it has it)."""
     import pulumi
     from pulumi_azure_native import compute, network
-
-    from provision.clouds.azure.components import security_profile
 
     extra = plan.extra
     ctl = extra.slurm
@@ -157,7 +157,7 @@ def build_controller(
                 )
             ]
         ),
-        security_profile=security_profile(ctl.instance_type, extra.encryption_at_host),
+        security_profile=security,
         diagnostics_profile=compute.DiagnosticsProfileArgs(boot_diagnostics=compute.BootDiagnosticsArgs(enabled=True)),
         identity=compute.VirtualMachineIdentityArgs(
             type=compute.ResourceIdentityType.USER_ASSIGNED, user_assigned_identities=[identity_id]

@@ -21,40 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from provision.ops.jobs.backend import LogCallback
+from provision.ops.jobs.mocknodes import mock_root, node_home, shared_dir
 from provision.ops.jobs.model import STATUS_FILES, JobSpec, JobStatus, rank_status
 from provision.ops.jobs.supervise import MOCK_STOP_SEC
 from provision.ops.jobs.units import rank_script
 
 #: The supervisor runs as a script (no package import: it starts in a few milliseconds).
 _SUPERVISOR = str(Path(__file__).with_name("supervise.py"))
-
-
-def mock_root(cluster: Any) -> Path:
-    """The mocked cluster's node folders."""
-    from provision.ops.access import ssh_dir
-
-    root = ssh_dir(cluster) / "mock-nodes"
-    root.mkdir(mode=0o700, exist_ok=True)
-    return root
-
-
-def has_shared(cluster: Any) -> bool:
-    return bool((cluster.outputs.get("shared_fs") or {}).get("mount_point"))
-
-
-def node_home(cluster: Any, rank: int) -> Path:
-    home = mock_root(cluster) / f"node-{rank}" / "home"
-    home.mkdir(parents=True, exist_ok=True)
-    return home
-
-
-def shared_dir(cluster: Any) -> Path | None:
-    """The shared filesystem's stand-in, when the cluster has one."""
-    if not has_shared(cluster):
-        return None
-    path = mock_root(cluster) / "shared"
-    path.mkdir(exist_ok=True)
-    return path
 
 
 def _alive(pid: int | None) -> bool:
@@ -244,9 +217,9 @@ def stop_all(cluster: Any) -> int:
 
     Works from the node folders alone (the cluster's outputs may already be gone). Returns how many ranks it stopped.
     """
-    from provision.ops.access import ssh_dir
+    from provision.engine.automation import stack_ssh_dir  # access.ssh_dir (no import of access: no circle)
 
-    root = ssh_dir(cluster) / "mock-nodes"
+    root = stack_ssh_dir(cluster.stack) / "mock-nodes"
     found = []
     for path in root.rglob("rank-*.supervisor") if root.is_dir() else []:
         text = _read(path)
