@@ -29,6 +29,7 @@ it), and ``RoleDefinitionHasAssignments`` while the assignment's deletion replic
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
@@ -220,7 +221,8 @@ class AzureSweeper:
             # expiry role, then the AKS expiry job's (clouds/azure/kubeexpiry.py); a cluster has at most one.
             for kind, suffix in (("definition", ""), (AKS_ROLE_KIND, AKS_ROLE_SUFFIX)):
                 guid = role_guid(group_id, kind)
-                if self._retry(lambda guid=guid: self.roles.delete(f"/subscriptions/{self.subscription}", guid)):
+                scope = f"/subscriptions/{self.subscription}"
+                if self._retry(functools.partial(self.roles.delete, scope, guid)):
                     deleted.append(f"roleDefinition/{role_name(cluster.cluster, group_id)}{suffix}")
         return deleted
 

@@ -47,7 +47,12 @@ TIME_ZONE = "Etc/UTC"
 #: GKE answers a delete at once with an operation; 60 s is inside the 15 s - 30 min HTTP range.
 ATTEMPT_DEADLINE = "60s"
 #: Up to 5 retries, 60 s then doubling to 10 min (Cloud Scheduler RetryConfig: retryCount 0-5).
-RETRY = {"retry_count": 5, "min_backoff_duration": "60s", "max_backoff_duration": "600s", "max_doublings": 3}
+RETRY: dict[str, Any] = {
+    "retry_count": 5,
+    "min_backoff_duration": "60s",
+    "max_backoff_duration": "600s",
+    "max_doublings": 3,
+}
 SERVICE = "cloudscheduler.googleapis.com"
 
 
