@@ -74,7 +74,8 @@ def outputs_env(cluster: Cluster, folder: Path) -> dict[str, str]:
 def run_local(command: Sequence[str], env: dict[str, str]) -> int:
     """Run ``command`` with ``env`` added; its exit code (128+N when a signal ended it).
 
-    The command runs in a process group of its own, and its lifetime is the cluster's: on Ctrl-C or
+    The command runs in a session and process group of its own (``setsid``), and its lifetime is the
+    cluster's: on Ctrl-C or
     SIGTERM (turned into ``KeyboardInterrupt`` by the ephemeral block) the whole group is sent SIGTERM,
     waited for (10 s, then killed), and the interrupt re-raised for the teardown; when the command ends,
     what it left running in the background gets SIGTERM too. Signalling only the child left its own
@@ -82,7 +83,7 @@ def run_local(command: Sequence[str], env: dict[str, str]) -> int:
     the cluster they talk to was gone. A Ctrl-C at the terminal reaches ``provision`` (the foreground
     group), which passes it on as that SIGTERM.
     """
-    proc = subprocess.Popen(list(command), env={**os.environ, **env}, process_group=0)
+    proc = subprocess.Popen(list(command), env={**os.environ, **env}, start_new_session=True)  # own group (3.10 too)
     try:
         code = proc.wait()
     except KeyboardInterrupt:
