@@ -233,3 +233,14 @@ def system_price_note(cloud: str, region: str, pool: NodePoolPlan) -> str | None
             f"({default_type}); {region} may differ slightly."
         )
     return None
+
+
+def pod_storage(mount: str | None, claim: str | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A training pod's volumes and their mounts: ``/dev/shm`` in memory (NCCL and data loaders need more than the
+    container's 64 MiB), and the shared filesystem's claim at ``mount`` when the cluster has one."""
+    volumes: list[dict[str, Any]] = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
+    mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    if claim and mount is not None:
+        volumes.append({"name": "shared", "persistentVolumeClaim": {"claimName": claim}})
+        mounts.append({"name": "shared", "mountPath": mount})
+    return volumes, mounts

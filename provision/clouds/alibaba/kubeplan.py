@@ -47,6 +47,7 @@ from provision.planning.kubernetes import (
     KubernetesCloudPlan,
     KubernetesPlan,
     NodePoolPlan,
+    pod_storage,
     system_pool,
 )
 from provision.planning.resolve import Resolution, shared_kind
@@ -192,12 +193,8 @@ def job_profile(spec: ClusterSpec, res: Resolution, claim: str | None, eris: int
         # allocateAllDevices: one aliyun/erdma gives the pod every eRDMA device of its node.
         resources[ERDMA_RESOURCE] = "1"
         quota[ERDMA_RESOURCE] = str(nodes)
-    volumes: list[dict[str, Any]] = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
-    mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}]
     shared = spec.storage.shared
-    if claim and shared is not None:
-        volumes.append({"name": "shared", "persistentVolumeClaim": {"claimName": claim}})
-        mounts.append({"name": "shared", "mountPath": shared.mount})
+    volumes, mounts = pod_storage(shared.mount if shared is not None else None, claim)
     return JobProfile(
         namespace=spec.scheduler.namespace,
         queue=spec.scheduler.queue,

@@ -27,7 +27,7 @@ settings and the FSx file system. Sources:
 from __future__ import annotations
 
 import ipaddress
-from typing import Any, Literal
+from typing import Literal
 
 from provision.clouds.aws.plan import AwsPlan, EksPlan, HelmChart, NewNetwork
 from provision.clouds.k8s.addons import training_addons
@@ -40,6 +40,7 @@ from provision.planning.kubernetes import (
     JobProfile,
     KubernetesPlan,
     NodePoolPlan,
+    pod_storage,
     system_pool,
 )
 from provision.planning.resolve import Resolution
@@ -184,12 +185,8 @@ def job_profile(spec: ClusterSpec, res: Resolution, claim: str | None, efa: int,
     if efa:
         quota["vpc.amazonaws.com/efa"] = str(efa * nodes)
         quota["hugepages-2Mi"] = f"{HUGEPAGES_MIB * nodes}Mi"
-    volumes: list[dict[str, Any]] = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
-    mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}]
     shared = spec.storage.shared
-    if claim and shared is not None:
-        volumes.append({"name": "shared", "persistentVolumeClaim": {"claimName": claim}})
-        mounts.append({"name": "shared", "mountPath": shared.mount})
+    volumes, mounts = pod_storage(shared.mount if shared is not None else None, claim)
     return JobProfile(
         namespace=spec.scheduler.namespace,
         queue=spec.scheduler.queue,

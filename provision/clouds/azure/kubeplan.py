@@ -50,6 +50,7 @@ from provision.planning.kubernetes import (
     JobProfile,
     KubernetesPlan,
     NodePoolPlan,
+    pod_storage,
     system_pool,
 )
 from provision.planning.resolve import Resolution
@@ -292,12 +293,8 @@ def job_profile(spec: ClusterSpec, res: Resolution, claim: str | None, env: dict
     if ib:
         resources[RDMA_RESOURCE] = "1"
         quota[RDMA_RESOURCE] = str(nodes)
-    volumes: list[dict[str, Any]] = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
-    mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}]
     shared = spec.storage.shared
-    if claim and shared is not None:
-        volumes.append({"name": "shared", "persistentVolumeClaim": {"claimName": claim}})
-        mounts.append({"name": "shared", "mountPath": shared.mount})
+    volumes, mounts = pod_storage(shared.mount if shared is not None else None, claim)
     return JobProfile(
         namespace=spec.scheduler.namespace,
         queue=spec.scheduler.queue,
