@@ -287,3 +287,31 @@ def test_fp8_is_refused_rather_than_measured_as_bf16() -> None:
     with pytest.raises(SpecError) as err:
         bench._check(bench.BenchRequest(params="7B", precision="fp8"), gpus=16, nodes=2, mock=True)
     assert any(p.path == "--precision" and "Transformer Engine" in p.rule for p in err.value.problems)
+
+
+def test_a_cluster_recreated_within_the_same_second_starts_without_the_last_bench(
+    cluster: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Creation times have one-second resolution: ``down`` then ``up`` inside one second gives the new cluster
+    the old one's stamp, so ``down`` itself must drop the bench report (CI saw this race)."""
+    from datetime import datetime, timezone
+
+    import provision.engine.mockrun as mockrun
+
+    runner.invoke(app, ["bench", cluster, "--mock", "--params", "7B", "--json"])
+    before = json.loads(runner.invoke(app, ["status", cluster, "--mock", "--json"]).stdout)
+    assert before["bench"] is not None
+    created = before["created_at"]
+    frozen = datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+
+    class _Clock(datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> datetime:  # type: ignore[override]
+            return frozen
+
+    monkeypatch.setattr(mockrun, "datetime", _Clock)
+    assert runner.invoke(app, ["down", cluster, "--mock", "--yes"]).exit_code == 0
+    assert runner.invoke(app, ["up", "cluster.yaml", "--mock", "--yes"]).exit_code == 0
+    status = json.loads(runner.invoke(app, ["status", cluster, "--mock", "--json"]).stdout)
+    assert status["created_at"] == created  # the same second, as in the race
+    assert status["bench"] is None

@@ -105,6 +105,11 @@ def stack_ssh_dir(stack: str) -> Path:
     return private_dir(provision_home() / "ssh" / re.sub(r"[^A-Za-z0-9._-]", "_", stack))
 
 
+def stack_bench_path(stack: str) -> Path:
+    """``$PROVISION_HOME/bench/<stack>.json``: the cluster's last bench report (removed at ``down``)."""
+    return private_dir(provision_home() / "bench") / (stack.replace("/", "_") + ".json")
+
+
 def private_dir(path: Path) -> Path:
     """``path`` as an owner-only (0700) folder, whatever the umask.
 

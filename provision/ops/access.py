@@ -60,10 +60,12 @@ def ssh_dir(cluster: Cluster) -> Path:
 
 
 def forget(cluster: Cluster) -> None:
-    """Remove the cluster's local SSH files (after ``down``)."""
-    from provision.engine.automation import provision_home
+    """Remove the cluster's local SSH files and its last bench report (after ``down``): a new cluster of the
+    same name, even one created within the same second, starts without them."""
+    from provision.engine.automation import provision_home, stack_bench_path
 
     shutil.rmtree(provision_home() / "ssh" / _SAFE.sub("_", cluster.stack), ignore_errors=True)
+    stack_bench_path(cluster.stack).unlink(missing_ok=True)
 
 
 def known_hosts_path(cluster: Cluster) -> Path:

@@ -395,9 +395,9 @@ def build_report(
 
 
 def _path(cluster: Any) -> Any:
-    from provision.engine.automation import private_dir, provision_home
+    from provision.engine.automation import stack_bench_path
 
-    return private_dir(provision_home() / "bench") / (cluster.stack.replace("/", "_") + ".json")
+    return stack_bench_path(cluster.stack)
 
 
 def record(cluster: Any, report: BenchReport) -> None:
