@@ -230,7 +230,10 @@ def test_workdir_goes_to_the_shared_folder_when_there_is_one(tmp_path: Path, mon
 
 
 def test_exec_streams_with_bounded_memory(tmp_path: Path) -> None:
-    """400k lines on each of 8 mocked nodes through `provision exec`: the CLI's peak RSS stays under 200 MB."""
+    """100k lines (10 MB) on each of 8 mocked nodes through `provision exec`: the CLI's peak RSS stays under 150 MB.
+
+    The CLI's own peak is about 76 MB with no output; keeping the 800k lines (80 MB of text, about 130 MB as
+    Python strings) would take it past 200 MB, so the bound catches a collector that holds output."""
     import resource
 
     env = {**os.environ, "PROVISION_HOME": str(tmp_path / "home"), "COLUMNS": "80"}
@@ -238,7 +241,7 @@ def test_exec_streams_with_bounded_memory(tmp_path: Path) -> None:
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(spec))
     cli = [sys.executable, "-m", "provision.cli"]
     subprocess.run([*cli, "up", str(tmp_path / "c.yaml"), "--mock", "--yes"], env=env, check=True, capture_output=True)
-    line = f"yes {'0123456789' * 10} | head -n 400000"  # 101 bytes a line
+    line = f"yes {'0123456789' * 10} | head -n 100000"  # 101 bytes a line
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     # One child at a time is measured: ru_maxrss of RUSAGE_CHILDREN is the largest waited-for descendant.
     probe = (
@@ -255,7 +258,7 @@ def test_exec_streams_with_bounded_memory(tmp_path: Path) -> None:
     )
     code, peak_kib = (int(w) for w in out.stdout.split())
     assert code == 0
-    assert peak_kib < 200 * 1024, f"peak RSS {peak_kib / 1024:.0f} MB"
+    assert peak_kib < 150 * 1024, f"peak RSS {peak_kib / 1024:.0f} MB"
     assert before >= 0
 
 
