@@ -4,6 +4,10 @@
   (``<mount>/checkpoints/<cluster>``) in its env file, so ``launch`` (every launcher, ``--cmd``) and detached
   jobs (``launch --detach``, whose restarted ranks resume from its newest entry) write to one folder every
   node sees. A mocked cluster's folder is the local stand-in of its mount (:mod:`provision.ops.jobs.local`).
+  On managed Kubernetes (``scheduler: kubernetes``) the folder is on the shared claim's mount in the pods
+  (:func:`pod_checkpoint_dir`): every TrainJob (``launch --k8s``, ``launch --detach``, ``k8s-launch``) carries
+  it in its env, and each pod, when it starts (again), gets ``PROVISION_RESUME_FROM`` as a restarted VM rank
+  does (:func:`resume_lines`). Without a shared filesystem (VM or Kubernetes) no rank gets the variable.
 * **Save.** ``provision run --save-checkpoint`` copies the folder's newest entry, before the cluster goes
   down, into ``<mount><export_path>/checkpoints/<cluster>/``, which the filesystem's object-store link exports
   to the bucket (FSx for Lustre's automatic export of new and changed files,
@@ -57,6 +61,26 @@ def checkpoint_dir(cluster: Cluster) -> str | None:
     return None if root is None else posixpath.join(root, CHECKPOINTS, cluster.spec.name)
 
 
+def pod_checkpoint_dir(mount: str | None, cluster_name: str) -> str | None:
+    """The same folder in a Kubernetes training pod: ``<mount>/checkpoints/<cluster>`` on the shared claim's
+    mount (the job profile's ``shared_mount``), or ``None`` when the pods have no shared claim."""
+    if not mount:
+        return None
+    return posixpath.join(mount.rstrip("/") or "/", CHECKPOINTS, cluster_name)
+
+
+def resume_lines(folder: str) -> str:
+    """POSIX shell lines run as a rank (or pod) starts: export ``PROVISION_CHECKPOINT_DIR=folder``, make the
+    folder, and export ``PROVISION_RESUME_FROM`` as its newest entry (a folder) when it has one."""
+    ck = shlex.quote(folder)
+    return (
+        f"export PROVISION_CHECKPOINT_DIR={ck}\n"
+        f"mkdir -p {ck} 2>/dev/null\n"
+        f"latest=$(ls -1dt {ck}/*/ 2>/dev/null | head -n 1)\n"
+        'if [ -n "$latest" ]; then export PROVISION_RESUME_FROM="${latest%/}"; fi\n'
+    )
+
+
 def checkpoint_env(cluster: Cluster) -> dict[str, str]:
     """``{"PROVISION_CHECKPOINT_DIR": ...}`` for the env file (empty without a shared filesystem)."""
     folder = checkpoint_dir(cluster)
@@ -77,6 +101,21 @@ def kept_by(spec: ClusterSpec) -> str | None:
 
 def save_problems(spec: ClusterSpec) -> list[Problem]:
     """Why ``run --save-checkpoint`` cannot keep a checkpoint of ``spec`` (checked before anything exists)."""
+    if spec.scheduler.kind == "kubernetes":
+        kept = kept_by(spec)
+        return [
+            Problem(
+                "scheduler.kind",
+                "kubernetes",
+                "--save-checkpoint copies the checkpoint on the nodes over SSH, and the nodes of a managed "
+                "Kubernetes cluster are not reached that way (its pods write to $PROVISION_CHECKPOINT_DIR on the "
+                "shared claim)",
+                f"drop --save-checkpoint: {kept} already keeps $PROVISION_CHECKPOINT_DIR after down"
+                if kept
+                else "drop --save-checkpoint and keep the folder: attach a volume (storage.shared.volume: NAME) or "
+                "set storage.shared.retain: true; or copy the checkpoint to your bucket from the training script",
+            )
+        ]
     shared = spec.storage.shared
     if shared is None:
         return [

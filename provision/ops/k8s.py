@@ -5,6 +5,17 @@ hook for ``provision launch TARGET --k8s -- SCRIPT ARGS`` (call ``launch(cluster
 The job comes from the plan's job profile (:mod:`provision.clouds.k8s.jobs`): every node's GPUs and
 fabric devices, the fabric's NCCL environment, the cluster's Kueue queue and training runtime.
 
+Checkpoints: when the pods have the shared filesystem's claim, the job's env has ``PROVISION_CHECKPOINT_DIR``,
+``<mount>/checkpoints/<cluster>`` as the pods see it (the VM path's folder,
+:func:`provision.ops.checkpoints.pod_checkpoint_dir`), and torchrun starts through a POSIX shell that makes the
+folder and sets ``PROVISION_RESUME_FROM`` to its newest entry, as a VM rank's script does
+(:func:`provision.ops.checkpoints.resume_lines`). Every pod start runs it again, so a pod that Kubernetes
+re-creates (the Job's ``backoffLimit``, a JobSet restart) resumes from the newest checkpoint. Trainer's torch
+plugin gives torchrun its ``PET_*`` settings as environment variables, whatever the container's command is (it
+looks at the command only for torchtune: kubeflow/trainer ``pkg/runtime/framework/plugins/torch/torch.go``).
+Without a shared claim (and without ``checkpoint_dir``) the job runs ``torchrun`` as it is and no pod gets the
+variables, as on VMs without a shared filesystem.
+
 Submitting runs ``kubectl apply -f -`` with the cluster's kubeconfig (written to a private temporary
 file; it holds no credential: GKE and EKS kubeconfigs authenticate through ``gke-gcloud-auth-plugin`` /
 ``aws eks get-token``). A mocked cluster does not submit from ``k8s-launch``: the job is returned (and printed)
@@ -23,6 +34,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from provision.clouds.k8s import jobs
+from provision.ops.checkpoints import pod_checkpoint_dir, resume_lines
 from provision.spec.errors import CloudError, Problem, UnsupportedError
 
 #: A cluster handle (provision.ops.cluster.Cluster, not imported: the cluster's job commands import this module).
@@ -33,6 +45,9 @@ Runner = Callable[..., "subprocess.CompletedProcess[str]"]
 #: and ``logs`` / ``cancel`` take; :func:`provision.ops.jobs.model.new_job_id`, a valid label value).
 CLUSTER_LABEL = "provision.dev/cluster"
 JOB_ID_LABEL = "provision.dev/job-id"
+#: The trainer's command when the pods get a checkpoint folder: ``sh -c LINES torchrun ARGS...`` (``$0`` is
+#: ``torchrun``, the TrainJob's ``args`` are ``"$@"``).
+SHELL = ("/bin/sh", "-c")
 
 
 def _not_kubernetes(cluster: Cluster) -> UnsupportedError:
@@ -79,9 +94,13 @@ def build_job(
     env: dict[str, str] | None = None,
     now: datetime | None = None,
     job_id: str | None = None,
+    checkpoint_dir: str | None = None,
 ) -> dict[str, Any]:
     """The ``TrainJob`` for ``torchrun SCRIPT ARGS`` on this cluster (pure: nothing is sent), labelled with the
     cluster's name and ``job_id`` (a new one by default).
+
+    ``checkpoint_dir``: the pods' checkpoint folder (``launch --detach --checkpoint-dir``, a path in the pods);
+    by default the cluster's folder on the shared claim (module docstring), none without one.
 
     Raises:
         UnsupportedError: the spec has no Kubernetes scheduler, or the job's values are invalid (exit 2).
@@ -90,12 +109,18 @@ def build_job(
     if plan.kubernetes is None:
         raise _not_kubernetes(cluster)
     job_name = name or jobs.job_name(plan.name, now or datetime.now(timezone.utc))
+    profile = plan.kubernetes.job
+    mount = profile.shared_mount if profile.shared_claim else None
+    folder = checkpoint_dir or pod_checkpoint_dir(mount, cluster.spec.name)
+    if folder:
+        env = {**(env or {}), "PROVISION_CHECKPOINT_DIR": folder}
     try:
-        doc = jobs.train_job(
-            plan.kubernetes.job, name=job_name, script=script, args=list(args), image=image, nodes=nodes, env=env
-        )
+        doc = jobs.train_job(profile, name=job_name, script=script, args=list(args), image=image, nodes=nodes, env=env)
     except ValueError as e:
         raise UnsupportedError(f"cannot build the training job: {e}") from None
+    if folder:
+        trainer = doc["spec"]["trainer"]
+        trainer["command"] = [*SHELL, resume_lines(folder) + 'exec torchrun "$@"\n', "torchrun"]
     from provision.ops.jobs.model import new_job_id
 
     doc["metadata"]["labels"] |= {CLUSTER_LABEL: plan.name, JOB_ID_LABEL: job_id or new_job_id()}
@@ -208,17 +233,21 @@ def launch(
     workdir: str | None = None,
     job_id: str | None = None,
     submit_mocked: bool = False,
+    checkpoint_dir: str | None = None,
 ) -> dict[str, Any]:
     """Build the job and submit it (unless ``print_only``, or the cluster is mocked and not ``submit_mocked``).
 
     ``workdir``: a local folder every pod gets at ``/workspace`` and starts in (:mod:`provision.ops.k8s_workdir`).
     ``job_id``: the job's id label (a new one by default). ``submit_mocked``: a mocked cluster's job goes to
     whatever ``kubectl`` is on ``PATH`` too (the jobs backend; tests answer with a fake kubectl).
+    ``checkpoint_dir``: the pods' checkpoint folder instead of the shared claim's (:func:`build_job`).
 
     Returns:
         ``{"job": <TrainJob>, "yaml": str, "submitted": bool, "kubectl": str | None, "requests_per_node": {...}}``.
     """
-    doc = build_job(cluster, script, args, image=image, nodes=nodes, name=name, job_id=job_id)
+    doc = build_job(
+        cluster, script, args, image=image, nodes=nodes, name=name, job_id=job_id, checkpoint_dir=checkpoint_dir
+    )
     before = []
     if workdir:
         from pathlib import Path

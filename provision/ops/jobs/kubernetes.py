@@ -93,17 +93,20 @@ def train_job_state(doc: Mapping[str, Any]) -> JobState:
 
 def job_status(doc: Mapping[str, Any], cluster: str) -> JobStatus:
     """A TrainJob as a job: its id label (the name without one), ``torchrun ARGS``, one rank per node."""
-    from provision.ops.k8s import JOB_ID_LABEL
+    from provision.ops.k8s import JOB_ID_LABEL, SHELL
 
     meta = doc.get("metadata") or {}
     trainer = (doc.get("spec") or {}).get("trainer") or {}
     args = tuple(str(a) for a in trainer.get("args") or ())
+    command = list(trainer.get("command") or ["torchrun"])
+    if tuple(command[: len(SHELL)]) == SHELL:  # torchrun behind the checkpoint folder's lines: ``$0`` is its name
+        command = command[-1:]
     created = _time(meta.get("creationTimestamp")) or time.time()
     spec = JobSpec(
         id=str((meta.get("labels") or {}).get(JOB_ID_LABEL) or meta.get("name")),
         cluster=cluster,
         kind="torchrun",
-        line=shlex.join([*(trainer.get("command") or ["torchrun"]), *args]),
+        line=shlex.join([*command, *args]),
         ranks=tuple(range(int(trainer.get("numNodes") or 1))),
         command=args,
         created=created,
@@ -236,7 +239,9 @@ def submit(
     """Submit ``torchrun SCRIPT ARGS`` as a TrainJob labelled with a new job id; return at once.
 
     Raises:
-        SpecError: a launcher other than torchrun, or a VM-path option (restarts, checkpoints) (exit 2).
+        SpecError: a launcher other than torchrun, or ``--max-restarts`` (the VM supervisor's) (exit 2).
+
+    ``checkpoint_dir``: the pods' checkpoint folder (default: the shared claim's, :func:`provision.ops.k8s.build_job`).
     """
     from provision.ops.jobs.model import new_job_id
     from provision.ops.k8s import launch
@@ -251,17 +256,25 @@ def submit(
                 "use --torchrun (or --k8s)",
             )
         )
-    if max_restarts or checkpoint_dir:
+    if max_restarts:
         problems.append(
             Problem(
-                "--max-restarts" if max_restarts else "--checkpoint-dir",
-                max_restarts or checkpoint_dir,
-                "is the VM supervisor's; on Kubernetes the TrainJob's runtime restarts failed pods",
-                "drop it; resume from your checkpoints in the script",
+                "--max-restarts",
+                max_restarts,
+                "is the VM supervisor's; on Kubernetes the TrainJob's runtime re-creates failed pods",
+                "drop it; a re-created pod gets $PROVISION_RESUME_FROM (the newest checkpoint) like a restarted rank",
             )
         )
     if problems:
         raise SpecError(problems=problems)
     job_id = new_job_id()
-    out = launch(cluster, words[0], list(words[1:]), workdir=workdir, job_id=job_id, submit_mocked=True)
+    out = launch(
+        cluster,
+        words[0],
+        list(words[1:]),
+        workdir=workdir,
+        job_id=job_id,
+        submit_mocked=True,
+        checkpoint_dir=checkpoint_dir,
+    )
     return job_status({**out["job"], "status": {}}, cluster.spec.name).spec

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import shlex
 
+from provision.ops.checkpoints import resume_lines
 from provision.ops.jobs.model import JobSpec
 
 #: Seconds systemd (and the mock's supervisor) waits before restarting a failed rank.
@@ -35,15 +36,7 @@ def rank_script(spec: JobSpec, rank: int, job_dir: str) -> str:
         workdir = f"cd {shlex.quote(spec.workdir)} || exit 1"
     else:
         workdir = 'cd "$HOME" 2>/dev/null || true'
-    resume = ""
-    if spec.checkpoint_dir:
-        ck = shlex.quote(spec.checkpoint_dir)
-        resume = (
-            f"export PROVISION_CHECKPOINT_DIR={ck}\n"
-            f"mkdir -p {ck} 2>/dev/null\n"
-            f"latest=$(ls -1dt {ck}/*/ 2>/dev/null | head -n 1)\n"
-            'if [ -n "$latest" ]; then export PROVISION_RESUME_FROM="${latest%/}"; fi\n'
-        )
+    resume = resume_lines(spec.checkpoint_dir) if spec.checkpoint_dir else ""
     return (
         "#!/bin/bash\n"
         f"# provision job {spec.id}, rank {r} ({spec.kind}); written by `provision launch --detach`.\n"
