@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 from pulumi_gcp import compute, filestore, lustre, parallelstore, servicenetworking
@@ -23,6 +23,9 @@ from provision.clouds.gcp.plan import Filestore, GcpPlan, ManagedLustre, SharedS
 from provision.planning.images import image_text
 from provision.planning.outputs import shared_fs_summary
 from provision.planning.plan import ClusterPlan
+
+if TYPE_CHECKING:
+    from provision.clouds.volumeref import VolumeRef
 
 #: Lustre and NFS mount options; fstab lines add ``_netdev`` so boot waits for the network
 #: (Cluster Toolkit's mount.sh uses ``defaults`` on the command line).
@@ -136,7 +139,7 @@ def private_services(
 
 
 def storage_firewall(
-    name: str, st: SharedStorage, network_link: Any, source_range: Any, project: str | None, parent: pulumi.Resource
+    name: str, st: SharedStorage, network_link: Any, source_range: Any, project: Any, parent: pulumi.Resource
 ) -> compute.Firewall:
     """The rule that lets the filesystem's servers (in the private-services range) open connections to the clients:
     Lustre on its LNet ports, Parallelstore (DAOS) on any TCP port (no ports = all)."""
@@ -257,20 +260,30 @@ def build_storage(plan: ClusterPlan[GcpPlan], nets: Networks, parent: pulumi.Res
     return SharedFs(summary, script, [*created, fs.resource], list(created), source)
 
 
-def attached_storage(plan: ClusterPlan[GcpPlan], source: pulumi.Output[str], volume: str) -> SharedFs:
+def attached_storage(plan: ClusterPlan[GcpPlan], ref: VolumeRef, nets: Networks, parent: pulumi.Resource) -> SharedFs:
     """An attached volume's filesystem (its own stack holds it): the same mount script and published source as a
-    cluster-owned filesystem of that kind, no resource of the filesystem's."""
+    cluster-owned filesystem of that kind, no resource of the filesystem's.
+
+    Managed Lustre and Parallelstore servers open connections to their clients, so the cluster opens its nodes to
+    the volume's private-services range (its ``network.service_range``) in the volume's VPC, by a rule named for
+    the cluster.
+    """
+    source, volume = ref.mount_source, ref.name
     st = plan.extra.storage
-    assert st is not None and plan.storage is not None  # noqa: S101  # the caller checked
+    assert st is not None and plan.storage is not None and nets.host is not None  # noqa: S101  # the caller checked
+    network: list[pulumi.Resource] = []
+    if st.firewall:
+        service_range = ref.network_field("service_range")
+        network.append(storage_firewall(plan.name, st, nets.host.self_link, service_range, nets.host.project, parent))
     if isinstance(st, ManagedLustre):
         fs_type, script = "lustre", _fstab_mount(plan, "lustre", "lustre-client.sh")
     elif isinstance(st, Filestore):
         fs_type, script = "nfs", _fstab_mount(plan, "nfs", None)
     else:
         summary = source.apply(lambda s: {**_daos_summary(plan, list(json.loads(s))), "volume": volume})
-        return SharedFs(summary, _daos_mount(plan), [], [], source)
+        return SharedFs(summary, _daos_mount(plan), network, network, source)
     summary = source.apply(lambda s: {**shared_fs_summary(plan, s, fs_type, MOUNT_OPTIONS), "volume": volume})
-    return SharedFs(summary, script, [], [], source)
+    return SharedFs(summary, script, network, network, source)
 
 
 def _snippet(name: str) -> str:
