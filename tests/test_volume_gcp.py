@@ -151,6 +151,15 @@ def test_volume_attached_by_two_clusters_in_turn_keeps_its_vpc(tmp_path: Path) -
     assert list(volumes()) == ["llm-data"]
 
 
+def test_plan_shows_the_host_network_in_the_volume_vpc(tmp_path: Path) -> None:
+    create(tmp_path, VOLUME)
+    code, out = cli("plan", cluster_file(tmp_path, "first", {"volume": "llm-data"}), "--json")
+    assert code == 0, out
+    networks = json.loads(out)["extra"]["networks"]
+    assert networks[0]["key"] == "net-0" and networks[0]["volume"] == "llm-data" and networks[0]["mtu"] == 8896
+    assert all("volume" not in n for n in networks[1:])  # the GPU NICs' VPCs stay the cluster's
+
+
 def test_overlapping_cluster_subnet_is_refused_before_anything_exists(tmp_path: Path) -> None:
     create(tmp_path, {**VOLUME, "network_cidr": "10.20.0.0/16"})
     service = state("vol-llm-data").outputs["network"]["service_range"]

@@ -367,7 +367,10 @@ def decide(spec: ClusterSpec, res: Resolution) -> GcpPlan:
     # transitive: cloud.google.com/vpc/docs/vpc-peering), so the host network (nic0) is a subnet of that VPC.
     volume = spec.storage.shared.volume if spec.storage.shared is not None else None
     if volume is not None and spec.scheduler.kind != "kubernetes":
-        networks = [n.model_copy(update={"volume": volume}) if n.key == "net-0" else n for n in networks]
+        # Its MTU is the volume VPC's (clouds/gcp/volume.py creates it at MTU_JUMBO; nic0 takes its VPC's MTU).
+        networks = [
+            n.model_copy(update={"volume": volume, "mtu": MTU_JUMBO}) if n.key == "net-0" else n for n in networks
+        ]
     return GcpPlan(
         project=opts.project,
         zone=res.zone,
