@@ -174,6 +174,19 @@ def test_overlapping_cluster_subnet_is_refused_before_anything_exists(tmp_path: 
         assert json.loads(cli("list", "--mock", "--json")[1])["clusters"] == []
 
 
+def test_gke_cluster_attaching_a_volume_is_refused_before_anything_exists(tmp_path: Path) -> None:
+    create(tmp_path, VOLUME)
+    data = stack_spec("gcp-a3-64-gke").model_dump(mode="json", exclude_none=True)
+    data["storage"]["shared"] = {"volume": "llm-data"}
+    path = tmp_path / "gke.yaml"
+    path.write_text(yaml.safe_dump(data))
+    code, out = cli("up", str(path), "--mock", "--yes")
+    flat = " ".join(out.split())
+    assert code == 2 and "storage.shared.volume: 'llm-data' cannot be attached by a GKE cluster yet" in flat, out
+    assert "drop scheduler.kind: kubernetes" in flat
+    assert json.loads(cli("list", "--mock", "--json")[1])["clusters"] == []
+
+
 def test_clusters_attached_at_once_need_distinct_subnets(tmp_path: Path) -> None:
     create(tmp_path, VOLUME)
     assert cli("up", cluster_file(tmp_path, "first", {"volume": "llm-data"}), "--mock", "--yes")[0] == 0

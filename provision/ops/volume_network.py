@@ -92,6 +92,17 @@ def network_problems(spec: Any, name: str, outputs: dict[str, Any]) -> list[Prob
                 fix,
             )
         )
+    if spec.cloud == "gcp" and spec.scheduler.kind == "kubernetes":
+        out.append(
+            Problem(
+                _FIELD,
+                name,
+                "cannot be attached by a GKE cluster yet: its nodes would need the volume's VPC, and the GKE program "
+                "builds a filesystem of its own instead",
+                "attach the volume to VM nodes (drop scheduler.kind: kubernetes), or give the GKE cluster its own "
+                "filesystem (storage.shared.kind and size_gib instead of volume)",
+            )
+        )
     own = _cluster_cidr(spec)
     ranges = [r for r in (network.get("cidr"), network.get("service_range")) if isinstance(r, str) and r]
     if own is not None:
