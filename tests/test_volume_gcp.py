@@ -279,3 +279,19 @@ def test_without_mock_the_gcp_volume_stack_runs_through_the_automation_api_in_it
     code, out = cli("volume", "create", str(path))
     assert code == 0, out
     assert calls == [("open", "vol-llm-data", True), ("config", "gcp:region", "us-central1"), ("up", True)]
+
+
+def test_zone_comes_from_the_catalog_or_is_asked_for(tmp_path: Path) -> None:
+    from provision.catalog import load_catalog
+
+    base = {**VOLUME, "zone": None, "region": "europe-west4"}
+    create(tmp_path, {k: v for k, v in base.items() if v is not None})
+    assert volumes()["llm-data"]["zone"] == load_catalog().zones("gcp", "europe-west4")[0]
+    path = tmp_path / "far.yaml"
+    path.write_text(
+        yaml.safe_dump({**{k: v for k, v in base.items() if v is not None}, "name": "far", "region": "me-central2"})
+    )
+    code, out = cli("volume", "create", str(path), "--mock")
+    flat = " ".join(out.split())
+    assert code == 2 and "zone: None is needed: managed-lustre is zonal" in flat and "set zone to a zone of" in flat
+    assert "far" not in volumes()

@@ -25,6 +25,8 @@ from provision.clouds.gcp.adapter import assert_labels
 from provision.clouds.gcp.layout import LUSTRE_PORTS, MTU_JUMBO, lustre_filesystem_name, physical_name
 from provision.clouds.gcp.plan import Filestore, ManagedLustre, Parallelstore, SharedStorage
 from provision.clouds.gcp.storage import filesystem, private_services
+from provision.spec.errors import Problem
+from provision.spec.volume import VolumeSpecError
 
 if TYPE_CHECKING:
     from provision.spec.volume import VolumeSpec
@@ -36,13 +38,36 @@ REGIONAL_FILESTORE = ("REGIONAL", "ENTERPRISE")
 
 
 def volume_zone(spec: VolumeSpec) -> str:
-    """The volume's zone: the spec's, else the region's ``-a`` zone."""
-    return spec.zone or f"{spec.region}-a"
+    """The volume's zone: the spec's, else the first zone the catalog knows in its region (GCP regions do not all
+    have an ``-a`` zone: "Regions and zones", cloud.google.com/compute/docs/regions-zones).
+
+    Raises:
+        VolumeSpecError: no zone given and the catalog knows none in the region.
+    """
+    if spec.zone:
+        return spec.zone
+    from provision.catalog import load_catalog
+
+    zones = load_catalog().zones("gcp", spec.region)
+    if not zones:
+        raise VolumeSpecError(
+            problems=[
+                Problem(
+                    "zone",
+                    None,
+                    f"is needed: {spec.kind} is zonal and the catalog knows no zone of {spec.region}",
+                    f"set zone to a zone of {spec.region} (gcloud compute zones list --filter=region:{spec.region})",
+                )
+            ]
+        )
+    return zones[0]
 
 
 def volume_storage(spec: VolumeSpec, tier: str) -> SharedStorage:
     """The filesystem's settings, in the form a cluster's own filesystem of that kind has (``clouds/gcp/layout.py``)."""
-    n, zone = f"vol-{spec.name}", volume_zone(spec)
+    n = f"vol-{spec.name}"
+    regional = spec.kind == "filestore" and tier in REGIONAL_FILESTORE
+    zone = spec.region if regional else volume_zone(spec)
     if spec.kind == "managed-lustre":
         return ManagedLustre(
             retain=False,
@@ -74,7 +99,7 @@ def volume_storage(spec: VolumeSpec, tier: str) -> SharedStorage:
         tier=tier,
         capacity_gib=spec.size_gib,
         share="shared",
-        location=spec.region if tier in REGIONAL_FILESTORE else zone,
+        location=zone,
         psa=False,
         firewall=False,
         firewall_ports=(),
