@@ -28,7 +28,7 @@ REACH = {
     "aws": {"aws:ec2/vpcPeeringConnection:VpcPeeringConnection", "aws:ec2/route:Route"},
     "azure": {"azure-native:network:VirtualNetworkPeering"},
     "alibaba": {"alicloud:nas/mountTarget:MountTarget", "alicloud:nas/accessRule:AccessRule"},
-    "gcp": set(),
+    "gcp": {"gcp:compute/subnetwork:Subnetwork", "gcp:compute/router:Router", "gcp:compute/routerNat:RouterNat"},
 }
 
 
@@ -175,7 +175,7 @@ def _cli(*args: str) -> tuple[int, str]:
 def test_reach_is_created_and_removed_with_the_cluster_and_the_volume_stays(tmp_path: Path) -> None:
     from provision.engine.mockstate import MockStore
 
-    for cloud in ("aws", "azure", "alibaba"):
+    for cloud in ("aws", "azure", "alibaba", "gcp"):
         record, spec = _volume(cloud)
         data = spec.model_dump(mode="json", exclude_none=True)
         data["storage"]["shared"] = {"volume": "data", "mount": "/data"}

@@ -160,6 +160,9 @@ class MockContext:
     #: What the mocked cloud lists as a node group's errors (``Fault(reported="listed")``), by resource id, in
     #: the cloud's own response shape (DescribeFleets ``Errors[]``, ``listErrors`` ``items[]``).
     listed_errors: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: The outputs of the stacks this run read through a ``pulumi.StackReference``, by stack name (rules on resources
+    #: placed in another stack's network read that network's ranges here).
+    references: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def ancestors(self, urn: str, direct: tuple[str, ...] | None = None) -> set[str]:
         """Every URN ``urn`` depends on, directly or through registered resources.
@@ -450,6 +453,7 @@ class CloudMocks(pulumi.runtime.Mocks):
         outputs = self.stack_outputs(name) if self.stack_outputs is not None else None
         if outputs is None:
             raise CloudFaultError("StackNotFound", f"unknown stack {name!r}: the referenced stack does not exist")
+        self.ctx.references[name] = dict(outputs)
         return name, {"name": name, "outputs": dict(outputs), "secretOutputNames": []}
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:  # type: ignore[override]  # a dict is a valid answer

@@ -12,7 +12,13 @@ program reads them to mount the filesystem and to build its way in to the volume
   learn.microsoft.com/azure/virtual-network/virtual-network-manage-peering, "Requirements and constraints").
 * Alibaba CPFS: the protocol service each cluster exports from (``clouds/alibaba/storage.py``), whose export VPC
   must not overlap the file system's (NAS API CreateProtocolMountTarget). NAS: a mount target of the cluster's.
-* GCP: nothing beyond the mount source (see :data:`GCP_REACH`).
+* GCP: the cluster's host network (nic0) is a subnet of the volume's VPC, with the cluster's firewall rules and
+  Cloud NAT there (``clouds/gcp/network.py``; see :data:`GCP_REACH`): the VPC's name, id, self link and project,
+  and the ranges the cluster's subnet must not overlap, the volume's subnet (``cidr``) and the range its
+  filesystem's servers use (``service_range``, also the source of the cluster's storage firewall rule). Subnet
+  ranges in one VPC must be unique ("Primary and secondary IPv4 address ranges must be unique across all subnets
+  in a VPC network and any networks it is connected to by VPC Network Peering", cloud.google.com/vpc/docs/subnets,
+  "Valid IPv4 ranges").
 
 Checked before anything exists (:func:`network_problems`), so a volume without them, or an overlapping network,
 is a clear error, not a failed ``up``.
@@ -31,14 +37,21 @@ NETWORK_KEYS: dict[str, tuple[str, ...]] = {
     "aws": ("vpc_id", "cidr", "route_table_id", "security_group_id"),
     "azure": ("vnet_id", "vnet_name", "resource_group", "cidr"),
     "alibaba": ("vpc_id", "cidr"),
-    "gcp": (),
+    "gcp": ("network", "network_id", "self_link", "project"),
 }
-#: Why GCP needs no network resource of the cluster's... and what that leaves out.
+#: How a GCP cluster reaches an attached volume, and why that way.
 GCP_REACH = (
     "Filestore, Managed Lustre and Parallelstore are reached through a peering of the volume's VPC with Google's "
     "service network, and VPC peering is not transitive (cloud.google.com/vpc/docs/vpc-peering, 'Transitive "
-    "peering is not supported'): a cluster in its own VPC cannot reach them through a peering of its own"
+    "peering is not supported'), so the cluster's host network (nic0) is a subnet of the volume's VPC, with its "
+    "firewall rules and Cloud NAT, all named for the cluster (down removes them; the VPC stays with the volume); "
+    "the GPU NICs keep the cluster's own VPCs"
 )
+#: Why an overlapping range is refused, by cloud.
+_OVERLAP = {
+    "gcp": "the cluster's host subnet is created in the volume's VPC, where subnet ranges and the ranges of its "
+    "peered service networks must be unique",
+}
 _FIELD = "storage.shared.volume"
 
 
@@ -51,6 +64,8 @@ def _cluster_cidr(spec: Any) -> tuple[str, str] | None:
         return "azure.vnet_cidr", str(opts.vnet_cidr)
     if spec.cloud == "alibaba":
         return "alibaba.vpc_cidr", str(opts.vpc_cidr)
+    if spec.cloud == "gcp" and spec.scheduler.kind != "kubernetes":  # the host subnet goes in the volume's VPC
+        return "gcp.host_subnet_cidr", str(opts.host_subnet_cidr)
     return None
 
 
@@ -65,6 +80,8 @@ def network_problems(spec: Any, name: str, outputs: dict[str, Any]) -> list[Prob
     keys = NETWORK_KEYS.get(spec.cloud, ())
     if str(outputs.get("filesystem", "")).startswith("cpfs"):
         keys = (*keys, "protocol_service_id")
+    if spec.cloud == "gcp" and outputs.get("filesystem") in ("managed-lustre", "parallelstore"):
+        keys = (*keys, "service_range")  # the source of the cluster's storage firewall rule
     missing = [k for k in keys if not network.get(k)]
     if missing:
         out.append(
@@ -75,33 +92,76 @@ def network_problems(spec: Any, name: str, outputs: dict[str, Any]) -> list[Prob
                 fix,
             )
         )
+    if spec.cloud == "gcp" and spec.scheduler.kind == "kubernetes":
+        out.append(
+            Problem(
+                _FIELD,
+                name,
+                "cannot be attached by a GKE cluster yet: its nodes would need the volume's VPC, and the GKE program "
+                "builds a filesystem of its own instead",
+                "attach the volume to VM nodes (drop scheduler.kind: kubernetes), or give the GKE cluster its own "
+                "filesystem (storage.shared.kind and size_gib instead of volume)",
+            )
+        )
     own = _cluster_cidr(spec)
-    theirs = network.get("cidr")
-    if own is not None and isinstance(theirs, str):
+    ranges = [r for r in (network.get("cidr"), network.get("service_range")) if isinstance(r, str) and r]
+    if own is not None:
         field, cidr = own
+        why = _OVERLAP.get(
+            spec.cloud,
+            "the cluster's network is peered with (or exports into) the volume's, and overlapping ranges cannot be",
+        )
+        for theirs in ranges:
+            try:
+                overlap = ipaddress.ip_network(cidr).overlaps(ipaddress.ip_network(theirs))
+            except ValueError:
+                overlap = False
+            if overlap:
+                prefix = 20 if spec.cloud == "gcp" else 16
+                out.append(
+                    Problem(
+                        field,
+                        cidr,
+                        f"overlaps volume {name}'s network {theirs}: {why}",
+                        f"set {field} to a range outside {', '.join(ranges)}, e.g. {_free_range(ranges, prefix)}",
+                    )
+                )
+    return out
+
+
+def sibling_problems(spec: Any, name: str, siblings: dict[str, Any]) -> list[Problem]:
+    """GCP: the clusters already attaching volume ``name`` (stack -> their spec mapping) have their host subnets in
+    its VPC too, so ``spec``'s must not overlap theirs (subnet ranges are unique in a VPC)."""
+    own = _cluster_cidr(spec)
+    if spec.cloud != "gcp" or own is None:
+        return []
+    field, cidr = own
+    out: list[Problem] = []
+    for stack, data in siblings.items():
+        if stack == spec.name or not isinstance(data, dict):
+            continue
+        theirs = str((data.get("gcp") or {}).get("host_subnet_cidr") or "10.0.0.0/20")
         try:
             overlap = ipaddress.ip_network(cidr).overlaps(ipaddress.ip_network(theirs))
         except ValueError:
-            overlap = False
+            continue
         if overlap:
             out.append(
                 Problem(
                     field,
                     cidr,
-                    f"overlaps volume {name}'s network {theirs}: the cluster's network is peered with (or exports "
-                    "into) the volume's, and overlapping ranges cannot be",
-                    f"set {field} to a range outside {theirs}, e.g. {_free_range(theirs)}",
+                    f"overlaps {theirs}, the host subnet cluster {stack} has in volume {name}'s VPC: {_OVERLAP['gcp']}",
+                    f"set {field} to a range outside {theirs}, e.g. {_free_range([theirs], 20)}",
                 )
             )
     return out
 
 
-def _free_range(taken: str) -> str:
-    """A /16 that does not overlap ``taken`` (the fix's example)."""
-    net = ipaddress.ip_network(taken)
-    for second in range(1, 255):
-        cand = ipaddress.ip_network(f"10.{second}.0.0/16")
-        if not cand.overlaps(net):
+def _free_range(taken: list[str] | str, prefix: int = 16) -> str:
+    """A ``/prefix`` in 10.0.0.0/8 that overlaps none of ``taken`` (the fix's example)."""
+    nets = [ipaddress.ip_network(t) for t in ([taken] if isinstance(taken, str) else taken)]
+    for cand in ipaddress.ip_network("10.0.0.0/8").subnets(new_prefix=prefix):
+        if cand.network_address.packed[1] and not any(cand.overlaps(n) for n in nets):
             return str(cand)
     return "172.16.0.0/16"
 
@@ -143,10 +203,36 @@ def _azure_retained(resources: list[Any]) -> tuple[dict[str, Any], list[Any]]:
     return network, kept
 
 
+def _gcp_retained(resources: list[Any]) -> tuple[dict[str, Any], list[Any]]:
+    """GCP: the host VPC (``-net-0``, kept with a retained filesystem) and its private-services range and connection.
+
+    The cluster's subnet goes with the cluster; an attaching cluster adds its own (``clouds/gcp/network.py``).
+    """
+    kept = [
+        r
+        for r in resources
+        if (r.type == "gcp:compute/network:Network" and r.name.endswith("-net-0"))
+        or r.type in ("gcp:compute/globalAddress:GlobalAddress", "gcp:servicenetworking/connection:Connection")
+    ]
+    vpc = next((r for r in kept if r.type == "gcp:compute/network:Network"), None)
+    if vpc is None:
+        return {}, []
+    parts = str(vpc.id).split("/")  # projects/P/global/networks/N
+    network = {
+        "network": parts[-1],
+        "network_id": vpc.id,
+        "self_link": f"https://www.googleapis.com/compute/v1/{vpc.id}",
+        "project": parts[1] if len(parts) > 1 else None,
+    }
+    return network, kept
+
+
 def retained_network(cloud: str, resources: list[Any]) -> tuple[dict[str, Any], list[Any]]:
     """The ``network`` output of a retained cluster filesystem and the network resources kept with it."""
     if cloud == "azure":
         return _azure_retained(resources)
+    if cloud == "gcp":
+        return _gcp_retained(resources)
     network: dict[str, Any] = {}
     kept: list[Any] = []
     for token, suffix, key in _RETAINED.get(cloud, ()):

@@ -15,7 +15,7 @@ A cluster reads the volume's outputs through a ``pulumi.StackReference`` (:mod:`
 mount source, the filesystem id and the network its own way in needs (:mod:`provision.ops.volume_network`).
 
 Under the mocked cloud (``--mock``) the volume's state lives in the mocked cloud's state directory
-(:mod:`provision.engine.mockstate`), so it persists between mocked clusters. On AWS the volume's stack is a
+(:mod:`provision.engine.mockstate`), so it persists between mocked clusters. On AWS and GCP the volume's stack is a
 Pulumi program (:mod:`provision.engine.volumerun`): run under the strict mocked cloud with ``--mock``, through the
 Automation API without it. Attaching a volume to a real cluster is still refused (:func:`refuse_real_attach`).
 """
@@ -382,9 +382,10 @@ def attach_problems(spec: Any, zone: str | None, mock: bool) -> list[Problem]:
             )
         )
     if out.get("cloud") == spec.cloud:
-        from provision.ops.volume_network import network_problems
+        from provision.ops.volume_network import network_problems, sibling_problems
 
         problems += network_problems(spec, name, out)
+        problems += sibling_problems(spec, name, _specs(record.used_by, mock))
     if shared.kind not in ("auto", out.get("filesystem")):
         problems.append(
             Problem(
@@ -392,6 +393,19 @@ def attach_problems(spec: Any, zone: str | None, mock: bool) -> list[Problem]:
             )
         )
     return problems
+
+
+def _specs(stacks: tuple[str, ...], mock: bool) -> dict[str, Any]:
+    """The spec mappings the mocked cloud's states record for ``stacks`` (GCP: their subnets in the volume's VPC)."""
+    if not mock or not stacks:
+        return {}
+    store = _store()
+    found = {}
+    for stack in stacks:
+        state = store.load(stack)
+        if state is not None:
+            found[stack] = state.spec or {}
+    return found
 
 
 def retain_at_down(state: Any) -> tuple[str | None, set[tuple[str, str]]]:

@@ -79,7 +79,10 @@ class GcpCluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         extra = plan.extra
         project = extra.project
-        self.networks = build_networks(plan, self)
+        # An attached volume: its filesystem lives in its own stack, and the host network (nic0) is a subnet of the
+        # volume's VPC (clouds/gcp/network.py), the only place its services' peering reaches.
+        volume = volume_reference(plan, self)
+        self.networks = build_networks(plan, self, volume)
         nets = self.networks
         sa_plan = extra.service_account
         self.service_account = serviceaccount.Account(
@@ -99,12 +102,7 @@ class GcpCluster(pulumi.ComponentResource):
                 opts=child,
             )
         policy = self._placement_policy(plan, child)
-        volume = volume_reference(plan, self)  # an attached volume: its filesystem lives in its own stack
-        self.shared = (
-            build_storage(plan, nets, self)
-            if volume is None
-            else attached_storage(plan, volume.mount_source, volume.name)
-        )
+        self.shared = build_storage(plan, nets, self) if volume is None else attached_storage(plan, volume, nets, self)
         if self.shared.source is not None:
             publish(plan, self.shared, self)
         # GCP deletes the VMs itself at the plan's expiry (termination time / run duration): no guest timer.

@@ -363,6 +363,14 @@ def decide(spec: ClusterSpec, res: Resolution) -> GcpPlan:
     # A retained filesystem stays peered to the host VPC, so the host VPC is retained with it.
     keep = bool(shared and shared.retain)
     networks = [n.model_copy(update={"retain": keep and n.key == "net-0"}) for n in networks]
+    # An attached volume's filesystem is reached only from inside the volume's VPC (its services' peering is not
+    # transitive: cloud.google.com/vpc/docs/vpc-peering), so the host network (nic0) is a subnet of that VPC.
+    volume = spec.storage.shared.volume if spec.storage.shared is not None else None
+    if volume is not None and spec.scheduler.kind != "kubernetes":
+        # Its MTU is the volume VPC's (clouds/gcp/volume.py creates it at MTU_JUMBO; nic0 takes its VPC's MTU).
+        networks = [
+            n.model_copy(update={"volume": volume, "mtu": MTU_JUMBO}) if n.key == "net-0" else n for n in networks
+        ]
     return GcpPlan(
         project=opts.project,
         zone=res.zone,

@@ -35,6 +35,12 @@ class Vpc(PlanPart):
     ssh: bool = Field(description="SSH from ssh_source_ranges lands on this VPC.")
     nat: bool
     retain: bool = Field(default=False, description="Kept on destroy (a retained filesystem is peered to it).")
+    volume: str | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="The attached volume whose VPC this network is: the cluster adds its subnets, firewall rules "
+        "and Cloud NAT to that VPC (named for the cluster) and creates no VPC (shown only when set).",
+    )
 
 
 class Nic(PlanPart):

@@ -12,17 +12,20 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 from pulumi_gcp import compute, filestore, lustre, parallelstore, servicenetworking
 
 from provision.clouds.gcp.layout import physical_name
 from provision.clouds.gcp.network import Networks
-from provision.clouds.gcp.plan import Filestore, GcpPlan, ManagedLustre
+from provision.clouds.gcp.plan import Filestore, GcpPlan, ManagedLustre, SharedStorage
 from provision.planning.images import image_text
 from provision.planning.outputs import shared_fs_summary
 from provision.planning.plan import ClusterPlan
+
+if TYPE_CHECKING:
+    from provision.clouds.volumeref import VolumeRef
 
 #: Lustre and NFS mount options; fstab lines add ``_netdev`` so boot waits for the network
 #: (Cluster Toolkit's mount.sh uses ``defaults`` on the command line).
@@ -104,6 +107,125 @@ def resource_options(plan: ClusterPlan[GcpPlan], parent: pulumi.Resource, **kw: 
     return pulumi.ResourceOptions(parent=parent, retain_on_delete=bool(st and st.retain), **kw)
 
 
+def private_services(
+    name: str, network: Any, prefix_length: int, labels: dict[str, str], project: str | None, what: str, opts: Any
+) -> tuple[compute.GlobalAddress, servicenetworking.Connection]:
+    """The private services access range of ``network`` and its Service Networking connection (``<name>-psa``)."""
+    address = compute.GlobalAddress(
+        f"{name}-psa-range",
+        name=physical_name(f"{name}-psa-range"),
+        purpose="VPC_PEERING",
+        address_type="INTERNAL",
+        prefix_length=prefix_length,
+        network=network,
+        labels=labels,
+        description=f"private services access range of {what}",
+        project=project,
+        opts=opts,
+    )
+    connection = servicenetworking.Connection(
+        f"{name}-psa",
+        network=network,
+        service="servicenetworking.googleapis.com",
+        reserved_peering_ranges=[address.name],
+        # A plain DELETE can fail with "Producer services are still using this connection" and leave the
+        # peering, which then blocks deleting the host VPC (terraform-provider-google #16275, #19908;
+        # pulumi-gcp #3354). REMOVE_PEERING removes the peering in that case (Connection.deletion_policy
+        # docstring, pulumi-gcp 10.2; GoogleCloudPlatform/magic-modules#18476).
+        deletion_policy="REMOVE_PEERING",
+        opts=opts,
+    )
+    return address, connection
+
+
+def storage_firewall(
+    name: str, st: SharedStorage, network_link: Any, source_range: Any, project: Any, parent: pulumi.Resource
+) -> compute.Firewall:
+    """The rule that lets the filesystem's servers (in the private-services range) open connections to the clients:
+    Lustre on its LNet ports, Parallelstore (DAOS) on any TCP port (no ports = all)."""
+    ports = list(st.firewall_ports) or None
+    return compute.Firewall(
+        f"{name}-net-0-storage",
+        name=physical_name(f"{name}-net-0-storage"),
+        network=network_link,
+        direction="INGRESS",
+        priority=1000,
+        allows=[compute.FirewallAllowArgs(protocol="tcp", ports=ports)],
+        source_ranges=[source_range],
+        description=f"{FS_NAMES[st.kind]} servers to clients",
+        project=project,
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+
+
+@dataclass
+class Filesystem:
+    """One filesystem resource and what the nodes mount (its address in the kind's form)."""
+
+    resource: pulumi.CustomResource
+    source: Any  # Output[str]: Lustre "IP@tcp:/fs", Filestore "IP:/share", Parallelstore a JSON list of IPs
+
+
+def filesystem(
+    name: str,
+    st: SharedStorage,
+    network: Any,
+    labels: dict[str, str],
+    project: str | None,
+    what: str,
+    opts: pulumi.ResourceOptions,
+) -> Filesystem:
+    """The filesystem of ``st`` in ``network`` (a VPC resource: Lustre takes its id, Filestore and Parallelstore its
+    name), logical names ``<name>-lustre``, ``<name>-filestore``, ``<name>-daos``."""
+    description = f"shared filesystem of {what}"
+    if isinstance(st, ManagedLustre):
+        ml = lustre.Instance(
+            f"{name}-lustre",
+            instance_id=st.instance_id,
+            location=st.location,
+            filesystem=st.filesystem,
+            capacity_gib=st.capacity_gib,
+            per_unit_storage_throughput=st.throughput,
+            gke_support_enabled=True if st.gke_support else None,
+            network=network.id,
+            labels=labels,
+            description=description,
+            project=project,
+            opts=opts,
+        )
+        return Filesystem(ml, ml.mount_point)  # "IP@tcp:/FILESYSTEM"
+    if isinstance(st, Filestore):
+        share = st.share
+        nfs = filestore.Instance(
+            f"{name}-filestore",
+            name=physical_name(f"{name}-filestore"),
+            tier=st.tier,
+            location=st.location,
+            file_shares=filestore.InstanceFileSharesArgs(name=st.share, capacity_gb=st.capacity_gib),
+            networks=[
+                filestore.InstanceNetworkArgs(network=network.name, modes=["MODE_IPV4"], connect_mode=st.connect_mode)
+            ],
+            labels=labels,
+            description=description,
+            project=project,
+            opts=opts,
+        )
+        return Filesystem(nfs, nfs.networks.apply(lambda n: f"{(n[0].ip_addresses or [''])[0]}:/{share}"))
+    daos = parallelstore.Instance(
+        f"{name}-daos",
+        instance_id=st.instance_id,
+        location=st.location,
+        capacity_gib=st.capacity_gib,
+        deployment_type=st.deployment_type,
+        network=network.name,
+        labels=labels,
+        description=description,
+        project=project,
+        opts=opts,
+    )
+    return Filesystem(daos, daos.access_points.apply(lambda aps: json.dumps(list(aps or []), separators=(",", ":"))))
+
+
 def build_storage(plan: ClusterPlan[GcpPlan], nets: Networks, parent: pulumi.Resource) -> SharedFs:
     st = plan.extra.storage
     if st is None or plan.storage is None:
@@ -112,124 +234,56 @@ def build_storage(plan: ClusterPlan[GcpPlan], nets: Networks, parent: pulumi.Res
     project, labels = plan.extra.project, dict(plan.tags)
     created: list[pulumi.Resource] = []
     depends: list[pulumi.Resource] = []
+    what = f"cluster {plan.name}"
     if st.psa:
-        address = compute.GlobalAddress(
-            f"{plan.name}-psa-range",
-            name=physical_name(f"{plan.name}-psa-range"),
-            purpose="VPC_PEERING",
-            address_type="INTERNAL",
-            prefix_length=plan.extra.psa_prefix_length,
-            network=nets.host.id,
-            labels=labels,
-            description=f"private services access range of cluster {plan.name}",
-            project=project,
-            opts=resource_options(plan, parent),
-        )
-        connection = servicenetworking.Connection(
-            f"{plan.name}-psa",
-            network=nets.host.id,
-            service="servicenetworking.googleapis.com",
-            reserved_peering_ranges=[address.name],
-            # A plain DELETE can fail with "Producer services are still using this connection" and leave the
-            # peering, which then blocks deleting the host VPC (terraform-provider-google #16275, #19908;
-            # pulumi-gcp #3354). REMOVE_PEERING removes the peering in that case (Connection.deletion_policy
-            # docstring, pulumi-gcp 10.2; GoogleCloudPlatform/magic-modules#18476).
-            deletion_policy="REMOVE_PEERING",
-            opts=resource_options(plan, parent),
+        address, connection = private_services(
+            plan.name, nets.host.id, plan.extra.psa_prefix_length, labels, project, what, resource_options(plan, parent)
         )
         created += [address, connection]
         depends = [connection]
         if st.firewall:
-            # The filesystem's servers (in the private-services range) open connections to the clients:
-            # Lustre on its LNet ports, Parallelstore (DAOS) on any TCP port (no ports = all).
-            ports = list(st.firewall_ports) or None
-            created.append(
-                compute.Firewall(
-                    f"{plan.name}-net-0-storage",
-                    name=physical_name(f"{plan.name}-net-0-storage"),
-                    network=nets.host.self_link,
-                    direction="INGRESS",
-                    priority=1000,
-                    allows=[compute.FirewallAllowArgs(protocol="tcp", ports=ports)],
-                    source_ranges=[pulumi.Output.concat(address.address, "/", str(plan.extra.psa_prefix_length))],
-                    description=f"{FS_NAMES[st.kind]} servers to clients",
-                    project=project,
-                    opts=pulumi.ResourceOptions(parent=parent),
-                )
-            )
+            psa_range = pulumi.Output.concat(address.address, "/", str(plan.extra.psa_prefix_length))
+            created.append(storage_firewall(plan.name, st, nets.host.self_link, psa_range, project, parent))
     timeouts = pulumi.CustomTimeouts(create="90m", delete="60m")
-    fs: pulumi.CustomResource
+    opts = resource_options(plan, parent, depends_on=depends, custom_timeouts=timeouts)
+    fs = filesystem(plan.name, st, nets.host, labels, project, what, opts)
+    source = fs.source
     if isinstance(st, ManagedLustre):
-        ml = lustre.Instance(
-            f"{plan.name}-lustre",
-            instance_id=st.instance_id,
-            location=st.location,
-            filesystem=st.filesystem,
-            capacity_gib=st.capacity_gib,
-            per_unit_storage_throughput=st.throughput,
-            gke_support_enabled=True if st.gke_support else None,
-            network=nets.host.id,
-            labels=labels,
-            description=f"shared filesystem of cluster {plan.name}",
-            project=project,
-            opts=resource_options(plan, parent, depends_on=depends, custom_timeouts=timeouts),
-        )
-        fs, source = ml, ml.mount_point  # "IP@tcp:/FILESYSTEM"
         summary = source.apply(lambda s: shared_fs_summary(plan, s, "lustre", MOUNT_OPTIONS))
         script = _fstab_mount(plan, "lustre", "lustre-client.sh")
     elif isinstance(st, Filestore):
-        share = st.share
-        nfs = filestore.Instance(
-            f"{plan.name}-filestore",
-            name=physical_name(f"{plan.name}-filestore"),
-            tier=st.tier,
-            location=st.location,
-            file_shares=filestore.InstanceFileSharesArgs(name=st.share, capacity_gb=st.capacity_gib),
-            networks=[
-                filestore.InstanceNetworkArgs(network=nets.host.name, modes=["MODE_IPV4"], connect_mode=st.connect_mode)
-            ],
-            labels=labels,
-            description=f"shared filesystem of cluster {plan.name}",
-            project=project,
-            opts=resource_options(plan, parent, custom_timeouts=timeouts),
-        )
-        fs, source = nfs, nfs.networks.apply(lambda n: f"{(n[0].ip_addresses or [''])[0]}:/{share}")
         summary = source.apply(lambda s: shared_fs_summary(plan, s, "nfs", MOUNT_OPTIONS))
         script = _fstab_mount(plan, "nfs", None)
     else:
-        daos = parallelstore.Instance(
-            f"{plan.name}-daos",
-            instance_id=st.instance_id,
-            location=st.location,
-            capacity_gib=st.capacity_gib,
-            deployment_type=st.deployment_type,
-            network=nets.host.name,
-            labels=labels,
-            description=f"shared filesystem of cluster {plan.name}",
-            project=project,
-            opts=resource_options(plan, parent, depends_on=depends, custom_timeouts=timeouts),
-        )
-        fs = daos
-        summary = daos.access_points.apply(lambda aps: _daos_summary(plan, list(aps or [])))
-        source = daos.access_points.apply(lambda aps: json.dumps(list(aps or []), separators=(",", ":")))
+        summary = source.apply(lambda s: _daos_summary(plan, list(json.loads(s))))
         script = _daos_mount(plan)
-    return SharedFs(summary, script, [*created, fs], list(created), source)
+    return SharedFs(summary, script, [*created, fs.resource], list(created), source)
 
 
-def attached_storage(plan: ClusterPlan[GcpPlan], source: pulumi.Output[str], volume: str) -> SharedFs:
+def attached_storage(plan: ClusterPlan[GcpPlan], ref: VolumeRef, nets: Networks, parent: pulumi.Resource) -> SharedFs:
     """An attached volume's filesystem (its own stack holds it): the same mount script and published source as a
-    cluster-owned filesystem of that kind, no resource of the filesystem's."""
+    cluster-owned filesystem of that kind, no resource of the filesystem's.
+
+    Managed Lustre and Parallelstore servers open connections to their clients, so the cluster opens its nodes to
+    the volume's private-services range (its ``network.service_range``) in the volume's VPC, by a rule named for
+    the cluster.
+    """
+    source, volume = ref.mount_source, ref.name
     st = plan.extra.storage
-    assert st is not None and plan.storage is not None  # noqa: S101  # the caller checked
+    assert st is not None and plan.storage is not None and nets.host is not None  # noqa: S101  # the caller checked
+    network: list[pulumi.Resource] = []
+    if st.firewall:
+        service_range = ref.network_field("service_range")
+        network.append(storage_firewall(plan.name, st, nets.host.self_link, service_range, nets.host.project, parent))
     if isinstance(st, ManagedLustre):
         fs_type, script = "lustre", _fstab_mount(plan, "lustre", "lustre-client.sh")
     elif isinstance(st, Filestore):
         fs_type, script = "nfs", _fstab_mount(plan, "nfs", None)
     else:
         summary = source.apply(lambda s: {**_daos_summary(plan, list(json.loads(s))), "volume": volume})
-        return SharedFs(summary, _daos_mount(plan), [], [], source)
+        return SharedFs(summary, _daos_mount(plan), network, network, source)
     summary = source.apply(lambda s: {**shared_fs_summary(plan, s, fs_type, MOUNT_OPTIONS), "volume": volume})
-    return SharedFs(summary, script, [], [], source)
+    return SharedFs(summary, script, network, network, source)
 
 
 def _snippet(name: str) -> str:

@@ -9,6 +9,9 @@
 * **Not in a discovery document** (the Managed Lustre API ships none in google-api-python-client
   2.202.0): Managed Lustre tiers from the pulumi-gcp 10.2 docstrings and Google's "Performance
   tiers" table; Filestore capacities per tier from Google's service-tier pages; label rules.
+* **Networks** (:mod:`provision.clouds.gcp.strict_network`): a subnet, firewall rule, router or private-services
+  range names a network that exists (this program's or a referenced stack's), subnet ranges are unique in their
+  network, and a VPC_PEERING range is internal, sized and RFC 1918.
 * **Mocks never model**: autonamed physical names (logical name + ``-`` + 7 hex) against the
   RFC 1035 1-63 rule, and the private-services connection whose default deletion policy makes
   teardown fail while producers still use it.
@@ -24,6 +27,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from provision.clouds.gcp.strict_network import network_rules
 from provision.clouds.gcp.strict_provider import provider_rules
 from provision.clouds.strict import Resource, Violation, check_enum, check_range, values_at
 
@@ -434,7 +438,7 @@ def check(res: Resource, ctx: MockContext) -> list[Violation]:
     api = APIS.get(res.type)
     out = model_rules(res, api) if api else []
     out += label_rules(res) + storage_rules(res) + teardown_rules(res) + account_rules(res)
-    return out + provider_rules(res)
+    return out + provider_rules(res) + network_rules(res, ctx)
 
 
 def model_paths(res: Resource) -> dict[str, str]:
