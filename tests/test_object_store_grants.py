@@ -79,6 +79,7 @@ def test_azure_link_grants_two_roles_on_the_account_before_the_file_system() -> 
         assert grant.inputs["principalType"] == "ServicePrincipal"
         assert grant.urn in fs.dependencies  # created before the file system, which fails without them
     assert [leaf for leaf in result.accounting if leaf.status == "unchecked"] == []
+    assert result.outputs["object_store"]["grant"]["scope"] == f"storage account {ACCOUNT}"
 
 
 def test_strict_azure_refuses_an_hsm_file_system_without_its_grants_and_a_wide_scope() -> None:

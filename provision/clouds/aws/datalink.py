@@ -9,8 +9,10 @@ https://docs.aws.amazon.com/fsx/latest/LustreGuide/autoexport-data-repo-dra.html
 Access: FSx reaches the bucket through the service-linked role it creates for this one file system when the
 association is created, ``AWSServiceRoleForFSxS3Access_<file system id>`` (path
 ``aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/``), whose policy FSx scopes to the linked bucket; no
-node role and no other principal is given the bucket
-(https://docs.aws.amazon.com/fsx/latest/LustreGuide/setting-up.html#fsx-adding-permissions-s3). So the grant in the
+node role and no other principal is given the bucket ("this service-linked role is created for each Amazon FSx for
+Lustre file system you create that is linked to an S3 bucket":
+https://docs.aws.amazon.com/fsx/latest/LustreGuide/using-service-linked-roles.html; the deployer's permissions:
+https://docs.aws.amazon.com/fsx/latest/LustreGuide/setting-up.html#fsx-adding-permissions-s3). So the grant in the
 graph is the association itself, and :func:`link_output` records its principal and scope as the ``object_store``
 stack output. No bucket policy is written: a bucket in the cluster's account needs none (the role's own policy
 grants the access), and ``PutBucketPolicy`` replaces the bucket owner's whole policy, which a cluster must not

@@ -145,6 +145,24 @@ def blob_grants(fs: Amlfs, opts: pulumi.ResourceOptions) -> list[authorization.R
     return out
 
 
+def link_output(plan: ClusterPlan[AzurePlan]) -> dict[str, Any] | None:
+    """The ``object_store`` stack output (the HSM link and its grant), or ``None`` without a link."""
+    fs, shared = plan.extra.filesystem, plan.spec.storage.shared
+    if not isinstance(fs, Amlfs) or fs.hsm is None or shared is None or shared.object_store is None:
+        return None
+    return {
+        "kind": "amlfs",
+        "uri": shared.object_store.uri,
+        "import_path": fs.hsm.import_prefix,
+        "export_path": None,
+        "grant": {
+            "principal": fs.hsm.principal_id,
+            "roles": ["Storage Account Contributor", "Storage Blob Data Contributor"],
+            "scope": f"storage account {fs.hsm.account_id}",
+        },
+    }
+
+
 def _netapp(
     plan: ClusterPlan[AzurePlan],
     fs: NetApp,
