@@ -323,3 +323,19 @@ def test_plan_shows_each_clouds_link_grant_and_what_bills(tmp_path: Path) -> Non
     assert "gs://my-train-data/llm: $0.00/h for the link itself" in out
     assert "Cloud Storage bills the operations" in out
     assert "object store grant" in out and "bucket my-train-data only, to the filesystem's service agent" in out
+
+
+def test_real_clients_read_lustres_discovery_document_from_the_service(monkeypatch: pytest.MonkeyPatch) -> None:
+    from googleapiclient import discovery
+
+    from provision.clouds.gcp.datalink import api_client
+
+    built: list[tuple[str, str, dict[str, Any]]] = []
+    monkeypatch.setattr(discovery, "build", lambda name, version, **kw: built.append((name, version, kw)))
+    api_client("managed-lustre")
+    api_client("parallelstore")
+    # google-api-python-client bundles Parallelstore's document, not Managed Lustre's.
+    assert [(n, v, kw["static_discovery"]) for n, v, kw in built] == [
+        ("lustre", "v1", False),
+        ("parallelstore", "v1", True),
+    ]

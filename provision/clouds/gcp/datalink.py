@@ -160,11 +160,15 @@ def export_body(kind: str, path: str, uri: str) -> dict[str, Any]:
 
 
 def api_client(kind: str) -> Any:
-    """The service's discovery client (google-api-python-client, Application Default Credentials)."""
+    """The service's discovery client (google-api-python-client, Application Default Credentials).
+
+    google-api-python-client 2.202 bundles Parallelstore's discovery document but not Managed Lustre's, whose
+    client reads it from the service (``static_discovery=False``).
+    """
     from googleapiclient import discovery
 
     name, version = SERVICES[kind]["api"]
-    return discovery.build(name, version, cache_discovery=False)
+    return discovery.build(name, version, cache_discovery=False, static_discovery=kind == "parallelstore")
 
 
 def transfer(
@@ -219,6 +223,8 @@ def _counters(meta: dict[str, Any]) -> str:
     for key in ("objectsCopied", "bytesCopied", "objectsFound"):
         if key in counters:
             parts.append(f"{key} {counters[key]}")
+    if meta.get("statusMessage"):  # Parallelstore's OperationMetadata (parallelstore v1 discovery document)
+        parts.append(str(meta["statusMessage"]))
     return ", ".join(parts)
 
 
