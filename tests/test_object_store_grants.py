@@ -293,7 +293,9 @@ def test_transfer_reports_a_refused_call_and_a_failed_operation() -> None:
             raise type("HttpError", (Exception,), {"resp": Refused.resp, "reason": Refused.reason})()
 
     with pytest.raises(TransferError) as refused:
-        transfer(Client(), "managed-lustre", "projects/p/locations/z/instances/i", "importData", {})
+        transfer(
+            Client(), "managed-lustre", "projects/p/locations/z/instances/i", "importData", {}, sleep=lambda _: None
+        )
     assert refused.value.code == "403" and "lustre.instances.importData" in refused.value.message
     lines: list[str] = []
     with pytest.raises(TransferError) as failed:
@@ -339,3 +341,29 @@ def test_real_clients_read_lustres_discovery_document_from_the_service(monkeypat
         ("lustre", "v1", False),
         ("parallelstore", "v1", True),
     ]
+
+
+def test_a_refused_start_waits_for_the_new_grant_then_gives_up() -> None:
+    from provision.clouds.gcp.datalink import GRANT_PROPAGATION_S, POLL_SECONDS, MockTransfers, TransferError, transfer
+
+    class Denied(Exception):
+        resp = type("Resp", (), {"status": 403})()
+
+    class Client(MockTransfers):
+        refusals = 2
+
+        def importData(self, name: str, body: dict[str, Any]) -> Any:  # noqa: N802
+            if self.refusals:
+                self.refusals -= 1
+                raise Denied("the agent cannot read the bucket yet")
+            return super().importData(name, body)
+
+    slept: list[float] = []
+    transfer(Client(), "managed-lustre", "projects/p/locations/z/instances/i", "importData", {}, sleep=slept.append)
+    assert slept == [POLL_SECONDS] * 4  # two refusals, then two polls until the operation is done
+    never = Client()
+    never.refusals = 10**6
+    slept.clear()
+    with pytest.raises(TransferError) as e:
+        transfer(never, "managed-lustre", "projects/p/locations/z/instances/i", "importData", {}, sleep=slept.append)
+    assert e.value.code == "403" and sum(slept) == GRANT_PROPAGATION_S

@@ -48,6 +48,14 @@ def transfer_client(cluster: Cluster, kind: str) -> Any:
     return datalink.MockTransfers(fail=fail)
 
 
+#: How to try again, per method.
+_RETRY = {
+    "importData": "then run `provision up {name}` again (a repeated import copies only what is new or changed)",
+    "exportData": "the copy stays in the exported folder on the filesystem until `down`; export it again with "
+    "`provision run --save-checkpoint` or the service's export-data command",
+}
+
+
 def _run(cluster: Cluster, link: dict[str, Any], method: str, body: dict[str, Any], what: str) -> None:
     from provision.clouds.gcp import datalink
 
@@ -66,8 +74,8 @@ def _run(cluster: Cluster, link: dict[str, Any], method: str, body: dict[str, An
     except datalink.TransferError as e:
         raise CloudError(
             f"{what} failed: {e.code}: {e.message}. The stack is up and the bucket grant is in place; check that "
-            f"{link['uri']} exists and is in the grant's bucket, then run `provision up {cluster.spec.name}` again "
-            "(a repeated import copies only what is new or changed)",
+            f"{link['uri']} exists and the grant reached it (IAM changes can take minutes), "
+            + _RETRY[method].format(name=cluster.spec.name),
             code=e.code,
         ) from e
 

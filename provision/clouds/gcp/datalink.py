@@ -64,6 +64,11 @@ SERVICES = {
 #: How often a transfer's operation is polled, and how long it may run (an import of a large bucket takes hours).
 POLL_SECONDS = 10.0
 TRANSFER_TIMEOUT_S = 24 * 3600.0
+#: A bucket grant made by this `up` may not be in force yet: IAM access changes "typically" take 2 minutes and
+#: "can take 7 minutes or longer" (https://cloud.google.com/iam/docs/access-change-propagation), so a refused start
+#: (HTTP 403) is retried this long before it is reported.
+GRANT_PROPAGATION_S = 420.0
+_DENIED = ("403", "PERMISSION_DENIED")
 
 
 def bucket_of(uri: str) -> str:
@@ -190,10 +195,17 @@ def transfer(
         TransferError: the call was refused, the operation ended in an error, or it outlived ``timeout_s``.
     """
     instances = client.projects().locations().instances()
-    try:
-        op = getattr(instances, method)(name=instance, body=body).execute()
-    except Exception as e:  # noqa: BLE001 - googleapiclient.errors.HttpError and transport errors alike
-        raise TransferError(_code(e), _message(e)) from e
+    denied_for = 0.0
+    while True:
+        try:
+            op = getattr(instances, method)(name=instance, body=body).execute()
+            break
+        except Exception as e:  # noqa: BLE001 - googleapiclient.errors.HttpError and transport errors alike
+            if _code(e) not in _DENIED or denied_for >= GRANT_PROPAGATION_S:
+                raise TransferError(_code(e), _message(e)) from e
+            progress(f"refused ({_code(e)}): waiting for the bucket grant to take effect")
+            sleep(POLL_SECONDS)
+            denied_for += POLL_SECONDS
     operations = client.projects().locations().operations()
     waited = 0.0
     while not op.get("done"):
