@@ -367,3 +367,38 @@ def test_a_refused_start_waits_for_the_new_grant_then_gives_up() -> None:
     with pytest.raises(TransferError) as e:
         transfer(never, "managed-lustre", "projects/p/locations/z/instances/i", "importData", {}, sleep=slept.append)
     assert e.value.code == "403" and sum(slept) == GRANT_PROPAGATION_S
+
+
+def test_gcp_preflight_checks_the_bucket_before_anything_exists() -> None:
+    from provision.clouds.base import get_adapter
+    from provision.clouds.gcp.preflight import BUCKET_GRANT_PERMISSIONS, gcp_preflight, quota_metric
+
+    plan = get_adapter("gcp").plan(linked("gcp-a3-64", {"uri": "gs://my-train-data/llm"}))
+
+    class Project:
+        held: set[str] | None = set(BUCKET_GRANT_PERMISSIONS)
+        asked: list[tuple[str, list[str]]] = []
+
+        def enabled_services(self) -> set[str]:
+            return {"compute.googleapis.com", "iam.googleapis.com", "lustre.googleapis.com",
+                    "servicenetworking.googleapis.com"}  # fmt: skip
+
+        def machine_type(self, zone: str, name: str) -> dict[str, Any] | None:
+            return {"name": name}
+
+        def region_quotas(self, region: str) -> dict[str, tuple[float, float]]:
+            return {str(quota_metric(plan)): (0.0, 10_000.0)}
+
+        def bucket_permissions(self, bucket: str, permissions: list[str]) -> set[str] | None:
+            self.asked.append((bucket, permissions))
+            return self.held
+
+    project = Project()
+    assert gcp_preflight(plan, project) == []
+    assert project.asked == [("my-train-data", BUCKET_GRANT_PERMISSIONS)]
+    project.held = {"storage.buckets.getIamPolicy"}
+    [cannot] = gcp_preflight(plan, project)
+    assert cannot.path == "storage.shared.object_store.uri" and "storage.buckets.setIamPolicy" in cannot.rule
+    project.held = None
+    [missing] = gcp_preflight(plan, project)
+    assert "does not exist" in missing.rule and "gcloud storage buckets create gs://my-train-data" in missing.fix
