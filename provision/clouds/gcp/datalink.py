@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from provision.planning.plan import ClusterPlan
 
 #: Per filesystem kind: the API (service name and version), its agent's domain and the bucket roles it needs.
-SERVICES = {
+SERVICES: dict[str, dict[str, Any]] = {
     "managed-lustre": {
         "service": "lustre.googleapis.com",
         "api": ("lustre", "v1"),
@@ -84,7 +84,7 @@ def gcs_uri(uri: str) -> str:
 def grant_role(kind: str, export: bool) -> str:
     """The one bucket role the service agent needs for an import-only or an import-and-export link."""
     svc = SERVICES[kind]
-    return svc["export_role"] if export else svc["import_role"]
+    return str(svc["export_role"] if export else svc["import_role"])
 
 
 def build_gcs_grant(plan: ClusterPlan[GcpPlan], parent: pulumi.Resource) -> dict[str, Any] | None:
