@@ -1,5 +1,5 @@
-"""storage.shared.object_store on Azure (Managed Lustre HSM settings with Blob containers) and GCP (refused: no
-resource holds its import/export)."""
+"""storage.shared.object_store on Azure (Managed Lustre HSM settings with Blob containers) and GCP's Filestore
+(refused: it has no link)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ LINK = {
     "import_path": "/llm",
     "account_id": ACCOUNT,
     "logging_container": "data-logs",
+    "hpc_cache_principal_id": "11111111-2222-3333-4444-555555555555",
 }
 
 
@@ -47,7 +48,8 @@ def test_azure_link_problems_all_at_once() -> None:
         amlfs_spec({"uri": "https://acct1.blob.core.windows.net/data/llm", "import_path": "/", "export_path": "/out"})
     fields = {p.path for p in e.value.problems}
     prefix = "storage.shared.object_store."
-    assert fields == {prefix + k for k in ("account_id", "logging_container", "import_path", "export_path")}
+    want = ("account_id", "logging_container", "import_path", "export_path", "hpc_cache_principal_id")
+    assert fields == {prefix + k for k in want}
     assert "set import_path: /llm" in str(e.value)
 
 
@@ -75,13 +77,18 @@ def test_strict_cloud_checks_the_hsm_settings() -> None:
         "azure-native:storagecache:AmlFilesystem",
         {"hsm": {"settings": {"container": container, "loggingContainer": container + "-logs", "importPrefix": "/"}}},
     )
-    assert not [v for v in ok if v.field.startswith("hsm.")]
+    # Outside a graph no role assignment precedes it: only that graph rule (test_object_store_grants.py) remains.
+    assert [v.source.split(" ")[0] for v in ok if v.field.startswith("hsm.")] == [
+        "https://learn.microsoft.com/azure/azure-managed-lustre/amlfs-prerequisites#access-roles-for-blob-integration"
+    ]
 
 
-def test_gcp_link_is_refused_with_the_reason() -> None:
+def test_gcp_filestore_link_is_refused_with_the_reason() -> None:
     data = stack_spec("gcp-a3-ci").model_dump(mode="json", exclude_none=True)
+    data["storage"]["shared"].update(kind="filestore")
     data["storage"]["shared"]["object_store"] = {"uri": "gs://my-train-data"}
     with pytest.raises(SpecError) as e:
         load_spec(data)
     assert [p.path for p in e.value.problems] == ["storage.shared.kind"]
-    assert "importData" in str(e.value) and "Filestore has no link" in str(e.value)
+    assert "Filestore has no import or export" in str(e.value)
+    assert "set storage.shared.kind: managed-lustre or parallelstore" in str(e.value)

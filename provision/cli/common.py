@@ -155,9 +155,37 @@ def _link_rows(storage: dict[str, Any] | None) -> list[tuple[str, str]]:
         # alibabacloud.com/help/en/cpfs/cpfsonecs/product-overview/billable-items: "dataflowthroughput", billed on the
         # configured bandwidth beyond 50 MB/s per 1,200 GiB of capacity.
         text = "dataflow bandwidth beyond 50 MB/s per 1,200 GiB is billed by the hour (unpriced: not in the catalog)"
+    elif uri.startswith("gs://"):
+        # cloud.google.com/managed-lustre/pricing and cloud.google.com/parallelstore/pricing bill capacity: no item
+        # for import or export; the bucket's operations and egress are Cloud Storage's (cloud.google.com/storage/
+        # pricing). The grant (a bucket IAM binding) is free.
+        text = (
+            "$0.00/h for the link itself (import/export have no price item; the bucket grant is free); Cloud "
+            "Storage bills the operations and any cross-region transfer"
+        )
+    elif uri.startswith("https://"):
+        # azure.microsoft.com/pricing/details/managed-lustre bills capacity per hour: no item for the HSM link or its
+        # role assignments; the account's transactions are Blob Storage's.
+        text = "$0.00/h for the link itself (no Managed Lustre price item for HSM); Blob Storage bills the transactions"
     else:
         text = "unpriced (not in the catalog)"
-    return [("object store link", f"{uri}: {text}")]
+    bucket = uri.split("://", 1)[-1].split("/", 1)[0]
+    return [("object store link", f"{uri}: {text}"), ("object store grant", _LINK_GRANTS[uri.split("://")[0]](bucket))]
+
+
+#: Who the link's access is granted to and where, per bucket scheme (the clouds' datalink modules build them).
+_LINK_GRANTS = {
+    "s3": lambda b: f"bucket {b} only, to this file system's own FSx role (AWSServiceRoleForFSxS3Access_<fs id>)",
+    "gs": lambda b: (
+        f"bucket {b} only, to the filesystem's service agent (Managed Lustre: objectViewer, objectUser "
+        "with export_path; Parallelstore: storage.admin)"
+    ),
+    "https": lambda b: (
+        f"storage account {b.split('.')[0]} only: Storage Account Contributor and Storage Blob Data "
+        "Contributor for the HPC Cache Resource Provider"
+    ),
+    "oss": lambda b: f"bucket {b} only, to CPFS's data-flow role (the bucket must be tagged cpfs-dataflow=true)",
+}
 
 
 def _hourly_row(hourly: float | None, storage: dict[str, Any] | None) -> str:

@@ -16,6 +16,7 @@ from provision.ops.checkpoints import (
     shared_root,
 )
 from provision.ops.exec import run_on_nodes
+from provision.spec.errors import CloudError
 
 if TYPE_CHECKING:
     from provision.ops.access import Cluster
@@ -40,6 +41,13 @@ def save_checkpoint(cluster: Cluster) -> dict[str, Any]:
         return {"saved": None, "uri": None, "error": why}
     saved = result.stdout.strip().splitlines()[-1]
     name = posixpath.basename(saved)
+    if uri:  # GCP exports with an API call (the other clouds' links export on their own)
+        from provision.ops.datalink import export_saved
+
+        try:
+            export_saved(cluster, saved, f"{uri}/{name}")
+        except CloudError as e:
+            return {"saved": saved, "uri": None, "error": e.message}
     return {"saved": saved, "uri": f"{uri}/{name}" if uri else None, "error": None}
 
 

@@ -296,9 +296,13 @@ class Cluster(NodeAccess, MockOperations):
         """``up`` of the current try (``self._try``), no questions asked, under the stack's lock."""
         try:
             with self._lock("up"):
-                return self._up_once_locked()
+                result = self._up_once_locked()
         finally:
             self._fresh_nodes = False
+        from provision.ops.datalink import after_up
+
+        after_up(self, result)  # GCP's object-store import is an API call once the stack exists
+        return result
 
     def _up_once_locked(self) -> OperationResult:
         plan = self.plan()

@@ -28,22 +28,23 @@ _ACCOUNT_ID = (
     r"storageAccounts/[a-z0-9]{3,24}$"
 )
 #: The filesystem kinds whose link provision builds, per cloud (AWS: FSx data repository association,
-#: clouds/aws/datalink.py; Alibaba: CPFS data flow, clouds/alibaba/datalink.py). GCP and Azure: not yet.
-#: Azure: Managed Lustre's HSM settings with Blob containers (clouds/azure/storage.py). GCP: Managed Lustre and
-#: Parallelstore move data with import/export operations (Managed Lustre API instances.importData/exportData,
-#: Parallelstore API instances.importData/exportData), which are calls, not resources: pulumi-gcp 9 has no
-#: resource for them (gcp.lustre and gcp.parallelstore hold only Instance), and Filestore has no object-store link.
+#: clouds/aws/datalink.py; Alibaba: CPFS data flow, clouds/alibaba/datalink.py; Azure: Managed Lustre's HSM settings
+#: with Blob containers, clouds/azure/storage.py; GCP: Managed Lustre and Parallelstore, whose stack holds the
+#: bucket grant of the service agent while the import and export are API calls run after ``up``,
+#: clouds/gcp/datalink.py). GCP's ``auto`` may pick Filestore, which has no object-store link.
 LINKABLE: dict[str, tuple[str, ...]] = {
     "aws": ("auto", "fsx-lustre"),
     "alibaba": ("cpfs",),
-    "gcp": (),
+    "gcp": ("managed-lustre", "parallelstore"),
     "azure": ("auto", "amlfs"),
 }
-#: Why a cloud links no filesystem (shown as the problem's rule).
+#: Why a cloud links no filesystem of a kind (shown as the problem's rule).
 NOT_LINKABLE = {
-    "gcp": "GCP's Managed Lustre and Parallelstore import and export through API calls (instances.importData/"
-    "exportData), not resources a stack can hold, and Filestore has no link",
+    "gcp": "Filestore has no import or export with Cloud Storage (only Managed Lustre and Parallelstore have one: "
+    "https://cloud.google.com/managed-lustre/docs/transfer-data, https://cloud.google.com/parallelstore/docs/"
+    "transfer-data), and kind auto may pick it",
 }
+_GUID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 
 
 class ObjectStore(BaseModel):
@@ -67,6 +68,13 @@ class ObjectStore(BaseModel):
         default=None,
         pattern=r"^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$",
         description="Azure: an existing second container of the same account for the HSM's event and error logs.",
+    )
+    hpc_cache_principal_id: str | None = Field(
+        default=None,
+        pattern=_GUID,
+        description="Azure: the object id of the 'HPC Cache Resource Provider' service principal in your tenant "
+        "(az ad sp list --display-name 'HPC Cache Resource Provider' --query '[0].id' -o tsv), given the storage "
+        "account's two roles Managed Lustre needs.",
     )
 
     @model_validator(mode="after")
@@ -113,13 +121,25 @@ def object_store_problems(data: dict[str, Any]) -> list[Problem]:
                 f"cannot be linked to an object store by provision on {cloud} "
                 f"(linked kinds: {', '.join(k for k in linkable if k != 'auto') or 'none'})"
                 + (f": {reason}" if reason else ""),
-                f"set storage.shared.kind: {linkable[-1]}"
+                f"set storage.shared.kind: {' or '.join(k for k in linkable if k != 'auto')}"
                 if linkable
-                else "drop storage.shared.object_store and import with the filesystem's importData API call",
+                else "drop storage.shared.object_store",
             )
         )
     if link and cloud == "azure" and linkable is not None and kind in linkable:
         out += _azure_problems(link)
+    imp = link.get("import_path", "/")
+    if link and cloud == "gcp" and isinstance(imp, str) and posixpath.normpath(imp) != "/":
+        out.append(
+            Problem(
+                "storage.shared.object_store.import_path",
+                imp,
+                "must be / on gcp: the import runs right after `up`, and Managed Lustre imports into an existing "
+                'folder only (gcloud lustre instances import-data --lustre-path: "any path other than the default '
+                'must already exist on the file system"), which no node has made yet',
+                "set import_path: / (the bucket's objects appear under the mount point)",
+            )
+        )
     if link and cloud == "alibaba" and link.get("export_path") is not None:
         out.append(
             Problem(
@@ -169,6 +189,19 @@ def _azure_problems(link: dict[str, Any]) -> list[Problem]:
     elif isinstance(account_id, str) and account and not account_id.endswith(f"/storageAccounts/{account}"):
         out.append(
             Problem(f"{field}.account_id", account_id, f"is not the account of the uri ({account})", "use one account")
+        )
+    if not link.get("hpc_cache_principal_id"):
+        out.append(
+            Problem(
+                f"{field}.hpc_cache_principal_id",
+                None,
+                "is required on azure: Managed Lustre reads the account as the 'HPC Cache Resource Provider' service "
+                "principal, which the cluster grants Storage Account Contributor and Storage Blob Data Contributor on "
+                "the account (https://learn.microsoft.com/azure/azure-managed-lustre/amlfs-prerequisites#access-roles-"
+                "for-blob-integration); its object id differs per tenant",
+                "set it to the output of: az ad sp list --display-name 'HPC Cache Resource Provider' --query "
+                "'[0].id' -o tsv",
+            )
         )
     logs = link.get("logging_container")
     if not logs:

@@ -15,7 +15,7 @@ import pulumi
 from pulumi_alicloud import ecs
 
 from provision.clouds.alibaba.adapter import image_lookup
-from provision.clouds.alibaba.datalink import build_oss_link
+from provision.clouds.alibaba.datalink import build_oss_link, link_output
 from provision.clouds.alibaba.network import Network, build_network
 from provision.clouds.alibaba.plan import AlibabaPlan, auto_release_time
 from provision.clouds.alibaba.storage import Storage, build_storage
@@ -49,7 +49,7 @@ class AlibabaCluster(pulumi.ComponentResource):
         net = build_network(plan, self)
         # An attached volume: its file system lives in its own stack; the cluster makes its own way in to it.
         storage = build_storage(plan, net, self, volume_reference(plan, self))
-        build_oss_link(plan, storage.fs, self)
+        self.data_flow = build_oss_link(plan, storage.fs, self)
         self.shared_fs = storage.shared_fs
 
         # ECS key pairs take RSA/ECDSA keys only; without one the nodes get none (login via the user data).
@@ -228,6 +228,8 @@ def build(plan: ClusterPlan[AlibabaPlan]) -> dict[str, Any]:
     cluster = AlibabaCluster(plan)
     outputs = stack_outputs(plan, cluster.ips, cluster.head_public_ip, cluster.shared_fs, node_ids=cluster.node_ids)
     outputs["image_pin"] = cluster.image_id
+    if cluster.data_flow is not None:
+        outputs["object_store"] = link_output(plan, cluster.data_flow)
     if cluster.slurm is not None:
         outputs["slurm"] = cluster.slurm
     return outputs

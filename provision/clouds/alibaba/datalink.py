@@ -4,8 +4,15 @@
 ``import_path`` and an ``alicloud.nas.DataFlow`` from it to the bucket (Alibaba: ALIYUN::NAS::DataFlow,
 https://www.alibabacloud.com/help/en/ros/developer-reference/aliyun-nas-dataflow; the provider's example,
 https://help.aliyun.com/document_detail/2588524.html). Files are imported and exported by data flow tasks on
-that link. CPFS reads the bucket through its own service role; the bucket must carry the tag
-``cpfs-dataflow: true`` (same example), which is how the bucket's owner grants it to CPFS data flows only.
+that link.
+
+Access: CPFS reads and writes the bucket through its data-flow service role, whose system policy allows the OSS
+object actions only on buckets tagged ``cpfs-dataflow: true`` (policy condition ``oss:tag/cpfs-dataflow``:
+https://help.aliyun.com/zh/ram/developer-reference/aliyunnascrossaccountdataflowdefaultrolepolicy; the provider's
+example tags its bucket so). That tag on the one bucket is the narrowest grant Alibaba offers: the role is
+Alibaba's (created and scoped by NAS, no policy of ours), and the bucket's tags are its owner's (OSS PutBucketTags
+replaces them all), so provision writes neither and records the grant as the ``object_store`` stack output
+(:func:`link_output`). The strict cloud checks the data flow's bucket name (strict_datalink.py).
 """
 
 from __future__ import annotations
@@ -52,4 +59,29 @@ def build_oss_link(plan: ClusterPlan[AlibabaPlan], fs: Any, parent: pulumi.Resou
         throughput=THROUGHPUT_MBPS,
         description=f"provision-{plan.name}-oss",
         opts=pulumi.ResourceOptions(parent=parent, custom_timeouts=pulumi.CustomTimeouts(create="30m")),
+    )
+
+
+#: The tag the data-flow role's policy requires on the bucket (module docs).
+GRANT_TAG = "cpfs-dataflow=true"
+
+
+def link_output(plan: ClusterPlan[AlibabaPlan], flow: nas.DataFlow) -> Any:
+    """The ``object_store`` stack output: the data flow and its grant (the bucket tag the role's policy needs)."""
+    shared = plan.spec.storage.shared
+    assert shared is not None and shared.object_store is not None  # noqa: S101
+    link = shared.object_store
+    bucket = link.uri[len("oss://") :].split("/", 1)[0]
+    return flow.id.apply(
+        lambda fid: {
+            "kind": "cpfs",
+            "data_flow": fid,
+            "uri": link.uri,
+            "import_path": link.import_path,
+            "export_path": None,
+            "grant": {
+                "principal": "the CPFS data-flow service role",
+                "scope": f"bucket {bucket}, which must carry the tag {GRANT_TAG}",
+            },
+        }
     )

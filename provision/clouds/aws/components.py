@@ -49,7 +49,7 @@ class AwsCluster(pulumi.ComponentResource):
         lt = nodes.launch_template(plan, net, sgs, identity, ami, pg, self)
         volume = volume_reference(plan, self)  # an attached volume: its FSx lives in its own stack
         fs = storage.build_fsx(plan, net, sgs, self) if volume is None else None
-        datalink.build_s3_link(plan, fs, self)
+        dra = datalink.build_s3_link(plan, fs, self)
         reach: list[pulumi.Resource] = []
         if fs is not None:
             nodes.shared_source_parameter(plan, fs_source(fs), self)
@@ -84,6 +84,8 @@ class AwsCluster(pulumi.ComponentResource):
                 key_name=identity.key_name, image_id=lt.image_id, node_ips=ranked.apply(lambda r: r[1]),
                 parent=self, depends_on=[identity.ready, *sgs.node_rules, *net.egress],
             )  # fmt: skip
+        if dra is not None and fs is not None:
+            outputs["object_store"] = datalink.link_output(plan, fs, dra)
         self.outputs = {
             **outputs,
             # The AMI the launch template really holds (a lookup is resolved once; pin it with image.id).

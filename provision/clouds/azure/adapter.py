@@ -543,4 +543,6 @@ def amlfs_hsm(spec: ClusterSpec) -> AmlfsHsm | None:
         container=base + container,
         logging_container=base + link.logging_container,
         import_prefix="/" + prefix.strip("/") if prefix.strip("/") else "/",
+        account_id=link.account_id,
+        principal_id=link.hpc_cache_principal_id,
     )

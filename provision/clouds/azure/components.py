@@ -27,7 +27,7 @@ from provision.clouds.azure.fslookup import READER_ROLE, needs_identity
 from provision.clouds.azure.network import Network, build_bastion, build_network
 from provision.clouds.azure.plan import AzurePlan, Island
 from provision.clouds.azure.rules import vmss_hostnames
-from provision.clouds.azure.storage import SharedFs, attached_filesystem, build_filesystem
+from provision.clouds.azure.storage import SharedFs, attached_filesystem, build_filesystem, link_output
 from provision.clouds.azure.trustedlaunch import security_settings
 from provision.clouds.azure.userdata import custom_data
 from provision.clouds.azure.volumelink import build_volume_peering
@@ -138,6 +138,9 @@ class AzureCluster(pulumi.ComponentResource):
         names = [h for isl in extra.islands for h in vmss_hostnames(isl.computer_name_prefix, isl.nodes)]
         hosts = pulumi.Output.all(*[vmss.id for vmss in self.scale_sets]).apply(lambda _: names)
         self.outputs = stack_outputs(plan, hosts, None, self.shared_fs.summary if self.shared_fs else None)
+        link = link_output(plan) if volume is None else None
+        if link is not None:
+            self.outputs["object_store"] = link
         # What the host key reader needs (provision.clouds.azure.hostkeys.read_scale_sets): the group's id (it names
         # the subscription) and the scale sets, whose VMs it lists (their instance ids are only known once they exist).
         self.outputs["scale_sets"] = pulumi.Output.all(

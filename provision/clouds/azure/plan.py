@@ -55,6 +55,10 @@ class AmlfsHsm(PlanPart):
     container: str = Field(description="Resource id of the data container (imported from, archived to).")
     logging_container: str = Field(description="Resource id of the log container (same account).")
     import_prefix: str = Field(description="Only blobs under this prefix are imported, at their own path.")
+    account_id: str | None = Field(default=None, description="The storage account the two roles are scoped to.")
+    principal_id: str | None = Field(
+        default=None, description="Object id of the 'HPC Cache Resource Provider' service principal (the grantee)."
+    )
 
 
 class Amlfs(PlanPart):

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-from pulumi_azure_native import netapp, network, storagecache
+from pulumi_azure_native import authorization, netapp, network, storagecache
 
+from provision.clouds.azure.expiry import role_guid
 from provision.clouds.azure.fslookup import LUSTRE_FSNAME, LUSTRE_OPTIONS, NFS_OPTIONS
 from provision.clouds.azure.plan import Amlfs, AzurePlan, NetApp
 from provision.planning.outputs import shared_fs_summary
@@ -73,6 +74,9 @@ def _amlfs(
     tags: dict[str, str],
     opts: pulumi.ResourceOptions,
 ) -> SharedFs:
+    grants = blob_grants(fs, opts)
+    if grants:  # "If the file system can't access your blob container, file system creation fails"
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=grants))
     lustre = storagecache.AmlFilesystem(
         fs.name,
         aml_filesystem_name=fs.name,
@@ -101,6 +105,62 @@ def _amlfs(
     )
     source = lustre.client_info.apply(lambda c: f"{c.mgs_address}@tcp:/{LUSTRE_FSNAME}")
     return _outputs(plan, source, "lustre", LUSTRE_OPTIONS, lustre)
+
+
+#: The built-in roles Managed Lustre's blob integration needs on the storage account, granted to the "HPC Cache
+#: Resource Provider" service principal (https://learn.microsoft.com/azure/azure-managed-lustre/amlfs-prerequisites
+#: #access-roles-for-blob-integration; role ids: https://learn.microsoft.com/azure/role-based-access-control/
+#: built-in-roles, Storage Account Contributor and Storage Blob Data Contributor).
+BLOB_ROLES = {
+    "storage-account-contributor": "17d1049b-9a84-46fb-8f53-869881c3d3ab",
+    "storage-blob-data-contributor": "ba92f5b4-2d11-453d-a403-e96b0029c9fe",
+}
+
+
+def blob_grants(fs: Amlfs, opts: pulumi.ResourceOptions) -> list[authorization.RoleAssignment]:
+    """The two role assignments of the HSM link, scoped to the linked storage account only (empty without a link).
+
+    Scope: the account (the prerequisites page adds them in the account's "Access control (IAM)"), never its
+    resource group or subscription. The assignment names are GUIDs seeded with the file system's name and the
+    account, stable across runs. They go with the file system at ``down``.
+    """
+    hsm = fs.hsm
+    if hsm is None or hsm.account_id is None or hsm.principal_id is None:
+        return []
+    subscription = "/".join(hsm.account_id.split("/")[:3])  # /subscriptions/{id}: where built-in roles are named
+    out = []
+    for key, role in BLOB_ROLES.items():
+        out.append(
+            authorization.RoleAssignment(
+                f"{fs.name}-{key}",
+                role_assignment_name=role_guid(f"{hsm.account_id}/{fs.name}", key),
+                principal_id=hsm.principal_id,
+                principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
+                role_definition_id=f"{subscription}/providers/Microsoft.Authorization/roleDefinitions/{role}",
+                scope=hsm.account_id,
+                description=f"provision: Managed Lustre {fs.name} reads and archives the linked blob container",
+                opts=opts,
+            )
+        )
+    return out
+
+
+def link_output(plan: ClusterPlan[AzurePlan]) -> dict[str, Any] | None:
+    """The ``object_store`` stack output (the HSM link and its grant), or ``None`` without a link."""
+    fs, shared = plan.extra.filesystem, plan.spec.storage.shared
+    if not isinstance(fs, Amlfs) or fs.hsm is None or shared is None or shared.object_store is None:
+        return None
+    return {
+        "kind": "amlfs",
+        "uri": shared.object_store.uri,
+        "import_path": fs.hsm.import_prefix,
+        "export_path": None,
+        "grant": {
+            "principal": fs.hsm.principal_id,
+            "roles": ["Storage Account Contributor", "Storage Blob Data Contributor"],
+            "scope": f"storage account {fs.hsm.account_id}",
+        },
+    }
 
 
 def _netapp(

@@ -25,6 +25,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from provision.clouds.azure import strict_aks, strict_launch, strict_rbac
+from provision.clouds.azure.strict_datalink import hsm_grant_rules
 from provision.clouds.strict import NameRule, Resource, Violation, check_enum, values_at, walk
 
 if TYPE_CHECKING:
@@ -653,6 +654,7 @@ def check(res: Resource, ctx: MockContext) -> list[Violation]:
     """Every rule this cloud knows for one registration."""
     out = enum_rules(res, ctx) + name_rules(res) + tag_rules(res) + storage_rules(res) + nsg_rules(res) + hsm_rules(res)
     out += zone_rules(res) + strict_launch.check(res)
+    out += hsm_grant_rules(res, ctx)
     return out + amlfs_network_rules(res, ctx) + strict_rbac.check(res, ctx) + strict_aks.check(res, ctx)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import pulumi
 from pulumi_gcp import compute, projects, serviceaccount
 
-from provision.clouds.gcp import userdata
+from provision.clouds.gcp import datalink, userdata
 from provision.clouds.gcp.adapter import assert_labels
 from provision.clouds.gcp.hostkeys import GUEST_ATTRIBUTES
 from provision.clouds.gcp.layout import physical_name
@@ -105,6 +105,9 @@ class GcpCluster(pulumi.ComponentResource):
         self.shared = build_storage(plan, nets, self) if volume is None else attached_storage(plan, volume, nets, self)
         if self.shared.source is not None:
             publish(plan, self.shared, self)
+        # storage.shared.object_store: the service agent's role on that bucket only (datalink.py); the import itself
+        # is an API call that `up` runs once the stack exists (provision.ops.datalink).
+        self.gcs_grant = datalink.build_gcs_grant(plan, self) if volume is None else None
         # GCP deletes the VMs itself at the plan's expiry (termination time / run duration): no guest timer.
         user_data = pulumi.Output.from_input(self.shared.mount_script).apply(lambda m: userdata.render(plan, m or ""))
         compact = policy.self_link if policy is not None and extra.placement.kind == "compact-placement" else None
@@ -116,6 +119,8 @@ class GcpCluster(pulumi.ComponentResource):
         # same single getInstanceGroup read serves both.
         names = self.ips.apply(lambda hosts: [h.split(".", 1)[0] for h in hosts])
         self.outputs = stack_outputs(plan, self.ips, None, self.shared.summary, node_ids=names)
+        if self.gcs_grant is not None and self.shared.resources:
+            self.outputs["object_store"] = datalink.link_output(plan, self.shared.resources[-1], self.gcs_grant)
         if extra.slurm is not None:  # scheduler: slurm
             from provision.clouds.gcp.slurm import build_controller
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from provision.clouds.gcp.strict import FILESTORE_SOURCE, LABEL_SOURCE, LUSTRE_SOURCE, PSA_SOURCE, model_paths
+from provision.clouds.gcp.strict_datalink import CHECKED as DATALINK_CHECKED
 from provision.clouds.gcp.strict_provider import (
     ACCOUNT_ID_SOURCE,
     CRON_SOURCE,
@@ -104,6 +105,7 @@ COVERAGE: dict[str, Coverage] = {
     "gcp:compute/projectMetadataItem:ProjectMetadataItem": Coverage(
         checked={"key": METADATA_SOURCE, "value": METADATA_SOURCE}
     ),
+    **{token: Coverage(checked=dict(paths)) for token, paths in DATALINK_CHECKED.items()},
 }
 
 

@@ -121,6 +121,15 @@ FORCE_NEW: dict[str, ForceNew] = {
         ("serviceAccountId", "role", "member", "condition"),
         "hashicorp/terraform-provider-google tpgiamresource (IAM member: every argument ForceNew)",
     ),
+    # storage.shared.object_store (datalink.py): the bucket grant and the service agent it names.
+    "gcp:storage/bucketIAMMember:BucketIAMMember": ForceNew(
+        ("bucket", "role", "member", "condition"),
+        "hashicorp/terraform-provider-google tpgiamresource (IAM member: every argument ForceNew); "
+        "storage/iam_storage_bucket.go (bucket)",
+    ),
+    "gcp:projects/serviceIdentity:ServiceIdentity": ForceNew(
+        ("service", "project"), _TF.format("resourcemanager/resource_project_service_identity.go")
+    ),
     # The Slurm controller: its name, zone, project and disks are fixed at creation.
     "gcp:compute/instance:Instance": ForceNew(
         ("name", "zone", "project", "bootDisk", "scratchDisks"), _TF.format("compute/resource_compute_instance.go")

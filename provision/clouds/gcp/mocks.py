@@ -189,6 +189,14 @@ def resource(args: pulumi.runtime.MockResourceArgs, ctx: MockContext) -> tuple[s
     elif typ == "gcp:cloudscheduler/job:Job":  # id format of resource_cloud_scheduler_job.go
         rid = f"projects/{proj}/locations/{inputs.get('region') or ctx.region}/jobs/{inputs['name']}"
         out.update(state="ENABLED", paused=bool(inputs.get("paused", False)))
+    elif typ == "gcp:projects/serviceIdentity:ServiceIdentity":  # the service's agent (datalink.py)
+        agent = str(inputs["service"]).split(".", 1)[0]
+        email = f"service-{ctx.num_id(proj, 12)}@gcp-sa-{agent}.iam.gserviceaccount.com"
+        rid = f"projects/{proj}/services/{inputs['service']}"
+        out.update(email=email, member=f"serviceAccount:{email}")
+    elif typ == "gcp:storage/bucketIAMMember:BucketIAMMember":  # id format of the provider's IAM member resources
+        rid = f"b/{inputs['bucket']}/{inputs['role']}/{inputs['member']}"
+        out.update(etag=f"CAE{ctx.hex_id(rid, 9)}=")
     elif typ == "gcp:serviceaccount/iAMMember:IAMMember":
         rid = f"{inputs['serviceAccountId']}/{inputs['role']}/{inputs['member']}"
         out.update(etag=f"BwY{ctx.hex_id(rid, 9)}=")

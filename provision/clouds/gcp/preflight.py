@@ -1,4 +1,5 @@
-"""The GCP preflight: enabled APIs, the machine type in the zone, and the regional GPU quota, asked before `up`.
+"""The GCP preflight: enabled APIs, the machine type in the zone, the regional GPU quota and the linked bucket (it
+exists and the deployer may grant on it), asked before `up`.
 
 A disabled API (SERVICE_DISABLED), a type the zone does not offer, or a GPU quota of 0 (a new project's A3/A4
 quota) otherwise surfaces minutes into ``pulumi up``, after the VPCs and the filesystem were started. Reached
@@ -29,6 +30,11 @@ class GcpAccount(Protocol):
         """compute v1 ``regions.get`` ``quotas[]``: metric -> (usage, limit)."""
         ...
 
+    def bucket_permissions(self, bucket: str, permissions: list[str]) -> set[str] | None:
+        """storage v1 ``buckets.testIamPermissions``: which of ``permissions`` the caller holds on ``bucket``;
+        ``None`` when the bucket does not exist or is not visible (HTTP 404)."""
+        ...
+
 
 #: Regional GPU quota metric per machine type (Compute Engine "GPU quota": the metric names of
 #: ``gcloud compute regions describe``; Spot and flex-start VMs count against the PREEMPTIBLE_ metric,
@@ -52,6 +58,9 @@ STORAGE_SERVICES = {
     "parallelstore": "parallelstore.googleapis.com",
 }
 PSA_SERVICE = "servicenetworking.googleapis.com"
+#: What granting the link's service agent a role on the bucket takes (storage.BucketIAMMember reads and writes the
+#: bucket's IAM policy: https://cloud.google.com/storage/docs/access-control/iam-permissions, Bucket permissions).
+BUCKET_GRANT_PERMISSIONS = ["storage.buckets.getIamPolicy", "storage.buckets.setIamPolicy"]
 
 
 def quota_metric(plan: ClusterPlan) -> str | None:
@@ -95,6 +104,7 @@ def gcp_preflight(plan: ClusterPlan, account: GcpAccount | None = None) -> list[
                     f"enable it: gcloud services enable {service} --project {extra.project or '<project>'}",
                 )
             )
+    problems += _bucket_problems(plan, account)
     if "compute.googleapis.com" not in enabled:
         return problems  # the zone and quota questions need the compute API
     zone = extra.zone or plan.zone
@@ -125,6 +135,38 @@ def gcp_preflight(plan: ClusterPlan, account: GcpAccount | None = None) -> list[
     return problems
 
 
+def _bucket_problems(plan: ClusterPlan, account: GcpAccount) -> list[Problem]:
+    """The linked bucket (``storage.shared.object_store``) must exist and take the agent's grant from the deployer."""
+    shared = plan.spec.storage.shared
+    link = shared.object_store if shared is not None else None
+    if link is None or plan.extra.storage is None or shared is None or shared.volume:
+        return []
+    bucket = link.uri.removeprefix("gs://").split("/", 1)[0]
+    held = account.bucket_permissions(bucket, BUCKET_GRANT_PERMISSIONS)
+    field = "storage.shared.object_store.uri"
+    if held is None:
+        return [
+            Problem(
+                field,
+                link.uri,
+                f"names bucket {bucket}, which does not exist or which you cannot see",
+                f"create it first (gcloud storage buckets create gs://{bucket}) or fix the name",
+            )  # fmt: skip
+        ]
+    missing = [p for p in BUCKET_GRANT_PERMISSIONS if p not in held]
+    if not missing:
+        return []
+    return [
+        Problem(
+            field,
+            link.uri,
+            f"cannot be linked by you: granting the filesystem's service agent a role on bucket {bucket} needs "
+            f"{', '.join(missing)}, which you do not hold there",
+            f"ask the bucket's owner for roles/storage.admin on gs://{bucket} (or a role with those permissions)",
+        )
+    ]
+
+
 class ApiAccount:
     """:class:`GcpAccount` over google-api-python-client (the gcp extra) with Application Default Credentials."""
 
@@ -134,6 +176,7 @@ class ApiAccount:
         self.project = project
         self._compute = discovery.build("compute", "v1", credentials=credentials, cache_discovery=False)
         self._usage = discovery.build("serviceusage", "v1", credentials=credentials, cache_discovery=False)
+        self._credentials = credentials
 
     @classmethod
     def for_project(cls, project: str | None) -> ApiAccount:
@@ -167,6 +210,19 @@ class ApiAccount:
     def region_quotas(self, region: str) -> dict[str, tuple[float, float]]:
         body = self._compute.regions().get(project=self.project, region=region).execute()
         return {q["metric"]: (float(q.get("usage", 0)), float(q.get("limit", 0))) for q in body.get("quotas", [])}
+
+    def bucket_permissions(self, bucket: str, permissions: list[str]) -> set[str] | None:
+        from googleapiclient import discovery
+        from googleapiclient.errors import HttpError
+
+        storage = discovery.build("storage", "v1", credentials=self._credentials, cache_discovery=False)
+        try:
+            body = storage.buckets().testIamPermissions(bucket=bucket, permissions=permissions).execute()
+        except HttpError as e:
+            if e.resp.status == 404:
+                return None
+            raise
+        return set(body.get("permissions", []))
 
 
 def preflight(plan: ClusterPlan, session: GcpAccount | None = None) -> list[Problem]:

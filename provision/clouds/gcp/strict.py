@@ -27,6 +27,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from provision.clouds.gcp.strict_datalink import datalink_rules
 from provision.clouds.gcp.strict_network import network_rules
 from provision.clouds.gcp.strict_provider import provider_rules
 from provision.clouds.strict import Resource, Violation, check_enum, check_range, values_at
@@ -438,7 +439,7 @@ def check(res: Resource, ctx: MockContext) -> list[Violation]:
     api = APIS.get(res.type)
     out = model_rules(res, api) if api else []
     out += label_rules(res) + storage_rules(res) + teardown_rules(res) + account_rules(res)
-    return out + provider_rules(res) + network_rules(res, ctx)
+    return out + provider_rules(res) + network_rules(res, ctx) + datalink_rules(res)
 
 
 def model_paths(res: Resource) -> dict[str, str]:

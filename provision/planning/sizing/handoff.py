@@ -127,7 +127,10 @@ def auto_storage(spec: dict[str, Any], size_gib: int, write_gbps: float) -> tupl
 _LINK_HINTS = {
     "aws": "storage.shared.object_store: {uri: s3://YOUR-BUCKET/tokens, import_path: /, export_path: /checkpoints}",
     "azure": "storage.shared.object_store: {uri: https://ACCOUNT.blob.core.windows.net/CONTAINER, account_id: "
-    "/subscriptions/.../storageAccounts/ACCOUNT, logging_container: CONTAINER-logs} (kind amlfs)",
+    "/subscriptions/.../storageAccounts/ACCOUNT, logging_container: CONTAINER-logs, hpc_cache_principal_id: "
+    "OBJECT-ID} (kind amlfs)",
+    "gcp": "storage.shared.object_store: {uri: gs://YOUR-BUCKET/tokens, import_path: /, export_path: /checkpoints} "
+    "(kind managed-lustre or parallelstore)",
     "alibaba": "storage.shared.object_store: {uri: oss://YOUR-BUCKET/tokens, import_path: /data} (kind cpfs)",
 }
 
