@@ -357,7 +357,7 @@ class NetworkPrices(_Row):
 #: Accelerator architectures the catalog knows. The sizing planner's calibration
 #: (planning/sizing/calibration.py) fits or borrows one MFU line per generation; a row naming any other value
 #: is refused when the catalog loads, with the row's name.
-GpuGeneration = Literal["ampere", "hopper", "blackwell", "cdna3"]
+GpuGeneration = Literal["ampere", "hopper", "blackwell", "cdna3", "davinci"]
 GPU_GENERATIONS: tuple[str, ...] = get_args(GpuGeneration)
 
 
@@ -365,7 +365,7 @@ class GpuModel(_Row):
     """Facts about an accelerator model used by the sizing planner and the node health check."""
 
     name: str
-    vendor: Literal["nvidia", "amd"]
+    vendor: Literal["nvidia", "amd", "huawei"]
     generation: str = Field(description=f"Architecture, one of {', '.join(GPU_GENERATIONS)}; required, no default.")
     nvswitch: bool = Field(
         description="Its 8-GPU board (HGX/DGX, or the NVL72 rack) joins every GPU through NVSwitch, so the node "
