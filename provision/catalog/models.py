@@ -225,6 +225,11 @@ class FilesystemOffer(_Row):
         description="Labelled estimates of USD per TiB-month by throughput tier (the baseline for fixed-throughput "
         "tiers), used only where the vendor's price is unknown; they hold where the row's prices hold.",
     )
+    price_estimate: PriceEstimate | None = Field(
+        default=None,
+        description="A labelled estimate of USD per TiB-month for a tier with no throughput figure to key it by "
+        "(Alibaba Extreme NAS), used only where the vendor's price is unknown.",
+    )
     regions: tuple[str, ...] = Field(default=(), description="Regions where sold; empty means 'not restricted'.")
     priced_regions: tuple[str, ...] = Field(
         default=(),
@@ -293,6 +298,8 @@ class FilesystemOffer(_Row):
         tier = throughput_mbps_per_tib
         if tier is None and not self.throughput_mbps_per_tib and self.baseline_mbps_per_tib:
             tier = int(self.baseline_mbps_per_tib)
+        if tier is None and not self.throughput_mbps_per_tib and not self.baseline_mbps_per_tib:
+            return self.price_estimate
         if tier is None or tier in self.price_per_tib_month_by_throughput:
             return None
         return self.estimates_by_throughput.get(tier)
@@ -449,6 +456,10 @@ class CpuOffer(_Row):
     vcpus: int = Field(gt=0)
     memory_gib: float = Field(gt=0)
     price_per_hour_usd: dict[str, float] = Field(description="Region -> on-demand (Linux) USD per hour.")
+    price_estimate: PriceEstimate | None = Field(
+        default=None,
+        description="A labelled estimate per node-hour, used in every region the row has no price for (none read).",
+    )
     sources: tuple[Source, ...] = Field(min_length=1)
     notes: str = ""
 
