@@ -410,6 +410,11 @@ class Adapter(ABC, Generic[P]):
         """Warnings the plan shows for this cloud (e.g. lifetime enforcement gaps)."""
         return []
 
+    def sized_options(self, nodes: int) -> tuple[dict[str, Any], tuple[str, ...]]:
+        """The ``<cloud>:`` spec options a cluster of ``nodes`` nodes needs before ``plan`` accepts it, each with its
+        reason (``size --write-spec`` writes them for very large runs); none by default."""
+        return {}, ()
+
     def islands(self, spec: ClusterSpec, res: Resolution) -> tuple[int, ...]:
         """Nodes per fabric island in rank order; one island by default."""
         return (res.nodes or 0,)
