@@ -386,9 +386,12 @@ def _assumptions(
     states = " + ".join(f"{v:g} {k}" for k, v in memory.bytes_per_param.items())
     fitted = ", ".join(r.name for r in RUNS if r.fit)
     held_out = ", ".join(r.name for r in RUNS if not r.fit)
+    assumed = calibration(cat).line(gpu.name, gpu.generation)[0].basis == "benchmarks"
     mfu_text = (
         f"MFU {req.mfu:g} as given, times goodput {req.goodput:g}; no range"
         if req.mfu is not None
+        else _error_text(cat, gpu)
+        if assumed
         else (
             f"MFU from a fit of ln(MFU x goodput) = a + b ln(N_active/10B) per GPU generation on {fitted} (reported "
             f"GPU-hours; sources in calibration.py); held-out runs checked within 0.67x-1.5x: {held_out}; "
