@@ -445,8 +445,8 @@ def _assumed_lines(
         intercept, slope = _line(pts)
         errors = []
         for i, (x, y) in enumerate(pts):
-            a, b = _line(pts[:i] + pts[i + 1 :])
-            errors.append(y - a - b * x)
+            a, slope_i = _line(pts[:i] + pts[i + 1 :])
+            errors.append(y - a - slope_i * x)
         # The benchmarks agree with their own line closely; a whole run is another matter, so the range is the
         # widest run-fitted generation's error, widened as for generations without a run.
         loo = math.sqrt(sum(e * e for e in errors) / len(errors))
