@@ -112,8 +112,9 @@ def test_domestic_alternatives_carry_compute_memory_and_a_software_note(cat) -> 
     assert mlu.software == "neuware" and "NeuWare" in mlu.software_note
     assert atlas.accelerator_memory_gb == 64 and mlu.accelerator_memory_gb == 48
     assert mlu.accelerator_bf16_dense_tflops == 96
-    # Sources disagree on the 910B's FP16 figure: it stays unknown and the row says why.
-    assert atlas.accelerator_bf16_dense_tflops is None and "disagree" in atlas.notes
+    # Sources disagree on the 910B's FP16 figure: the row takes Huawei's own 910 figure, sourced, and says why.
+    assert atlas.accelerator_bf16_dense_tflops == 256 and "disagree" in atlas.notes
+    assert atlas.source_urls("accelerator_bf16_dense_tflops")
 
 
 def test_nvidia_server_accelerators_resolve_in_the_sizing_catalog(cat) -> None:

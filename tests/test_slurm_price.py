@@ -13,6 +13,7 @@ from provision.catalog import load_catalog
 from provision.clouds.base import plan_spec
 from provision.spec import load_target
 from provision.spec.errors import BudgetError
+from provision.spec.slurm import SlurmSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 NOW = datetime(2026, 11, 29, 12, tzinfo=timezone.utc)
@@ -47,11 +48,24 @@ def test_the_cost_cap_counts_the_controller() -> None:
         plan_spec(spec.model_copy(update={"lifetime": lifetime}), now=NOW)
 
 
-def test_an_unpriced_controller_type_is_named_and_left_out_of_the_cap() -> None:
+def test_alibabas_controller_is_priced_at_the_catalogs_labelled_estimate_and_says_so() -> None:
     plan = plan_spec(load_target("alibaba-gn8-16-slurm", ROOT), now=NOW)
+    guess = load_catalog().cpu_estimate("alibaba", "ecs.g7.xlarge", plan.region)
+    assert guess is not None
+    assert plan.cost.scheduler_hourly_usd == pytest.approx(guess.usd)
+    assert plan.cost.unpriced == () and plan.cost.estimated == ("slurm controller (ecs.g7.xlarge)",)
+    assert any(w.startswith("slurm controller (ecs.g7.xlarge) is priced at an ESTIMATE") for w in plan.warnings)
+    plain = plan_spec(_without_scheduler(plan.spec), now=NOW)
+    assert plan.cost.hourly_usd == pytest.approx(plain.cost.hourly_usd + guess.usd, abs=1e-3)
+
+
+def test_an_unpriced_controller_type_is_named_and_left_out_of_the_cap() -> None:
+    spec = load_target("alibaba-gn8-16-slurm", ROOT)
+    slurm = SlurmSpec(controller_instance_type="ecs.g7.2xlarge")
+    plan = plan_spec(spec.model_copy(update={"scheduler": spec.scheduler.model_copy(update={"slurm": slurm})}), now=NOW)
     assert plan.cost.scheduler_hourly_usd is None
-    assert plan.cost.unpriced == ("slurm controller (ecs.g7.xlarge)",)
-    assert any("slurm controller (ecs.g7.xlarge)" in w and "not counted" in w for w in plan.warnings)
+    assert plan.cost.unpriced == ("slurm controller (ecs.g7.2xlarge)",)
+    assert any("slurm controller (ecs.g7.2xlarge)" in w and "not counted" in w for w in plan.warnings)
 
 
 def test_a_controller_type_the_spec_names_is_priced_only_where_the_catalog_has_it() -> None:

@@ -32,8 +32,11 @@ NOW = datetime(2026, 11, 29, 12, tzinfo=timezone.utc)
 KNOWN_ESTIMATES: dict[str, tuple[str, ...]] = {
     # ebmgn8v is sold only through Alibaba sales: an upper bound (8 x the catalog's highest H100 GPU-hour).
     "alibaba-gn8-64": ("compute (ecs.ebmgn8v.48xlarge)",),
-    # ACK: the same sales-only compute.
-    "alibaba-gn8-64-ack": ("compute (ecs.ebmgn8v.48xlarge)",),
+    # ACK: the same sales-only compute; Extreme NAS at the highest managed-NFS price of another cloud; the system
+    # pool's ecs.g7.xlarge at the highest 4 vCPU / 16 GiB price of another cloud.
+    "alibaba-gn8-64-ack": ("compute (ecs.ebmgn8v.48xlarge)", "storage (nas-extreme standard)", "kubernetes"),
+    # The Slurm controller's ecs.g7.xlarge, as the ACK system pool.
+    "alibaba-gn8-16-slurm": ("slurm controller (ecs.g7.xlarge)",),
     # AWS publishes PERSISTENT_2 prices on a script-rendered page: the 250 tier is bounded by 2 x the 125 tier.
     "aws-p5-64": ("storage (fsx-lustre PERSISTENT_2)",),
     "aws-p5-64-eks": ("storage (fsx-lustre PERSISTENT_2)",),
@@ -45,13 +48,8 @@ KNOWN_ESTIMATES: dict[str, tuple[str, ...]] = {
 
 
 #: Parts with neither a vendor figure nor an estimate: shown as unpriced in the plan (and counted by nothing).
-KNOWN_GAPS: dict[str, tuple[str, ...]] = {
-    # Extreme NAS has no catalog price, nor the ACK system pool's ecs.g7.xlarge (provision/planning/kubernetes.py
-    # SYSTEM_NODE), so the Kubernetes part is unpriced too.
-    "alibaba-gn8-64-ack": ("storage (nas-extreme standard)", "kubernetes"),
-    # The Slurm controller's ecs.g7.xlarge: no readable Alibaba figure (catalog cpu_instances names its sources).
-    "alibaba-gn8-16-slurm": ("slurm controller (ecs.g7.xlarge)",),
-}
+#: Empty: every shipped stack's plan prices every part.
+KNOWN_GAPS: dict[str, tuple[str, ...]] = {}
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -69,7 +67,6 @@ def test_the_estimates_are_unreadable_storage_prices_and_alibaba_sales_only_comp
     by_vendor_figures = sorted(s for s in STACKS if s not in KNOWN_ESTIMATES)
 
     assert by_vendor_figures == [
-        "alibaba-gn8-16-slurm",
         "alibaba-gn8-ci",
         "aws-p5-16",
         "aws-p5-16-slurm",
@@ -244,3 +241,44 @@ def test_sales_only_compute_is_priced_at_a_labelled_estimate_until_the_user_give
     assert contract.cost.compute_hourly_usd == pytest.approx(8 * 41.5)
     assert any("priced from lifetime.hourly_price_usd ($41.50 per node-hour)" in w for w in contract.warnings)
     assert not any("priced from lifetime.hourly_price_usd" in w for w in shipped.warnings)
+
+
+def test_alibaba_cpu_type_and_extreme_nas_estimates_are_the_catalogs_highest_comparable_figures() -> None:
+    """ecs.g7.xlarge (Slurm controller, ACK system pool) and Extreme NAS have no readable Alibaba price: each is
+    priced at a labelled upper bound (the highest comparable figure this catalog holds), counted by the cap, and
+    worded once in the plan's warnings."""
+    cat = load_catalog()
+    guess = cat.cpu_estimate("alibaba", "ecs.g7.xlarge", "cn-hangzhou")
+    same_size = [
+        p
+        for o in cat.cpu_instances
+        if o.cloud != "alibaba" and (o.vcpus, o.memory_gib) == (4, 16)
+        for p in o.price_per_hour_usd.values()
+    ]
+    assert (
+        guess is not None
+        and guess.usd == max(same_size)
+        and cat.cpu_price("alibaba", "ecs.g7.xlarge", "cn-hangzhou") is None
+    )
+    (nasx,) = [f for f in cat.filesystems_for("alibaba", "nas-extreme") if f.tier == "standard"]
+    nfs = [
+        f.price_per_tib_month_usd
+        for f in cat.filesystems
+        if f.protocol == "nfs" and f.cloud != "alibaba" and f.price_per_tib_month_usd
+    ]
+    assert nasx.price_estimate is not None and nasx.price_estimate.usd == max(nfs)
+
+    slurm = plan_spec(load_target("alibaba-gn8-16-slurm", ROOT), now=NOW)
+    ack = plan_spec(load_target("alibaba-gn8-64-ack", ROOT), now=NOW)
+
+    assert slurm.cost.scheduler_hourly_usd == pytest.approx(guess.usd)
+    assert ack.kubernetes is not None
+    assert ack.cost.scheduler_hourly_usd == pytest.approx(0.09 + ack.kubernetes.system_pool.nodes * guess.usd)
+    assert ack.storage is not None
+    assert ack.cost.storage_hourly_usd == pytest.approx(
+        nasx.price_estimate.usd * ack.storage.size_gib / 1024 / 730, abs=1e-3
+    )
+    for plan in (slurm, ack):
+        for part in plan.cost.estimated:
+            assert sum(w.startswith(f"{part} is priced at an ESTIMATE") for w in plan.warnings) == 1, part
+        assert not any("has no catalog price" in w for w in plan.warnings)

@@ -25,6 +25,7 @@ from provision.catalog.models import (
     InstanceOffer,
     KnownAccelerator,
     NetworkPrices,
+    PriceEstimate,
 )
 
 __all__ = [
@@ -126,6 +127,23 @@ class Catalog:
             if o.cloud == cloud and o.instance_type.lower() == instance_type.lower():
                 return o.price_per_hour_usd.get(region)
         return None
+
+    def cpu_estimate(self, cloud: str, instance_type: str, region: str) -> PriceEstimate | None:
+        """The labelled estimate that prices CPU type ``instance_type`` in ``region``; None when a vendor figure does
+        (or nothing does)."""
+        for o in self.cpu_instances:
+            if o.cloud == cloud and o.instance_type.lower() == instance_type.lower():
+                return None if region in o.price_per_hour_usd else o.price_estimate
+        return None
+
+    def cpu_hourly(self, cloud: str, instance_type: str, region: str) -> float | None:
+        """The USD per hour of CPU type ``instance_type`` in ``region``: the vendor's figure, else the labelled
+        estimate (:meth:`cpu_estimate` says which), else None."""
+        price = self.cpu_price(cloud, instance_type, region)
+        if price is not None:
+            return price
+        guess = self.cpu_estimate(cloud, instance_type, region)
+        return guess.usd if guess is not None else None
 
     def network_prices(self, cloud: str) -> NetworkPrices:
         for n in self.network:

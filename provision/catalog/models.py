@@ -225,6 +225,11 @@ class FilesystemOffer(_Row):
         description="Labelled estimates of USD per TiB-month by throughput tier (the baseline for fixed-throughput "
         "tiers), used only where the vendor's price is unknown; they hold where the row's prices hold.",
     )
+    price_estimate: PriceEstimate | None = Field(
+        default=None,
+        description="A labelled estimate of USD per TiB-month for a tier with no throughput figure to key it by "
+        "(Alibaba Extreme NAS), used only where the vendor's price is unknown.",
+    )
     regions: tuple[str, ...] = Field(default=(), description="Regions where sold; empty means 'not restricted'.")
     priced_regions: tuple[str, ...] = Field(
         default=(),
@@ -293,6 +298,8 @@ class FilesystemOffer(_Row):
         tier = throughput_mbps_per_tib
         if tier is None and not self.throughput_mbps_per_tib and self.baseline_mbps_per_tib:
             tier = int(self.baseline_mbps_per_tib)
+        if tier is None and not self.throughput_mbps_per_tib and not self.baseline_mbps_per_tib:
+            return self.price_estimate
         if tier is None or tier in self.price_per_tib_month_by_throughput:
             return None
         return self.estimates_by_throughput.get(tier)
@@ -357,7 +364,7 @@ class NetworkPrices(_Row):
 #: Accelerator architectures the catalog knows. The sizing planner's calibration
 #: (planning/sizing/calibration.py) fits or borrows one MFU line per generation; a row naming any other value
 #: is refused when the catalog loads, with the row's name.
-GpuGeneration = Literal["ampere", "hopper", "blackwell", "cdna3"]
+GpuGeneration = Literal["ampere", "hopper", "blackwell", "cdna3", "davinci"]
 GPU_GENERATIONS: tuple[str, ...] = get_args(GpuGeneration)
 
 
@@ -365,7 +372,7 @@ class GpuModel(_Row):
     """Facts about an accelerator model used by the sizing planner and the node health check."""
 
     name: str
-    vendor: Literal["nvidia", "amd"]
+    vendor: Literal["nvidia", "amd", "huawei"]
     generation: str = Field(description=f"Architecture, one of {', '.join(GPU_GENERATIONS)}; required, no default.")
     nvswitch: bool = Field(
         description="Its 8-GPU board (HGX/DGX, or the NVL72 rack) joins every GPU through NVSwitch, so the node "
@@ -449,6 +456,10 @@ class CpuOffer(_Row):
     vcpus: int = Field(gt=0)
     memory_gib: float = Field(gt=0)
     price_per_hour_usd: dict[str, float] = Field(description="Region -> on-demand (Linux) USD per hour.")
+    price_estimate: PriceEstimate | None = Field(
+        default=None,
+        description="A labelled estimate per node-hour, used in every region the row has no price for (none read).",
+    )
     sources: tuple[Source, ...] = Field(min_length=1)
     notes: str = ""
 

@@ -183,6 +183,7 @@ def _write_spec(report: Any, cloud: str | None, path: str, volume_path: str | No
         spec, notes = spec_for(report, c)
     except ValueError as e:
         raise SpecError("no spec to write", [Problem("--cloud", c, str(e), "pick another --cloud")]) from None
+    notes += _sized_options(report, c, spec)
     notes += storage_notes(report, c)
     volume = volume_for(report, c, spec) if volume_path else None
     if volume_path and volume is None:
@@ -200,6 +201,7 @@ def _write_spec(report: Any, cloud: str | None, path: str, volume_path: str | No
             f"storage.shared attaches volume {volume['name']}: create it first (provision volume create {volume_path})"
         )
     load_spec(spec)  # the spec models accept it, or this raises with every problem
+    _check_plans(spec, path)  # and `provision plan` accepts it, or nothing is written
     if volume is not None and volume_path:  # both valid: write the volume next to the spec
         Path(volume_path).write_text(
             "# Written by provision size: the shared filesystem the sizing chose, as a volume.\n"
@@ -207,10 +209,52 @@ def _write_spec(report: Any, cloud: str | None, path: str, volume_path: str | No
             encoding="utf-8",
         )
     notes.append(_cost_cap(spec))
-    header = "".join(f"# {n}\n" for n in ["Written by provision size.", *notes])
+    # One comment line per line of a note: a note that spans lines must not end the comment (and break the YAML).
+    header = "".join(f"# {line}\n" for n in ["Written by provision size.", *notes] for line in n.splitlines())
     target = Path(path)
     target.write_text(header + yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
     return str(target)
+
+
+def _sized_options(report: Any, cloud: str, spec: dict[str, Any]) -> list[str]:
+    """Add the ``<cloud>:`` options the cluster's node count needs to plan (very large runs); their reasons."""
+    from provision.clouds.base import get_adapter
+
+    option = next(o for o in report.clouds if o.cloud == cloud)
+    extra, why = get_adapter(cloud).sized_options(option.nodes or 0)
+    if extra:
+        spec.setdefault(cloud, {}).update(extra)
+    return list(why)
+
+
+def _check_plans(spec: dict[str, Any], path: str) -> None:
+    """Raise with `provision plan`'s own problems (the limit and its fix) when it would refuse ``spec``."""
+    from provision.clouds.validate import load_and_plan
+    from provision.spec.errors import BudgetError, Problem, ProvisionError, SpecError
+
+    try:
+        load_and_plan(spec)
+    except BudgetError:
+        return  # no cap is written yet; _cost_cap sets one `plan` accepts
+    except SpecError as e:
+        raise SpecError(
+            f"no spec written: `provision plan` would refuse it ({e.message})",
+            [
+                Problem(
+                    f"--write-spec ({p.path})" if p.path else "--write-spec",
+                    p.value,
+                    p.rule,
+                    f"{p.fix}; or size a smaller cluster (--gpus, a longer --deadline-days) or another --cloud",
+                )
+                for p in e.problems
+            ]
+            or [Problem("--write-spec", path, e.message, "size a smaller cluster or another --cloud")],
+        ) from None
+    except ProvisionError as e:
+        raise SpecError(
+            "no spec written",
+            [Problem("--write-spec", path, f"`provision plan` would refuse it: {e}", "size another --cloud")],
+        ) from None
 
 
 def _cost_cap(spec: dict[str, Any]) -> str:
@@ -218,6 +262,7 @@ def _cost_cap(spec: dict[str, Any]) -> str:
     import math
 
     from provision.clouds.validate import load_and_plan
+    from provision.spec import MAX_COST_USD
     from provision.spec.errors import ProvisionError
 
     ttl = spec.get("lifetime", {}).get("ttl")
@@ -229,6 +274,11 @@ def _cost_cap(spec: dict[str, Any]) -> str:
         return f"no lifetime.max_cost_usd: plan does not price this spec yet ({e})"
     if cost.lifetime_usd is None:
         return "no lifetime.max_cost_usd: the nodes have no catalog price"
+    if math.ceil(cost.lifetime_usd) > MAX_COST_USD:
+        return (
+            f"no lifetime.max_cost_usd: plan projects {cost.lifetime_usd:,.0f} USD for the ttl ({ttl}), above the "
+            f"{MAX_COST_USD:,.0f} USD a spec's cap may hold (a guard against typos); the ttl still ends the cluster"
+        )
     spec["lifetime"]["max_cost_usd"] = math.ceil(cost.lifetime_usd)
     note = f"lifetime.max_cost_usd {math.ceil(cost.lifetime_usd):,} is what plan projects for the ttl ({ttl})"
     if cost.unpriced:

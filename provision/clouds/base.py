@@ -25,9 +25,9 @@ from typing import Any, ClassVar, Generic
 from provision.catalog import Catalog, InstanceOffer, load_catalog
 from provision.catalog.models import CLOUDS
 from provision.planning.access import login_warnings
-from provision.planning.cost import estimate, expiry, price_basis_warnings, spend_warnings
+from provision.planning.cost import estimate, estimate_line, expiry, price_basis_warnings, spend_warnings
 from provision.planning.images import check_image, default_image
-from provision.planning.kubernetes import KubernetesPlan, system_price_note
+from provision.planning.kubernetes import KubernetesPlan, system_pool_estimate, system_price_note
 from provision.planning.plan import ClusterPlan, ImagePlan, P, StoragePlan
 from provision.planning.resolve import Resolution, resolve
 from provision.planning.runtime import plan_runtime
@@ -233,12 +233,16 @@ class Adapter(ABC, Generic[P]):
         offer, nodes = res.offer, res.nodes
         storage = (res.storage, res.storage_size_gib, res.storage_throughput) if res.storage else None
         sched_part, sched_usd = ("kubernetes", k8s.hourly_usd) if k8s is not None else ("", None)
+        sched_guess = (
+            system_pool_estimate(self.cloud, spec.region, k8s.system_pool.instance_type) if k8s is not None else None
+        )
         if spec.scheduler.kind == "slurm" and self.slurm_controller:
             from provision.planning.slurm import controller_plan
 
             ctl = controller_plan(spec, self.slurm_controller)
             sched_part = f"slurm controller ({ctl.instance_type})"
-            sched_usd = catalog.cpu_price(self.cloud, ctl.instance_type, spec.region)
+            sched_usd = catalog.cpu_hourly(self.cloud, ctl.instance_type, spec.region)
+            sched_guess = catalog.cpu_estimate(self.cloud, ctl.instance_type, spec.region)
         if spec.storage.shared is not None and spec.storage.shared.volume is not None:
             storage = None  # an attached volume is billed by its own stack while it lives (plan shows it beside)
         cost = estimate(
@@ -250,6 +254,7 @@ class Adapter(ABC, Generic[P]):
             scheduler=bool(sched_part),
             scheduler_hourly_usd=sched_usd,
             scheduler_part=sched_part or "kubernetes",
+            scheduler_estimated=sched_guess is not None,
         )
         expires_at = expiry(now, cost.lifetime_hours)
         warnings = [*res.warnings, *self.warnings(spec, res)]
@@ -271,6 +276,9 @@ class Adapter(ABC, Generic[P]):
             )
         warnings.extend(spend_warnings(spec, cost.hourly_usd))
         warnings.extend(price_basis_warnings(spec, offer, res.storage, nodes, cost))
+        if sched_guess is not None and sched_part in cost.estimated:
+            what = "the system pool" if k8s is not None else "the controller"
+            warnings.append(estimate_line(sched_part, sched_guess, f"per node-hour for {what}"))
         warnings.extend(login_warnings(spec))
         scratch = _scratch(spec, offer, warnings)
         tags = {
@@ -401,6 +409,11 @@ class Adapter(ABC, Generic[P]):
     def warnings(self, spec: ClusterSpec, res: Resolution) -> list[str]:
         """Warnings the plan shows for this cloud (e.g. lifetime enforcement gaps)."""
         return []
+
+    def sized_options(self, nodes: int) -> tuple[dict[str, Any], tuple[str, ...]]:
+        """The ``<cloud>:`` spec options a cluster of ``nodes`` nodes needs before ``plan`` accepts it, each with its
+        reason (``size --write-spec`` writes them for very large runs); none by default."""
+        return {}, ()
 
     def islands(self, spec: ClusterSpec, res: Resolution) -> tuple[int, ...]:
         """Nodes per fabric island in rank order; one island by default."""

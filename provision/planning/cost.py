@@ -78,7 +78,11 @@ def _estimate_lines(
             guess = offer.estimate(spec.region, spec.capacity.type) if spec.region in offer.regions else None
             if guess is not None:
                 found.append((name, guess, "per node-hour; set lifetime.hourly_price_usd to the price you pay"))
-        elif storage is not None and storage.estimates_by_throughput:
+        elif not name.startswith("storage") or storage is None:
+            continue  # the scheduler's estimate: clouds/base.py words it with its own figure
+        elif not storage.estimates_by_throughput and storage.price_estimate is not None:
+            found.append((name, storage.price_estimate, "per TiB-month; the bill may differ from it"))
+        elif storage.estimates_by_throughput:
             shared = spec.storage.shared
             want = shared.throughput_mbps_per_tib if shared is not None else None
             by_tier = storage.estimates_by_throughput
@@ -86,12 +90,16 @@ def _estimate_lines(
             if storage.baseline_mbps_per_tib and not storage.throughput_mbps_per_tib:
                 tier = int(storage.baseline_mbps_per_tib) if int(storage.baseline_mbps_per_tib) in by_tier else tier
             found.append((name, by_tier[tier], "per TiB-month; the bill may differ from it"))
-    return [
+    return [estimate_line(name, guess, unit) for name, guess, unit in found]
+
+
+def estimate_line(name: str, guess: PriceEstimate, unit: str) -> str:
+    """The plan warning for part ``name`` priced at the labelled estimate ``guess`` (``unit``: what it is per)."""
+    return (
         f"{name} is priced at an ESTIMATE, not a vendor figure: ${guess.usd:,.2f} {unit} (made "
         f"{guess.made.isoformat()}; {guess.method}); `provision catalog refresh` replaces it with the vendor's "
         "price where its price API is reachable."
-        for name, guess, unit in found
-    ]
+    )
 
 
 def network_parts(catalog: Catalog, cloud: str, region: str, nodes: int) -> list[tuple[str, float | None]]:
@@ -356,12 +364,14 @@ def estimate(
     scheduler: bool = False,
     scheduler_hourly_usd: float | None = None,
     scheduler_part: str = "kubernetes",
+    scheduler_estimated: bool = False,
 ) -> CostEstimate:
     """The hourly cost and the lifetime (from ttl, or derived from the cap).
 
     With ``scheduler`` (managed Kubernetes, or a Slurm controller), ``scheduler_hourly_usd`` (control plane + system
     pool, or the controller VM; ``None`` when unpriced, then named ``scheduler_part`` in ``unpriced``) counts toward
-    the hourly cost and the cap.
+    the hourly cost and the cap; ``scheduler_estimated`` says it is a labelled catalog estimate (named in
+    ``estimated``).
 
     Raises:
         BudgetError: the cap does not cover the lifetime, covers under one hour, or the
@@ -381,7 +391,9 @@ def estimate(
             *([scheduler_part] if sched is None else []),
         ]
     )
-    estimated = tuple(name for name, _ in estimated_parts(spec, offer, storage))
+    estimated = tuple(name for name, _ in estimated_parts(spec, offer, storage)) + (
+        (scheduler_part,) if scheduler and scheduler_estimated and sched is not None else ()
+    )
     hourly = None if compute is None else compute + (fs or 0.0) + (net or 0.0) + (sched or 0.0)
     lifetime_hours = spec.lifetime.ttl.total_seconds() / 3600 if spec.lifetime.ttl else None
     cap = spec.lifetime.max_cost_usd

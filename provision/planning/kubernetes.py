@@ -26,6 +26,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 
+from provision.catalog.models import PriceEstimate
+
 #: Control plane price per cluster-hour, by managed service (sources in the module docstring).
 CONTROL_PLANE_HOURLY_USD = {"gke": 0.10, "eks": 0.10, "aks": 0.10}
 #: ACK managed Pro cluster management fee: USD 0.09 per cluster-hour ("Billing for ACK managed and dedicated
@@ -37,7 +39,8 @@ SYSTEM_NODE: dict[str, tuple[str, float | None]] = {
     "aws": ("m6i.xlarge", 0.192),
     "azure": ("Standard_D4s_v5", 0.192),
 }
-#: ACK system nodes: ecs.g7.xlarge (4 vCPU, 16 GiB); no list price is in the catalog, so the pool is unpriced.
+#: ACK system nodes: ecs.g7.xlarge (4 vCPU, 16 GiB); no list price was readable, so the pool is priced at the
+#: catalog's labelled estimate for the type (catalog/data/alibaba.yaml cpu_instances) and the plan says so.
 SYSTEM_NODE["alibaba"] = ("ecs.g7.xlarge", None)
 #: Regions the system-node price above was read for; elsewhere it is an estimate.
 SYSTEM_NODE_PRICE_REGION = {"gcp": "us-central1", "aws": "us-east-1", "azure": "eastus"}
@@ -203,9 +206,10 @@ class KubernetesJson(_Frozen):
 
 def system_pool(cloud: str, region: str, nodes: int, instance_type: str | None) -> NodePoolPlan:
     """The small CPU pool for cluster services (DNS, operators, Kueue, the Trainer controller)."""
-    default_type, price = SYSTEM_NODE[cloud]
+    default_type, _ = SYSTEM_NODE[cloud]
     chosen = instance_type or default_type
-    hourly = round(price * nodes, 4) if chosen == default_type and price is not None else None
+    price = _system_price(cloud, region, chosen)
+    hourly = round(price * nodes, 4) if price is not None else None
     return NodePoolPlan(
         role="system",
         name="system",
@@ -217,9 +221,32 @@ def system_pool(cloud: str, region: str, nodes: int, instance_type: str | None) 
     )
 
 
+def _system_price(cloud: str, region: str, instance_type: str) -> float | None:
+    """USD per node-hour of the default system type: its list price, else the catalog's labelled estimate."""
+    default_type, price = SYSTEM_NODE[cloud]
+    if instance_type != default_type:
+        return None
+    if price is not None:
+        return price
+    guess = system_pool_estimate(cloud, region, instance_type)
+    return guess.usd if guess is not None else None
+
+
+def system_pool_estimate(cloud: str, region: str, instance_type: str) -> PriceEstimate | None:
+    """The catalog's labelled estimate that prices the system pool's ``instance_type``, when no list price does."""
+    default_type, price = SYSTEM_NODE[cloud]
+    if instance_type != default_type or price is not None:
+        return None
+    from provision.catalog import load_catalog
+
+    return load_catalog().cpu_estimate(cloud, instance_type, region)
+
+
 def system_price_note(cloud: str, region: str, pool: NodePoolPlan) -> str | None:
     """A plan warning when the system pool's price is an estimate or unknown."""
     default_type, price = SYSTEM_NODE[cloud]
+    if price is None and pool.hourly_usd is not None:
+        return None  # priced at the catalog's labelled estimate: the plan's ESTIMATE line says so
     if pool.hourly_usd is None and price is None:
         return f"the system pool's {pool.instance_type} has no catalog price; the hourly estimate leaves it out."
     if pool.hourly_usd is None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from provision.catalog import InstanceOffer
 from provision.clouds.aws import kubeplan
@@ -157,6 +157,15 @@ class AwsAdapter(Adapter[AwsPlan]):
     }
 
     # ------------------------------------------------------------------ checks
+    def sized_options(self, nodes: int) -> tuple[dict[str, Any], tuple[str, ...]]:
+        if nodes <= FLEET_MAX_NODES:
+            return {}, ()
+        return {"allocation": "asg"}, (
+            f"aws.allocation: asg - {nodes:,} nodes are over {FLEET_MAX_NODES:,}, the largest all-or-nothing EC2 "
+            "Fleet (MinTargetCapacity limit), so an Auto Scaling group launches them: not all or nothing, and "
+            "`provision up` waits until every node is in",
+        )
+
     def check(self, spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
         opts: AwsOptions = spec.cloud_options()
         cap = spec.capacity

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from provision.catalog import InstanceOffer, cloud_facts
 from provision.clouds.azure import kubeplan, rules
@@ -128,6 +128,16 @@ class AzureAdapter(Adapter[AzurePlan]):
     }
 
     # ------------------------------------------------------------------ checks
+    def sized_options(self, nodes: int) -> tuple[dict[str, Any], tuple[str, ...]]:
+        island = AzureOptions().max_island_nodes
+        if nodes <= island:
+            return {}, ()
+        return {"split_islands": True}, (
+            f"azure.split_islands: true - {nodes:,} nodes are over {island}, the largest InfiniBand island (one "
+            "scale set with singlePlacementGroup), so they are split into islands; InfiniBand does not cross "
+            "islands: `provision launch` prints one NCCL job per island, or a TCP line for the whole cluster",
+        )
+
     def check(self, spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
         opts: AzureOptions = spec.cloud_options()
         self._check_islands(spec, res, opts, found)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from provision.catalog import InstanceOffer
 from provision.clouds.base import Adapter, Limit
@@ -30,6 +30,7 @@ from provision.planning.plan import ImagePlan
 from provision.planning.resolve import Resolution, shared_kind
 from provision.spec import LABEL_KEY_PATTERN, LABEL_VALUE_PATTERN, ClusterSpec
 from provision.spec.errors import Problem, ProblemCollector, SpecError
+from provision.spec.options.gcp import GcpOptions
 
 #: Interface names of A3 VMs on Google's Ubuntu images (consistent "predictable" names). Sources:
 #: Cluster Toolkit a3-highgpu-8g/nccl-tests/run-nccl-tests.sh (TCPX) and
@@ -215,6 +216,32 @@ class GcpAdapter(Adapter[GcpPlan]):
     }
 
     # ------------------------------------------------------------------ checks
+    def sized_options(self, nodes: int) -> tuple[dict[str, Any], tuple[str, ...]]:
+        defaults = GcpOptions()
+        # The smallest subnet holding every node's address plus the ones GCP reserves in each subnet.
+        prefix = 32 - (nodes + layout.SUBNET_RESERVED - 1).bit_length()
+        host = ipaddress.ip_network(defaults.host_subnet_cidr)
+        out: dict[str, Any] = {}
+        why: list[str] = []
+        if prefix < host.prefixlen:
+            out["host_subnet_cidr"] = f"{host.network_address}/{prefix}"
+            # The second host subnet (a3-ultragpu-8g) moves out of the wider first one; both stay below the GPU
+            # subnets' 10.128.0.0/9.
+            out["secondary_host_subnet_cidr"] = f"10.64.0.0/{prefix}"
+            why.append(
+                f"gcp.host_subnet_cidr {out['host_subnet_cidr']} (and the second host subnet "
+                f"{out['secondary_host_subnet_cidr']}) - {nodes:,} nodes do not fit the default "
+                f"{defaults.host_subnet_cidr} ({host.num_addresses - layout.SUBNET_RESERVED:,} usable addresses)"
+            )
+        if prefix < defaults.gpu_subnet_prefix:
+            out["gpu_subnet_prefix"] = prefix
+            usable = 2 ** (32 - defaults.gpu_subnet_prefix) - layout.SUBNET_RESERVED
+            why.append(
+                f"gcp.gpu_subnet_prefix {prefix} - each GPU NIC subnet needs an address per node; the default "
+                f"/{defaults.gpu_subnet_prefix} holds {usable:,}"
+            )
+        return out, tuple(why)
+
     def check(self, spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
         if spec.access.public_head_node:
             found.add(

@@ -77,6 +77,8 @@ def sized_run(report: Any) -> SizedRun:
         pue=i.pue,
         utilisation=i.utilisation,
         clouds=tuple(c.model_dump(mode="json") for c in report.clouds),
+        mfu_basis=report.compute.mfu_basis,
+        gpu_hours_range=report.compute.gpu_hours_range,
     )
 
 
@@ -229,8 +231,17 @@ def plan_build(
             f"{len(costs.unpriced)} line(s) unpriced in the catalog; the capital total counts priced lines "
             "only: ask vendors for quotes"
         )
+    if run.mfu_basis.startswith("ASSUMED"):
+        low, high = run.gpu_hours_range or (run.gpu_hours, run.gpu_hours)
+        warnings.append(
+            f"{run.gpu} efficiency: {run.mfu_basis}; {run.gpu_hours:,.0f} "
+            f"device-hours expected, {low:,.0f}-{high:,.0f} in the printed range, so the server count may be off by "
+            "as much: pass --mfu with a measured value"
+        )
     if server.software != "cuda":
         warnings.append(f"{server.name} runs {server.software.upper()}, not CUDA/NCCL: {server.software_note}")
+        if server.notes:
+            warnings.append(f"{server.name}: {server.notes}")
     return BuildReport(
         sized=run,
         decision=decision,

@@ -122,9 +122,21 @@ def fabric_lines(cat: OnpremCatalog, fab: FabricDesign, cfg: ServerConfig, serve
         )
     )
     twin_node_side = cfg.compute_nics // 2 if cfg.compute_nics and _twin(cat, cfg) else 0
-    single_node_side = 0 if twin_node_side else fab.node_links
+    own_nics = _vendor_nics(cat, cfg)
+    single_node_side = 0 if twin_node_side or own_nics else fab.node_links
     priced_in = "fabric links (per-link price)" if per_link else None
     counted = "included in the per-link price" if per_link else "unpriced"
+    if own_nics and fab.node_links:
+        lines.append(
+            _line(
+                "fabric links",
+                f"node-side optics for the server's {cfg.compute_nic} ports",
+                fab.node_links,
+                None,
+                note=f"the server vendor's own NICs ({own_nics}), whose optics are not in the catalog; {counted}",
+                priced_in=priced_in,
+            )
+        )
     optics = [
         ("mma4z00-ns", twin_node_side * servers + math.ceil(fab.node_links / 2), "node-leaf, twin-port multimode"),
         ("mma4z00-ns400", single_node_side, "node side, single-port multimode in each ConnectX-7"),
@@ -149,6 +161,16 @@ def fabric_lines(cat: OnpremCatalog, fab: FabricDesign, cfg: ServerConfig, serve
             )
         )
     return lines
+
+
+#: Server vendors whose scale-out NICs are their own, not NVIDIA ConnectX (Atlas 800T A2: Huawei 200GE RoCE).
+_OWN_NIC_VENDORS = frozenset({"huawei"})
+
+
+def _vendor_nics(cat: OnpremCatalog, cfg: ServerConfig) -> str | None:
+    """The server vendor whose own NICs it carries, when they are not NVIDIA's (their optics are not catalogued)."""
+    row = cat.server(cfg.id)
+    return row.vendor if row and row.vendor in _OWN_NIC_VENDORS else None
 
 
 def _twin(cat: OnpremCatalog, cfg: ServerConfig) -> bool:

@@ -50,6 +50,8 @@ class SizedRun(_Model):
     pue: float
     utilisation: float
     clouds: tuple[dict[str, Any], ...] = Field(description="Per-cloud rows: cloud, instance_type, region, gpu, ...")
+    mfu_basis: str = Field(default="", description="Where the sizing planner's efficiency came from.")
+    gpu_hours_range: tuple[float, float] | None = Field(default=None, description="The sizing planner's range.")
 
 
 class Decision(_Model):

@@ -35,6 +35,7 @@ from provision.planning.sizing.calibration import (
     INTERVAL_Z,
     LARGEST_FITTED_GPUS,
     RUNS,
+    UNFITTED_WIDENING,
 )
 from provision.planning.sizing.estimates import (
     _NUMBERS_REQUIRED,
@@ -242,7 +243,12 @@ def size_training(
     basis_text = (
         f"given: --mfu {req.mfu:g} x goodput {req.goodput:g}"
         if req.mfu is not None
-        else "calibrated on published runs (provision/planning/sizing/calibration.py)"
+        else (
+            "ASSUMED, not calibrated: no published whole run on this accelerator; the line is fitted on the vendor's "
+            "throughput benchmarks x goodput, with a wide range (provision/planning/sizing/calibration.py BENCHMARKS)"
+            if calibration(cat).line(model.name, model.generation)[0].basis == "benchmarks"
+            else "calibrated on published runs (provision/planning/sizing/calibration.py)"
+        )
         + (f" x {req.mfu_scale:.4g} measured/planned (--mfu-from)" if req.mfu_scale != 1.0 else "")
     )
     return SizingReport(
@@ -357,6 +363,16 @@ def _error_text(cat: Catalog, gpu: GpuModel) -> str:
     """How the range for ``gpu``'s generation was made and validated (leave-one-out)."""
     line, borrowed = calibration(cat).line(gpu.name, gpu.generation)
     left_out = ", ".join(f"{name} {ratio:.2f}x" for name, ratio in line.left_out)
+    if line.basis == "benchmarks":
+        return (
+            f"ASSUMPTION, not a calibration: no published whole training run on {gpu.name} states its device-hours, "
+            f"so the {line.generation} line is fitted on the vendor's measured throughput ({', '.join(line.runs)}: "
+            f"6 x N x tokens/s against the {gpu.bf16_dense_tflops:g} TFLOPS peak, times goodput {GOODPUT:g}; sources "
+            "in calibration.py BENCHMARKS); low/high are a deliberately wide 80% interval exp(-/+ "
+            f"{INTERVAL_Z} x {line.sigma:.3f}) = {math.exp(-INTERVAL_Z * line.sigma):.2f}x-"
+            f"{math.exp(INTERVAL_Z * line.sigma):.2f}x (the widest run-fitted generation's leave-one-out error x "
+            f"{UNFITTED_WIDENING:g}); pass --mfu or --mfu-from with a measured value to replace it"
+        )
     return (
         f"low/high are the 80% interval exp(-/+ {INTERVAL_Z} x {line.sigma:.3f}), the {line.generation} line's own "
         f"leave-one-out error{' (borrowed)' if borrowed else ''}: each fitted run left out in turn lands at {left_out} "
@@ -370,9 +386,12 @@ def _assumptions(
     states = " + ".join(f"{v:g} {k}" for k, v in memory.bytes_per_param.items())
     fitted = ", ".join(r.name for r in RUNS if r.fit)
     held_out = ", ".join(r.name for r in RUNS if not r.fit)
+    assumed = calibration(cat).line(gpu.name, gpu.generation)[0].basis == "benchmarks"
     mfu_text = (
         f"MFU {req.mfu:g} as given, times goodput {req.goodput:g}; no range"
         if req.mfu is not None
+        else _error_text(cat, gpu)
+        if assumed
         else (
             f"MFU from a fit of ln(MFU x goodput) = a + b ln(N_active/10B) per GPU generation on {fitted} (reported "
             f"GPU-hours; sources in calibration.py); held-out runs checked within 0.67x-1.5x: {held_out}; "

@@ -24,13 +24,20 @@ Adjustments, each from a published figure:
 * cluster size above :data:`SCALE_KNEE_GPUS`: x (gpus / knee) ** :data:`SCALE_EXPONENT` (Llama 3 Table 4);
 * Blackwell and AMD CDNA3: no published run in the fit, so the Hopper line is used and the range widened
   by :data:`UNFITTED_WIDENING` (Megatron-Bridge measures B200 at the same fraction of peak as H100).
+
+Huawei's Da Vinci (Ascend 910B): no published run states the NPU-hours of a whole training, so there is nothing to
+fit a run line on. Its line is an ASSUMPTION made from the vendor's own measured throughput (:data:`BENCHMARKS`):
+each benchmark's throughput MFU ``6 * N * tokens/s / peak`` times the Llama 3 :data:`GOODPUT` stands in for an
+effective MFU, a line is fitted through them the same way, and its range is the widest run-fitted generation's
+error times :data:`UNFITTED_WIDENING` (short benchmarks on 8-64 NPUs say nothing about a long run's failures).
+Every output that uses it says so.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 #: Llama 3 (arXiv 2407.21783, section 3.3.4): "higher than 90% effective training time" over a 54-day
 #: snapshot with 466 job interruptions (419 unexpected). Effective training time = useful / elapsed.
@@ -267,6 +274,33 @@ RUNS: tuple[PublishedRun, ...] = (
 
 
 @dataclass(frozen=True)
+class ThroughputBenchmark:
+    """A vendor's measured training throughput (tokens/s per device) on a short benchmark, not a whole run."""
+
+    name: str
+    gpu: str
+    params: float
+    tokens_per_s_per_device: float
+    devices: int
+    source: str
+
+
+_MODELLINK = (
+    "Huawei Ascend ModelLink (now MindSpeed-LLM) examples/llama2/README.md throughput table "
+    "(https://gitee.com/ascend/ModelLink/blob/master/examples/llama2/README.md)"
+)
+
+#: Architectures with no published whole-run figure: their line is an assumption fitted on these benchmarks.
+BENCHMARKS: tuple[ThroughputBenchmark, ...] = (
+    ThroughputBenchmark("ModelLink LLaMA2-7B", "Ascend-910B", 7e9, 2730, 8, f"{_MODELLINK}: 2730 tokens/s/p, 8 NPUs"),
+    ThroughputBenchmark("ModelLink LLaMA2-13B", "Ascend-910B", 13e9, 1550, 8, f"{_MODELLINK}: 1550 tokens/s/p, 8 NPUs"),
+    ThroughputBenchmark("ModelLink LLaMA2-34B", "Ascend-910B", 34e9, 690, 16, f"{_MODELLINK}: 690 tokens/s/p, 16 NPUs"),
+    ThroughputBenchmark("ModelLink LLaMA2-70B", "Ascend-910B", 70e9, 350, 64, f"{_MODELLINK}: 350 tokens/s/p, 64 NPUs"),
+)
+BENCHMARKS_RETRIEVED = "2026-12-02"
+
+
+@dataclass(frozen=True)
 class LineFit:
     """``ln MFU = intercept + slope * ln(N_active / 10B)`` for one generation, with its leave-one-out error."""
 
@@ -277,11 +311,15 @@ class LineFit:
     sigma: float  # root mean square of the leave-one-out log errors
     coverage: float  # share of left-out runs inside their own printed range
     left_out: tuple[tuple[str, float], ...]  # (run, predicted / reported GPU-hours) with the run left out
+    #: Where the line comes from: "runs" (published whole runs) or "benchmarks" (an assumption, see BENCHMARKS).
+    basis: str = "runs"
 
 
 @dataclass(frozen=True)
 class Calibration:
     lines: dict[str, LineFit]
+    #: Lines assumed from vendor throughput benchmarks, for generations without a published run (see BENCHMARKS).
+    assumed: dict[str, LineFit] = field(default_factory=dict)
 
     def line(self, gpu: str, generation: str) -> tuple[LineFit, bool]:
         """The line a GPU of ``generation`` sizes with, and whether it is borrowed from another generation.
@@ -291,11 +329,14 @@ class Calibration:
         """
         if generation in self.lines:
             return self.lines[generation], False
+        if generation in self.assumed:
+            return self.assumed[generation], False
         if generation in BORROWED and BORROWED[generation] in self.lines:
             return self.lines[BORROWED[generation]], True
         raise ValueError(
             f"gpus.yaml row {gpu!r}: generation {generation!r} has no calibration line (fitted: "
-            f"{', '.join(sorted(self.lines))}; borrowed: {', '.join(sorted(BORROWED))}); add published runs on "
+            f"{', '.join(sorted(self.lines))}; assumed from benchmarks: {', '.join(sorted(self.assumed)) or 'none'}; "
+            f"borrowed: {', '.join(sorted(BORROWED))}); add published runs on "
             "it to planning/sizing/calibration.py RUNS or a borrow to BORROWED"
         )
 
@@ -338,7 +379,11 @@ def _line(pts: list[tuple[float, float]]) -> tuple[float, float]:
     return my - slope * mx, slope
 
 
-def fit(gpus: Mapping[str, tuple[float, str]], runs: tuple[PublishedRun, ...] = RUNS) -> Calibration:
+def fit(
+    gpus: Mapping[str, tuple[float, str]],
+    runs: tuple[PublishedRun, ...] = RUNS,
+    benchmarks: tuple[ThroughputBenchmark, ...] = BENCHMARKS,
+) -> Calibration:
     """Least-squares lines per generation on the ``fit=True`` runs, each with its leave-one-out error.
 
     ``gpus`` maps a GPU name to its catalog (dense BF16 TFLOPS, generation).
@@ -370,4 +415,45 @@ def fit(gpus: Mapping[str, tuple[float, str]], runs: tuple[PublishedRun, ...] = 
         inside = sum(abs(e) < INTERVAL_Z * sigma for e in errors) / len(errors)
         left_out = tuple((name, math.exp(e)) for (_, _, name), e in zip(named, errors, strict=True))
         lines[gen] = LineFit(gen, intercept, slope, tuple(n for *_, n in named), sigma, inside, left_out)
-    return Calibration(lines=lines)
+    return Calibration(lines=lines, assumed=_assumed_lines(gpus, benchmarks, lines))
+
+
+def benchmark_mfu(bench: ThroughputBenchmark, bf16_peak_tflops: float) -> float:
+    """The benchmark's throughput MFU, ``6 * N * tokens/s / peak``, before any goodput."""
+    return 6 * bench.params * bench.tokens_per_s_per_device / (bf16_peak_tflops * 1e12)
+
+
+def _assumed_lines(
+    gpus: Mapping[str, tuple[float, str]], benchmarks: tuple[ThroughputBenchmark, ...], lines: Mapping[str, LineFit]
+) -> dict[str, LineFit]:
+    """Lines for generations without published runs, fitted on benchmark MFU x GOODPUT, with a widened range."""
+    by_gen: dict[str, list[tuple[float, float, str]]] = {}
+    for b in benchmarks:
+        if b.gpu not in gpus:
+            raise ValueError(f"throughput benchmark {b.name!r}: GPU {b.gpu!r} is not a gpus.yaml row")
+        peak, generation = gpus[b.gpu]
+        if generation in lines:
+            continue  # published runs win over benchmarks
+        y = math.log(benchmark_mfu(b, peak) * GOODPUT)
+        by_gen.setdefault(generation, []).append((math.log(b.params / 1e10), y, b.name))
+    widest = max((line.sigma for line in lines.values()), default=0.0)
+    out = {}
+    for gen, named in by_gen.items():
+        if len(named) < 3:
+            raise ValueError(f"generation {gen!r}: {len(named)} benchmarks; an assumed line needs three")
+        pts = [(x, y) for x, y, _ in named]
+        intercept, slope = _line(pts)
+        errors = []
+        for i, (x, y) in enumerate(pts):
+            a, slope_i = _line(pts[:i] + pts[i + 1 :])
+            errors.append(y - a - slope_i * x)
+        # The benchmarks agree with their own line closely; a whole run is another matter, so the range is the
+        # widest run-fitted generation's error, widened as for generations without a run.
+        loo = math.sqrt(sum(e * e for e in errors) / len(errors))
+        sigma = max(loo, widest) * UNFITTED_WIDENING
+        inside = sum(abs(e) < INTERVAL_Z * sigma for e in errors) / len(errors)
+        left_out = tuple((name, math.exp(e)) for (_, _, name), e in zip(named, errors, strict=True))
+        out[gen] = LineFit(
+            gen, intercept, slope, tuple(n for *_, n in named), sigma, inside, left_out, basis="benchmarks"
+        )
+    return out
