@@ -18,7 +18,7 @@ from provision.spec import PROJECT
 from provision.spec.volume import VolumeSpec
 
 #: The clouds whose volume is a Pulumi program (``clouds/<cloud>/volume.py``).
-PROGRAMS = ("aws",)
+PROGRAMS = ("aws", "azure", "alibaba")
 
 
 @dataclass
@@ -88,10 +88,13 @@ def run_volume_real(spec: VolumeSpec, tier: str, static: dict[str, Any], *, dest
     stack = automation.open_stack(name, program, root=automation.project_root(), create=not destroy)
     if stack is None:
         return {}
-    if spec.cloud == "aws":
-        import pulumi.automation as auto
+    import pulumi.automation as auto
 
-        automation.run_operation("config", name, lambda: stack.set_config("aws:region", auto.ConfigValue(spec.region)))
+    from provision.catalog import cloud_facts
+
+    # The provider's region: aws:region, azure-native:location, alicloud:region (the catalog's provider_region_key).
+    key = cloud_facts(spec.cloud).provider_region_key
+    automation.run_operation("config", name, lambda: stack.set_config(key, auto.ConfigValue(spec.region)))
     if destroy:
         automation.run_operation("destroy", name, lambda: stack.destroy(color="never"))
         automation.run_operation("rm", name, lambda: stack.workspace.remove_stack(name))

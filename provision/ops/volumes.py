@@ -188,7 +188,9 @@ def volume_price(spec: VolumeSpec) -> tuple[str | None, float | None]:
     from provision.planning.cost import storage_hourly_usd
 
     best: tuple[str | None, float | None] = (None, None)
-    for offer in load_catalog().filesystems_for(spec.cloud, spec.kind):
+    offers = list(load_catalog().filesystems_for(spec.cloud, spec.kind))
+    # Tiers that sell the size first (AMLFS tiers step by 4 to 48 TiB); none: the strict cloud names the size rule.
+    for offer in [o for o in offers if o.allows_size(spec.size_gib)] or offers:
         tput = spec.throughput_mbps_per_tib
         # The planner's rule (planning/resolve.py): a tier sells a throughput it lists or its baseline.
         if tput is not None and not (tput in offer.throughput_mbps_per_tib or offer.baseline_mbps_per_tib == tput):
