@@ -514,7 +514,8 @@ def planned_data(data: Any) -> Any:
     filesystem (kind, size, throughput, tier: :func:`attached_shared`); anything else unchanged.
 
     So ``provision plan`` and ``up``'s plan show the filesystem the nodes will mount and price the volume beside
-    the cluster (its own stack bills it). The volumes are the mocked cloud's (the only volume store so far).
+    the cluster (its own stack bills it). The volumes are the mocked cloud's: ``plan`` runs no Pulumi CLI (a real
+    ``up`` plans with the volume's stack instead: ``Cluster._plan_spec``).
     """
     storage = data.get("storage") if isinstance(data, dict) else None
     shared = storage.get("shared") if isinstance(storage, dict) else None
