@@ -150,7 +150,7 @@ def _attaching(tmp_path: Path, **shared: Any) -> Any:
 
 
 def test_real_attach_reads_the_volume_stack_plans_its_filesystem_and_runs_up(
-    fake: VolumePulumi, tmp_path: Path
+    fake: VolumePulumi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     outputs = azure_volume_outputs()
     fake.add("vol-llm-data", outputs)
@@ -164,6 +164,17 @@ def test_real_attach_reads_the_volume_stack_plans_its_filesystem_and_runs_up(
     program_spec, exported = cluster._attached()
     assert exported == {"volume": "llm-data", "volume_filesystem_id": outputs["filesystem_id"]}
     assert program_spec.storage.shared.kind == "netapp" and program_spec.storage.shared.volume == "llm-data"
+    # The inline program `up` runs: the cluster program on that spec, and the volume recorded in the outputs
+    # (what `volume list` and `volume delete` read to find the clusters using it).
+    import pulumi
+
+    from provision.engine import program as program_module
+
+    ran: list[Any] = []
+    monkeypatch.setattr(program_module, "main", lambda spec, now: ran.append(spec))
+    monkeypatch.setattr(pulumi, "export", lambda key, value: ran.append((key, value)))
+    cluster._program(cluster._created_at)()
+    assert ran == [program_spec, ("volume", "llm-data"), ("volume_filesystem_id", outputs["filesystem_id"])]
 
 
 def test_real_attach_problems_are_refused_before_the_stack_exists(fake: VolumePulumi, tmp_path: Path) -> None:
