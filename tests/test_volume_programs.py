@@ -176,3 +176,24 @@ def test_azure_volume_network_too_small_for_the_lustre_subnet_is_refused(tmp_pat
     code, out = cli("volume", "create", str(path), "--mock")
     assert code == 2 and "network_cidr" in out and "cannot hold" in out
     assert volumes() == {}
+
+
+def test_azure_cluster_admits_the_attached_volume_network_on_its_nodes() -> None:
+    """Lustre servers call clients back (988, 1019-1023): the node NSG admits the volume's peered network, which its
+    final rule (deny from VirtualNetwork, peered VNets included) would otherwise refuse."""
+    from provision.ops.volumes import attached_program_spec, create_volume
+    from provision.spec import load_spec
+    from provision.spec.volume import load_volume_spec
+    from tests.conftest import preview
+
+    _, spec, volume, _ = _volume("azure")
+    create_volume(load_volume_spec(volume), mock=True)
+    data = spec.model_dump(mode="json", exclude_none=True)
+    data["storage"]["shared"] = {"volume": "shared-data"}
+    attached, _ = attached_program_spec(load_spec(data), spec.zone, mock=True)
+    groups = preview(attached).of_type("azure-native:network:NetworkSecurityGroup")
+    [nsg] = [r for r in groups if r.name == f"{spec.name}-nsg"]  # the nodes' (the other is the unused fs subnet's)
+    rules = {r["name"]: r for r in nsg.inputs["securityRules"]}
+    volume_rule = rules["allow-volume-inbound"]
+    assert volume_rule["sourceAddressPrefixes"] == ["10.250.0.0/16"] and volume_rule["access"] == "Allow"
+    assert volume_rule["priority"] < rules["deny-other-inbound"]["priority"]
