@@ -206,7 +206,9 @@ def test_real_attach_on_a_cloud_without_a_volume_program_is_refused_with_the_rea
     assert not _ran(fake, "up")
 
 
-def test_real_create_sets_each_cloud_provider_region(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_real_create_sets_each_cloud_provider_region_and_refuses_an_existing_volume(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     calls: list[Any] = []
 
     class Out:
@@ -218,7 +220,11 @@ def test_real_create_sets_each_cloud_provider_region(monkeypatch: pytest.MonkeyP
             calls.append((key, value.value))
 
         def up(self, program: Any, color: str) -> Any:
+            calls.append("up")
             return type("R", (), {"outputs": {"kind": Out("volume")}})()
+
+        def outputs(self) -> dict[str, Any]:
+            return {"kind": Out("volume")} if "up" in calls else {}
 
     monkeypatch.setattr(automation, "open_stack", lambda *a, **k: FakeStack())
     for volume, key in (
@@ -227,6 +233,11 @@ def test_real_create_sets_each_cloud_provider_region(monkeypatch: pytest.MonkeyP
     ):
         path = tmp_path / "vol.yaml"
         path.write_text(yaml.safe_dump({"name": "vdata", **volume}))
+        calls.clear()
         code, out = _cli("volume", "create", str(path))
         assert code == 0, out
-        assert calls[-1] == (key, volume["region"])
+        assert calls == [(key, volume["region"]), "up"]
+        # Its stack exists now: creating it again is refused before any config or up (no update in place).
+        code, out = _cli("volume", "create", str(path))
+        assert code == 2 and "names a volume that exists" in out
+        assert calls == [(key, volume["region"]), "up"]

@@ -115,7 +115,7 @@ def test_without_mock_create_runs_the_stack_through_the_automation_api(
             return type("R", (), {"outputs": {"kind": Out("volume"), "volume": Out("llm-data")}})()
 
         def outputs(self) -> dict[str, Any]:
-            return {"kind": Out("volume"), "volume": Out("llm-data")}
+            return {}  # a new stack
 
         def destroy(self, color: str) -> None:
             calls.append(("destroy",))

@@ -88,6 +88,14 @@ def run_volume_real(spec: VolumeSpec, tier: str, static: dict[str, Any], *, dest
     stack = automation.open_stack(name, program, root=automation.project_root(), create=not destroy)
     if stack is None:
         return {}
+    if not destroy and automation.run_operation("outputs", name, stack.outputs).get("kind") is not None:
+        from provision.spec.errors import Problem
+        from provision.spec.volume import VolumeSpecError
+
+        # An up of a volume that exists would update it in place, or replace its filesystem (data lost).
+        raise VolumeSpecError(
+            problems=[Problem("name", spec.name, "names a volume that exists", "pick another name or delete it first")]
+        )
     import pulumi.automation as auto
 
     from provision.catalog import cloud_facts
