@@ -113,6 +113,7 @@ class Fake:
     export_description: str = EXPORT_DESCRIPTION
     role: str = ROLE
     token: str = "md-token-0001"
+    vpc: str = "vpc-nodes0001"
     seen: list[str] = field(default_factory=list)
     nas_params: list[dict[str, str]] = field(default_factory=list)
 
@@ -145,6 +146,8 @@ def _handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
             # Hardened mode: no (or a wrong) token, no answer (ECS "Instance metadata": security hardening mode).
             if self.headers.get("X-aliyun-ecs-metadata-token") != fake.token:
                 return self._send(401, "")
+            if self.path == "/latest/meta-data/vpc-id":
+                return self._send(200, fake.vpc)
             prefix = "/latest/meta-data/ram/security-credentials/"
             reads = sum(1 for s in fake.seen if s.startswith(f"GET {prefix}"))
             if not self.path.startswith(prefix) or self.path[len(prefix) :] != fake.role or reads <= fake.creds_after:
@@ -182,9 +185,11 @@ def _handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
                 if params.get("FileSystemType") == "cpfs":
                     listed.append({"FileSystemId": FS, "Description": fake.description})
                 else:
-                    mount = {"MountTargetDomain": NAS_DOMAIN, "Status": "Active"}
-                    creating = {"MountTargetDomain": "x.example.com", "Status": "Pending"}
-                    targets = {"MountTarget": [creating, mount]}
+                    mount = {"MountTargetDomain": NAS_DOMAIN, "Status": "Active", "VpcId": "vpc-nodes0001"}
+                    creating = {"MountTargetDomain": "x.example.com", "Status": "Pending", "VpcId": "vpc-nodes0001"}
+                    # An attached volume: another cluster's mount target, in its own VPC, listed first.
+                    other = {"MountTargetDomain": "y.example.com", "Status": "Active", "VpcId": "vpc-other0001"}
+                    targets = {"MountTarget": [other, creating, mount]}
                     listed.append(
                         {"FileSystemId": "0a1b2c3d4e", "Description": fake.description, "MountTargets": targets}
                     )
@@ -248,7 +253,8 @@ def test_a_nas_lookup_takes_the_active_mount_target_of_the_described_file_system
     out = tmp_path / "domain"
     p = _lookup(base, out, kind="standard")
     assert p.returncode == 0, p.stderr
-    assert out.read_text() == NAS_DOMAIN + "\n"
+    assert out.read_text() == NAS_DOMAIN + "\n"  # the one in the node's VPC, not another cluster's
+    assert "GET /latest/meta-data/vpc-id" in state.seen
     (listing,) = state.nas_params  # one call: DescribeFileSystems carries the mount targets
     assert listing["FileSystemType"] == "standard"
 

@@ -18,7 +18,7 @@ from provision.spec import PROJECT
 from provision.spec.volume import VolumeSpec
 
 #: The clouds whose volume is a Pulumi program (``clouds/<cloud>/volume.py``).
-PROGRAMS = ("aws", "gcp")
+PROGRAMS = ("aws", "gcp", "azure", "alibaba")
 
 
 @dataclass
@@ -88,11 +88,22 @@ def run_volume_real(spec: VolumeSpec, tier: str, static: dict[str, Any], *, dest
     stack = automation.open_stack(name, program, root=automation.project_root(), create=not destroy)
     if stack is None:
         return {}
-    if spec.cloud in ("aws", "gcp"):  # the provider's region (GCP: the project is the provider's gcp:project)
-        import pulumi.automation as auto
+    if not destroy and automation.run_operation("outputs", name, stack.outputs).get("kind") is not None:
+        from provision.spec.errors import Problem
+        from provision.spec.volume import VolumeSpecError
 
-        key = f"{spec.cloud}:region"
-        automation.run_operation("config", name, lambda: stack.set_config(key, auto.ConfigValue(spec.region)))
+        # An up of a volume that exists would update it in place, or replace its filesystem (data lost).
+        raise VolumeSpecError(
+            problems=[Problem("name", spec.name, "names a volume that exists", "pick another name or delete it first")]
+        )
+    import pulumi.automation as auto
+
+    from provision.catalog import cloud_facts
+
+    # The provider's region: aws:region, gcp:region (GCP's project is the provider's gcp:project),
+    # azure-native:location, alicloud:region (the catalog's provider_region_key).
+    key = cloud_facts(spec.cloud).provider_region_key
+    automation.run_operation("config", name, lambda: stack.set_config(key, auto.ConfigValue(spec.region)))
     if destroy:
         automation.run_operation("destroy", name, lambda: stack.destroy(color="never"))
         automation.run_operation("rm", name, lambda: stack.workspace.remove_stack(name))

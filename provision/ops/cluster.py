@@ -33,7 +33,7 @@ from provision.ops.signals import sigterm_as_interrupt
 from provision.ops.targets import check_stack_name, resolve_cluster
 from provision.planning.outputs import render_hostfile
 from provision.spec import ClusterSpec
-from provision.spec.errors import CapacityError, CloudError, Problem, QuotaError, UnsupportedError
+from provision.spec.errors import CapacityError, CloudError, Problem, ProvisionError, QuotaError, UnsupportedError
 
 if TYPE_CHECKING:
     from pulumi import automation as auto
@@ -91,6 +91,7 @@ class Cluster(NodeAccess, MockOperations):
         self._state = "unknown"
         self._planned: int | None = None
         self._plans: dict[tuple[int, datetime | None], ClusterPlan] = {}
+        self._attach: dict[int, tuple[ClusterSpec, dict[str, Any]]] = {}  # real mode: the attached volume, by try
         self._try = 0  # which failover try (0: the spec as written) the cluster is on
         self._options: tuple[Any, ...] | None = None  # the failover options (derived once for `auto`)
         self._fresh_nodes = False  # the next up follows a try without stock in the same region: replace its nodes
@@ -127,7 +128,8 @@ class Cluster(NodeAccess, MockOperations):
         from provision.clouds.base import get_adapter
         from provision.ops.volumes import planned_spec
 
-        spec = planned_spec(spec)  # an attached volume: planned with its filesystem, priced beside the cluster
+        # An attached volume: planned with its filesystem (read from its stack), priced beside the cluster.
+        spec = planned_spec(spec, self.mock, self.root, self._command)
         return get_adapter(spec.cloud).plan(spec, now=created or self._known_created_at(), stack=self.stack)
 
     @property
@@ -187,6 +189,7 @@ class Cluster(NodeAccess, MockOperations):
         else:
             from provision.engine import automation
 
+            self._attached()  # an attached volume is checked before the stack is made
             stack = self._open(create=True)
             assert stack is not None  # noqa: S101  # create=True always returns a stack
             created_at = automation.run_operation(
@@ -310,7 +313,8 @@ class Cluster(NodeAccess, MockOperations):
             return self._mock_up(apply=True)
         from provision.ops.volumes import refuse_real_attach
 
-        refuse_real_attach(self.spec)  # attaching a volume is implemented for the mocked cloud only
+        refuse_real_attach(self.spec)  # a cloud without a volume program has no real volume to attach
+        self._attached()  # the attached volume's stack is read and checked before anything exists
         from provision.engine import automation, preflight
 
         skipped = preflight.check_before_up(plan)  # raises before anything exists when the account says no
@@ -636,15 +640,44 @@ class Cluster(NodeAccess, MockOperations):
         return automation.open_stack(self.stack, program, root=self.root, command=self._command, create=create)
 
     def _program(self, created_at: datetime) -> Any:
-        """The inline program: the repository's program function, on this try's spec and creation time."""
+        """The inline program: the repository's program function, on this try's spec and creation time.
+
+        With an attached volume the program runs on the spec :func:`provision.ops.volumes.attached_program_spec`
+        gives (no filesystem of its own) and exports ``volume`` (how ``volume delete`` finds its users).
+        """
         spec = self.effective_spec
 
         def program() -> None:
+            import pulumi
+
             from provision.engine.program import main
 
-            main(spec, created_at)
+            shared = spec.storage.shared
+            if self.mock or shared is None or shared.volume is None:
+                main(spec, created_at)
+                return
+            try:
+                program_spec, outputs = self._attached()
+            except ProvisionError as e:
+                raise pulumi.RunError(str(e)) from None
+            main(program_spec, created_at)
+            for key, value in outputs.items():
+                pulumi.export(key, value)
 
         return program
+
+    def _attached(self) -> tuple[ClusterSpec, dict[str, Any]]:
+        """This try's program spec and volume outputs (real mode), read from the volume's stack once per try.
+
+        Raises:
+            VolumeSpecError: the volume is missing or the cluster's nodes cannot mount it (every problem).
+        """
+        from provision.ops.volumes import attached_program_spec
+
+        if self._try not in self._attach:
+            spec = self.effective_spec
+            self._attach[self._try] = attached_program_spec(spec, self.plan().zone, False, self.root, self._command)
+        return self._attach[self._try]
 
     def _confirm(self, action: str, plan: ClusterPlan | None) -> bool:
         if plan is not None:

@@ -102,6 +102,8 @@ def _real_records(root: Path | None, command: Any = None) -> list[ClusterRecord]
             continue
         stack = auto.Stack.select(summary.name, workspace)
         outs = {k: v.value for k, v in automation.run_operation("outputs", summary.name, stack.outputs).items()}
+        if outs.get("kind") == "volume":
+            continue  # a volume's stack (provision volume list)
         config = automation.stack_config(stack)
         spec = _recorded_spec(outs.get("spec"), config.get(CONFIG_KEY))
         created = created_at_from(config.get(automation.CREATED_AT_KEY))

@@ -17,7 +17,8 @@ mount source, the filesystem id and the network its own way in needs (:mod:`prov
 Under the mocked cloud (``--mock``) the volume's state lives in the mocked cloud's state directory
 (:mod:`provision.engine.mockstate`), so it persists between mocked clusters. On AWS and GCP the volume's stack is a
 Pulumi program (:mod:`provision.engine.volumerun`): run under the strict mocked cloud with ``--mock``, through the
-Automation API without it. Attaching a volume to a real cluster is still refused (:func:`refuse_real_attach`).
+Automation API without it. Without ``--mock``, listing, finding, deleting and attaching read the backend's stacks
+(:mod:`provision.ops.volume_stacks`); clouds without a volume program refuse (:func:`refuse_real_attach`).
 """
 
 from __future__ import annotations
@@ -78,14 +79,6 @@ class VolumeRecord:
             "created_at": format_time(self.created_at) if self.created_at else None,
             "used_by": list(self.used_by),
         }
-
-
-def _need_mock(mock: bool) -> None:
-    if not mock:
-        raise UnsupportedError(
-            "volume list reads the mocked cloud only so far; to fix: add --mock (real volume stacks are listed "
-            "by `pulumi stack ls`, named vol-NAME)"
-        )
 
 
 def _store() -> Any:
@@ -188,7 +181,9 @@ def volume_price(spec: VolumeSpec) -> tuple[str | None, float | None]:
     from provision.planning.cost import storage_hourly_usd
 
     best: tuple[str | None, float | None] = (None, None)
-    for offer in load_catalog().filesystems_for(spec.cloud, spec.kind):
+    offers = list(load_catalog().filesystems_for(spec.cloud, spec.kind))
+    # Tiers that sell the size first (AMLFS tiers step by 4 to 48 TiB); none: the strict cloud names the size rule.
+    for offer in [o for o in offers if o.allows_size(spec.size_gib)] or offers:
         tput = spec.throughput_mbps_per_tib
         # The planner's rule (planning/resolve.py): a tier sells a throughput it lists or its baseline.
         if tput is not None and not (tput in offer.throughput_mbps_per_tib or offer.baseline_mbps_per_tib == tput):
@@ -250,6 +245,7 @@ def _static_outputs(spec: VolumeSpec, tier: str | None, hourly: float | None, no
         "throughput_mbps_per_tib": spec.throughput_mbps_per_tib,
         "tags": dict(spec.tags),
         "origin": "created",
+        "created_at": format_time(now),
         "expires_at": format_time(now + spec.lifetime) if spec.lifetime else None,
     }
 
@@ -288,9 +284,12 @@ def _create_from_program(
     return find_volume(spec.name, mock) or VolumeRecord(spec.name, run.outputs, now, ())
 
 
-def list_volumes(mock: bool) -> list[VolumeRecord]:
-    """Every volume in the mocked cloud, with the cluster stacks attaching each."""
-    _need_mock(mock)
+def list_volumes(mock: bool, root: Any = None, command: Any = None) -> list[VolumeRecord]:
+    """Every volume in the mocked cloud (``mock``) or the Pulumi backend, with the cluster stacks attaching each."""
+    if not mock:
+        from provision.ops.volume_stacks import real_volumes
+
+        return real_volumes(root, command)
     store = _store()
     users = _users(store)
     found = []
@@ -306,18 +305,25 @@ def list_volumes(mock: bool) -> list[VolumeRecord]:
     return sorted(found, key=lambda r: r.name)
 
 
-def find_volume(name: str, mock: bool) -> VolumeRecord | None:
+def find_volume(name: str, mock: bool, root: Any = None, command: Any = None) -> VolumeRecord | None:
+    """The volume ``name``; without ``mock`` its stack alone is read (``used_by`` left empty)."""
+    if not mock:
+        from provision.ops.volume_stacks import real_volume
+
+        return real_volume(name, root, command)
     return next((v for v in list_volumes(mock) if v.name == name), None)
 
 
 def delete_volume(name: str, mock: bool) -> VolumeRecord:
     """Delete the volume; refused while a cluster's state records attaching it (names them).
 
-    Without ``mock``: ``pulumi destroy`` of the volume's stack through the Automation API, then the stack is
-    removed (a real cluster cannot attach a volume yet: :func:`refuse_real_attach`, so none uses it).
+    Without ``mock``: refused while a cluster stack of the backend records it, else ``pulumi destroy`` of the
+    volume's stack through the Automation API, then the stack is removed (:mod:`provision.ops.volume_stacks`).
     """
     if not mock:
-        return _delete_real(name)
+        from provision.ops.volume_stacks import delete_real_volume
+
+        return delete_real_volume(name)
     record = find_volume(name, mock)
     if record is None:
         raise VolumeSpecError(
@@ -338,29 +344,19 @@ def delete_volume(name: str, mock: bool) -> VolumeRecord:
     return record
 
 
-def _delete_real(name: str) -> VolumeRecord:
-    from provision.engine import automation
+def attach_problems(spec: Any, zone: str | None, mock: bool, root: Any = None, command: Any = None) -> list[Problem]:
+    """Why the cluster ``spec`` (planned in ``zone``) cannot attach its ``storage.shared.volume``; [] when it can.
 
-    stack_name = STACK_PREFIX + name
-    stack = automation.open_stack(stack_name, lambda: None, root=automation.project_root(), create=False)
-    if stack is None:
-        raise VolumeSpecError(problems=[Problem("name", name, "names no volume stack", "check the name")])
-    outputs = {k: v.value for k, v in stack.outputs().items()}
-    if outputs.get("kind") != VOLUME_MARK:
-        raise VolumeSpecError(problems=[Problem("name", name, f"stack {stack_name} is not a volume", "check the name")])
-    automation.run_operation("destroy", stack_name, lambda: stack.destroy(color="never"))
-    automation.run_operation("rm", stack_name, lambda: stack.workspace.remove_stack(stack_name))
-    return VolumeRecord(name, outputs, None, ())
-
-
-def attach_problems(spec: Any, zone: str | None, mock: bool) -> list[Problem]:
-    """Why the cluster ``spec`` (planned in ``zone``) cannot attach its ``storage.shared.volume``; [] when it can."""
+    Without ``mock`` the volume is read from its stack on the Pulumi backend (:mod:`provision.ops.volume_stacks`).
+    """
     shared = spec.storage.shared
     name = shared.volume
     field = "storage.shared.volume"
-    record = find_volume(name, mock)
+    record = find_volume(name, mock, root, command)
     if record is None:
-        return [Problem(field, name, "names no volume", "create it with `provision volume create FILE --mock`")]
+        where = "the mocked cloud" if mock else "the Pulumi backend (provision volume list)"
+        fix = f"create it with `provision volume create FILE{' --mock' if mock else ''}`"
+        return [Problem(field, name, f"names no volume in {where}", fix)]
     out, problems = record.outputs, []
     if out.get("cloud") != spec.cloud:
         problems.append(
@@ -460,7 +456,7 @@ def retained_again_problems(spec: Any, mock: bool) -> list[Problem]:
     resource", pulumi/pulumi-azure-native issue 1123): a second ``up`` would fail part-way, its GPUs already
     requested. The kept filesystem is attached instead (it is a volume since that ``down``).
     """
-    if spec.cloud != "azure":
+    if spec.cloud != "azure" or not mock:  # a real down keeps the group, but makes no volume of it
         return []
     from provision.clouds.azure.adapter import resource_group_names
 
@@ -481,7 +477,9 @@ def retained_again_problems(spec: Any, mock: bool) -> list[Problem]:
     return []
 
 
-def attached_program_spec(spec: Any, zone: str | None, mock: bool) -> tuple[Any, dict[str, Any]]:
+def attached_program_spec(
+    spec: Any, zone: str | None, mock: bool, root: Any = None, command: Any = None
+) -> tuple[Any, dict[str, Any]]:
     """The spec the cluster program runs (no own filesystem when a volume is attached) and the outputs to add.
 
     Raises:
@@ -494,10 +492,10 @@ def attached_program_spec(spec: Any, zone: str | None, mock: bool) -> tuple[Any,
             raise VolumeSpecError(problems=problems)
     if shared is None or shared.volume is None:
         return spec, {}
-    problems = attach_problems(spec, zone, mock)
+    problems = attach_problems(spec, zone, mock, root, command)
     if problems:
         raise VolumeSpecError(problems=problems)
-    record = find_volume(shared.volume, mock)
+    record = find_volume(shared.volume, mock, root, command)
     assert record is not None  # noqa: S101  # attach_problems found it
     return spec.model_copy(
         update={"storage": spec.storage.model_copy(update={"shared": attached_shared(record, shared)})}
@@ -530,7 +528,8 @@ def planned_data(data: Any) -> Any:
     filesystem (kind, size, throughput, tier: :func:`attached_shared`); anything else unchanged.
 
     So ``provision plan`` and ``up``'s plan show the filesystem the nodes will mount and price the volume beside
-    the cluster (its own stack bills it). The volumes are the mocked cloud's (the only volume store so far).
+    the cluster (its own stack bills it). The volumes are the mocked cloud's: ``plan`` runs no Pulumi CLI (a real
+    ``up`` plans with the volume's stack instead: ``Cluster._plan_spec``).
     """
     storage = data.get("storage") if isinstance(data, dict) else None
     shared = storage.get("shared") if isinstance(storage, dict) else None
@@ -552,14 +551,17 @@ def planned_data(data: Any) -> Any:
     return {**data, "storage": {**dict(storage or {}), "shared": merged.model_dump(mode="json", exclude_none=True)}}
 
 
-def planned_spec(spec: Any) -> Any:
-    """``spec`` planned with its attached volume's filesystem (:func:`planned_data`) when the volume exists."""
+def planned_spec(spec: Any, mock: bool = True, root: Any = None, command: Any = None) -> Any:
+    """``spec`` planned with its attached volume's filesystem (:func:`planned_data`) when the volume exists.
+
+    Without ``mock`` the volume is its stack on the Pulumi backend.
+    """
     shared = spec.storage.shared
     if shared is None or shared.volume is None:
         return spec
     try:
-        record = find_volume(shared.volume, mock=True)
-    except Exception:  # a damaged state file: `provision volume list` names it
+        record = find_volume(shared.volume, mock, root, command)
+    except Exception:  # a damaged state file, no Pulumi CLI: `provision volume list` names it; `up` refuses
         return spec
     if record is None:
         return spec
@@ -569,10 +571,14 @@ def planned_spec(spec: Any) -> Any:
 
 
 def refuse_real_attach(spec: Any) -> None:
-    """Refuse ``storage.shared.volume`` outside the mocked cloud (no real volume stack yet)."""
+    """Refuse ``storage.shared.volume`` outside the mocked cloud where the cloud has no volume program: no real
+    volume stack of that cloud can exist (:data:`provision.engine.volumerun.PROGRAMS`)."""
+    from provision.engine.volumerun import PROGRAMS
+
     shared = spec.storage.shared
-    if shared is not None and shared.volume is not None:
+    if shared is not None and shared.volume is not None and spec.cloud not in PROGRAMS:
         raise UnsupportedError(
-            f"storage.shared.volume {shared.volume}: attaching a volume works under --mock only so far; "
-            "to fix: use --mock, or drop storage.shared.volume to give the cluster its own filesystem"
+            f"storage.shared.volume {shared.volume}: a real {spec.cloud} volume stack cannot be created yet (volume "
+            f"programs exist for {', '.join(PROGRAMS)}), so none can be attached; to fix: use --mock, or drop "
+            "storage.shared.volume to give the cluster its own filesystem (storage.shared.retain keeps it at down)"
         )

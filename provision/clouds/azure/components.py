@@ -93,12 +93,13 @@ class AzureCluster(pulumi.ComponentResource):
             )
         if extra.lifetime == "node-timer" and self.identity is not None:
             self.expiry_definition, self.expiry_assignment = self._expiry_role(self.identity, child)
-        self.network: Network = build_network(plan, net_rg, net_tags, net_opts)
+        volume = volume_reference(plan, self)  # an attached volume: its filesystem lives in its own stack
+        volume_cidr = volume.network_field("cidr") if volume is not None else None
+        self.network: Network = build_network(plan, net_rg, net_tags, net_opts, volume_cidr)
         if extra.bastion:
             build_bastion(plan, net_rg, self.network, net_tags, net_opts)
         self.shared_fs: SharedFs | None = None
         self.fs_reader: authorization.RoleAssignment | None = None
-        volume = volume_reference(plan, self)  # an attached volume: its filesystem lives in its own stack
         if volume is not None:
             self.shared_fs = attached_filesystem(plan, volume.mount_source, volume.name)
             build_volume_peering(plan, net_rg, self.network, volume, net_opts)

@@ -37,7 +37,7 @@ def _rule(
     description: str,
     priority: int,
     access: str,
-    source: list[str] | str,
+    source: list[Any] | str,
     *,
     protocol: str = "*",
     ports: list[str] | None = None,
@@ -68,10 +68,13 @@ def _rule(
 DENY_PRIORITY = 4096
 
 
-def node_rules(plan: ClusterPlan[AzurePlan]) -> list[network.SecurityRuleArgs]:
+def node_rules(
+    plan: ClusterPlan[AzurePlan], volume_cidr: pulumi.Input[str] | None = None
+) -> list[network.SecurityRuleArgs]:
     """Inbound to the node subnet: SSH from ``access.allowed_cidrs``, anything from the cluster's own subnets
     (NCCL, MPI and the launchers use arbitrary ports; Lustre servers call clients back on 988 and 1019-1023),
-    nothing else from the VNet, peered networks or VPNs."""
+    and from an attached volume's network (``volume_cidr``, a peered VNet: its file servers call back the same
+    way), nothing else from the VNet, peered networks or VPNs."""
     subnets = plan.extra.subnets
     rules = []
     cidrs = list(plan.access.allowed_cidrs)
@@ -101,6 +104,12 @@ def node_rules(plan: ClusterPlan[AzurePlan]) -> list[network.SecurityRuleArgs]:
     if "filesystem" in subnets:
         rules.append(
             _rule("allow-filesystem-inbound", "The shared file system's servers", 120, "Allow", [subnets["filesystem"]])
+        )
+    if volume_cidr is not None:
+        rules.append(
+            _rule(
+                "allow-volume-inbound", "The attached volume's file servers (peered VNet)", 125, "Allow", [volume_cidr]
+            ),
         )
     if plan.extra.bastion:  # Bastion reaches the VMs from its own subnet (azure.bastion)
         bastion = [plan.extra.bastion.subnet]
@@ -157,9 +166,14 @@ def filesystem_rules(plan: ClusterPlan[AzurePlan]) -> list[network.SecurityRuleA
 
 
 def build_network(
-    plan: ClusterPlan[AzurePlan], rg_name: pulumi.Input[str], tags: dict[str, str], opts: pulumi.ResourceOptions
+    plan: ClusterPlan[AzurePlan],
+    rg_name: pulumi.Input[str],
+    tags: dict[str, str],
+    opts: pulumi.ResourceOptions,
+    volume_cidr: pulumi.Input[str] | None = None,
 ) -> Network:
-    """Create the network in resource group ``rg_name`` with ``tags`` on every taggable resource."""
+    """Create the network in resource group ``rg_name`` with ``tags`` on every taggable resource (``volume_cidr``:
+    an attached volume's network, admitted by the node NSG)."""
     extra = plan.extra
     name = plan.name
     location = plan.region
@@ -169,7 +183,7 @@ def build_network(
         network_security_group_name=f"{name}-nsg",
         resource_group_name=rg_name,
         location=location,
-        security_rules=node_rules(plan),
+        security_rules=node_rules(plan, volume_cidr),
         tags=tags,
         opts=opts,
     )

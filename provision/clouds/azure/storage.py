@@ -77,14 +77,27 @@ def _amlfs(
     grants = blob_grants(fs, opts)
     if grants:  # "If the file system can't access your blob container, file system creation fails"
         opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=grants))
+    lustre, source = amlfs_resource(fs, plan.region, rg_name, subnet.id, tags, opts)
+    return _outputs(plan, source, "lustre", LUSTRE_OPTIONS, lustre)
+
+
+def amlfs_resource(
+    fs: Amlfs,
+    location: str,
+    rg_name: pulumi.Input[str],
+    subnet_id: pulumi.Input[str],
+    tags: dict[str, str],
+    opts: pulumi.ResourceOptions,
+) -> tuple[storagecache.AmlFilesystem, pulumi.Output[str]]:
+    """The Managed Lustre file system ``fs`` on ``subnet_id`` and its mount source (a cluster's, or a volume's)."""
     lustre = storagecache.AmlFilesystem(
         fs.name,
         aml_filesystem_name=fs.name,
         resource_group_name=rg_name,
-        location=plan.region,
+        location=location,
         sku=storagecache.SkuNameArgs(name=fs.sku),
         storage_capacity_ti_b=fs.capacity_tib,
-        filesystem_subnet=subnet.id,
+        filesystem_subnet=subnet_id,
         zones=[fs.zone] if fs.zone else None,
         maintenance_window=storagecache.AmlFilesystemMaintenanceWindowArgs(
             day_of_week=storagecache.MaintenanceDayOfWeekType(fs.maintenance.day_of_week),
@@ -103,8 +116,7 @@ def _amlfs(
         tags=tags,
         opts=opts,
     )
-    source = lustre.client_info.apply(lambda c: f"{c.mgs_address}@tcp:/{LUSTRE_FSNAME}")
-    return _outputs(plan, source, "lustre", LUSTRE_OPTIONS, lustre)
+    return lustre, lustre.client_info.apply(lambda c: f"{c.mgs_address}@tcp:/{LUSTRE_FSNAME}")
 
 
 #: The built-in roles Managed Lustre's blob integration needs on the storage account, granted to the "HPC Cache
@@ -171,11 +183,24 @@ def _netapp(
     tags: dict[str, str],
     opts: pulumi.ResourceOptions,
 ) -> SharedFs:
+    volume, source = netapp_resources(fs, plan.region, rg_name, subnet.id, tags, opts)
+    return _outputs(plan, source, "nfs", NFS_OPTIONS, volume)
+
+
+def netapp_resources(
+    fs: NetApp,
+    location: str,
+    rg_name: pulumi.Input[str],
+    subnet_id: pulumi.Input[str],
+    tags: dict[str, str],
+    opts: pulumi.ResourceOptions,
+) -> tuple[netapp.CapacityPoolVolume, pulumi.Output[str]]:
+    """The NetApp account, pool and NFS volume ``fs`` on ``subnet_id``, and its mount source (cluster or volume)."""
     account = netapp.Account(
         fs.account,
         account_name=fs.account,
         resource_group_name=rg_name,
-        location=plan.region,
+        location=location,
         tags=tags,
         opts=opts,
     )
@@ -184,7 +209,7 @@ def _netapp(
         account_name=account.name,
         pool_name=fs.pool,
         resource_group_name=rg_name,
-        location=plan.region,
+        location=location,
         service_level=fs.service_level,
         size=fs.pool_bytes,
         qos_type="Auto",
@@ -197,10 +222,10 @@ def _netapp(
         pool_name=pool.name.apply(lambda n: n.split("/")[-1]),
         volume_name=fs.volume,
         resource_group_name=rg_name,
-        location=plan.region,
+        location=location,
         creation_token=fs.creation_token,
         service_level=fs.service_level,
-        subnet_id=subnet.id,
+        subnet_id=subnet_id,
         usage_threshold=fs.volume_bytes,
         is_large_volume=fs.large_volume or None,
         protocol_types=["NFSv3"],
@@ -239,5 +264,4 @@ def _netapp(
         tags=tags,
         opts=opts,
     )
-    source = volume.mount_targets.apply(lambda targets: f"{targets[0].ip_address}:/{fs.creation_token}")
-    return _outputs(plan, source, "nfs", NFS_OPTIONS, volume)
+    return volume, volume.mount_targets.apply(lambda targets: f"{targets[0].ip_address}:/{fs.creation_token}")
