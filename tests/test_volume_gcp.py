@@ -262,6 +262,9 @@ def test_without_mock_the_gcp_volume_stack_runs_through_the_automation_api_in_it
     calls: list[Any] = []
 
     class FakeStack:
+        def outputs(self) -> dict[str, Any]:  # a new stack: no volume of that name yet
+            return {}
+
         def set_config(self, key: str, value: Any) -> None:
             calls.append(("config", key, value.value))
 
