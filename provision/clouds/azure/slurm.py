@@ -97,10 +97,11 @@ def build_controller(
     import pulumi
     from pulumi_azure_native import compute, network
 
+    from provision.clouds.azure.components import linux_configuration
+
     extra = plan.extra
     ctl = extra.slurm
     assert ctl is not None  # noqa: S101
-    user = plan.access.ssh_user
     opts = pulumi.ResourceOptions(parent=parent)
     nic = network.NetworkInterface(
         f"{ctl.name}-nic",
@@ -127,18 +128,9 @@ def build_controller(
         hardware_profile=compute.HardwareProfileArgs(vm_size=ctl.instance_type),
         os_profile=compute.OSProfileArgs(
             computer_name=ctl.name,
-            admin_username=user,
+            admin_username=plan.access.ssh_user,
             custom_data=controller_custom_data(plan),
-            linux_configuration=compute.LinuxConfigurationArgs(
-                disable_password_authentication=True,
-                provision_vm_agent=True,
-                ssh=compute.SshConfigurationArgs(
-                    public_keys=[
-                        compute.SshPublicKeyArgs(path=f"/home/{user}/.ssh/authorized_keys", key_data=key)
-                        for key in plan.access.ssh_public_keys
-                    ]
-                ),
-            ),
+            linux_configuration=linux_configuration(plan.access),
         ),
         storage_profile=compute.StorageProfileArgs(
             image_reference=compute.ImageReferenceArgs(**extra.image.model_dump(exclude_none=True)),
