@@ -384,6 +384,16 @@ def layout_from_plan(
     )
 
 
+def plan_files(plan: Any, os_name: str, controller_addr: str | None, node_addrs: Sequence[str]) -> dict[str, str]:
+    """slurm.conf, gres.conf, topology.conf, cgroup.conf of ``plan`` (:func:`layout_from_plan`) with these
+    addresses (empty: the nodes by name only), for the Slurm pinned for the nodes' OS ``os_name`` (:func:`slurm_pins`).
+    Each cloud's ``slurm.py`` renders its ``slurm`` stack output with it."""
+    pins = slurm_pins(os_name)
+    return render_all(
+        layout_from_plan(plan, slurm_version=pins.slurm, controller_addr=controller_addr, node_addrs=node_addrs or None)
+    )
+
+
 def node_steps(
     values: Any, pins: SlurmPins, *, role: Literal["controller", "node"], accounting: bool, containers: bool
 ) -> list[Any]:

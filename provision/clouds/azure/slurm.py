@@ -54,13 +54,9 @@ def _os(plan: ClusterPlan[AzurePlan]) -> str:
 def rendered_files(plan: ClusterPlan[AzurePlan], controller_addr: str | None, node_addrs: list[str]) -> dict[str, str]:
     """slurm.conf, gres.conf, topology.conf, cgroup.conf, plugstack.conf of the plan with these addresses
     (the nodes' addresses are their scale-set host names, which Azure DNS resolves inside the VNet)."""
-    from provision.planning.slurm import layout_from_plan, render_all, slurm_pins
+    from provision.planning.slurm import plan_files
 
-    pins = slurm_pins(_os(plan))
-    layout = layout_from_plan(
-        plan, slurm_version=pins.slurm, controller_addr=controller_addr, node_addrs=node_addrs or None
-    )
-    return render_all(layout)
+    return plan_files(plan, _os(plan), controller_addr, node_addrs)
 
 
 def controller_custom_data(plan: ClusterPlan[AzurePlan]) -> str:
