@@ -24,6 +24,7 @@ from provision.planning.kubernetes import (
 )
 from provision.planning.resolve import Resolution
 from provision.spec import ClusterSpec
+from provision.spec.errors import ProblemCollector
 
 #: The toleration of the GPU pool's ``nvidia.com/gpu`` NoSchedule taint (each cloud's ``kubernetes.py`` puts
 #: the taint on the pool), which every training pod carries.
@@ -37,6 +38,17 @@ SERVICE_ACCOUNT = "trainer"
 def _resolved(res: Resolution) -> tuple[InstanceOffer, int, str]:
     assert res.offer is not None and res.nodes is not None and res.fabric is not None  # noqa: S101
     return res.offer, res.nodes, res.fabric
+
+
+def check_instance_type(res: Resolution, found: ProblemCollector, types: Sequence[str], where: str) -> None:
+    """Refuse an instance type the cloud's Kubernetes path is not wired for (``types``; ``where``: the service)."""
+    if res.offer is not None and res.offer.instance_type not in types:
+        found.add(
+            "scheduler.kind",
+            "kubernetes",
+            f"is wired for {', '.join(types)} on {where}, not {res.offer.instance_type}",
+            "pick one of those instance types, or scheduler.kind: none",
+        )
 
 
 def control_plane(

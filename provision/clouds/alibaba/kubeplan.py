@@ -106,13 +106,7 @@ def ack(k8s: KubernetesPlan) -> AckPlan:
 def check(spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
     """ACK's own rules, beside every other problem."""
     opts = spec.cloud_options()
-    if res.offer is not None and res.offer.instance_type not in ACK_TYPES:
-        found.add(
-            "scheduler.kind",
-            "kubernetes",
-            f"is wired for {', '.join(ACK_TYPES)} on ACK, not {res.offer.instance_type}",
-            "pick one of those instance types, or scheduler.kind: none",
-        )
+    kubeparts.check_instance_type(res, found, ACK_TYPES, "ACK")
     if spec.capacity.type not in CAPACITY:
         found.add(
             "capacity.type",

@@ -107,13 +107,7 @@ def control_plane_cidr(vpc_cidr: str) -> str:
 def check(spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
     """EKS's own rules, beside every other problem."""
     opts = spec.cloud_options()
-    if res.offer is not None and res.offer.instance_type not in EKS_TYPES:
-        found.add(
-            "scheduler.kind",
-            "kubernetes",
-            f"is wired for {', '.join(EKS_TYPES)} on EKS, not {res.offer.instance_type}",
-            "pick one of those instance types, or scheduler.kind: none",
-        )
+    kubeparts.check_instance_type(res, found, EKS_TYPES, "EKS")
     # The offer check refuses it too; this one also stops the Kubernetes plan (it must add a problem itself).
     if spec.capacity.type not in CAPACITY_TYPES:
         found.add(

@@ -132,14 +132,7 @@ def _overlaps(a: str, b: str) -> bool:
 def check(spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
     """AKS's own rules, beside every other problem."""
     opts = spec.cloud_options()
-    if res.offer is not None and res.offer.instance_type not in AKS_TYPES:
-        found.add(
-            "scheduler.kind",
-            "kubernetes",
-            f"is wired for {', '.join(AKS_TYPES)} on AKS (InfiniBand through the Network Operator), not "
-            f"{res.offer.instance_type}",
-            "pick one of those instance types, or scheduler.kind: none",
-        )
+    kubeparts.check_instance_type(res, found, AKS_TYPES, "AKS (InfiniBand through the Network Operator)")
     if spec.capacity.type not in ("on-demand", "spot"):
         found.add(
             "capacity.type",
