@@ -17,6 +17,7 @@ from provision.planning.cost import compute_hourly_usd
 from provision.planning.kubernetes import (
     CONTROL_PLANE_HOURLY_USD,
     POOL_LABEL,
+    AddonPlan,
     ControlPlanePlan,
     JobProfile,
     NodePoolPlan,
@@ -155,3 +156,15 @@ def job_profile(
         shared_mount=shared.mount if claim and shared is not None else None,
         queue_quota={**quota, **(fabric_quota or {})},
     )
+
+
+def system_addon(
+    name: str,
+    source: str,
+    purpose: str,
+    *,
+    kind: Literal["managed", "helm", "manifest"] = "managed",
+    version: str | None = None,
+) -> AddonPlan:
+    """An add-on that runs in ``kube-system``: by default one the service manages, at its default version."""
+    return AddonPlan(name=name, kind=kind, source=source, version=version, namespace="kube-system", purpose=purpose)

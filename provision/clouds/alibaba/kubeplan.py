@@ -191,29 +191,21 @@ def _addons(erdma: bool, shared: bool) -> list[AddonPlan]:
         "csi-plugin": "mounts the NAS file system as a static volume" if shared else "volume mounts",
         "csi-provisioner": "dynamic volumes (ACK default)",
     }
-    out = [
-        AddonPlan(name=a, kind="managed", source=f"ACK add-on {a}", version=None, namespace="kube-system", purpose=p)
-        for a, p in purposes.items()
-    ]
+    out = [kubeparts.system_addon(a, f"ACK add-on {a}", p) for a, p in purposes.items()]
     out.append(
-        AddonPlan(
-            name="nvidia-device-plugin",
-            kind="managed",
-            source="ACK GPU node pool",
+        kubeparts.system_addon(
+            "nvidia-device-plugin",
+            "ACK GPU node pool",
+            "the NVIDIA driver (pinned by node label) and device plugin (nvidia.com/gpu)",
             version=f"driver {NVIDIA_DRIVER}",
-            namespace="kube-system",
-            purpose="the NVIDIA driver (pinned by node label) and device plugin (nvidia.com/gpu)",
         )
     )
     if erdma:
         out.append(
-            AddonPlan(
-                name=ERDMA_ADDON,
-                kind="managed",
-                source=f"ACK add-on {ERDMA_ADDON} ({json.dumps(ERDMA_CONFIG, sort_keys=True)})",
-                version=None,
-                namespace="kube-system",
-                purpose="attaches ERIs, installs the eRDMA driver, exposes aliyun/erdma to pods",
+            kubeparts.system_addon(
+                ERDMA_ADDON,
+                f"ACK add-on {ERDMA_ADDON} ({json.dumps(ERDMA_CONFIG, sort_keys=True)})",
+                "attaches ERIs, installs the eRDMA driver, exposes aliyun/erdma to pods",
             )
         )
     return out + training_addons()

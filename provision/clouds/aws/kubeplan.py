@@ -182,24 +182,18 @@ def _addons(efa: bool, fsx: bool) -> list[AddonPlan]:
         "eks-pod-identity-agent": "EKS Pod Identity for the jobs' service account",
         "aws-fsx-csi-driver": "mounts the FSx for Lustre file system as a static volume",
     }
-    out = [
-        AddonPlan(
-            name=a, kind="managed", source=f"EKS add-on {a}", version=None, namespace="kube-system", purpose=purposes[a]
-        )
-        for a in managed
-    ]
+    out = [kubeparts.system_addon(a, f"EKS add-on {a}", purposes[a]) for a in managed]
     for name, (repo, chart, version) in HELM.items():
         if name.startswith("aws-efa") and not efa:
             continue
         out.append(
-            AddonPlan(
-                name=name,
-                kind="helm",
-                source=f"{repo} {chart}",
-                version=version,
-                namespace="kube-system",
-                purpose="exposes the node's "
+            kubeparts.system_addon(
+                name,
+                f"{repo} {chart}",
+                "exposes the node's "
                 + ("GPUs (nvidia.com/gpu)" if "nvidia" in name else "EFA devices (vpc.amazonaws.com/efa)"),
+                kind="helm",
+                version=version,
             )
         )
     return out + training_addons()

@@ -286,70 +286,45 @@ def _gpu_pool(spec: ClusterSpec, res: Resolution, networks: Sequence[PodNetwork]
 
 
 def _addons(fabric: str, storage_kind: str | None) -> list[AddonPlan]:
+    addon = kubeparts.system_addon
     out = [
-        AddonPlan(
-            name="gpu-driver",
-            kind="managed",
-            source="GKE GPU driver installation (LATEST)",
-            version=None,
-            namespace="kube-system",
-            purpose="NVIDIA driver and device plugin on the GPU pool",
-        ),
+        addon("gpu-driver", "GKE GPU driver installation (LATEST)", "NVIDIA driver and device plugin on the GPU pool")
     ]
     if fabric in ("tcpx", "tcpxo", "rdma"):
+        installer = IMAGES[f"{fabric}-installer"]
         out.append(
-            AddonPlan(
-                name="multi-networking",
-                kind="managed",
-                source="GKE multi-networking (Dataplane V2)",
-                version=None,
-                namespace="kube-system",
-                purpose="Network + GKENetworkParamSet objects attach every GPU NIC to pods",
+            addon(
+                "multi-networking",
+                "GKE multi-networking (Dataplane V2)",
+                "Network + GKENetworkParamSet objects attach every GPU NIC to pods",
             )
         )
         out.append(
-            AddonPlan(
-                name=f"nccl-{fabric}-installer",
+            addon(
+                f"nccl-{fabric}-installer",
+                installer,
+                "Google's NCCL plugin for the fabric, installed on every GPU node",
                 kind="manifest",
-                source=IMAGES[f"{fabric}-installer"],
-                version=IMAGES[f"{fabric}-installer"].split("@")[0].rsplit(":", 1)[-1],
-                namespace="kube-system",
-                purpose="Google's NCCL plugin for the fabric, installed on every GPU node",
+                version=installer.split("@")[0].rsplit(":", 1)[-1],
             )
         )
     if fabric in ("tcpx", "tcpxo"):
+        injector, digest = IMAGES["device-injector"].split("@")
         out.append(
-            AddonPlan(
-                name="nri-device-injector",
+            addon(
+                "nri-device-injector",
+                injector,
+                "hands GPU devices to the RxDM sidecar without a privileged pod",
                 kind="manifest",
-                source=IMAGES["device-injector"].split("@")[0],
-                version=IMAGES["device-injector"].split("@")[1][:19],
-                namespace="kube-system",
-                purpose="hands GPU devices to the RxDM sidecar without a privileged pod",
+                version=digest[:19],
             )
         )
     if storage_kind == "managed-lustre":
         out.append(
-            AddonPlan(
-                name="lustre-csi",
-                kind="managed",
-                source="GKE Managed Lustre CSI driver",
-                version=None,
-                namespace="kube-system",
-                purpose="mounts the Managed Lustre instance as a volume",
-            )
+            addon("lustre-csi", "GKE Managed Lustre CSI driver", "mounts the Managed Lustre instance as a volume")
         )
     elif storage_kind == "filestore":
-        out.append(
-            AddonPlan(
-                name="filestore-csi",
-                kind="managed",
-                source="GKE Filestore CSI driver",
-                version=None,
-                namespace="kube-system",
-                purpose="mounts the Filestore share as a volume",
-            )
-        )
+        out.append(addon("filestore-csi", "GKE Filestore CSI driver", "mounts the Filestore share as a volume"))
     return out + training_addons()
 
 
