@@ -444,16 +444,14 @@ def controller_user_data(
     shutdown keeps it billed), ``[]`` for none (the cloud's reaper ends it); ``None``: the shutdown timer."""
     import json
 
-    import yaml
-
     from provision.planning.bootstrap import (
         BOOT_UNIT,
         LIB,
         File,
         Step,
-        _Dumper,
         base_values,
         checked,
+        cloud_config,
         expiry_units,
         static_file,
         step_files,
@@ -485,16 +483,6 @@ def controller_user_data(
         File("/etc/systemd/system/provision-bootstrap.service", BOOT_UNIT),
         *files,
     ]
-    doc = {
-        # slurm.conf(5) SlurmctldHost: the name must be what `hostname -s` returns on the controller, so the VM
-        # takes the controller's Slurm name whatever the cloud named it (cloud-init's "Set Hostname" module).
-        "hostname": controller_name(plan.name),
-        "preserve_hostname": False,
-        "write_files": [{"path": f.path, "permissions": f.permissions, "content": f.content} for f in written],
-        "runcmd": [
-            ["systemctl", "daemon-reload"],
-            ["systemctl", "enable", "provision-bootstrap.service"],
-            ["python3", f"{LIB}/provision-bootstrap"],
-        ],
-    }
-    return "#cloud-config\n" + yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=4096, allow_unicode=False)
+    # slurm.conf(5) SlurmctldHost: the name must be what `hostname -s` returns on the controller, so the VM
+    # takes the controller's Slurm name whatever the cloud named it (cloud-init's "Set Hostname" module).
+    return cloud_config(written, hostname=controller_name(plan.name), preserve_hostname=False)
