@@ -2,9 +2,10 @@
 
 Each ``clouds/<cloud>/kubeplan.py`` (GKE, EKS, AKS, ACK) passes what differs on its cloud (the service, who
 reaches the API server, the pool's placement, the fabric's extended resources, the training image, the pods'
-NCCL environment) and gets the same control plane, GPU pool and training-job profile around it. The models
-live in :mod:`provision.planning.kubernetes`, which :mod:`provision.planning.plan` imports; these builders need
-:mod:`provision.planning.cost`, which imports the plan, so they stand apart.
+NCCL environment) and gets the same control plane, GPU pool, training-job profile, ``kube-system`` add-ons and
+refusal of an instance type it is not wired for. The models live in :mod:`provision.planning.kubernetes`, which
+:mod:`provision.planning.plan` imports; these builders need :mod:`provision.planning.cost`, which imports the
+plan, so they stand apart.
 """
 
 from __future__ import annotations
