@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -435,7 +436,15 @@ def render(
         File("/etc/systemd/system/provision-bootstrap.service", BOOT_UNIT),
         *files,
     ]
+    return cloud_config(written)
+
+
+def cloud_config(written: Sequence[File], **head: Any) -> str:
+    """The ``#cloud-config`` document of a node or controller: the ``head`` keys first (e.g. ``hostname``), then
+    ``written`` as ``write_files`` and the ``runcmd`` that enables and starts the step runner (its systemd unit
+    is one of ``written``)."""
     doc = {
+        **head,
         "write_files": [{"path": f.path, "permissions": f.permissions, "content": f.content} for f in written],
         "runcmd": [
             ["systemctl", "daemon-reload"],

@@ -384,6 +384,16 @@ def layout_from_plan(
     )
 
 
+def plan_files(plan: Any, os_name: str, controller_addr: str | None, node_addrs: Sequence[str]) -> dict[str, str]:
+    """slurm.conf, gres.conf, topology.conf, cgroup.conf of ``plan`` (:func:`layout_from_plan`) with these
+    addresses (empty: the nodes by name only), for the Slurm pinned for the nodes' OS ``os_name`` (:func:`slurm_pins`).
+    Each cloud's ``slurm.py`` renders its ``slurm`` stack output with it."""
+    pins = slurm_pins(os_name)
+    return render_all(
+        layout_from_plan(plan, slurm_version=pins.slurm, controller_addr=controller_addr, node_addrs=node_addrs or None)
+    )
+
+
 def node_steps(
     values: Any, pins: SlurmPins, *, role: Literal["controller", "node"], accounting: bool, containers: bool
 ) -> list[Any]:
@@ -434,16 +444,14 @@ def controller_user_data(
     shutdown keeps it billed), ``[]`` for none (the cloud's reaper ends it); ``None``: the shutdown timer."""
     import json
 
-    import yaml
-
     from provision.planning.bootstrap import (
         BOOT_UNIT,
         LIB,
         File,
         Step,
-        _Dumper,
         base_values,
         checked,
+        cloud_config,
         expiry_units,
         static_file,
         step_files,
@@ -475,16 +483,6 @@ def controller_user_data(
         File("/etc/systemd/system/provision-bootstrap.service", BOOT_UNIT),
         *files,
     ]
-    doc = {
-        # slurm.conf(5) SlurmctldHost: the name must be what `hostname -s` returns on the controller, so the VM
-        # takes the controller's Slurm name whatever the cloud named it (cloud-init's "Set Hostname" module).
-        "hostname": controller_name(plan.name),
-        "preserve_hostname": False,
-        "write_files": [{"path": f.path, "permissions": f.permissions, "content": f.content} for f in written],
-        "runcmd": [
-            ["systemctl", "daemon-reload"],
-            ["systemctl", "enable", "provision-bootstrap.service"],
-            ["python3", f"{LIB}/provision-bootstrap"],
-        ],
-    }
-    return "#cloud-config\n" + yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=4096, allow_unicode=False)
+    # slurm.conf(5) SlurmctldHost: the name must be what `hostname -s` returns on the controller, so the VM
+    # takes the controller's Slurm name whatever the cloud named it (cloud-init's "Set Hostname" module).
+    return cloud_config(written, hostname=controller_name(plan.name), preserve_hostname=False)

@@ -37,17 +37,13 @@ from typing import Any
 from pydantic import Field
 
 from provision.clouds.k8s.addons import training_addons
-from provision.planning.cost import compute_hourly_usd
+from provision.planning import kubeparts
 from provision.planning.kubernetes import (
-    CONTROL_PLANE_HOURLY_USD,
     POOL_LABEL,
     AddonPlan,
-    ControlPlanePlan,
     JobProfile,
     KubernetesCloudPlan,
     KubernetesPlan,
-    NodePoolPlan,
-    pod_storage,
     system_pool,
 )
 from provision.planning.resolve import Resolution, shared_kind
@@ -110,13 +106,7 @@ def ack(k8s: KubernetesPlan) -> AckPlan:
 def check(spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
     """ACK's own rules, beside every other problem."""
     opts = spec.cloud_options()
-    if res.offer is not None and res.offer.instance_type not in ACK_TYPES:
-        found.add(
-            "scheduler.kind",
-            "kubernetes",
-            f"is wired for {', '.join(ACK_TYPES)} on ACK, not {res.offer.instance_type}",
-            "pick one of those instance types, or scheduler.kind: none",
-        )
+    kubeparts.check_instance_type(res, found, ACK_TYPES, "ACK")
     if spec.capacity.type not in CAPACITY:
         found.add(
             "capacity.type",
@@ -180,41 +170,18 @@ def check(spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
 
 def job_profile(spec: ClusterSpec, res: Resolution, claim: str | None, eris: int, env: dict[str, str]) -> JobProfile:
     """What every training pod on this ACK cluster needs (module docstring)."""
-    assert res.offer is not None and res.nodes is not None and res.fabric is not None  # noqa: S101
-    offer, nodes = res.offer, res.nodes
-    gpus = offer.gpus_per_node
-    resources = {"nvidia.com/gpu": str(gpus)}
-    quota = {
-        "cpu": str(offer.vcpus * nodes),
-        "memory": f"{int(offer.memory_gib) * nodes}Gi",
-        "nvidia.com/gpu": str(gpus * nodes),
-    }
-    if eris:
-        # allocateAllDevices: one aliyun/erdma gives the pod every eRDMA device of its node.
-        resources[ERDMA_RESOURCE] = "1"
-        quota[ERDMA_RESOURCE] = str(nodes)
-    shared = spec.storage.shared
-    volumes, mounts = pod_storage(shared.mount if shared is not None else None, claim)
-    return JobProfile(
-        namespace=spec.scheduler.namespace,
-        queue=spec.scheduler.queue,
-        runtime="provision-torch",
-        service_account="trainer",
+    assert res.nodes is not None  # noqa: S101
+    return kubeparts.job_profile(
+        spec,
+        res,
+        claim,
         image=DEFAULT_IMAGE,
-        nodes=nodes,
-        gpus_per_node=gpus,
-        fabric=res.fabric,
+        env=env,
         fabric_resource=ERDMA_RESOURCE if eris else None,
         fabric_devices_per_node=eris,
-        resources=resources,
-        env=dict(env),
-        node_selector={POOL_LABEL: "gpu"},
-        tolerations=({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},),
-        volumes=tuple(volumes),
-        mounts=tuple(mounts),
-        shared_claim=claim,
-        shared_mount=shared.mount if claim and shared is not None else None,
-        queue_quota=quota,
+        # allocateAllDevices: one aliyun/erdma gives the pod every eRDMA device of its node.
+        fabric_requests={ERDMA_RESOURCE: "1"} if eris else None,
+        fabric_quota={ERDMA_RESOURCE: str(res.nodes)} if eris else None,
     )
 
 
@@ -224,29 +191,21 @@ def _addons(erdma: bool, shared: bool) -> list[AddonPlan]:
         "csi-plugin": "mounts the NAS file system as a static volume" if shared else "volume mounts",
         "csi-provisioner": "dynamic volumes (ACK default)",
     }
-    out = [
-        AddonPlan(name=a, kind="managed", source=f"ACK add-on {a}", version=None, namespace="kube-system", purpose=p)
-        for a, p in purposes.items()
-    ]
+    out = [kubeparts.system_addon(a, f"ACK add-on {a}", p) for a, p in purposes.items()]
     out.append(
-        AddonPlan(
-            name="nvidia-device-plugin",
-            kind="managed",
-            source="ACK GPU node pool",
+        kubeparts.system_addon(
+            "nvidia-device-plugin",
+            "ACK GPU node pool",
+            "the NVIDIA driver (pinned by node label) and device plugin (nvidia.com/gpu)",
             version=f"driver {NVIDIA_DRIVER}",
-            namespace="kube-system",
-            purpose="the NVIDIA driver (pinned by node label) and device plugin (nvidia.com/gpu)",
         )
     )
     if erdma:
         out.append(
-            AddonPlan(
-                name=ERDMA_ADDON,
-                kind="managed",
-                source=f"ACK add-on {ERDMA_ADDON} ({json.dumps(ERDMA_CONFIG, sort_keys=True)})",
-                version=None,
-                namespace="kube-system",
-                purpose="attaches ERIs, installs the eRDMA driver, exposes aliyun/erdma to pods",
+            kubeparts.system_addon(
+                ERDMA_ADDON,
+                f"ACK add-on {ERDMA_ADDON} ({json.dumps(ERDMA_CONFIG, sort_keys=True)})",
+                "attaches ERIs, installs the eRDMA driver, exposes aliyun/erdma to pods",
             )
         )
     return out + training_addons()
@@ -257,34 +216,24 @@ def kubernetes_plan(
 ) -> KubernetesPlan:
     """The ACK cluster for ``spec``; ``eris`` is the VM path's ERI count per node and ``env`` its NCCL environment
     (``NCCL_IB_HCA=erdma``: pods see the node's eRDMA devices through ``aliyun/erdma``)."""
-    assert res.offer is not None and res.nodes is not None and res.fabric is not None  # noqa: S101
-    offer, nodes, cap = res.offer, res.nodes, spec.capacity.type
+    assert res.nodes is not None  # noqa: S101
+    nodes, cap = res.nodes, spec.capacity.type
     claim = "shared" if shared_kind(spec, res) in STORAGE_KINDS else None
     cidrs = tuple(spec.access.allowed_cidrs)
     set_ok = cap != "spot" and nodes <= DEPLOYMENT_SET_MAX
-    control = ControlPlanePlan(
-        service="ack",
-        name=spec.name,
+    control = kubeparts.control_plane(
+        spec,
+        "ack",
         version=spec.scheduler.version or "ACK's latest at creation",
-        location=spec.region,
         endpoint_access="public API endpoint (CLB) authenticated by RAM (ack-ram-tool); nodes and the "
         "control plane talk inside the VPC",
         authorized_networks=cidrs,
-        hourly_usd=CONTROL_PLANE_HOURLY_USD["ack"],
     )
-    gpu = NodePoolPlan(
-        role="gpu",
-        name="gpu",
-        instance_type=offer.instance_type,
-        nodes=nodes,
-        min_nodes=nodes,
-        max_nodes=nodes,
-        gpus_per_node=offer.gpus_per_node,
-        fabric=res.fabric,
+    gpu = kubeparts.gpu_pool(
+        spec,
+        res,
         fabric_devices_per_node=eris,
-        capacity=cap,
         placement="LowLatency deployment set" if set_ok else f"none ({'spot' if cap == 'spot' else 'over 20 nodes'})",
-        hourly_usd=compute_hourly_usd(spec, offer, nodes),
     )
     sched = spec.scheduler
     decisions = AckPlan(

@@ -53,13 +53,9 @@ def rendered_files(
     plan: ClusterPlan[AlibabaPlan], controller_addr: str | None, node_addrs: list[str]
 ) -> dict[str, str]:
     """slurm.conf, gres.conf, topology.conf, cgroup.conf, plugstack.conf of the plan with these addresses."""
-    from provision.planning.slurm import layout_from_plan, render_all, slurm_pins
+    from provision.planning.slurm import plan_files
 
-    pins = slurm_pins(_os(plan))
-    layout = layout_from_plan(
-        plan, slurm_version=pins.slurm, controller_addr=controller_addr, node_addrs=node_addrs or None
-    )
-    return render_all(layout)
+    return plan_files(plan, _os(plan), controller_addr, node_addrs)
 
 
 def controller_user_data(plan: ClusterPlan[AlibabaPlan]) -> str:

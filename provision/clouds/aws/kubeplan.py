@@ -31,18 +31,8 @@ from typing import Literal
 
 from provision.clouds.aws.plan import AwsPlan, EksPlan, HelmChart, NewNetwork
 from provision.clouds.k8s.addons import training_addons
-from provision.planning.cost import compute_hourly_usd
-from provision.planning.kubernetes import (
-    CONTROL_PLANE_HOURLY_USD,
-    POOL_LABEL,
-    AddonPlan,
-    ControlPlanePlan,
-    JobProfile,
-    KubernetesPlan,
-    NodePoolPlan,
-    pod_storage,
-    system_pool,
-)
+from provision.planning import kubeparts
+from provision.planning.kubernetes import POOL_LABEL, AddonPlan, JobProfile, KubernetesPlan, system_pool
 from provision.planning.resolve import Resolution
 from provision.spec import ClusterSpec
 from provision.spec.errors import ProblemCollector
@@ -117,13 +107,7 @@ def control_plane_cidr(vpc_cidr: str) -> str:
 def check(spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
     """EKS's own rules, beside every other problem."""
     opts = spec.cloud_options()
-    if res.offer is not None and res.offer.instance_type not in EKS_TYPES:
-        found.add(
-            "scheduler.kind",
-            "kubernetes",
-            f"is wired for {', '.join(EKS_TYPES)} on EKS, not {res.offer.instance_type}",
-            "pick one of those instance types, or scheduler.kind: none",
-        )
+    kubeparts.check_instance_type(res, found, EKS_TYPES, "EKS")
     # The offer check refuses it too; this one also stops the Kubernetes plan (it must add a problem itself).
     if spec.capacity.type not in CAPACITY_TYPES:
         found.add(
@@ -168,45 +152,24 @@ def check(spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
 
 def job_profile(spec: ClusterSpec, res: Resolution, claim: str | None, efa: int, env: dict[str, str]) -> JobProfile:
     """What every training pod on this EKS cluster needs (module docstring)."""
-    assert res.offer is not None and res.nodes is not None and res.fabric is not None  # noqa: S101
-    offer, nodes = res.offer, res.nodes
-    gpus = offer.gpus_per_node
-    resources = {"nvidia.com/gpu": str(gpus)}
+    assert res.nodes is not None  # noqa: S101
+    nodes = res.nodes
+    requests: dict[str, str] = {}
+    quota: dict[str, str] = {}
     if efa:
-        resources["vpc.amazonaws.com/efa"] = str(efa)
-        resources["hugepages-2Mi"] = f"{HUGEPAGES_MIB}Mi"
         # Huge pages need a memory request beside them (Kubernetes "Manage HugePages").
-        resources["memory"] = "64Gi"
-    quota = {
-        "cpu": str(offer.vcpus * nodes),
-        "memory": f"{int(offer.memory_gib) * nodes}Gi",
-        "nvidia.com/gpu": str(gpus * nodes),
-    }
-    if efa:
-        quota["vpc.amazonaws.com/efa"] = str(efa * nodes)
-        quota["hugepages-2Mi"] = f"{HUGEPAGES_MIB * nodes}Mi"
-    shared = spec.storage.shared
-    volumes, mounts = pod_storage(shared.mount if shared is not None else None, claim)
-    return JobProfile(
-        namespace=spec.scheduler.namespace,
-        queue=spec.scheduler.queue,
-        runtime="provision-torch",
-        service_account="trainer",
+        requests = {"vpc.amazonaws.com/efa": str(efa), "hugepages-2Mi": f"{HUGEPAGES_MIB}Mi", "memory": "64Gi"}
+        quota = {"vpc.amazonaws.com/efa": str(efa * nodes), "hugepages-2Mi": f"{HUGEPAGES_MIB * nodes}Mi"}
+    return kubeparts.job_profile(
+        spec,
+        res,
+        claim,
         image=DEFAULT_IMAGE.format(region=spec.region),
-        nodes=nodes,
-        gpus_per_node=gpus,
-        fabric=res.fabric,
+        env=env,
         fabric_resource="vpc.amazonaws.com/efa" if efa else None,
         fabric_devices_per_node=efa,
-        resources=resources,
-        env=dict(env),
-        node_selector={POOL_LABEL: "gpu"},
-        tolerations=({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},),
-        volumes=tuple(volumes),
-        mounts=tuple(mounts),
-        shared_claim=claim,
-        shared_mount=shared.mount if claim and shared is not None else None,
-        queue_quota=quota,
+        fabric_requests=requests,
+        fabric_quota=quota,
     )
 
 
@@ -219,24 +182,18 @@ def _addons(efa: bool, fsx: bool) -> list[AddonPlan]:
         "eks-pod-identity-agent": "EKS Pod Identity for the jobs' service account",
         "aws-fsx-csi-driver": "mounts the FSx for Lustre file system as a static volume",
     }
-    out = [
-        AddonPlan(
-            name=a, kind="managed", source=f"EKS add-on {a}", version=None, namespace="kube-system", purpose=purposes[a]
-        )
-        for a in managed
-    ]
+    out = [kubeparts.system_addon(a, f"EKS add-on {a}", purposes[a]) for a in managed]
     for name, (repo, chart, version) in HELM.items():
         if name.startswith("aws-efa") and not efa:
             continue
         out.append(
-            AddonPlan(
-                name=name,
-                kind="helm",
-                source=f"{repo} {chart}",
-                version=version,
-                namespace="kube-system",
-                purpose="exposes the node's "
+            kubeparts.system_addon(
+                name,
+                f"{repo} {chart}",
+                "exposes the node's "
                 + ("GPUs (nvidia.com/gpu)" if "nvidia" in name else "EFA devices (vpc.amazonaws.com/efa)"),
+                kind="helm",
+                version=version,
             )
         )
     return out + training_addons()
@@ -251,37 +208,26 @@ def eks(k8s: KubernetesPlan) -> EksPlan:
 def kubernetes_plan(spec: ClusterSpec, res: Resolution, extra: AwsPlan, env: dict[str, str]) -> KubernetesPlan:
     """The EKS cluster for ``spec``; ``extra`` is the VM path's ``plan.extra`` (network, EFA layout, market)
     and ``env`` its NCCL/libfabric environment, which pods share (one ENA ``eth0``, EFA through libfabric)."""
-    assert res.offer is not None and res.nodes is not None and res.fabric is not None  # noqa: S101
-    offer, nodes, cap = res.offer, res.nodes, spec.capacity.type
+    cap = spec.capacity.type
     efa = sum(1 for nic in extra.efa_interfaces if nic.type != "interface")
     fsx = extra.fsx is not None
     claim = "shared" if fsx else None
     cidrs = tuple(c for c in spec.access.allowed_cidrs if ":" not in c)
     version = spec.scheduler.version or DEFAULT_VERSION
-    control = ControlPlanePlan(
-        service="eks",
-        name=spec.name,
+    control = kubeparts.control_plane(
+        spec,
+        "eks",
         version=version,
-        location=spec.region,
         endpoint_access="private endpoint in the VPC; public endpoint only from access.allowed_cidrs",
         authorized_networks=cidrs,
-        hourly_usd=CONTROL_PLANE_HOURLY_USD["eks"],
     )
-    gpu = NodePoolPlan(
-        role="gpu",
-        name="gpu",
-        instance_type=offer.instance_type,
-        nodes=nodes,
-        min_nodes=nodes,
-        max_nodes=nodes,
-        gpus_per_node=offer.gpus_per_node,
-        fabric=res.fabric,
+    gpu = kubeparts.gpu_pool(
+        spec,
+        res,
         fabric_devices_per_node=efa,
-        capacity=cap,
         placement="cluster placement group"
         if extra.placement_group.create or extra.placement_group.name
         else f"none ({cap} fixes placement)",
-        hourly_usd=compute_hourly_usd(spec, offer, nodes),
     )
     sched = spec.scheduler
     assert isinstance(extra.network, NewNetwork)  # noqa: S101 - check() refuses an existing VPC under EKS

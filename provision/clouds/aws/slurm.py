@@ -39,13 +39,9 @@ def slurm_controller_plan(spec: ClusterSpec) -> SlurmController | None:
 
 def rendered_files(plan: ClusterPlan[AwsPlan], controller_addr: str | None, node_addrs: list[str]) -> dict[str, str]:
     """slurm.conf, gres.conf, topology.conf, cgroup.conf, plugstack.conf of the plan with these addresses."""
-    from provision.planning.slurm import layout_from_plan, render_all, slurm_pins
+    from provision.planning.slurm import plan_files
 
-    pins = slurm_pins(plan.image.versions.get("os", DEFAULT_OS))
-    layout = layout_from_plan(
-        plan, slurm_version=pins.slurm, controller_addr=controller_addr, node_addrs=node_addrs or None
-    )
-    return render_all(layout)
+    return plan_files(plan, plan.image.versions.get("os", DEFAULT_OS), controller_addr, node_addrs)
 
 
 def build_controller(

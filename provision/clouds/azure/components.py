@@ -35,6 +35,7 @@ from provision.clouds.base import TAG_EXPIRES, TAG_RETAIN
 from provision.clouds.outputs import stack_outputs
 from provision.clouds.volumeref import volume_reference
 from provision.planning.plan import ClusterPlan
+from provision.spec import AccessSpec
 
 TYPE_TOKEN = "provision:azure:Cluster"
 ROLE_DEFINITIONS = "providers/Microsoft.Authorization/roleDefinitions"
@@ -248,23 +249,13 @@ class AzureCluster(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions,
     ) -> compute.VirtualMachineScaleSet:
         plan, extra = self.plan, self.plan.extra
-        user = plan.access.ssh_user
         spot = extra.priority == "Spot"
         profile = compute.VirtualMachineScaleSetVMProfileArgs(
             os_profile=compute.VirtualMachineScaleSetOSProfileArgs(
                 computer_name_prefix=island.computer_name_prefix,
-                admin_username=user,
+                admin_username=plan.access.ssh_user,
                 custom_data=boot,
-                linux_configuration=compute.LinuxConfigurationArgs(
-                    disable_password_authentication=True,
-                    provision_vm_agent=True,
-                    ssh=compute.SshConfigurationArgs(
-                        public_keys=[
-                            compute.SshPublicKeyArgs(path=f"/home/{user}/.ssh/authorized_keys", key_data=key)
-                            for key in plan.access.ssh_public_keys
-                        ]
-                    ),
-                ),
+                linux_configuration=linux_configuration(plan.access),
             ),
             storage_profile=compute.VirtualMachineScaleSetStorageProfileArgs(
                 image_reference=compute.ImageReferenceArgs(**extra.image.model_dump(exclude_none=True)),
@@ -331,6 +322,22 @@ class AzureCluster(pulumi.ComponentResource):
                 opts, pulumi.ResourceOptions(depends_on=[self.expiry_definition] if self.expiry_definition else [])
             ),
         )
+
+
+def linux_configuration(access: AccessSpec) -> compute.LinuxConfigurationArgs:
+    """The ``osProfile.linuxConfiguration`` of the node scale sets and the Slurm controller VM: no password, the
+    VM agent, and ``access.ssh_public_keys`` in ``access.ssh_user``'s ``authorized_keys``."""
+    user = access.ssh_user
+    return compute.LinuxConfigurationArgs(
+        disable_password_authentication=True,
+        provision_vm_agent=True,
+        ssh=compute.SshConfigurationArgs(
+            public_keys=[
+                compute.SshPublicKeyArgs(path=f"/home/{user}/.ssh/authorized_keys", key_data=key)
+                for key in access.ssh_public_keys
+            ]
+        ),
+    )
 
 
 def security_profile(size: str, encryption_at_host: bool) -> compute.SecurityProfileArgs | None:

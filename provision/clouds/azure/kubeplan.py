@@ -41,18 +41,9 @@ from typing import Any
 
 from provision.clouds.azure.plan import AksPlan, AzurePlan, HelmChart
 from provision.clouds.k8s.addons import training_addons
-from provision.planning.cost import compute_hourly_usd
-from provision.planning.kubernetes import (
-    CONTROL_PLANE_HOURLY_USD,
-    POOL_LABEL,
-    AddonPlan,
-    ControlPlanePlan,
-    JobProfile,
-    KubernetesPlan,
-    NodePoolPlan,
-    pod_storage,
-    system_pool,
-)
+from provision.planning import kubeparts
+from provision.planning.kubeparts import GPU_TOLERATION
+from provision.planning.kubernetes import POOL_LABEL, AddonPlan, JobProfile, KubernetesPlan, system_pool
 from provision.planning.resolve import Resolution
 from provision.spec import ClusterSpec
 from provision.spec.errors import ProblemCollector
@@ -96,9 +87,9 @@ RDMA_PLUGIN_VERSION = "network-operator-v25.10.0"
 #: NVIDIA's PyTorch container (NCCL with IB verbs inside; nvcr.io "PyTorch" release 25.01).
 DEFAULT_IMAGE = "nvcr.io/nvidia/pytorch:25.01-py3"
 GPU_LABELS = {POOL_LABEL: "gpu", "nvidia.com/gpu.present": "true"}
-#: The GPU pool's taint (kubernetes.py), and the one AKS puts on every Spot pool (AKS "Add an Azure Spot node
-#: pool": kubernetes.azure.com/scalesetpriority=spot:NoSchedule). Whatever runs on GPU nodes tolerates both.
-GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+#: Beside the GPU pool's taint (kubernetes.py, tolerated by ``GPU_TOLERATION``), the one AKS puts on every Spot
+#: pool (AKS "Add an Azure Spot node pool": kubernetes.azure.com/scalesetpriority=spot:NoSchedule). Whatever runs
+#: on GPU nodes tolerates both.
 SPOT_TOLERATION = {
     "key": "kubernetes.azure.com/scalesetpriority",
     "operator": "Equal",
@@ -141,14 +132,7 @@ def _overlaps(a: str, b: str) -> bool:
 def check(spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
     """AKS's own rules, beside every other problem."""
     opts = spec.cloud_options()
-    if res.offer is not None and res.offer.instance_type not in AKS_TYPES:
-        found.add(
-            "scheduler.kind",
-            "kubernetes",
-            f"is wired for {', '.join(AKS_TYPES)} on AKS (InfiniBand through the Network Operator), not "
-            f"{res.offer.instance_type}",
-            "pick one of those instance types, or scheduler.kind: none",
-        )
+    kubeparts.check_instance_type(res, found, AKS_TYPES, "AKS (InfiniBand through the Network Operator)")
     if spec.capacity.type not in ("on-demand", "spot"):
         found.add(
             "capacity.type",
@@ -280,42 +264,20 @@ def helm_values(name: str, spot: bool = False) -> dict[str, Any]:
 
 def job_profile(spec: ClusterSpec, res: Resolution, claim: str | None, env: dict[str, str]) -> JobProfile:
     """What every training pod on this AKS cluster needs (module docstring)."""
-    assert res.offer is not None and res.nodes is not None and res.fabric is not None  # noqa: S101
-    offer, nodes = res.offer, res.nodes
-    gpus = offer.gpus_per_node
+    assert res.offer is not None and res.nodes is not None  # noqa: S101
     ib = res.fabric == "infiniband"
-    resources = {"nvidia.com/gpu": str(gpus)}
-    quota = {
-        "cpu": str(offer.vcpus * nodes),
-        "memory": f"{int(offer.memory_gib) * nodes}Gi",
-        "nvidia.com/gpu": str(gpus * nodes),
-    }
-    if ib:
-        resources[RDMA_RESOURCE] = "1"
-        quota[RDMA_RESOURCE] = str(nodes)
-    shared = spec.storage.shared
-    volumes, mounts = pod_storage(shared.mount if shared is not None else None, claim)
-    return JobProfile(
-        namespace=spec.scheduler.namespace,
-        queue=spec.scheduler.queue,
-        runtime="provision-torch",
-        service_account="trainer",
+    return kubeparts.job_profile(
+        spec,
+        res,
+        claim,
         image=DEFAULT_IMAGE,
-        nodes=nodes,
-        gpus_per_node=gpus,
-        fabric=res.fabric,
-        fabric_resource=RDMA_RESOURCE if ib else None,
-        fabric_devices_per_node=offer.fabric_interfaces if ib else 0,
-        resources=resources,
         env={k: v for k, v in env.items() if k not in POD_ENV_DROPPED},
-        node_selector={POOL_LABEL: "gpu"},
-        tolerations=tuple(gpu_tolerations(spec.capacity.type == "spot")),
-        volumes=tuple(volumes),
-        mounts=tuple(mounts),
-        security_context={"capabilities": {"add": ["IPC_LOCK"]}} if ib else {},
-        shared_claim=claim,
-        shared_mount=shared.mount if claim and shared is not None else None,
-        queue_quota=quota,
+        fabric_resource=RDMA_RESOURCE if ib else None,
+        fabric_devices_per_node=res.offer.fabric_interfaces if ib else 0,
+        fabric_requests={RDMA_RESOURCE: "1"} if ib else None,
+        fabric_quota={RDMA_RESOURCE: str(res.nodes)} if ib else None,
+        tolerations=gpu_tolerations(spec.capacity.type == "spot"),
+        security_context={"capabilities": {"add": ["IPC_LOCK"]}} if ib else None,
     )
 
 
@@ -352,36 +314,26 @@ def aks(k8s: KubernetesPlan) -> AksPlan:
 def kubernetes_plan(spec: ClusterSpec, res: Resolution, extra: AzurePlan, env: dict[str, str]) -> KubernetesPlan:
     """The AKS cluster for ``spec``; ``extra`` is the VM path's ``plan.extra`` (network, island, Lustre) and
     ``env`` its NCCL environment, which pods share (module docstring)."""
-    assert res.offer is not None and res.nodes is not None and res.fabric is not None  # noqa: S101
-    offer, nodes, cap = res.offer, res.nodes, spec.capacity.type
+    assert res.offer is not None  # noqa: S101
     fs = extra.filesystem is not None and extra.filesystem.kind == "amlfs"
     claim = "shared" if fs else None
     cidrs = tuple(c for c in spec.access.allowed_cidrs if ":" not in c)
     version = spec.scheduler.version or DEFAULT_VERSION
-    control = ControlPlanePlan(
-        service="aks",
-        name=spec.name,
+    control = kubeparts.control_plane(
+        spec,
+        "aks",
         version=version,
-        location=spec.region,
         endpoint_access="public API server only from access.allowed_cidrs; Microsoft Entra ID + Azure RBAC, "
         "no local accounts",
         authorized_networks=cidrs,
-        hourly_usd=CONTROL_PLANE_HOURLY_USD["aks"],
     )
     island = extra.islands[0]
-    gpu = NodePoolPlan(
-        role="gpu",
+    gpu = kubeparts.gpu_pool(
+        spec,
+        res,
         name=pool_name("gpu"),
-        instance_type=offer.instance_type,
-        nodes=nodes,
-        min_nodes=nodes,
-        max_nodes=nodes,
-        gpus_per_node=offer.gpus_per_node,
-        fabric=res.fabric,
-        fabric_devices_per_node=offer.fabric_interfaces if res.fabric == "infiniband" else 0,
-        capacity=cap,
+        fabric_devices_per_node=res.offer.fabric_interfaces if res.fabric == "infiniband" else 0,
         placement=f"one proximity placement group ({island.ppg or spec.name + '-ppg'}): one InfiniBand island",
-        hourly_usd=compute_hourly_usd(spec, offer, nodes),
     )
     system = system_pool("azure", spec.region, spec.scheduler.system_nodes, spec.scheduler.system_instance_type)
     decisions = AksPlan(

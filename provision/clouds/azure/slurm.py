@@ -54,13 +54,9 @@ def _os(plan: ClusterPlan[AzurePlan]) -> str:
 def rendered_files(plan: ClusterPlan[AzurePlan], controller_addr: str | None, node_addrs: list[str]) -> dict[str, str]:
     """slurm.conf, gres.conf, topology.conf, cgroup.conf, plugstack.conf of the plan with these addresses
     (the nodes' addresses are their scale-set host names, which Azure DNS resolves inside the VNet)."""
-    from provision.planning.slurm import layout_from_plan, render_all, slurm_pins
+    from provision.planning.slurm import plan_files
 
-    pins = slurm_pins(_os(plan))
-    layout = layout_from_plan(
-        plan, slurm_version=pins.slurm, controller_addr=controller_addr, node_addrs=node_addrs or None
-    )
-    return render_all(layout)
+    return plan_files(plan, _os(plan), controller_addr, node_addrs)
 
 
 def controller_custom_data(plan: ClusterPlan[AzurePlan]) -> str:
@@ -97,10 +93,11 @@ def build_controller(
     import pulumi
     from pulumi_azure_native import compute, network
 
+    from provision.clouds.azure.components import linux_configuration
+
     extra = plan.extra
     ctl = extra.slurm
     assert ctl is not None  # noqa: S101
-    user = plan.access.ssh_user
     opts = pulumi.ResourceOptions(parent=parent)
     nic = network.NetworkInterface(
         f"{ctl.name}-nic",
@@ -127,18 +124,9 @@ def build_controller(
         hardware_profile=compute.HardwareProfileArgs(vm_size=ctl.instance_type),
         os_profile=compute.OSProfileArgs(
             computer_name=ctl.name,
-            admin_username=user,
+            admin_username=plan.access.ssh_user,
             custom_data=controller_custom_data(plan),
-            linux_configuration=compute.LinuxConfigurationArgs(
-                disable_password_authentication=True,
-                provision_vm_agent=True,
-                ssh=compute.SshConfigurationArgs(
-                    public_keys=[
-                        compute.SshPublicKeyArgs(path=f"/home/{user}/.ssh/authorized_keys", key_data=key)
-                        for key in plan.access.ssh_public_keys
-                    ]
-                ),
-            ),
+            linux_configuration=linux_configuration(plan.access),
         ),
         storage_profile=compute.StorageProfileArgs(
             image_reference=compute.ImageReferenceArgs(**extra.image.model_dump(exclude_none=True)),

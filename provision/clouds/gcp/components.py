@@ -52,6 +52,23 @@ def login_metadata(plan: ClusterPlan[GcpPlan]) -> dict[str, str]:
     return {"enable-oslogin": "FALSE", "block-project-ssh-keys": "TRUE", "ssh-keys": keys}
 
 
+def instance_metadata(plan: ClusterPlan[GcpPlan], user_data: Any) -> dict[str, Any]:
+    """The metadata of the nodes and of the Slurm controller: the way in (:func:`login_metadata`), no serial port,
+    the host keys published, zonal DNS names and ``user_data``."""
+    return {
+        **login_metadata(plan),
+        "serial-port-enable": "FALSE",
+        # The guest agent publishes the host public keys as hostkeys/* guest attributes, which the
+        # laptop reads before the first connection (provision/clouds/gcp/hostkeys.py).
+        **GUEST_ATTRIBUTES,
+        # The hostfile names nodes by their zonal internal DNS names; ZonalOnly makes that the name the
+        # VM registers whatever the project's default ("Use Zonal DNS for your internal DNS type": the
+        # VmDnsSetting metadata key moves a VM to zonal DNS).
+        "VmDnsSetting": "ZonalOnly",
+        "user-data": user_data,
+    }
+
+
 def internal_dns_names(instance_links: list[str] | None) -> list[str]:
     """The zonal internal DNS name of each instance, by rank (sorted by name, as the MIG names them).
 
@@ -124,9 +141,7 @@ class GcpCluster(pulumi.ComponentResource):
         if extra.slurm is not None:  # scheduler: slurm
             from provision.clouds.gcp.slurm import build_controller
 
-            self.outputs["slurm"] = build_controller(
-                plan, nets, self.service_account, self.ips, self, login_metadata(plan)
-            )
+            self.outputs["slurm"] = build_controller(plan, nets, self.service_account, self.ips, self)
         self.register_outputs({"hosts": self.ips, "instance_group": self.group.instance_group})
 
     # ------------------------------------------------------------------ parts
@@ -225,18 +240,7 @@ class GcpCluster(pulumi.ComponentResource):
                 enable_vtpm=shielded.vtpm,
                 enable_integrity_monitoring=shielded.integrity_monitoring,
             ),
-            metadata={
-                **login_metadata(plan),
-                "serial-port-enable": "FALSE",
-                # The guest agent publishes the host public keys as hostkeys/* guest attributes, which the
-                # laptop reads before the first connection (provision/clouds/gcp/hostkeys.py).
-                **GUEST_ATTRIBUTES,
-                # The hostfile names nodes by their zonal internal DNS names; ZonalOnly makes that the name the
-                # VM registers whatever the project's default ("Use Zonal DNS for your internal DNS type": the
-                # VmDnsSetting metadata key moves a VM to zonal DNS).
-                "VmDnsSetting": "ZonalOnly",
-                "user-data": user_data,
-            },
+            metadata=instance_metadata(plan, user_data),
             labels=dict(plan.tags),
             project=extra.project,
             opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=self.shared.network)),

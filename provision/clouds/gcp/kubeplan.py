@@ -32,17 +32,8 @@ from typing import Any
 from provision.clouds.gcp import layout
 from provision.clouds.gcp.plan import GkePlan, NodeNetwork, PodNetwork
 from provision.clouds.k8s.addons import training_addons
-from provision.planning.cost import compute_hourly_usd
-from provision.planning.kubernetes import (
-    CONTROL_PLANE_HOURLY_USD,
-    POOL_LABEL,
-    AddonPlan,
-    ControlPlanePlan,
-    JobProfile,
-    KubernetesPlan,
-    NodePoolPlan,
-    system_pool,
-)
+from provision.planning import kubeparts
+from provision.planning.kubernetes import AddonPlan, JobProfile, KubernetesPlan, NodePoolPlan, system_pool
 from provision.planning.resolve import Resolution, default_shared_kind
 from provision.spec import ClusterSpec
 from provision.spec.errors import ProblemCollector
@@ -165,8 +156,8 @@ def job_profile(
     spec: ClusterSpec, res: Resolution, networks: Sequence[PodNetwork], claim: str | None, vm_env: dict[str, str]
 ) -> JobProfile:
     """What every training pod on this GKE cluster needs (module docstring for the sources)."""
-    assert res.offer is not None and res.nodes is not None and res.fabric is not None  # noqa: S101
-    offer, fabric = res.offer, res.fabric
+    assert res.fabric is not None  # noqa: S101
+    fabric = res.fabric
     libs_vol, libs_mount = _host("nvidia-libs", HOST_NVIDIA_LIBS, NVIDIA_LIBS)
     volumes: list[dict[str, Any]] = [libs_vol, {"name": "dshm", "emptyDir": {"medium": "Memory"}}]
     mounts: list[dict[str, Any]] = [libs_mount, {"name": "dshm", "mountPath": "/dev/shm"}]
@@ -229,36 +220,16 @@ def job_profile(
     if claim and spec.storage.shared is not None:
         volumes.append({"name": "shared", "persistentVolumeClaim": {"claimName": claim}})
         mounts.append({"name": "shared", "mountPath": spec.storage.shared.mount})
-    gpus = offer.gpus_per_node
-    resources = {"nvidia.com/gpu": str(gpus)}
-    quota = {
-        "cpu": str(offer.vcpus * res.nodes),
-        "memory": f"{int(offer.memory_gib) * res.nodes}Gi",
-        "nvidia.com/gpu": str(gpus * res.nodes),
-    }
-    sched = spec.scheduler
-    return JobProfile(
-        namespace=sched.namespace,
-        queue=sched.queue,
-        runtime="provision-torch",
-        service_account="trainer",
+    return kubeparts.job_profile(
+        spec,
+        res,
+        claim,
         image=DEFAULT_IMAGE,
-        nodes=res.nodes,
-        gpus_per_node=gpus,
-        fabric=fabric,
-        fabric_resource=None,
-        fabric_devices_per_node=len(networks),
-        resources=resources,
         env=pod_env(fabric, networks, vm_env),
+        fabric_devices_per_node=len(networks),
+        storage=(volumes, mounts),
         annotations=annotations,
-        node_selector={POOL_LABEL: "gpu"},
-        tolerations=({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},),
-        sidecars=tuple(sidecars),
-        volumes=tuple(volumes),
-        mounts=tuple(mounts),
-        shared_claim=claim,
-        shared_mount=spec.storage.shared.mount if claim and spec.storage.shared else None,
-        queue_quota=quota,
+        sidecars=sidecars,
     )
 
 
@@ -302,91 +273,58 @@ def check(spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
 
 
 def _gpu_pool(spec: ClusterSpec, res: Resolution, networks: Sequence[PodNetwork]) -> NodePoolPlan:
-    assert res.offer is not None and res.nodes is not None and res.fabric is not None  # noqa: S101
     cap = spec.capacity.type
-    flex = cap == "flex-start"
     compact = cap in ("on-demand", "spot")
-    return NodePoolPlan(
-        role="gpu",
-        name="gpu",
-        instance_type=res.offer.instance_type,
-        nodes=res.nodes,
-        min_nodes=0 if flex else res.nodes,
-        max_nodes=res.nodes,
-        gpus_per_node=res.offer.gpus_per_node,
-        fabric=res.fabric,
+    return kubeparts.gpu_pool(
+        spec,
+        res,
+        # A flex-start pool grows from zero (module docstring).
+        min_nodes=0 if cap == "flex-start" else None,
         fabric_devices_per_node=len(networks),
-        capacity=cap,
         placement="COMPACT placement policy in one zone" if compact else f"none ({cap} decides placement)",
-        hourly_usd=compute_hourly_usd(spec, res.offer, res.nodes),
     )
 
 
 def _addons(fabric: str, storage_kind: str | None) -> list[AddonPlan]:
+    addon = kubeparts.system_addon
     out = [
-        AddonPlan(
-            name="gpu-driver",
-            kind="managed",
-            source="GKE GPU driver installation (LATEST)",
-            version=None,
-            namespace="kube-system",
-            purpose="NVIDIA driver and device plugin on the GPU pool",
-        ),
+        addon("gpu-driver", "GKE GPU driver installation (LATEST)", "NVIDIA driver and device plugin on the GPU pool")
     ]
     if fabric in ("tcpx", "tcpxo", "rdma"):
+        installer = IMAGES[f"{fabric}-installer"]
         out.append(
-            AddonPlan(
-                name="multi-networking",
-                kind="managed",
-                source="GKE multi-networking (Dataplane V2)",
-                version=None,
-                namespace="kube-system",
-                purpose="Network + GKENetworkParamSet objects attach every GPU NIC to pods",
+            addon(
+                "multi-networking",
+                "GKE multi-networking (Dataplane V2)",
+                "Network + GKENetworkParamSet objects attach every GPU NIC to pods",
             )
         )
         out.append(
-            AddonPlan(
-                name=f"nccl-{fabric}-installer",
+            addon(
+                f"nccl-{fabric}-installer",
+                installer,
+                "Google's NCCL plugin for the fabric, installed on every GPU node",
                 kind="manifest",
-                source=IMAGES[f"{fabric}-installer"],
-                version=IMAGES[f"{fabric}-installer"].split("@")[0].rsplit(":", 1)[-1],
-                namespace="kube-system",
-                purpose="Google's NCCL plugin for the fabric, installed on every GPU node",
+                version=installer.split("@")[0].rsplit(":", 1)[-1],
             )
         )
     if fabric in ("tcpx", "tcpxo"):
+        injector, digest = IMAGES["device-injector"].split("@")
         out.append(
-            AddonPlan(
-                name="nri-device-injector",
+            addon(
+                "nri-device-injector",
+                injector,
+                "hands GPU devices to the RxDM sidecar without a privileged pod",
                 kind="manifest",
-                source=IMAGES["device-injector"].split("@")[0],
-                version=IMAGES["device-injector"].split("@")[1][:19],
-                namespace="kube-system",
-                purpose="hands GPU devices to the RxDM sidecar without a privileged pod",
+                version=digest[:19],
             )
         )
     if storage_kind == "managed-lustre":
         out.append(
-            AddonPlan(
-                name="lustre-csi",
-                kind="managed",
-                source="GKE Managed Lustre CSI driver",
-                version=None,
-                namespace="kube-system",
-                purpose="mounts the Managed Lustre instance as a volume",
-            )
+            addon("lustre-csi", "GKE Managed Lustre CSI driver", "mounts the Managed Lustre instance as a volume")
         )
     elif storage_kind == "filestore":
-        out.append(
-            AddonPlan(
-                name="filestore-csi",
-                kind="managed",
-                source="GKE Filestore CSI driver",
-                version=None,
-                namespace="kube-system",
-                purpose="mounts the Filestore share as a volume",
-            )
-        )
+        out.append(addon("filestore-csi", "GKE Filestore CSI driver", "mounts the Filestore share as a volume"))
     return out + training_addons()
 
 
@@ -403,16 +341,14 @@ def kubernetes_plan(spec: ClusterSpec, res: Resolution, vm_env: dict[str, str]) 
     claim = "shared" if storage_kind else None
     sched = spec.scheduler
     cidrs = tuple(spec.access.allowed_cidrs)
-    control = ControlPlanePlan(
-        service="gke",
-        name=spec.name,
+    control = kubeparts.control_plane(
+        spec,
+        "gke",
         version=f"release channel {RELEASE_CHANNEL}",
-        location=spec.region,
         endpoint_access="DNS endpoint (IAM-authorized); IP endpoint only from access.allowed_cidrs"
         if cidrs
         else "DNS endpoint (IAM-authorized); no IP endpoint access from outside the VPC",
         authorized_networks=cidrs,
-        hourly_usd=CONTROL_PLANE_HOURLY_USD["gke"],
     )
     cap = spec.capacity.type
     ttl = spec.lifetime.ttl

@@ -45,13 +45,9 @@ def _os(plan: ClusterPlan[GcpPlan]) -> str:
 
 def rendered_files(plan: ClusterPlan[GcpPlan], controller_addr: str | None, node_addrs: list[str]) -> dict[str, str]:
     """slurm.conf, gres.conf, topology.conf, cgroup.conf, plugstack.conf of the plan with these addresses."""
-    from provision.planning.slurm import layout_from_plan, render_all, slurm_pins
+    from provision.planning.slurm import plan_files
 
-    pins = slurm_pins(_os(plan))
-    layout = layout_from_plan(
-        plan, slurm_version=pins.slurm, controller_addr=controller_addr, node_addrs=node_addrs or None
-    )
-    return render_all(layout)
+    return plan_files(plan, _os(plan), controller_addr, node_addrs)
 
 
 def build_controller(
@@ -60,15 +56,15 @@ def build_controller(
     service_account: Any,
     node_ips: pulumi.Output[list[str]],
     parent: pulumi.Resource,
-    login: dict[str, str],
 ) -> dict[str, Any]:
     """Create the controller; returns the ``slurm`` stack output (name, address, instance name, rendered files).
 
-    ``login``: the nodes' login metadata (``components.login_metadata``: OS Login or the ``ssh-keys``)."""
+    Its metadata is the nodes' (``components.instance_metadata``: OS Login or the ``ssh-keys``, the host keys
+    published, zonal DNS)."""
     import pulumi
     from pulumi_gcp import compute
 
-    from provision.clouds.gcp.hostkeys import GUEST_ATTRIBUTES
+    from provision.clouds.gcp.components import instance_metadata
     from provision.planning.slurm import controller_user_data, slurm_pins
 
     extra = plan.extra
@@ -110,14 +106,7 @@ def build_controller(
             enable_vtpm=extra.shielded.vtpm,
             enable_integrity_monitoring=extra.shielded.integrity_monitoring,
         ),
-        metadata={
-            **login,
-            # The guest agent publishes its host keys (hostkeys/ guest attributes), read like the nodes' keys.
-            **GUEST_ATTRIBUTES,
-            "serial-port-enable": "FALSE",
-            "VmDnsSetting": "ZonalOnly",
-            "user-data": user_data,
-        },
+        metadata=instance_metadata(plan, user_data),
         labels=dict(plan.tags),
         project=extra.project,
         opts=pulumi.ResourceOptions(parent=parent),
