@@ -54,4 +54,4 @@ def test_without_write_volume_the_spec_keeps_its_own_filesystem_and_the_notes(tm
     assert sized.exit_code == 0, sized.output
     spec = yaml.safe_load(path.read_text())
     assert "volume" not in spec["storage"]["shared"]
-    assert "no object-store link on gcp" in path.read_text()
+    assert "add storage.shared.object_store: {uri: gs://YOUR-BUCKET" in " ".join(path.read_text().split())

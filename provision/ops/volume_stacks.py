@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from provision.ops.volumes import VOLUME_MARK, VolumeRecord
+from provision.ops.volume_record import VOLUME_MARK, VolumeRecord
 from provision.spec.errors import Problem
 from provision.spec.volume import STACK_PREFIX, VolumeSpecError
 

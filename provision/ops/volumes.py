@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from provision.ops.volume_record import VOLUME_MARK, VolumeRecord
 from provision.spec.errors import Problem, UnsupportedError
 from provision.spec.units import format_time
 from provision.spec.volume import STACK_PREFIX, VolumeSpec, VolumeSpecError
@@ -46,39 +46,6 @@ FILESYSTEM_TYPES: dict[str, str] = {
     "nas": "alicloud:nas/fileSystem:FileSystem",
     "nas-extreme": "alicloud:nas/fileSystem:FileSystem",
 }
-#: The ``kind`` output that marks a stack as a volume (``provision list`` skips such stacks).
-VOLUME_MARK = "volume"
-
-
-@dataclass(frozen=True)
-class VolumeRecord:
-    """One volume in the state."""
-
-    name: str
-    outputs: dict[str, Any]
-    created_at: datetime | None
-    used_by: tuple[str, ...]
-
-    def row(self) -> dict[str, Any]:
-        """The ``provision volume list`` row (JSON shape)."""
-        out = self.outputs
-        return {
-            "name": self.name,
-            "stack": STACK_PREFIX + self.name,
-            "cloud": out.get("cloud"),
-            "region": out.get("region"),
-            "zone": out.get("zone"),
-            "filesystem": out.get("filesystem"),
-            "size_gib": out.get("size_gib"),
-            "filesystem_id": out.get("filesystem_id"),
-            "tier": out.get("tier"),
-            "hourly_usd": out.get("hourly_usd"),
-            "lifetime_until": out.get("expires_at"),
-            "origin": out.get("origin"),
-            "tags": out.get("tags") or {},
-            "created_at": format_time(self.created_at) if self.created_at else None,
-            "used_by": list(self.used_by),
-        }
 
 
 def _store() -> Any:

@@ -25,6 +25,7 @@ from pulumi_azure_native import authorization, compute, managedidentity, resourc
 from provision.clouds.azure.expiry import ROLE_PROPAGATION, identity_name, role_actions, role_guid, role_name
 from provision.clouds.azure.fslookup import READER_ROLE, needs_identity
 from provision.clouds.azure.network import Network, build_bastion, build_network
+from provision.clouds.azure.osprofile import linux_configuration
 from provision.clouds.azure.plan import AzurePlan, Island
 from provision.clouds.azure.rules import vmss_hostnames
 from provision.clouds.azure.storage import SharedFs, attached_filesystem, build_filesystem, link_output
@@ -35,7 +36,6 @@ from provision.clouds.base import TAG_EXPIRES, TAG_RETAIN
 from provision.clouds.outputs import stack_outputs
 from provision.clouds.volumeref import volume_reference
 from provision.planning.plan import ClusterPlan
-from provision.spec import AccessSpec
 
 TYPE_TOKEN = "provision:azure:Cluster"
 ROLE_DEFINITIONS = "providers/Microsoft.Authorization/roleDefinitions"
@@ -322,22 +322,6 @@ class AzureCluster(pulumi.ComponentResource):
                 opts, pulumi.ResourceOptions(depends_on=[self.expiry_definition] if self.expiry_definition else [])
             ),
         )
-
-
-def linux_configuration(access: AccessSpec) -> compute.LinuxConfigurationArgs:
-    """The ``osProfile.linuxConfiguration`` of the node scale sets and the Slurm controller VM: no password, the
-    VM agent, and ``access.ssh_public_keys`` in ``access.ssh_user``'s ``authorized_keys``."""
-    user = access.ssh_user
-    return compute.LinuxConfigurationArgs(
-        disable_password_authentication=True,
-        provision_vm_agent=True,
-        ssh=compute.SshConfigurationArgs(
-            public_keys=[
-                compute.SshPublicKeyArgs(path=f"/home/{user}/.ssh/authorized_keys", key_data=key)
-                for key in access.ssh_public_keys
-            ]
-        ),
-    )
 
 
 def security_profile(size: str, encryption_at_host: bool) -> compute.SecurityProfileArgs | None:

@@ -93,7 +93,7 @@ def build_controller(
     import pulumi
     from pulumi_azure_native import compute, network
 
-    from provision.clouds.azure.components import linux_configuration
+    from provision.clouds.azure.osprofile import linux_configuration
 
     extra = plan.extra
     ctl = extra.slurm

@@ -17,11 +17,11 @@ from pulumi_gcp import compute, projects, serviceaccount
 
 from provision.clouds.gcp import datalink, userdata
 from provision.clouds.gcp.adapter import assert_labels
-from provision.clouds.gcp.hostkeys import GUEST_ATTRIBUTES
 from provision.clouds.gcp.layout import physical_name
 from provision.clouds.gcp.network import Networks, build_networks
 from provision.clouds.gcp.plan import GcpPlan, SpecificReservation
 from provision.clouds.gcp.storage import attached_storage, build_storage, publish
+from provision.clouds.gcp.userdata import instance_metadata
 from provision.clouds.outputs import stack_outputs
 from provision.clouds.volumeref import volume_reference
 from provision.planning.plan import ClusterPlan
@@ -34,39 +34,6 @@ def termination_time(plan: ClusterPlan[GcpPlan]) -> str | None:
     if plan.extra.scheduling.lifetime != "termination-time" or plan.expires_at is None:
         return None
     return plan.expires_at.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def login_metadata(plan: ClusterPlan[GcpPlan]) -> dict[str, str]:
-    """Instance metadata for the way in.
-
-    * OS Login (default): ``enable-oslogin=TRUE``; IAM grants login (roles/compute.osLogin) and sudo
-      (roles/compute.osAdminLogin), and metadata keys are ignored ("About OS Login").
-    * ``gcp.os_login: false``: OS Login off and ``ssh-keys`` in the instance metadata in the documented
-      ``USERNAME:KEY`` lines ("Add SSH keys to VMs"); the guest environment creates the user.
-    Project-wide keys are blocked either way, so only this cluster's keys ever work.
-    """
-    if plan.extra.os_login:
-        return {"enable-oslogin": "TRUE", "block-project-ssh-keys": "TRUE"}
-    user = plan.access.ssh_user
-    keys = "\n".join(f"{user}:{key}" for key in plan.access.ssh_public_keys)
-    return {"enable-oslogin": "FALSE", "block-project-ssh-keys": "TRUE", "ssh-keys": keys}
-
-
-def instance_metadata(plan: ClusterPlan[GcpPlan], user_data: Any) -> dict[str, Any]:
-    """The metadata of the nodes and of the Slurm controller: the way in (:func:`login_metadata`), no serial port,
-    the host keys published, zonal DNS names and ``user_data``."""
-    return {
-        **login_metadata(plan),
-        "serial-port-enable": "FALSE",
-        # The guest agent publishes the host public keys as hostkeys/* guest attributes, which the
-        # laptop reads before the first connection (provision/clouds/gcp/hostkeys.py).
-        **GUEST_ATTRIBUTES,
-        # The hostfile names nodes by their zonal internal DNS names; ZonalOnly makes that the name the
-        # VM registers whatever the project's default ("Use Zonal DNS for your internal DNS type": the
-        # VmDnsSetting metadata key moves a VM to zonal DNS).
-        "VmDnsSetting": "ZonalOnly",
-        "user-data": user_data,
-    }
 
 
 def internal_dns_names(instance_links: list[str] | None) -> list[str]:

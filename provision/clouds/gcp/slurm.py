@@ -59,12 +59,12 @@ def build_controller(
 ) -> dict[str, Any]:
     """Create the controller; returns the ``slurm`` stack output (name, address, instance name, rendered files).
 
-    Its metadata is the nodes' (``components.instance_metadata``: OS Login or the ``ssh-keys``, the host keys
+    Its metadata is the nodes' (``userdata.instance_metadata``: OS Login or the ``ssh-keys``, the host keys
     published, zonal DNS)."""
     import pulumi
     from pulumi_gcp import compute
 
-    from provision.clouds.gcp.components import instance_metadata
+    from provision.clouds.gcp.userdata import instance_metadata
     from provision.planning.slurm import controller_user_data, slurm_pins
 
     extra = plan.extra

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from provision.clouds.gcp.hostkeys import GUEST_ATTRIBUTES
 from provision.planning.bootstrap import (
     File,
     Step,
@@ -104,3 +105,36 @@ def gcp_snippet(name: str) -> str:
 def mock_user_data(plan: ClusterPlan[GcpPlan]) -> str:
     """The user data as the mocked cloud's nodes get it (the shared mount step reduced to a marker)."""
     return render(plan, ": # mocked shared filesystem mount" if plan.storage is not None else "")
+
+
+def login_metadata(plan: ClusterPlan[GcpPlan]) -> dict[str, str]:
+    """Instance metadata for the way in.
+
+    * OS Login (default): ``enable-oslogin=TRUE``; IAM grants login (roles/compute.osLogin) and sudo
+      (roles/compute.osAdminLogin), and metadata keys are ignored ("About OS Login").
+    * ``gcp.os_login: false``: OS Login off and ``ssh-keys`` in the instance metadata in the documented
+      ``USERNAME:KEY`` lines ("Add SSH keys to VMs"); the guest environment creates the user.
+    Project-wide keys are blocked either way, so only this cluster's keys ever work.
+    """
+    if plan.extra.os_login:
+        return {"enable-oslogin": "TRUE", "block-project-ssh-keys": "TRUE"}
+    user = plan.access.ssh_user
+    keys = "\n".join(f"{user}:{key}" for key in plan.access.ssh_public_keys)
+    return {"enable-oslogin": "FALSE", "block-project-ssh-keys": "TRUE", "ssh-keys": keys}
+
+
+def instance_metadata(plan: ClusterPlan[GcpPlan], user_data: Any) -> dict[str, Any]:
+    """The metadata of the nodes and of the Slurm controller: the way in (:func:`login_metadata`), no serial port,
+    the host keys published, zonal DNS names and ``user_data``."""
+    return {
+        **login_metadata(plan),
+        "serial-port-enable": "FALSE",
+        # The guest agent publishes the host public keys as hostkeys/* guest attributes, which the
+        # laptop reads before the first connection (provision/clouds/gcp/hostkeys.py).
+        **GUEST_ATTRIBUTES,
+        # The hostfile names nodes by their zonal internal DNS names; ZonalOnly makes that the name the
+        # VM registers whatever the project's default ("Use Zonal DNS for your internal DNS type": the
+        # VmDnsSetting metadata key moves a VM to zonal DNS).
+        "VmDnsSetting": "ZonalOnly",
+        "user-data": user_data,
+    }
