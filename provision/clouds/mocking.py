@@ -128,6 +128,10 @@ class Registered:
     #: "replace" as the engine would); empty when installed without :func:`install`.
     replace_on_changes: tuple[str, ...] = ()
     delete_before_replace: bool = False
+    #: The program's ``retain_on_delete`` (a destroy leaves the resource in the cloud) and the id it imports
+    #: (``import_``: the resource adopted as it exists), both as the engine received them.
+    retain_on_delete: bool = False
+    imported: str = ""
 
 
 class StrictViolationError(CloudFaultError):
@@ -213,6 +217,7 @@ class _Request:
     parent: str
     replace_on_changes: tuple[str, ...] = ()
     delete_before_replace: bool = False
+    retain_on_delete: bool = False
 
 
 class _RecordingMonitor(MockMonitor):
@@ -241,6 +246,7 @@ class _RecordingMonitor(MockMonitor):
             request.parent,
             tuple(getattr(request, "replaceOnChanges", ()) or ()),
             bool(getattr(request, "deleteBeforeReplace", False)),
+            bool(getattr(request, "retainOnDelete", False)),
         )
         try:
             return super().RegisterResource(request)
@@ -280,8 +286,11 @@ class CloudMocks(pulumi.runtime.Mocks):
         accounting: bool = False,
         now: Any = None,
         stack_outputs: Callable[[str], dict[str, Any] | None] | None = None,
+        existing: list[Registered] | tuple[Registered, ...] = (),
     ) -> None:
         self.faults = tuple(faults)
+        #: The resources that exist in the mocked cloud outside this stack, by id: what an ``import_`` adopts.
+        self.existing = {r.id: r for r in existing if r.id}
         #: The outputs of another stack by name (a ``pulumi.StackReference``), ``None`` when it does not exist.
         self.stack_outputs = stack_outputs
         self.accounting_on = accounting
@@ -392,6 +401,8 @@ class CloudMocks(pulumi.runtime.Mocks):
         urn, deps = (request.urn, request.dependencies) if request else ("", ())
         if args.typ == STACK_REFERENCE:
             return self._stack_reference(args)
+        if args.resource_id and args.custom:
+            return self._import(args, urn, deps)
         if self.strict and args.custom:
             res = Resource(
                 args.typ,
@@ -437,11 +448,38 @@ class CloudMocks(pulumi.runtime.Mocks):
                 deps,
                 request.replace_on_changes if request else (),
                 request.delete_before_replace if request else False,
+                request.retain_on_delete if request else False,
             )
         )
         if failure is not None:  # created (it is in the state), yet its create failed, as the provider reports it
             raise failure
         return rid, outputs
+
+    def _import(
+        self, args: pulumi.runtime.MockResourceArgs, urn: str, deps: tuple[str, ...]
+    ) -> tuple[str | None, dict[str, Any]]:
+        """An ``import_``: the existing resource's id and outputs, refused as the engine refuses it.
+
+        The engine reads the resource and compares the program's inputs with its state: "If the resource's
+        arguments differ from the imported state, the import will fail ... error: inputs to import do not match the
+        existing resource" (www.pulumi.com/docs/iac/concepts/resources/options/import/).
+        """
+        found = self.existing.get(str(args.resource_id))
+        if found is None or found.type != args.typ:
+            raise CloudFaultError("ImportNotFound", f"{args.typ} {args.name}: no resource with id {args.resource_id}")
+        declared = dict(args.inputs)
+        differ = sorted(k for k in set(declared) | set(found.inputs) if declared.get(k) != found.inputs.get(k))
+        if differ:
+            raise CloudFaultError(
+                "ImportMismatch",
+                f"{args.typ} {args.name}: inputs to import do not match the existing resource ({', '.join(differ)}: "
+                + "; ".join(f"{k} declared {declared.get(k)!r}, exists {found.inputs.get(k)!r}" for k in differ)
+                + ")",
+            )
+        self.ctx.ledger.append(
+            Registered(args.typ, args.name, declared, found.id, dict(found.outputs), True, urn, deps, imported=found.id)
+        )
+        return found.id, dict(found.outputs)
 
     def _stack_reference(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         """A ``pulumi.StackReference`` read: the named stack's recorded outputs, as the Pulumi service answers it.

@@ -402,6 +402,9 @@ class Cluster(NodeAccess, MockOperations):
             self._state, self._outputs, self._created_at = "none", {}, None
             return OperationResult("destroy", self.stack, mock=False)
         warnings: list[str] = self._recent_files_warning()
+        from provision.ops.volume_adopt import adopt_after_down, read_retained
+
+        retained = read_retained(self.spec, stack)  # what the destroy leaves in the cloud, before it runs
         with self._progress("destroy") as p:
             try:
                 automation.run_operation("destroy", self.stack, lambda: stack.destroy(on_event=p.on_event), p)
@@ -418,6 +421,8 @@ class Cluster(NodeAccess, MockOperations):
                 p.forget_failures()
                 automation.run_operation("destroy", self.stack, lambda: stack.destroy(on_event=p.on_event), p)
             result = p.result()
+            if retained is not None:
+                warnings.append(adopt_after_down(retained, stack, self.root, self._command))
             result.warnings = warnings
             p.finish(result)
         automation.forget_created_at(stack, failover=bool(self.spec.failover))

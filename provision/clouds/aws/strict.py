@@ -623,7 +623,8 @@ def fsx_dependency_rules(res: Resource, ctx: MockContext) -> list[Violation]:
     elif res.type in SG_RULES:
         group = str(res.inputs.get("securityGroupId"))
         for fs in ctx.find(FSX):
-            if group in _sg_ids(fs.inputs.get("securityGroupIds")):
+            # An imported file system exists already (provision.clouds.adopt): its create is not this program's.
+            if not fs.imported and group in _sg_ids(fs.inputs.get("securityGroupIds")):
                 out.append(
                     Violation(
                         FSX,

@@ -109,3 +109,63 @@ def build_volume(spec: VolumeSpec, tier: str, tags: dict[str, str]) -> dict[str,
             }
         ),
     }
+
+
+#: The resources a cluster keeps with a retained FSx (``retain_on_delete`` in ``clouds/aws/network.py`` and
+#: ``storage.py``), which its volume stack adopts, by type token.
+#: (class, the part of its logical name in the volume stack, as :func:`build_volume` names it).
+ADOPTED: dict[str, tuple[Any, str]] = {
+    "aws:ec2/vpc:Vpc": (aws.ec2.Vpc, "vpc"),
+    "aws:ec2/subnet:Subnet": (aws.ec2.Subnet, "subnet"),
+    "aws:ec2/securityGroup:SecurityGroup": (aws.ec2.SecurityGroup, "fsx-sg"),
+    "aws:fsx/lustreFileSystem:LustreFileSystem": (aws.fsx.LustreFileSystem, "fsx"),
+}
+
+
+def adopt_volume(name: str, kept: list[dict[str, Any]]) -> dict[str, Any]:
+    """The volume stack of a cluster's retained FSx: the kept VPC, node subnet, FSx group and file system imported
+    as they exist (``import_``, their recorded inputs declared), plus what the cluster's ``down`` deleted and the
+    volume needs: a route table for the subnet and the Lustre rules among the file servers (as
+    :func:`build_volume` makes them). Returns the same outputs as :func:`build_volume`."""
+    from provision.clouds.adopt import adopt_resources
+
+    n = f"vol-{name}"
+    made = adopt_resources(n, kept, ADOPTED)
+    vpc, subnet = made["aws:ec2/vpc:Vpc"], made["aws:ec2/subnet:Subnet"]
+    group, fs = made["aws:ec2/securityGroup:SecurityGroup"], made["aws:fsx/lustreFileSystem:LustreFileSystem"]
+    fs_inputs = next(k["inputs"] for k in kept if k["type"] == "aws:fsx/lustreFileSystem:LustreFileSystem")
+    vpc_inputs = next(k["inputs"] for k in kept if k["type"] == "aws:ec2/vpc:Vpc")
+    tags = {k: v for k, v in (fs_inputs.get("tags") or {}).items() if k != "Name"}
+    table = aws.ec2.RouteTable(f"{n}-rt", vpc_id=vpc.id, tags={**tags, "Name": f"{n}-rt"})
+    aws.ec2.RouteTableAssociation(f"{n}-rta", subnet_id=subnet.id, route_table_id=table.id)
+    # The cluster's rules on the FSx group went with it; FSx servers talk to each other on the Lustre ports (all
+    # traffic when EFA-enabled): FSx for Lustre User Guide, "File system access control with Amazon VPC".
+    ports = [(-1, -1)] if fs_inputs.get("efaEnabled") else list(LUSTRE_PORTS)
+    for lo, hi in ports:
+        for kind in ("in", "out"):
+            cls = aws.vpc.SecurityGroupIngressRule if kind == "in" else aws.vpc.SecurityGroupEgressRule
+            port: dict[str, Any] = (
+                {"ip_protocol": "-1"} if lo < 0 else {"ip_protocol": "tcp", "from_port": lo, "to_port": hi}
+            )
+            suffix = "all" if lo < 0 else str(lo)
+            cls(
+                f"{n}-fsx-{kind}-self-{suffix}",
+                security_group_id=group.id,
+                referenced_security_group_id=group.id,
+                description="Lustre among the file servers",
+                tags={**tags, "Name": f"{n}-fsx-{kind}-self-{suffix}"},
+                **port,
+            )
+    return {
+        "mount_source": pulumi.Output.all(fs.dns_name, fs.mount_name).apply(lambda a: fsx_source(a[0], a[1])),
+        "filesystem_id": fs.id,
+        "zone": subnet.availability_zone,
+        "network": pulumi.Output.all(vpc.id, table.id, group.id).apply(
+            lambda a: {
+                "vpc_id": a[0],
+                "cidr": vpc_inputs.get("cidrBlock"),
+                "route_table_id": a[1],
+                "security_group_id": a[2],
+            }
+        ),
+    }

@@ -173,3 +173,57 @@ def build_volume(spec: VolumeSpec, tier: str, tags: dict[str, str]) -> dict[str,
             }
         ),
     }
+
+
+#: The resources a GCP cluster keeps with a retained filesystem (``retain_on_delete``: the host VPC ``net-0``, the
+#: private services range and connection, the filesystem; ``clouds/gcp/layout.py`` and ``storage.py``), which its
+#: volume stack adopts: type token -> (class, the part of its logical name, as :func:`build_volume` names it).
+def _adopted() -> dict[str, tuple[Any, str]]:
+    from pulumi_gcp import filestore, lustre, parallelstore, servicenetworking
+
+    return {
+        "gcp:compute/network:Network": (compute.Network, "net"),
+        "gcp:compute/globalAddress:GlobalAddress": (compute.GlobalAddress, "psa-range"),
+        "gcp:servicenetworking/connection:Connection": (servicenetworking.Connection, "psa"),
+        "gcp:filestore/instance:Instance": (filestore.Instance, "filestore"),
+        "gcp:lustre/instance:Instance": (lustre.Instance, "lustre"),
+        "gcp:parallelstore/instance:Instance": (parallelstore.Instance, "parallelstore"),
+    }
+
+
+def adopt_volume(name: str, kept: list[dict[str, Any]]) -> dict[str, Any]:
+    """The volume stack of a cluster's retained filesystem: the kept VPC, private services range and connection and
+    the filesystem imported as they exist (their recorded inputs declared). Nothing is added: the cluster's subnet,
+    firewall rules and NAT went with it, and an attaching cluster brings its own (:mod:`provision.clouds.gcp.network`).
+    Returns the outputs an attaching cluster reads (``mount_source`` comes from the cluster's ``shared_fs``)."""
+    from provision.clouds.adopt import adopt_resources
+
+    made = adopt_resources(f"vol-{name}", kept, _adopted())
+    vpc = made["gcp:compute/network:Network"]
+    fs_type = next(t for t in made if t.endswith("/instance:Instance"))
+    fs = made[fs_type]
+    address = made.get("gcp:compute/globalAddress:GlobalAddress")
+    if address is not None:  # Managed Lustre, Parallelstore: their servers use the private services range
+        service_range: Any = pulumi.Output.concat(address.address, "/", address.prefix_length.apply(str))
+    elif fs_type.startswith("gcp:filestore"):  # DIRECT_PEERING: the range Filestore reserved for its servers
+        service_range = fs.networks.apply(lambda nets: nets[0].reserved_ip_range or "")
+    else:
+        service_range = None
+    location = str(next(k["inputs"].get("location") for k in kept if k["type"] == fs_type))
+    zonal = location.count("-") > 1  # us-central1-a (a zone), not us-central1 (a regional Filestore)
+    region = location.rsplit("-", 1)[0] if zonal else location
+    return {
+        "filesystem_id": fs.id,
+        "zone": location if zonal else None,
+        "network": pulumi.Output.all(vpc.name, vpc.id, vpc.self_link, vpc.project, service_range).apply(
+            lambda a: {
+                "network": a[0],
+                "network_id": a[1],
+                "self_link": a[2],
+                "project": a[3],
+                "region": region,
+                "cidr": None,  # the VPC has no subnet of the volume's: the cluster's went with it
+                "service_range": a[4] or None,
+            }
+        ),
+    }
