@@ -9,7 +9,8 @@ cluster names one. The attaching cluster records ``volume: NAME`` in its outputs
 
 A cluster's own filesystem with ``storage.shared.retain: true`` becomes a volume at ``down``: the
 filesystem resource moves from the cluster's state into ``vol-<cluster name>`` (``-2``, ``-3``, ...
-when that name is taken), listed by ``volume list`` and attachable by name.
+when that name is taken), listed by ``volume list`` and attachable by name. Without ``--mock`` the resources a
+destroy retains are adopted by the volume's stack with ``import_`` (:mod:`provision.ops.volume_adopt`).
 
 A cluster reads the volume's outputs through a ``pulumi.StackReference`` (:mod:`provision.clouds.volumeref`): the
 mount source, the filesystem id and the network its own way in needs (:mod:`provision.ops.volume_network`).
