@@ -114,7 +114,9 @@ def _setup(
         # The volume stack's `up` runs this program: here under the strict mocked cloud that holds the cluster's
         # resources, its outputs becoming the fake stack's.
         def up() -> dict[str, Any]:
-            run = volume_adopt.run_adopt_mock(retained, name, list(cluster_run.resources), NOW)
+            # A second `up` of the stack finds the resources imported by the first in its state.
+            in_state = tuple(k["id"] for k in retained.kept) if runs else ()
+            run = volume_adopt.run_adopt_mock(retained, name, list(cluster_run.resources), NOW, in_state)
             runs.append(run)
             return json.loads(json.dumps(run.outputs, default=str))
 
@@ -133,7 +135,7 @@ def test_real_down_destroys_the_cluster_then_a_volume_stack_imports_the_retained
                      display="none").down()  # fmt: skip
     assert result is not None
     ops = [(c[0], c[c.index("--stack") + 1]) for c in fake.calls if c[0] in ("up", "destroy") and "--stack" in c]
-    assert ops == [("destroy", "keeper"), ("up", "vol-keeper")]
+    assert ops == [("destroy", "keeper"), ("up", "vol-keeper"), ("up", "vol-keeper")]
     assert fake.files["vol-keeper"] == {"aws:region": keeper().region}
     kept = {(r.type, r.id) for r in cluster_run.resources if r.retain_on_delete}
     assert {t for t, _ in kept} == {
@@ -142,7 +144,7 @@ def test_real_down_destroys_the_cluster_then_a_volume_stack_imports_the_retained
         "aws:ec2/securityGroup:SecurityGroup",
         FSX,
     }
-    [run] = runs
+    run, retag = runs
     # Each retained resource imported by its id, its declared inputs those the cluster's stack recorded (the
     # strict mocked cloud refuses an import whose inputs differ).
     assert {(r.type, r.imported) for r in run.resources if r.imported} == kept
@@ -163,6 +165,13 @@ def test_real_down_destroys_the_cluster_then_a_volume_stack_imports_the_retained
     # A route table of the volume's own for the subnet (the cluster's went with it), not a cluster resource.
     assert out["network"]["route_table_id"] not in {r.id for r in cluster_run.resources}
     assert any(f"filesystem {fs.id} is now volume keeper" in w for w in result.warnings), result.warnings
+    # The second `up` retags them as the volume's: the cluster's expiry (what `provision reap` deletes by) gone.
+    for r in retag.resources:
+        if r.custom and "tags" in r.inputs:
+            tags = r.inputs["tags"]
+            assert "provision-expires-at" not in tags and tags["provision-volume"] == "keeper", (r.name, tags)
+            assert "provision-cluster" not in tags and tags["team"] == "ci"
+    assert {(r.type, r.imported) for r in retag.resources if r.imported} == kept
     code, text = _cli("volume", "list", "--json")
     assert code == 0, text
     [row] = [v for v in json.loads(text) if v["name"] == "keeper"]
@@ -215,16 +224,22 @@ def test_real_down_on_gcp_imports_the_host_vpc_its_service_range_and_the_filesys
     result = Cluster(keeper(shared).model_dump(mode="json", exclude_none=True), root=ROOT, pulumi_command=fake,
                      display="none").down()  # fmt: skip
     ops = [(c[0], c[c.index("--stack") + 1]) for c in fake.calls if c[0] in ("up", "destroy") and "--stack" in c]
-    assert ops == [("destroy", "keeper"), ("up", "vol-keeper")]
+    assert ops == [("destroy", "keeper"), ("up", "vol-keeper"), ("up", "vol-keeper")]
     assert fake.files["vol-keeper"] == {"gcp:region": keeper(shared).region}
     kept = {(r.type, r.id) for r in cluster_run.resources if r.retain_on_delete}
     assert "gcp:compute/network:Network" in {t for t, _ in kept}
-    [run] = runs
+    run, retag = runs
     assert {(r.type, r.imported) for r in run.resources if r.imported} == kept
+    labelled = [r for r in retag.resources if r.custom and "labels" in r.inputs]
+    assert labelled and all(
+        "provision-expires-at" not in r.inputs["labels"] and r.inputs["labels"]["provision-volume"] == "keeper"
+        for r in labelled
+    )
     assert not [r for r in run.resources if r.custom and not r.imported]  # nothing new: all of it existed
     out = run.outputs
     [fs] = [r for r in cluster_run.resources if r.retain_on_delete and r.type.endswith("/instance:Instance")]
     [vpc] = [r for r in cluster_run.of_type("gcp:compute/network:Network") if r.retain_on_delete]
+    out = retag.outputs
     assert out["filesystem_id"] == fs.id and out["mount_source"] == cluster_run.outputs["shared_fs"]["source"]
     assert out["network"]["network_id"] == vpc.id and out["network"]["project"] and out["network"]["self_link"]
     assert out["network"]["service_range"] and out["zone"] == keeper(shared).zone

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from provision.clouds.base import TAG_CLUSTER, TAG_EXPIRES, TAG_STACK
 from provision.ops.volume_record import VOLUME_MARK
 from provision.spec.units import format_time
 from provision.spec.volume import STACK_PREFIX
@@ -105,6 +106,25 @@ def read_retained(spec: Any, stack: Any) -> Retained | None:
     return Retained(spec.cloud, str(static["region"]), spec.name, kept, fs[0], static)
 
 
+#: The cluster's own tags (labels on GCP) a volume does not keep: its expiry (what the reapers delete by), its
+#: cluster and stack (provision.clouds.base).
+CLUSTER_TAGS = (TAG_EXPIRES, TAG_CLUSTER, TAG_STACK)
+
+
+def volume_tags(kept: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    """``kept`` with each resource's tags or labels those of volume ``name``: the cluster's own dropped,
+    ``provision-volume: NAME`` added (as :func:`provision.engine.volumerun.build_outputs` tags a created volume)."""
+    out = []
+    for k in kept:
+        inputs = dict(k["inputs"])
+        for key in ("tags", "labels"):
+            if isinstance(inputs.get(key), dict):
+                kept_tags = {t: v for t, v in inputs[key].items() if t not in CLUSTER_TAGS}
+                inputs[key] = {**kept_tags, "provision-volume": name}
+        out.append({**k, "inputs": inputs})
+    return out
+
+
 def volume_name(cluster: str, taken: set[str]) -> str:
     """``<cluster>``, else ``<cluster>-2``, ``-3``, ... : the first whose stack ``vol-<name>`` is not ``taken``."""
     name, n = cluster, 1
@@ -176,6 +196,20 @@ def adopt_after_down(retained: Retained, workspace_stack: Any, root: Any, comman
             f"storage.shared.retain: the retained filesystem {retained.filesystem['id']} could not become a volume "
             f"({e}); it and its network ({ids}) stay in the cloud, outside any stack"
         )
+    # Imported exactly as they were, they still carry the cluster's tags, its expiry among them (which
+    # `provision reap` deletes by): a second `up` retags them as the volume's, an update in place.
+    retag = adopt_program(
+        Retained(**{**retained.__dict__, "kept": volume_tags(retained.kept, name)}), name, datetime.now(timezone.utc)
+    )
+    try:
+        automation.run_operation("up", stack_name, lambda: stack.up(program=retag, color="never"))
+    except CloudError as e:
+        return (
+            f"storage.shared.retain: filesystem {retained.filesystem['id']} is now volume {name} (stack {stack_name}), "
+            f"but retagging it failed ({e}): its resources still carry cluster {retained.cluster}'s expiry tag, so "
+            f"`provision reap` would delete them once it passes; run `provision down {retained.cluster}` again "
+            "only after fixing the cause, or retag them in the cloud console"
+        )
     return (
         f"storage.shared.retain: filesystem {retained.filesystem['id']} is now volume {name} (stack {stack_name}, "
         f"with its network: {ids}); see `provision volume list`, attach it with storage.shared.volume: {name}, "
@@ -183,10 +217,13 @@ def adopt_after_down(retained: Retained, workspace_stack: Any, root: Any, comman
     )
 
 
-def run_adopt_mock(retained: Retained, name: str, existing: list[Any], now: datetime) -> Any:
+def run_adopt_mock(
+    retained: Retained, name: str, existing: list[Any], now: datetime, in_state: tuple[str, ...] = ()
+) -> Any:
     """The volume program under the strict mocked cloud, ``existing`` (``clouds.mocking.Registered``) being what
     the cloud holds: an import of an unknown id, or inputs that differ from the existing ones, fails as Pulumi
-    fails it. Returns the run (:class:`provision.engine.volumerun.VolumeRun`).
+    fails it, unless its id is ``in_state`` (imported by an earlier ``up``: then an update). Returns the run
+    (:class:`provision.engine.volumerun.VolumeRun`).
 
     Raises:
         CloudFaultError: an import refused, or a strict rule broken.
@@ -199,7 +236,7 @@ def run_adopt_mock(retained: Retained, name: str, existing: list[Any], now: date
     from provision.spec import PROJECT
 
     _ensure_event_loop()
-    mocks = CloudMocks(region=retained.region, existing=existing)
+    mocks = CloudMocks(region=retained.region, existing=existing, in_state=in_state)
     pulumi.runtime.set_all_config({})
     pulumi.runtime.settings.ROOT.set(None)
     install(mocks, project=PROJECT, stack=STACK_PREFIX + name)
