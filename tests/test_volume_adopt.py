@@ -207,7 +207,7 @@ def test_a_cloud_not_adopting_yet_keeps_the_filesystem_and_says_so(
     monkeypatch: pytest.MonkeyPatch, cluster_run: Any
 ) -> None:
     fake, runs = _setup(monkeypatch, cluster_run)
-    monkeypatch.setattr(volume_adopt, "ADOPTING", ())
+    monkeypatch.setattr(volume_adopt, "ADOPTING", {})
     result = Cluster(keeper().model_dump(mode="json", exclude_none=True), root=ROOT, pulumi_command=fake,
                      display="none").down()  # fmt: skip
     fs = cluster_run.one(FSX)
@@ -250,3 +250,11 @@ def test_real_down_on_gcp_imports_the_host_vpc_its_service_range_and_the_filesys
     other = keeper(shared).model_copy(update={"name": "reuser"})
     missing = [p for p in network_problems(other, "keeper", {**out, "filesystem": shared}) if "records no" in str(p)]
     assert missing == []
+
+
+def test_a_filesystem_in_a_network_the_cluster_did_not_make_is_kept_and_not_adopted(cluster_run: Any) -> None:
+    kept = [k for k in volume_adopt.kept_resources(deployment(cluster_run)) if k["type"] != "aws:ec2/vpc:Vpc"]
+    fs = next(k for k in kept if k["type"] == FSX)
+    retained = volume_adopt.Retained("aws", keeper().region, "keeper", kept, fs, {})
+    text = volume_adopt.adopt_after_down(retained, None, ROOT, None)  # no stack is touched
+    assert f"filesystem {fs['id']} stays in the cloud but is not a volume" in text and "aws:ec2/vpc:Vpc" in text

@@ -35,8 +35,12 @@ from provision.ops.volume_record import VOLUME_MARK
 from provision.spec.units import format_time
 from provision.spec.volume import STACK_PREFIX
 
-#: The clouds whose retained filesystem becomes a volume stack at a real ``down``.
-ADOPTING = ("aws", "gcp")
+#: The clouds whose retained filesystem becomes a volume stack at a real ``down``, with the resource types the
+#: volume needs to have been retained: the cluster's own network (not one given by id, such as ``aws.vpc_id``).
+ADOPTING: dict[str, tuple[str, ...]] = {
+    "aws": ("aws:ec2/vpc:Vpc", "aws:ec2/subnet:Subnet", "aws:ec2/securityGroup:SecurityGroup"),
+    "gcp": ("gcp:compute/network:Network",),
+}
 
 
 @dataclass
@@ -180,6 +184,13 @@ def adopt_after_down(retained: Retained, workspace_stack: Any, root: Any, comman
 
     if retained.cloud not in ADOPTING:
         return not_adopted(retained)
+    missing = sorted(set(ADOPTING[retained.cloud]) - {k["type"] for k in retained.kept})
+    if missing:
+        return (
+            f"storage.shared.retain: filesystem {retained.filesystem['id']} stays in the cloud but is not a volume: "
+            f"its network is not the cluster's own (no retained {', '.join(missing)}), and a volume stack adopts "
+            "the filesystem with the network it sits in; delete it in the cloud console when done"
+        )
     ids = ", ".join(k["id"] for k in retained.kept)
     try:
         summaries = automation.run_operation("stack ls", "*", workspace_stack.workspace.list_stacks)
