@@ -258,3 +258,23 @@ def test_a_filesystem_in_a_network_the_cluster_did_not_make_is_kept_and_not_adop
     retained = volume_adopt.Retained("aws", keeper().region, "keeper", kept, fs, {})
     text = volume_adopt.adopt_after_down(retained, None, ROOT, None)  # no stack is touched
     assert f"filesystem {fs['id']} stays in the cloud but is not a volume" in text and "aws:ec2/vpc:Vpc" in text
+
+
+def test_a_stack_export_that_fails_does_not_stop_the_teardown(
+    monkeypatch: pytest.MonkeyPatch, cluster_run: Any
+) -> None:
+    """Making a volume of the retained filesystem is never a reason not to tear down: a refused export is a
+    warning, and the cluster's stack is destroyed as before."""
+    from provision.spec.errors import CloudError
+
+    fake, runs = _setup(monkeypatch, cluster_run)
+
+    def refused(spec: Any, stack: Any) -> None:
+        raise CloudError("the backend refused `pulumi stack export`")
+
+    monkeypatch.setattr(volume_adopt, "read_retained", refused)
+    result = Cluster(keeper().model_dump(mode="json", exclude_none=True), root=ROOT, pulumi_command=fake,
+                     display="none").down()  # fmt: skip
+    ops = [(c[0], c[c.index("--stack") + 1]) for c in fake.calls if c[0] in ("up", "destroy") and "--stack" in c]
+    assert ops == [("destroy", "keeper")] and not runs
+    assert any("was not made a volume" in w and "stack export" in w for w in result.warnings), result.warnings

@@ -404,7 +404,11 @@ class Cluster(NodeAccess, MockOperations):
         warnings: list[str] = self._recent_files_warning()
         from provision.ops.volume_adopt import adopt_after_down, read_retained
 
-        retained = read_retained(self.spec, stack)  # what the destroy leaves in the cloud, before it runs
+        try:
+            retained = read_retained(self.spec, stack)  # what the destroy leaves in the cloud, before it runs
+        except CloudError as e:  # never a reason not to tear down: the filesystem stays in the cloud as before
+            retained = None
+            warnings.append(f"the retained filesystem was not made a volume (reading the stack failed: {e})")
         with self._progress("destroy") as p:
             try:
                 automation.run_operation("destroy", self.stack, lambda: stack.destroy(on_event=p.on_event), p)
