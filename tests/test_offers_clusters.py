@@ -242,3 +242,16 @@ def test_offers_of_one_cloud_name_what_provision_cannot_do_there() -> None:
     for line in limit_lines(azure.limits):
         assert " ".join(line.split()) in text
     assert "cannot give" not in invoke("offers", "--cloud", "azure", "--json").stdout
+
+
+def test_a_gpu_no_cloud_sells_says_so_and_points_at_the_build() -> None:
+    """`offers --gpu Ascend-910B` lists no type: it says no cloud sells the GPU, not just "0 offers"."""
+    out = CliRunner().invoke(app, ["offers", "--gpu", "ascend-910b"], env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.output
+    assert "no cloud in the catalog (aws, gcp, azure, alibaba) sells Ascend-910B" in out.stdout
+    assert "provision size --gpu Ascend-910B --build" in out.stdout
+    # A GPU some cloud sells, filtered away by --cloud, is not called unsold: the filter is named instead.
+    mi = CliRunner().invoke(app, ["offers", "--gpu", "MI300X", "--cloud", "aws"], env={"COLUMNS": "200"})
+    assert mi.exit_code == 0, mi.output
+    assert "sells" not in mi.stdout and "no catalog offer matches --cloud aws, --gpu MI300X" in mi.stdout
+    assert offers_json("--gpu", "Ascend-910B") == []  # --json stays one document

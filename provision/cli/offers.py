@@ -123,8 +123,27 @@ def offers(
         _print_missing_clouds(rows, cloud, gpu)
     else:
         _print_types(rows, region)
+        if not rows:
+            _print_no_types(cloud, gpu, region)
         if cloud:
             _print_limits(cloud.strip().lower())
+
+
+def _print_no_types(cloud: str | None, gpu: str | None, region: str | None) -> None:
+    """Say why the instance-type list is empty: no cloud sells the GPU at all, or the filters leave nothing."""
+    from provision.catalog import load_catalog
+    from provision.catalog.onprem import load_onprem
+
+    cat = load_catalog()
+    model = cat.gpu(gpu) if gpu else None
+    out = console()
+    if model is not None and not cat.instances_for(gpu=model.name):
+        build = any(s.accelerator == model.name for s in load_onprem().servers)
+        hint = f"; size an on-premises build with: provision size --gpu {model.name} --build" if build else ""
+        out.print(f"no cloud in the catalog (aws, gcp, azure, alibaba) sells {model.name}{hint}", markup=False)
+        return
+    given = ", ".join(f"--{k} {v}" for k, v in (("cloud", cloud), ("gpu", gpu), ("region", region)) if v)
+    out.print(f"no catalog offer matches {given}; drop a filter to see the others", markup=False)
 
 
 def _print_limits(cloud: str) -> None:
