@@ -123,3 +123,12 @@ def test_alibaba_export_path_is_refused_until_data_flow_tasks_exist() -> None:
     with pytest.raises(SpecError) as e:
         ali_spec({"uri": "oss://my-train-data", "import_path": "/data", "export_path": "/data/ckpt"})
     assert [p.path for p in e.value.problems] == ["storage.shared.object_store.export_path"]
+
+
+@pytest.mark.parametrize("link", [{"uri": "oss://my-train-data"}, {"uri": "oss://my-train-data", "import_path": "/"}])
+def test_alibaba_link_at_the_root_is_refused_before_the_strict_cloud_refuses_its_fileset(link: dict[str, Any]) -> None:
+    """A CPFS fileset cannot be the file system's root: the default import_path / is a spec error, named at plan."""
+    with pytest.raises(SpecError) as e:
+        ali_spec(link)
+    assert [p.path for p in e.value.problems] == ["storage.shared.object_store.import_path"]
+    assert "set import_path to a folder" in str(e.value)
