@@ -123,3 +123,31 @@ def test_alibaba_export_path_is_refused_until_data_flow_tasks_exist() -> None:
     with pytest.raises(SpecError) as e:
         ali_spec({"uri": "oss://my-train-data", "import_path": "/data", "export_path": "/data/ckpt"})
     assert [p.path for p in e.value.problems] == ["storage.shared.object_store.export_path"]
+
+
+@pytest.mark.parametrize("link", [{"uri": "oss://my-train-data"}, {"uri": "oss://my-train-data", "import_path": "/"}])
+def test_alibaba_link_at_the_root_is_refused_before_the_strict_cloud_refuses_its_fileset(link: dict[str, Any]) -> None:
+    """A CPFS fileset cannot be the file system's root: the default import_path / is a spec error, named at plan."""
+    with pytest.raises(SpecError) as e:
+        ali_spec(link)
+    assert [p.path for p in e.value.problems] == ["storage.shared.object_store.import_path"]
+    assert "set import_path to a folder" in str(e.value)
+
+
+def test_strict_aws_cloud_checks_the_data_repository_associations_inputs() -> None:
+    """The AWS link's inputs are held to botocore's CreateDataRepositoryAssociation model (events enum, lengths)."""
+    from strict_helpers import one, register, violations_of
+
+    dra = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
+    good = {
+        "fileSystemId": "fs-0123456789abcdef0",
+        "fileSystemPath": "/data",
+        "dataRepositoryPath": "s3://my-train-data/llm/",
+        "batchImportMetaDataOnCreate": True,
+        "s3": {"autoImportPolicy": {"events": ["NEW", "CHANGED", "DELETED"]}},
+    }
+    register(dra, "ok", good)
+    bad = violations_of(dra, "bad", {**good, "s3": {"autoImportPolicy": {"events": ["NEW", "RENAMED"]}}})
+    assert "must be one of NEW, CHANGED, DELETED" in str(one(bad, "s3.autoImportPolicy.events[]"))
+    short = violations_of(dra, "bad", {**good, "dataRepositoryPath": "s3"})
+    assert any(v.field == "dataRepositoryPath" and "3-4357" in str(v) for v in short)

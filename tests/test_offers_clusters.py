@@ -242,3 +242,29 @@ def test_offers_of_one_cloud_name_what_provision_cannot_do_there() -> None:
     for line in limit_lines(azure.limits):
         assert " ".join(line.split()) in text
     assert "cannot give" not in invoke("offers", "--cloud", "azure", "--json").stdout
+
+
+def test_a_gpu_no_cloud_sells_says_so_and_points_at_the_build() -> None:
+    """`offers --gpu Ascend-910B` lists no type: it says no cloud sells the GPU, not just "0 offers"."""
+    out = CliRunner().invoke(app, ["offers", "--gpu", "ascend-910b"], env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.output
+    assert "no cloud in the catalog (aws, gcp, azure, alibaba) sells Ascend-910B" in out.stdout
+    assert "provision size --gpu Ascend-910B --build" in out.stdout
+    # A GPU some cloud sells, filtered away by --cloud, is not called unsold: the filter is named instead.
+    mi = CliRunner().invoke(app, ["offers", "--gpu", "MI300X", "--cloud", "aws"], env={"COLUMNS": "200"})
+    assert mi.exit_code == 0, mi.output
+    assert "sells" not in mi.stdout and "no catalog offer matches --cloud aws, --gpu MI300X" in mi.stdout
+    assert offers_json("--gpu", "Ascend-910B") == []  # --json stays one document
+
+
+def test_a_type_priced_only_by_an_estimate_shows_it_labelled_as_the_cluster_rows_and_plan_do() -> None:
+    """ebmgn8v has no vendor price: the type list shows the same labelled estimate `--gpus` and `plan` price it at,
+    starred, not "unpriced"."""
+    guess = load_catalog().instance("alibaba", "ecs.ebmgn8v.48xlarge").regions["cn-hangzhou"].price_estimate
+    (row,) = [r for r in offers_json("--gpu", "H20") if r["instance_type"] == "ecs.ebmgn8v.48xlarge"]
+    assert row["price_per_hour_usd"] == {"cn-hangzhou": None}
+    assert row["estimated_price_per_hour_usd"] == {"cn-hangzhou": guess.usd}
+    (p5,) = [r for r in offers_json("--cloud", "aws", "--gpu", "H100") if r["instance_type"] == "p5.48xlarge"]
+    assert p5["estimated_price_per_hour_usd"] == {}  # a vendor price needs no estimate
+    out = CliRunner().invoke(app, ["offers", "--gpu", "H20"], env={"COLUMNS": "80"})
+    assert f"{guess.usd:,.2f}*" in out.stdout and "labelled ESTIMATE" in out.stdout

@@ -240,6 +240,8 @@ def test_sales_only_compute_is_priced_at_a_labelled_estimate_until_the_user_give
     assert contract.cost.unpriced == () and contract.cost.estimated == ()
     assert contract.cost.compute_hourly_usd == pytest.approx(8 * 41.5)
     assert any("priced from lifetime.hourly_price_usd ($41.50 per node-hour)" in w for w in contract.warnings)
+    # The catalog does hold a labelled estimate (what `offers` prices these nodes at): the warning says so.
+    assert any(f"only a labelled ESTIMATE, ${guess.usd:,.2f} per node-hour" in w for w in contract.warnings)
     assert not any("priced from lifetime.hourly_price_usd" in w for w in shipped.warnings)
 
 

@@ -123,8 +123,27 @@ def offers(
         _print_missing_clouds(rows, cloud, gpu)
     else:
         _print_types(rows, region)
+        if not rows:
+            _print_no_types(cloud, gpu, region)
         if cloud:
             _print_limits(cloud.strip().lower())
+
+
+def _print_no_types(cloud: str | None, gpu: str | None, region: str | None) -> None:
+    """Say why the instance-type list is empty: no cloud sells the GPU at all, or the filters leave nothing."""
+    from provision.catalog import load_catalog
+    from provision.catalog.onprem import load_onprem
+
+    cat = load_catalog()
+    model = cat.gpu(gpu) if gpu else None
+    out = console()
+    if model is not None and not cat.instances_for(gpu=model.name):
+        build = any(s.accelerator == model.name for s in load_onprem().servers)
+        hint = f"; size an on-premises build with: provision size --gpu {model.name} --build" if build else ""
+        out.print(f"no cloud in the catalog (aws, gcp, azure, alibaba) sells {model.name}{hint}", markup=False)
+        return
+    given = ", ".join(f"--{k} {v}" for k, v in (("cloud", cloud), ("gpu", gpu), ("region", region)) if v)
+    out.print(f"no catalog offer matches {given}; drop a filter to see the others", markup=False)
 
 
 def _print_limits(cloud: str) -> None:
@@ -162,15 +181,23 @@ def _type_row(o: Any, region: str | None) -> dict[str, Any]:
         "regions": regions,
         "price_per_hour_usd": {r: o.regions[r].price_per_hour_usd for r in regions},
         "spot_price_per_hour_usd": {r: o.regions[r].spot_price_per_hour_usd for r in regions},
+        # The labelled estimate that `plan` and `offers --gpus` price a type by where no vendor price was read.
+        "estimated_price_per_hour_usd": {
+            r: est.usd
+            for r in regions
+            if o.regions[r].price_per_hour_usd is None and (est := o.regions[r].price_estimate) is not None
+        },
     }
 
 
-def _cheapest(prices: dict[str, float | None]) -> str:
-    known = [(p, r) for r, p in prices.items() if p is not None]
+def _cheapest(prices: dict[str, float | None], estimates: dict[str, float] | None = None) -> str:
+    """The lowest price and its region; a region priced only by a labelled estimate gets a star."""
+    known = [(p, r, "") for r, p in prices.items() if p is not None]
+    known += [(p, r, "*") for r, p in (estimates or {}).items()]
     if not known:
         return "unpriced"
-    p, r = min(known)
-    return f"{p:,.2f} {r}" if len(prices) > 1 else f"{p:,.2f}"
+    p, r, star = min(known)
+    return f"{p:,.2f}{star} {r}" if len(prices) > 1 else f"{p:,.2f}{star}"
 
 
 def _print_types(rows: list[dict[str, Any]], region: str | None) -> None:
@@ -191,7 +218,7 @@ def _print_types(rows: list[dict[str, Any]], region: str | None) -> None:
                 f"{r['instance_type']}\n{r['cloud']}, {n} region{'s' if n != 1 else ''}",
                 f"{r['gpus_per_node']}x{r['gpu']}\n{r['fabric']}"
                 + (f" {r['fabric_gbps']:g}" if r["fabric_gbps"] else ""),
-                _cheapest(r["price_per_hour_usd"]).replace(" ", "\n", 1),
+                _cheapest(r["price_per_hour_usd"], r["estimated_price_per_hour_usd"]).replace(" ", "\n", 1),
                 _cheapest(r["spot_price_per_hour_usd"]).replace(" ", "\n", 1),
             ]
         )
@@ -200,6 +227,8 @@ def _print_types(rows: list[dict[str, Any]], region: str | None) -> None:
     out.print(table)
     if left_out:
         out.print(left_out_note(left_out, out.width), markup=False)
+    if any(r["estimated_price_per_hour_usd"] for r in rows):
+        out.print("* a labelled ESTIMATE, not a vendor price (--json: estimated_price_per_hour_usd)", markup=False)
 
 
 def _print_clusters(rows: list[dict[str, Any]]) -> None:

@@ -188,9 +188,15 @@ def _contract_price_warnings(spec: ClusterSpec, offer: InstanceOffer) -> list[st
     given = spec.lifetime.hourly_price_usd
     if given is not None:
         why = "it is sold through sales, so that is your contract price" if sales_only else "the catalog has none"
+        estimate = (
+            f" (only a labelled ESTIMATE, ${listed:,.2f} per node-hour, which `provision offers` shows)"
+            if listed is not None
+            else ""
+        )
         return [
             f"compute is priced from lifetime.hourly_price_usd (${given:,.2f} per node-hour), your figure: "
-            f"{offer.instance_type} has no {spec.capacity.type} price in {spec.region} in the catalog and {why}."
+            f"{offer.instance_type} has no {spec.capacity.type} price in {spec.region} in the catalog{estimate} "
+            f"and {why}."
         ]
     if sales_only:
         return [

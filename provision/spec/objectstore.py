@@ -140,6 +140,18 @@ def object_store_problems(data: dict[str, Any]) -> list[Problem]:
                 "set import_path: / (the bucket's objects appear under the mount point)",
             )
         )
+    linked = link and linkable is not None and kind in linkable
+    if linked and cloud == "alibaba" and isinstance(imp, str) and posixpath.normpath(imp) in ("/", "//"):
+        out.append(
+            Problem(
+                "storage.shared.object_store.import_path",
+                imp,
+                "must be a folder below / on alibaba: CPFS links a fileset, a folder of the file system, and the "
+                "fileset's path cannot be the root (NAS CreateFileset FileSystemPath, "
+                "https://help.aliyun.com/document_detail/2588524.html)",
+                "set import_path to a folder, e.g. /data (the bucket's objects appear under it)",
+            )
+        )
     if link and cloud == "alibaba" and link.get("export_path") is not None:
         out.append(
             Problem(
