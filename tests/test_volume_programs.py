@@ -151,12 +151,22 @@ def test_volume_programs_have_no_unchecked_leaf(case: str) -> None:
     assert [leaf for leaf in run.accounting if leaf.status == "unchecked"] == []
 
 
-def test_strict_cloud_refuses_an_amlfs_size_no_tier_sells_and_nothing_is_kept(tmp_path: Path) -> None:
+def test_an_amlfs_size_no_tier_sells_is_refused_before_anything_exists(tmp_path: Path) -> None:
     path = tmp_path / "vol.yaml"
     path.write_text(yaml.safe_dump({**_volume("azure")[2], "size_gib": 10 * 1024}))
     code, out = cli("volume", "create", str(path), "--mock")
-    assert code != 0 and "storageCapacityTiB" in out
+    flat = " ".join(out.split())
+    assert code == 2 and "size_gib: 10240 is a size no amlfs tier sells" in flat and "to fix: use one of" in flat
     assert volumes() == {}
+    # The strict mocked cloud refuses it too, had it got that far (the rule and its source live there).
+    from provision.clouds.mocking import CloudFaultError
+    from provision.engine.volumerun import run_volume_mock
+    from provision.spec.volume import load_volume_spec
+
+    with pytest.raises(CloudFaultError, match="storageCapacityTiB"):
+        run_volume_mock(
+            load_volume_spec({**_volume("azure")[2], "size_gib": 10 * 1024}), "AMLFS-Durable-Premium-250", {}
+        )
 
 
 def test_alibaba_zonal_kind_without_zone_and_lingjun_are_refused_before_anything_exists(tmp_path: Path) -> None:
@@ -172,7 +182,7 @@ def test_alibaba_zonal_kind_without_zone_and_lingjun_are_refused_before_anything
 
 def test_azure_volume_network_too_small_for_the_lustre_subnet_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "vol.yaml"
-    path.write_text(yaml.safe_dump({**_volume("azure")[2], "size_gib": 512 * 1024, "network_cidr": "10.250.0.0/24"}))
+    path.write_text(yaml.safe_dump({**_volume("azure")[2], "size_gib": 528 * 1024, "network_cidr": "10.250.0.0/24"}))
     code, out = cli("volume", "create", str(path), "--mock")
     assert code == 2 and "network_cidr" in out and "cannot hold" in out
     assert volumes() == {}

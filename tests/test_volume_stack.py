@@ -76,9 +76,17 @@ def test_volume_program_has_no_unchecked_leaf() -> None:
     assert [leaf for leaf in run.accounting if leaf.status == "unchecked"] == []
 
 
-def test_strict_cloud_refuses_a_size_fsx_does_not_sell_and_nothing_is_kept(tmp_path: Path) -> None:
+def test_a_size_fsx_does_not_sell_is_refused_first_and_the_strict_cloud_refuses_it_too(tmp_path: Path) -> None:
+    from provision.clouds.mocking import CloudFaultError
+    from provision.engine.volumerun import run_volume_mock
+    from provision.spec.volume import load_volume_spec
+
     code, out = _create(tmp_path, {**VOLUME, "size_gib": 1000}, "--mock")
-    assert code != 0 and "storageCapacity" in out and "Traceback" not in out
+    flat = " ".join(out.split())
+    assert code == 2 and "size_gib: 1000 is a size no fsx-lustre tier sells" in flat and "1200, 2400" in flat
+    assert "Traceback" not in out
+    with pytest.raises(CloudFaultError, match="storageCapacity"):
+        run_volume_mock(load_volume_spec({**VOLUME, "size_gib": 1000}), "SCRATCH_2", {})
     code, listing = _cli("volume", "list", "--mock", "--json")
     assert json.loads(listing) == []
 

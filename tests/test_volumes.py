@@ -99,6 +99,14 @@ def test_retained_filesystem_becomes_a_volume_at_down_and_is_attached_by_name(tm
     assert code == 0, out
     kept = volumes()["keeper"]
     assert kept["filesystem_id"] == fs.id and kept["filesystem"] == "fsx-lustre" and kept["zone"]
+    # Priced like a created volume: its catalog tier at its size (FSx SCRATCH_2, 1200 GiB).
+    from provision.catalog import load_catalog
+    from provision.planning.cost import storage_hourly_usd
+
+    [offer] = [o for o in load_catalog().filesystems_for("aws", "fsx-lustre") if o.tier == "SCRATCH_2"]
+    assert kept["tier"] == "SCRATCH_2"
+    expected = storage_hourly_usd(offer, 1200, None, "us-east-1")
+    assert expected and kept["hourly_usd"] == pytest.approx(expected, abs=1e-4)
     assert fs_resources("vol-keeper") == [fs]
     path = cluster_file(tmp_path, "reuser", {"volume": "keeper"})
     code, out = cli("up", path, "--mock", "--yes")  # the kept VPC is 10.0.0.0/16, like the new cluster's default
@@ -148,3 +156,13 @@ def test_volume_name_taken_and_unknown_delete(tmp_path: Path) -> None:
     assert code == 2 and "names a volume that exists" in out
     code, out = cli("volume", "delete", "other", "--mock")
     assert code == 2 and "names no volume" in out
+
+
+def test_a_volume_on_a_scratch_tier_is_created_with_a_warning(tmp_path: Path) -> None:
+    """A volume is data meant to outlive clusters: a tier keeping one copy is said so at create."""
+    spec = tmp_path / "vol.yaml"
+    spec.write_text(yaml.safe_dump(VOLUME))
+    code, out = cli("volume", "create", str(spec), "--mock")
+    flat = " ".join(out.split())
+    assert code == 0 and volumes()["llm-data"]["tier"] == "SCRATCH_2"
+    assert "warning: tier SCRATCH_2 is a scratch tier: not replicated" in flat and "throughput_mbps_per_tib" in flat

@@ -46,6 +46,12 @@ def create(
             f"{row['zone'] or row['region']} ({row['filesystem_id']})",
             markup=False,
         )
+        if "scratch" in str(row["tier"] or "").lower():  # planning.fschoice.unreplicated: one copy of the data
+            console().print(
+                f"warning: tier {row['tier']} is a scratch tier: not replicated, a server failure loses its data; "
+                "set throughput_mbps_per_tib to a replicated tier's (provision catalog lists them) to keep two copies",
+                markup=False,
+            )
 
 
 @volume_app.command("list")

@@ -80,7 +80,7 @@ def read_retained(spec: Any, stack: Any) -> Retained | None:
         CloudError: the backend refused the export or the outputs.
     """
     from provision.engine import automation
-    from provision.ops.volumes import FILESYSTEM_TYPES
+    from provision.ops.volumes import FILESYSTEM_TYPES, tier_price
 
     shared = spec.storage.shared if spec.storage is not None else None
     if shared is None or not shared.retain or shared.volume is not None:
@@ -102,7 +102,13 @@ def read_retained(spec: Any, stack: Any) -> Retained | None:
         "size_gib": shared_fs.get("size_gib") or shared.size_gib,
         "shared_fs": shared_fs,
         "tier": shared_fs.get("tier"),
-        "hourly_usd": None,
+        "hourly_usd": tier_price(
+            spec.cloud,
+            kind,
+            shared_fs.get("tier"),
+            shared_fs.get("size_gib") or shared.size_gib,
+            outputs.get("region") or spec.region,
+        ),
         "tags": dict(spec.tags or {}),
         "origin": f"retained by cluster {spec.name} at down",
         "expires_at": None,

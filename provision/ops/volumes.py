@@ -164,6 +164,52 @@ def volume_price(spec: VolumeSpec) -> tuple[str | None, float | None]:
     return best
 
 
+def tier_price(cloud: str, kind: str, tier: str | None, size_gib: Any, region: str | None) -> float | None:
+    """USD per hour of an existing filesystem (a retained one becoming a volume): its catalog tier at its size."""
+    from provision.catalog import load_catalog
+    from provision.planning.cost import storage_hourly_usd
+
+    if tier is None or not isinstance(size_gib, int):
+        return None
+    for offer in load_catalog().filesystems_for(cloud, kind):
+        if offer.tier == tier:
+            hourly = storage_hourly_usd(offer, size_gib, None, region)
+            return None if hourly is None else round(hourly, 4)
+    return None
+
+
+def _cloud_problems(spec: VolumeSpec) -> list[Problem]:
+    """The cloud's own refusals of a volume spec (``clouds/<cloud>/volume.py`` ``volume_problems``, if any)."""
+    import importlib
+
+    module = importlib.import_module(f"provision.clouds.{spec.cloud}.volume")
+    check = getattr(module, "volume_problems", None)
+    return list(check(spec)) if check is not None else []
+
+
+def size_problems(spec: VolumeSpec) -> list[Problem]:
+    """``size_gib`` no tier of the volume's kind sells, before anything exists (the cloud would refuse it)."""
+    from provision.catalog import load_catalog
+
+    offers = list(load_catalog().filesystems_for(spec.cloud, spec.kind))
+    if not offers or any(o.allows_size(spec.size_gib) for o in offers):
+        return []
+    rules = "; ".join(
+        f"{o.tier}: {o.min_gib}-{o.max_gib} GiB in steps of {o.step_gib}"
+        + (f" or {', '.join(map(str, o.fixed_sizes_gib))}" if o.fixed_sizes_gib else "")
+        for o in offers
+    )
+    near = sorted({n for o in offers for n in o.nearest_sizes(spec.size_gib, 2)})[:3]
+    return [
+        Problem(
+            "size_gib",
+            spec.size_gib,
+            f"is a size no {spec.kind} tier sells ({rules})",
+            f"use one of {', '.join(map(str, near))} GiB",
+        )
+    ]
+
+
 def create_volume(spec: VolumeSpec, mock: bool) -> VolumeRecord:
     """Create the volume's stack (refused when a volume of that name exists).
 
@@ -183,6 +229,9 @@ def create_volume(spec: VolumeSpec, mock: bool) -> VolumeRecord:
         raise VolumeSpecError(
             problems=[Problem("name", spec.name, "names a volume that exists", "pick another name or delete it first")]
         )
+    problems = _cloud_problems(spec) + size_problems(spec)  # every problem at once, before anything exists
+    if problems:
+        raise VolumeSpecError(problems=problems)
     now = datetime.now(timezone.utc).replace(microsecond=0)
     tier, hourly = volume_price(spec)
     if spec.cloud in PROGRAMS:
@@ -403,7 +452,13 @@ def retain_at_down(state: Any) -> tuple[str | None, set[tuple[str, str]]]:
         "size_gib": shared_fs.get("size_gib") or shared.get("size_gib"),
         "shared_fs": shared_fs,
         "tier": shared_fs.get("tier"),
-        "hourly_usd": None,
+        "hourly_usd": tier_price(
+            str(spec.get("cloud")),
+            kind,
+            shared_fs.get("tier"),
+            shared_fs.get("size_gib") or shared.get("size_gib"),
+            out.get("region") or spec.get("region"),
+        ),
         "filesystem_id": kept[0].id,
         "mount_source": shared_fs.get("source"),
         "network": network,
