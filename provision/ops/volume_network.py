@@ -203,10 +203,13 @@ def _azure_retained(resources: list[Any]) -> tuple[dict[str, Any], list[Any]]:
     return network, kept
 
 
-def _gcp_retained(resources: list[Any]) -> tuple[dict[str, Any], list[Any]]:
+def _gcp_retained(resources: list[Any], shared_fs: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
     """GCP: the host VPC (``-net-0``, kept with a retained filesystem) and its private-services range and connection.
 
     The cluster's subnet goes with the cluster; an attaching cluster adds its own (``clouds/gcp/network.py``).
+    Managed Lustre and Parallelstore servers sit in the private-services range, which the cluster's ``shared_fs``
+    output records (``service_range``, ``clouds/gcp/storage.py``): an attaching cluster's storage firewall rule
+    opens it and its host subnet must not overlap it.
     """
     kept = [
         r
@@ -224,15 +227,20 @@ def _gcp_retained(resources: list[Any]) -> tuple[dict[str, Any], list[Any]]:
         "self_link": f"https://www.googleapis.com/compute/v1/{vpc.id}",
         "project": parts[1] if len(parts) > 1 else None,
     }
+    if isinstance(shared_fs.get("service_range"), str) and shared_fs["service_range"]:
+        network["service_range"] = shared_fs["service_range"]
     return network, kept
 
 
-def retained_network(cloud: str, resources: list[Any]) -> tuple[dict[str, Any], list[Any]]:
-    """The ``network`` output of a retained cluster filesystem and the network resources kept with it."""
+def retained_network(
+    cloud: str, resources: list[Any], shared_fs: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], list[Any]]:
+    """The ``network`` output of a retained cluster filesystem (its cluster's ``shared_fs`` output gives what the
+    resources do not) and the network resources kept with it."""
     if cloud == "azure":
         return _azure_retained(resources)
     if cloud == "gcp":
-        return _gcp_retained(resources)
+        return _gcp_retained(resources, shared_fs or {})
     network: dict[str, Any] = {}
     kept: list[Any] = []
     for token, suffix, key in _RETAINED.get(cloud, ()):
