@@ -158,3 +158,36 @@ def test_aks_refuses_a_volume_network_over_its_pod_range_before_anything_exists(
     assert "to fix: recreate the volume with a network_cidr outside" in flat
     assert json.loads(cli("list", "--mock", "--json")[1])["clusters"] == []
     assert volumes()["llm-data"]["used_by"] == []
+
+
+@pytest.mark.parametrize(
+    ("volume", "stack", "allowed"),
+    [
+        (
+            {"cloud": "azure", "region": "eastus", "zone": "1", "kind": "netapp", "size_gib": 2048},
+            "azure-ndh100-64-aks",
+            "an amlfs",
+        ),
+        (
+            {"cloud": "alibaba", "region": "cn-hangzhou", "zone": "cn-hangzhou-i", "kind": "cpfs", "size_gib": 3600},
+            "alibaba-gn8-64-ack",
+            "a nas or nas-extreme",
+        ),
+    ],
+)
+def test_a_volume_kind_the_cluster_cannot_mount_is_named_as_the_volume(
+    tmp_path: Path, volume: dict[str, Any], stack: str, allowed: str
+) -> None:
+    path = tmp_path / "vol.yaml"
+    path.write_text(yaml.safe_dump({"name": "llm-data", **volume}))
+    assert cli("volume", "create", str(path), "--mock")[0] == 0
+    data = stack_spec(stack).model_dump(mode="json", exclude_none=True)
+    data["storage"]["shared"] = {"volume": "llm-data"}
+    spec = tmp_path / "cluster.yaml"
+    spec.write_text(yaml.safe_dump(data))
+    code, out = cli("up", str(spec), "--mock", "--yes")
+    flat = " ".join(out.split())
+    assert code == 2, out
+    assert f"storage.shared.volume: 'llm-data' names a {volume['kind']} volume, which this" in flat
+    assert f"to fix: attach {allowed} volume, or attach this one to VM nodes" in flat
+    assert json.loads(cli("list", "--mock", "--json")[1])["clusters"] == []

@@ -7,7 +7,9 @@ cluster (API authentication, private + allow-listed public endpoint, standard su
 add-ons, a system node group and ONE GPU managed node group from a launch template carrying the VM
 path's full EFA layout in the placement group (ON_DEMAND / SPOT / CAPACITY_BLOCK / ODCR), a scheduled
 scale-to-zero at expiry, the NVIDIA and EFA device plugins (Helm), Pod Identity for the jobs, and the
-shared training stack of :mod:`provision.clouds.k8s.objects` with FSx as a static volume.
+shared training stack of :mod:`provision.clouds.k8s.objects` with FSx as a static volume. With an attached
+volume (``storage.shared.volume``) no FSx is created: the VPC is peered with the volume's
+(:mod:`provision.clouds.aws.volumelink`) and the static volume is the volume's FSx.
 """
 
 from __future__ import annotations

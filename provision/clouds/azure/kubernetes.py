@@ -3,7 +3,9 @@
 Built from :mod:`provision.clouds.azure.kubeplan` decisions (sources there). Created here, in order:
 
 1. the resource group, and the VM path's network (VNet, NSG, NAT gateway, node subnet, Lustre subnet) and
-   Managed Lustre file system (``network.build_network``, ``storage.build_filesystem``);
+   Managed Lustre file system (``network.build_network``, ``storage.build_filesystem``), or, with an attached
+   volume (``storage.shared.volume``), no file system but the two peerings with the volume's VNet
+   (:mod:`provision.clouds.azure.volumelink`);
 2. the control plane's user-assigned identity with Network Contributor on the VNet (AKS "Use a managed
    identity in AKS": a cluster in your own subnet needs it, and AKS creates no assignment itself through
    ARM), then the cluster: Standard tier, Microsoft Entra ID with Azure RBAC and local accounts off (no
