@@ -298,3 +298,24 @@ def test_zone_comes_from_the_catalog_or_is_asked_for(tmp_path: Path) -> None:
     flat = " ".join(out.split())
     assert code == 2 and "zone: None is needed: managed-lustre is zonal" in flat and "set zone to a zone of" in flat
     assert "far" not in volumes()
+
+
+def test_retained_managed_lustre_records_its_service_range_and_is_attached_by_name(tmp_path: Path) -> None:
+    own = {"kind": "managed-lustre", "size_gib": 18000, "throughput_mbps_per_tib": 500, "retain": True}
+    assert cli("up", cluster_file(tmp_path, "keeper", own), "--mock", "--yes")[0] == 0
+    [host] = [r for r in state("keeper").resources if r.type == NETWORK and r.name == "keeper-net-0"]
+    [rule] = [r for r in state("keeper").resources if r.type == FIREWALL and r.name == "keeper-net-0-storage"]
+    code, out = cli("down", "keeper", "--mock", "--yes")
+    assert code == 0, out
+    assert volumes()["keeper"]["filesystem"] == "managed-lustre"
+    network = state("vol-keeper").outputs["network"]
+    assert network["service_range"] == rule.inputs["sourceRanges"][0]  # the range the cluster's own rule opened
+    path = cluster_file(tmp_path, "reuser", {"volume": "keeper"})
+    code, out = cli("up", path, "--mock", "--yes")
+    assert code == 0, out
+    attached = _in_volume_vpc("reuser", host.id)
+    assert [r.name for r in attached[SUBNET]] == ["reuser-subnet-0"]
+    assert [r.inputs["sourceRanges"] for r in attached[FIREWALL] if "storage" in r.name] == [[network["service_range"]]]
+    code, out = cli("down", "reuser", "--mock", "--yes")
+    assert code == 0, out
+    assert volumes()["keeper"]["used_by"] == []

@@ -20,6 +20,9 @@ program reads them to mount the filesystem and to build its way in to the volume
   in a VPC network and any networks it is connected to by VPC Network Peering", cloud.google.com/vpc/docs/subnets,
   "Valid IPv4 ranges").
 
+Managed Kubernetes clusters reach a volume the same way (EKS, AKS and ACK run the VM path's network pieces; AKS
+also keeps its pod and service ranges off the volume's VNet); GKE clusters cannot attach one yet.
+
 Checked before anything exists (:func:`network_problems`), so a volume without them, or an overlapping network,
 is a clear error, not a failed ``up``.
 """
@@ -105,6 +108,8 @@ def network_problems(spec: Any, name: str, outputs: dict[str, Any]) -> list[Prob
         )
     own = _cluster_cidr(spec)
     ranges = [r for r in (network.get("cidr"), network.get("service_range")) if isinstance(r, str) and r]
+    if spec.cloud == "azure" and spec.scheduler.kind == "kubernetes":
+        out += _aks_range_problems(name, ranges)
     if own is not None:
         field, cidr = own
         why = _OVERLAP.get(
@@ -124,6 +129,37 @@ def network_problems(spec: Any, name: str, outputs: dict[str, Any]) -> list[Prob
                         cidr,
                         f"overlaps volume {name}'s network {theirs}: {why}",
                         f"set {field} to a range outside {', '.join(ranges)}, e.g. {_free_range(ranges, prefix)}",
+                    )
+                )
+    return out
+
+
+def _aks_range_problems(name: str, ranges: list[str]) -> list[Problem]:
+    """AKS: the pod and service ranges must not overlap the volume's VNet, which is peered with the cluster's.
+
+    "Service address range: must not overlap with any other virtual networks with which the cluster virtual network
+    peers" (learn.microsoft.com/azure/aks/configure-azure-cni, "Plan IP addressing"); the overlay pod CIDR "must not
+    overlap with directly connected networks (like VNet peering)" (learn.microsoft.com/azure/aks/azure-cni-overlay).
+    """
+    from provision.clouds.azure.kubeplan import POD_CIDR, SERVICE_CIDR
+
+    out: list[Problem] = []
+    for theirs in ranges:
+        for mine, what in ((POD_CIDR, "pod"), (SERVICE_CIDR, "service")):
+            try:
+                overlap = ipaddress.ip_network(theirs).overlaps(ipaddress.ip_network(mine))
+            except ValueError:
+                continue
+            if overlap:
+                out.append(
+                    Problem(
+                        _FIELD,
+                        name,
+                        f"names a volume whose network {theirs} overlaps the AKS {what} range {mine}; the volume's "
+                        "VNet is peered with the cluster's, and AKS refuses pod and service ranges that overlap a "
+                        "peered network",
+                        f"recreate the volume with a network_cidr outside {POD_CIDR} and {SERVICE_CIDR}, "
+                        f"e.g. {_free_range([theirs, POD_CIDR, SERVICE_CIDR])}",
                     )
                 )
     return out
@@ -203,10 +239,13 @@ def _azure_retained(resources: list[Any]) -> tuple[dict[str, Any], list[Any]]:
     return network, kept
 
 
-def _gcp_retained(resources: list[Any]) -> tuple[dict[str, Any], list[Any]]:
+def _gcp_retained(resources: list[Any], shared_fs: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
     """GCP: the host VPC (``-net-0``, kept with a retained filesystem) and its private-services range and connection.
 
     The cluster's subnet goes with the cluster; an attaching cluster adds its own (``clouds/gcp/network.py``).
+    Managed Lustre and Parallelstore servers sit in the private-services range, which the cluster's ``shared_fs``
+    output records (``service_range``, ``clouds/gcp/storage.py``): an attaching cluster's storage firewall rule
+    opens it and its host subnet must not overlap it.
     """
     kept = [
         r
@@ -224,15 +263,20 @@ def _gcp_retained(resources: list[Any]) -> tuple[dict[str, Any], list[Any]]:
         "self_link": f"https://www.googleapis.com/compute/v1/{vpc.id}",
         "project": parts[1] if len(parts) > 1 else None,
     }
+    if isinstance(shared_fs.get("service_range"), str) and shared_fs["service_range"]:
+        network["service_range"] = shared_fs["service_range"]
     return network, kept
 
 
-def retained_network(cloud: str, resources: list[Any]) -> tuple[dict[str, Any], list[Any]]:
-    """The ``network`` output of a retained cluster filesystem and the network resources kept with it."""
+def retained_network(
+    cloud: str, resources: list[Any], shared_fs: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], list[Any]]:
+    """The ``network`` output of a retained cluster filesystem (its cluster's ``shared_fs`` output gives what the
+    resources do not) and the network resources kept with it."""
     if cloud == "azure":
         return _azure_retained(resources)
     if cloud == "gcp":
-        return _gcp_retained(resources)
+        return _gcp_retained(resources, shared_fs or {})
     network: dict[str, Any] = {}
     kept: list[Any] = []
     for token, suffix, key in _RETAINED.get(cloud, ()):

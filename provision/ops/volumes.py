@@ -439,8 +439,8 @@ def retain_at_down(state: Any) -> tuple[str | None, set[tuple[str, str]]]:
     out = state.outputs
     from provision.ops.volume_network import retained_network
 
-    network, kept_network = retained_network(str(spec.get("cloud")), state.resources)
     shared_fs = out.get("shared_fs") if isinstance(out.get("shared_fs"), dict) else {}
+    network, kept_network = retained_network(str(spec.get("cloud")), state.resources, shared_fs)
     kind = shared_fs.get("kind") or next(k for k, t in FILESYSTEM_TYPES.items() if t == kept[0].type)
     outputs = {
         "kind": VOLUME_MARK,

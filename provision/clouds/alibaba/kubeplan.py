@@ -141,7 +141,16 @@ def check(spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
             "add an RSA or ECDSA public key (e.g. ~/.ssh/id_rsa.pub)",
         )
     kind = shared_kind(spec, res)
-    if kind is not None and kind not in STORAGE_KINDS:
+    volume = spec.storage.shared.volume if spec.storage.shared is not None else None
+    if kind is not None and kind not in STORAGE_KINDS and volume is not None:  # the kind is the attached volume's
+        found.add(
+            "storage.shared.volume",
+            volume,
+            f"names a {kind} volume, which this alibaba Kubernetes cluster cannot mount: ACK mounts NAS only here "
+            "(NAS CSI static volume; a CPFS export's domain is not returned by pulumi-alicloud 4.0)",
+            "attach a nas or nas-extreme volume, or attach this one to VM nodes (scheduler.kind: none or slurm)",
+        )
+    elif kind is not None and kind not in STORAGE_KINDS:
         found.add(
             "storage.shared.kind",
             kind,

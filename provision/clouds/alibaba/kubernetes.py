@@ -25,6 +25,7 @@ from provision.clouds.alibaba.network import Network, build_network
 from provision.clouds.alibaba.plan import AlibabaPlan
 from provision.clouds.alibaba.storage import build_storage
 from provision.clouds.k8s import objects
+from provision.clouds.volumeref import volume_reference
 from provision.planning.kubernetes import POOL_LABEL
 from provision.planning.outputs import static_outputs
 from provision.planning.plan import ClusterPlan
@@ -61,7 +62,9 @@ class AckCluster(pulumi.ComponentResource):
         assert plan.kubernetes is not None  # noqa: S101
         kx = ack(plan.kubernetes)
         net = build_network(plan, self)
-        storage = build_storage(plan, net, self, lookup_role=False)
+        # An attached volume (storage.shared.volume): no file system of the cluster's own, but a mount target of the
+        # volume's NAS file system in the cluster's VPC, as the VM clusters get (clouds/alibaba/storage.py).
+        storage = build_storage(plan, net, self, volume_reference(plan, self), lookup_role=False)
         # Pods (Flannel range, outside the VPC) reach other nodes' pods through the security group.
         ecs.SecurityGroupRule(
             f"{plan.name}-pods",

@@ -7,7 +7,9 @@ cluster (API authentication, private + allow-listed public endpoint, standard su
 add-ons, a system node group and ONE GPU managed node group from a launch template carrying the VM
 path's full EFA layout in the placement group (ON_DEMAND / SPOT / CAPACITY_BLOCK / ODCR), a scheduled
 scale-to-zero at expiry, the NVIDIA and EFA device plugins (Helm), Pod Identity for the jobs, and the
-shared training stack of :mod:`provision.clouds.k8s.objects` with FSx as a static volume.
+shared training stack of :mod:`provision.clouds.k8s.objects` with FSx as a static volume. With an attached
+volume (``storage.shared.volume``) no FSx is created: the VPC is peered with the volume's
+(:mod:`provision.clouds.aws.volumelink`) and the static volume is the volume's FSx.
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from provision.clouds.aws import network, nodes, storage
+from provision.clouds.aws import network, nodes, storage, volumelink
 from provision.clouds.aws.kubeplan import EKS_UNSUPPORTED_ZONE_IDS, eks, pick_control_plane_zone
 from provision.clouds.aws.network import Network, SecurityGroups, tags
 from provision.clouds.aws.userdata import FSX_EFA_CLIENT_URL, fsx_efa
 from provision.clouds.k8s import objects
+from provision.clouds.volumeref import attached_summary, volume_reference
 from provision.planning.outputs import shared_fs_summary, static_outputs
 
 if TYPE_CHECKING:
@@ -97,7 +100,11 @@ class EksCluster(pulumi.ComponentResource):
         cp_subnet = self._control_plane_subnet(plan, net)
         pg = nodes.placement_group(plan, self)
         sgs = network.build_security_groups(plan, net, self, placement=pg)
-        fs = storage.build_fsx(plan, net, sgs, self)
+        # An attached volume (storage.shared.volume): its FSx lives in its own stack; the cluster's VPC is peered with
+        # the volume's and the Lustre ports opened both ways, as the VM clusters do (clouds/aws/volumelink.py).
+        volume = volume_reference(plan, self)
+        fs = storage.build_fsx(plan, net, sgs, self) if volume is None else None
+        reach = volumelink.build_volume_access(plan, net, sgs, volume, self) if volume is not None else []
         cluster_role, cluster_attached = _role(plan, "eks", "eks.amazonaws.com", ("AmazonEKSClusterPolicy",), self)
         node_role, node_attached = _role(plan, "eks-node", "ec2.amazonaws.com", NODE_POLICIES, self)
         self.cluster = aws.eks.Cluster(
@@ -138,7 +145,7 @@ class EksCluster(pulumi.ComponentResource):
             opts=_opts(self, depends_on=[*node_attached, *early]),
         )
         lt = self._launch_template(plan, sgs, pg)
-        self.gpu_group = self._gpu_group(plan, net, node_role, lt, [*node_attached, *early])
+        self.gpu_group = self._gpu_group(plan, net, node_role, lt, [*node_attached, *early, *reach])
         late = [self._addon(plan, a, [system]) for a in kx.managed_addons if a not in BEFORE_NODES]
         if kx.lifetime_schedule and plan.expires_at is not None:
             # Every node group stops at the expiry (the system nodes bill too); PRV-TTL-001 checks the pairing.
@@ -163,6 +170,19 @@ class EksCluster(pulumi.ComponentResource):
                     "driver": "fsx.csi.aws.com",
                     "volumeHandle": a[0],
                     "volumeAttributes": {"dnsname": a[1], "mountname": a[2]},
+                }
+            )
+        elif volume is not None:
+            shared = volume.mount_source.apply(
+                lambda s: attached_summary(shared_fs_summary(plan, s, "lustre", "relatime,flock"), volume.name)
+            )
+            # The same static volume on the volume's FSx: its id, and the DNS name and mount name of its mount
+            # source (<dns>@tcp:/<mount name>, clouds/volumeref.py).
+            csi = pulumi.Output.all(volume.filesystem_id, volume.mount_source).apply(
+                lambda a: {
+                    "driver": "fsx.csi.aws.com",
+                    "volumeHandle": a[0],
+                    "volumeAttributes": dict(zip(("dnsname", "mountname"), a[1].split("@tcp:/", 1), strict=True)),
                 }
             )
         objects.build_training_stack(plan, prov, self, shared_csi=csi, deps=plugins)

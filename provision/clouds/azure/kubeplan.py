@@ -164,7 +164,15 @@ def check(spec: ClusterSpec, res: Resolution, found: ProblemCollector) -> None:
             "drop azure.bastion",
         )
     shared = spec.storage.shared
-    if res.storage is not None and res.storage.kind != "amlfs":
+    if res.storage is not None and res.storage.kind != "amlfs" and shared is not None and shared.volume is not None:
+        found.add(  # the kind is the attached volume's (ops/volumes.py attached_shared)
+            "storage.shared.volume",
+            shared.volume,
+            f"names a {res.storage.kind} volume, which this azure Kubernetes cluster cannot mount: AKS mounts Azure "
+            "Managed Lustre only here (azurelustre.csi.azure.com static volume)",
+            "attach an amlfs volume, or attach this one to VM nodes (scheduler.kind: none or slurm)",
+        )
+    elif res.storage is not None and res.storage.kind != "amlfs":
         found.add(
             "storage.shared.kind",
             res.storage.kind,

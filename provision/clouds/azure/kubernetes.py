@@ -3,7 +3,9 @@
 Built from :mod:`provision.clouds.azure.kubeplan` decisions (sources there). Created here, in order:
 
 1. the resource group, and the VM path's network (VNet, NSG, NAT gateway, node subnet, Lustre subnet) and
-   Managed Lustre file system (``network.build_network``, ``storage.build_filesystem``);
+   Managed Lustre file system (``network.build_network``, ``storage.build_filesystem``), or, with an attached
+   volume (``storage.shared.volume``), no file system but the two peerings with the volume's VNet
+   (:mod:`provision.clouds.azure.volumelink`);
 2. the control plane's user-assigned identity with Network Contributor on the VNet (AKS "Use a managed
    identity in AKS": a cluster in your own subnet needs it, and AKS creates no assignment itself through
    ARM), then the cluster: Standard tier, Microsoft Entra ID with Azure RBAC and local accounts off (no
@@ -33,8 +35,10 @@ from provision.clouds.azure.expiry import role_guid
 from provision.clouds.azure.kubeexpiry import self_delete
 from provision.clouds.azure.kubeplan import aks, helm_values, nic_cluster_policy
 from provision.clouds.azure.network import build_network
-from provision.clouds.azure.storage import LUSTRE_FSNAME, build_filesystem
+from provision.clouds.azure.storage import LUSTRE_FSNAME, attached_filesystem, build_filesystem
+from provision.clouds.azure.volumelink import build_volume_peering
 from provision.clouds.k8s import objects
+from provision.clouds.volumeref import volume_reference
 
 if TYPE_CHECKING:
     from provision.clouds.azure.plan import AzurePlan
@@ -101,9 +105,15 @@ class AksCluster(pulumi.ComponentResource):
             opts=child,
         )
         rg = self.resource_group.name
-        net = build_network(plan, rg, plan.tags, child)
+        # An attached volume (storage.shared.volume): its Managed Lustre lives in its own stack; the cluster's VNet
+        # admits the volume's network and is peered with it both ways, as the VM clusters' (clouds/azure/volumelink.py).
+        volume = volume_reference(plan, self)
+        net = build_network(plan, rg, plan.tags, child, volume.network_field("cidr") if volume is not None else None)
         shared = None
-        if extra.filesystem is not None and net.filesystem is not None:
+        if volume is not None:
+            shared = attached_filesystem(plan, volume.mount_source, volume.name)
+            build_volume_peering(plan, rg, net, volume, child)
+        elif extra.filesystem is not None and net.filesystem is not None:
             shared = build_filesystem(plan, rg, net.filesystem, plan.tags, child)
         client = authorization.get_client_config_output(opts=pulumi.InvokeOutputOptions(parent=self))
         identity = managedidentity.UserAssignedIdentity(
@@ -228,12 +238,16 @@ class AksCluster(pulumi.ComponentResource):
         csi = None
         if shared is not None:
             # Static volume of the Lustre CSI driver (AKS "Statically provision Azure Managed Lustre volumes"):
-            # the MGS address and the file system name (always lustrefs on Managed Lustre).
+            # the MGS address and the file system name of the mount source <MGS IP>@tcp:/<fs name> (always lustrefs
+            # on Managed Lustre, an attached volume's included).
             csi = shared.summary.apply(
                 lambda s: {
                     "driver": "azurelustre.csi.azure.com",
                     "volumeHandle": f"{plan.name}-lustre#{LUSTRE_FSNAME}",
-                    "volumeAttributes": {"mgs-ip-address": s["source"].split("@", 1)[0], "fs-name": LUSTRE_FSNAME},
+                    "volumeAttributes": {
+                        "mgs-ip-address": s["source"].split("@", 1)[0],
+                        "fs-name": s["source"].rsplit("/", 1)[-1] or LUSTRE_FSNAME,
+                    },
                 }
             )
         objects.build_training_stack(plan, prov, self, shared_csi=csi, deps=plugins)

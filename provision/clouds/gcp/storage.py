@@ -235,14 +235,15 @@ def build_storage(plan: ClusterPlan[GcpPlan], nets: Networks, parent: pulumi.Res
     created: list[pulumi.Resource] = []
     depends: list[pulumi.Resource] = []
     what = f"cluster {plan.name}"
+    psa_range: Any = None
     if st.psa:
         address, connection = private_services(
             plan.name, nets.host.id, plan.extra.psa_prefix_length, labels, project, what, resource_options(plan, parent)
         )
         created += [address, connection]
         depends = [connection]
+        psa_range = pulumi.Output.concat(address.address, "/", str(plan.extra.psa_prefix_length))
         if st.firewall:
-            psa_range = pulumi.Output.concat(address.address, "/", str(plan.extra.psa_prefix_length))
             created.append(storage_firewall(plan.name, st, nets.host.self_link, psa_range, project, parent))
     timeouts = pulumi.CustomTimeouts(create="90m", delete="60m")
     opts = resource_options(plan, parent, depends_on=depends, custom_timeouts=timeouts)
@@ -257,6 +258,10 @@ def build_storage(plan: ClusterPlan[GcpPlan], nets: Networks, parent: pulumi.Res
     else:
         summary = source.apply(lambda s: _daos_summary(plan, list(json.loads(s))))
         script = _daos_mount(plan)
+    if psa_range is not None:
+        # The private-services range the filesystem's servers use: a retained filesystem's volume records it
+        # (ops/volume_network.py), as attaching clusters open their storage firewall rule from it.
+        summary = pulumi.Output.all(summary, psa_range).apply(lambda a: {**a[0], "service_range": a[1]})
     return SharedFs(summary, script, [*created, fs.resource], list(created), source)
 
 
