@@ -92,7 +92,8 @@ def read_retained(spec: Any, stack: Any) -> Retained | None:
     if not fs:
         return None
     outputs = {k: v.value for k, v in automation.run_operation("outputs", name, stack.outputs).items()}
-    shared_fs = outputs.get("shared_fs") if isinstance(outputs.get("shared_fs"), dict) else {}
+    raw = outputs.get("shared_fs")
+    shared_fs: dict[str, Any] = raw if isinstance(raw, dict) else {}
     kind = shared_fs.get("kind") or next(k for k, t in FILESYSTEM_TYPES.items() if t == fs[0]["type"])
     static = {
         "kind": VOLUME_MARK,
