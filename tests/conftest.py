@@ -105,6 +105,20 @@ MINIMAL_SPEC: dict[str, Any] = {
 }
 
 
+def run_cli(*args: str) -> tuple[int, str]:
+    """``provision ARGS`` in this process: its exit code and its stdout and stderr. A user error is an exit code,
+    never an exception or a traceback."""
+    from typer.testing import CliRunner
+
+    from provision.cli.app import app
+
+    result = CliRunner().invoke(app, list(args))
+    out = result.stdout + (result.stderr if result.stderr_bytes is not None else "")
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert "Traceback" not in out
+    return result.exit_code, out
+
+
 def set_dotted(doc: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
     """A deep copy of ``doc`` with ``value`` at the dotted path (``access.ssh_user``), parents made as needed."""
     out = json.loads(json.dumps(doc))

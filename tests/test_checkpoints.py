@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 import yaml
-from typer.testing import CliRunner
+from conftest import run_cli as cli
 
-from provision.cli.app import app
 from tests.conftest import stack_spec
 
 LINK = {"uri": "s3://my-train-data/llm", "import_path": "/data", "export_path": "/data/out"}
@@ -23,14 +22,6 @@ LINK = {"uri": "s3://my-train-data/llm", "import_path": "/data", "export_path": 
 @pytest.fixture(autouse=True)
 def _own_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PROVISION_HOME", str(tmp_path / "home"))
-
-
-def cli(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, list(args))
-    out = result.stdout + (result.stderr if result.stderr_bytes is not None else "")
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert "Traceback" not in out
-    return result.exit_code, out
 
 
 def cluster_file(tmp_path: Path, name: str, **shared: Any) -> str:

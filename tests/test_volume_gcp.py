@@ -10,9 +10,8 @@ from typing import Any
 
 import pytest
 import yaml
-from typer.testing import CliRunner
+from conftest import run_cli as cli
 
-from provision.cli.app import app
 from tests.conftest import stack_spec
 
 VOLUME = {
@@ -32,14 +31,6 @@ FIREWALL = "gcp:compute/firewall:Firewall"
 @pytest.fixture(autouse=True)
 def _own_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PROVISION_HOME", str(tmp_path / "home"))
-
-
-def cli(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, list(args))
-    out = result.stdout + (result.stderr if result.stderr_bytes is not None else "")
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert "Traceback" not in out
-    return result.exit_code, out
 
 
 def create(tmp_path: Path, volume: dict[str, Any]) -> None:

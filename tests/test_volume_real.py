@@ -10,11 +10,10 @@ from typing import Any
 import pytest
 import yaml
 from conftest import ROOT, isolated_home, stack_spec
+from conftest import run_cli as _cli
 from pulumi import automation as auto
 from test_automation import FakePulumi
-from typer.testing import CliRunner
 
-from provision.cli.app import app
 from provision.engine import automation
 
 
@@ -78,14 +77,6 @@ def azure_volume_outputs(**changes: Any) -> dict[str, Any]:
     tier, hourly = volume_price(spec)
     static = _static_outputs(spec, tier, hourly, datetime(2026, 11, 29, tzinfo=timezone.utc))
     return run_volume_mock(spec, str(tier), static).outputs
-
-
-def _cli(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, list(args))
-    out = result.stdout + (result.stderr if result.stderr_bytes is not None else "")
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert "Traceback" not in out
-    return result.exit_code, out
 
 
 def _ran(fake: VolumePulumi, *words: str) -> list[list[str]]:

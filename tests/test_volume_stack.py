@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 import yaml
-from typer.testing import CliRunner
+from conftest import run_cli as _cli
 
-from provision.cli.app import app
 from tests.conftest import stack_spec
 
 VOLUME = {"name": "llm-data", "cloud": "aws", "region": "us-east-1", "kind": "fsx-lustre", "size_gib": 2400}
@@ -20,13 +19,6 @@ VOLUME = {"name": "llm-data", "cloud": "aws", "region": "us-east-1", "kind": "fs
 @pytest.fixture(autouse=True)
 def _own_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PROVISION_HOME", str(tmp_path / "home"))
-
-
-def _cli(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, list(args))
-    out = result.stdout + (result.stderr if result.stderr_bytes is not None else "")
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    return result.exit_code, out
 
 
 def _create(tmp_path: Path, volume: dict[str, Any], *flags: str) -> tuple[int, str]:

@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 import yaml
-from typer.testing import CliRunner
+from conftest import run_cli as cli
 
-from provision.cli.app import app
 from tests.conftest import stack_spec
 
 
@@ -29,14 +28,6 @@ VOLUME = {
     "lifetime": "30d",
     "tags": {"team": "ml"},
 }
-
-
-def cli(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, list(args))
-    out = result.stdout + (result.stderr if result.stderr_bytes is not None else "")
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert "Traceback" not in out
-    return result.exit_code, out
 
 
 def cluster_file(tmp_path: Path, name: str, shared: dict[str, Any]) -> str:
