@@ -32,7 +32,7 @@ class Network:
     nat_ip: network.PublicIPAddress | None = None
 
 
-def _rule(
+def inbound_rule(
     name: str,
     description: str,
     priority: int,
@@ -80,7 +80,7 @@ def node_rules(
     cidrs = list(plan.access.allowed_cidrs)
     if cidrs:
         rules.append(
-            _rule(
+            inbound_rule(
                 "allow-ssh-from-allowed-cidrs",
                 "SSH from access.allowed_cidrs",
                 100,
@@ -91,7 +91,9 @@ def node_rules(
                 destination="VirtualNetwork",
             )
         )
-    rules.append(_rule("allow-nodes-inbound", "Any port between the cluster's nodes", 110, "Allow", [subnets["nodes"]]))
+    rules.append(
+        inbound_rule("allow-nodes-inbound", "Any port between the cluster's nodes", 110, "Allow", [subnets["nodes"]])
+    )
     if plan.kubernetes is not None:
         # AKS Azure CNI overlay: pod traffic is not encapsulated, so the subnet NSG sees pod addresses; it must
         # admit pod CIDR to pod CIDR and node CIDR to pod CIDR (learn.microsoft.com/azure/aks/azure-cni-overlay,
@@ -99,22 +101,26 @@ def node_rules(
         pods = getattr(plan.kubernetes.extra, "pod_cidr", None)
         if pods:
             rules.append(
-                _rule("allow-pods-inbound", "Any port from the cluster's pods (AKS overlay)", 115, "Allow", [pods])
+                inbound_rule(
+                    "allow-pods-inbound", "Any port from the cluster's pods (AKS overlay)", 115, "Allow", [pods]
+                )
             )
     if "filesystem" in subnets:
         rules.append(
-            _rule("allow-filesystem-inbound", "The shared file system's servers", 120, "Allow", [subnets["filesystem"]])
+            inbound_rule(
+                "allow-filesystem-inbound", "The shared file system's servers", 120, "Allow", [subnets["filesystem"]]
+            )
         )
     if volume_cidr is not None:
         rules.append(
-            _rule(
+            inbound_rule(
                 "allow-volume-inbound", "The attached volume's file servers (peered VNet)", 125, "Allow", [volume_cidr]
             ),
         )
     if plan.extra.bastion:  # Bastion reaches the VMs from its own subnet (azure.bastion)
         bastion = [plan.extra.bastion.subnet]
         rules.append(
-            _rule(
+            inbound_rule(
                 "allow-ssh-from-bastion",
                 "SSH from Azure Bastion",
                 130,
@@ -126,7 +132,7 @@ def node_rules(
             )
         )
     rules.append(
-        _rule(
+        inbound_rule(
             "deny-other-inbound",
             "Nothing else from the VNet, peered networks or VPNs",
             DENY_PRIORITY,
@@ -146,12 +152,14 @@ def filesystem_rules(plan: ClusterPlan[AzurePlan]) -> list[network.SecurityRuleA
     subnets = plan.extra.subnets
     fs = subnets["filesystem"]
     rules = [
-        _rule("allow-filesystem-internal", "Between the file system's own hosts (SSH included)", 110, "Allow", [fs]),
-        _rule("allow-clients", "The cluster's nodes", 111, "Allow", [subnets["nodes"]]),
+        inbound_rule(
+            "allow-filesystem-internal", "Between the file system's own hosts (SSH included)", 110, "Allow", [fs]
+        ),
+        inbound_rule("allow-clients", "The cluster's nodes", 111, "Allow", [subnets["nodes"]]),
     ]
     if isinstance(plan.extra.filesystem, Amlfs):
         rules.append(
-            _rule(
+            inbound_rule(
                 "allow-azure-monitor",
                 "AzureMonitor health checks of the Managed Lustre hosts",
                 112,
@@ -161,7 +169,7 @@ def filesystem_rules(plan: ClusterPlan[AzurePlan]) -> list[network.SecurityRuleA
                 destination="VirtualNetwork",
             )
         )
-    rules.append(_rule("deny-other-inbound", "Nothing else", DENY_PRIORITY, "Deny", "*"))
+    rules.append(inbound_rule("deny-other-inbound", "Nothing else", DENY_PRIORITY, "Deny", "*"))
     return rules
 
 

@@ -30,7 +30,7 @@ from pulumi_azure_native import network, resources
 
 from provision.clouds.azure import rules
 from provision.clouds.azure.adapter import has_zones
-from provision.clouds.azure.network import DENY_PRIORITY, NETAPP_DELEGATION
+from provision.clouds.azure.network import DENY_PRIORITY, NETAPP_DELEGATION, inbound_rule
 from provision.clouds.azure.plan import Amlfs, Maintenance, NetApp
 from provision.clouds.azure.storage import amlfs_resource, netapp_resources
 from provision.spec.errors import Problem
@@ -77,31 +77,20 @@ def subnet_cidr(spec: VolumeSpec) -> str:
     return layout.subnets["filesystem"]
 
 
-def _rule(name: str, priority: int, access: str, source: str, description: str) -> network.SecurityRuleArgs:
-    return network.SecurityRuleArgs(
-        name=name,
-        description=description,
-        priority=priority,
-        direction="Inbound",
-        access=access,
-        protocol="*",
-        source_port_range="*",
-        source_address_prefix=source,
-        destination_address_prefix="*",
-        destination_port_range="*",
-    )
-
-
 def filesystem_rules(spec: VolumeSpec, cidr: str) -> list[network.SecurityRuleArgs]:
     """Inbound to the volume's filesystem subnet: its own hosts, clients of the VNet and peered VNets, AzureMonitor
     (Managed Lustre health checks), nothing else."""
     out = [
-        _rule("allow-filesystem-internal", 110, "Allow", cidr, "Between the file system's own hosts (SSH included)"),
-        _rule("allow-peered-clients", 111, "Allow", "VirtualNetwork", "Clients: this VNet and the peered clusters"),
+        inbound_rule(
+            "allow-filesystem-internal", "Between the file system's own hosts (SSH included)", 110, "Allow", cidr
+        ),
+        inbound_rule(
+            "allow-peered-clients", "Clients: this VNet and the peered clusters", 111, "Allow", "VirtualNetwork"
+        ),
     ]
     if spec.kind == "amlfs":
-        out.append(_rule("allow-azure-monitor", 112, "Allow", "AzureMonitor", "AzureMonitor health checks"))
-    out.append(_rule("deny-other-inbound", DENY_PRIORITY, "Deny", "*", "Nothing else"))
+        out.append(inbound_rule("allow-azure-monitor", "AzureMonitor health checks", 112, "Allow", "AzureMonitor"))
+    out.append(inbound_rule("deny-other-inbound", "Nothing else", DENY_PRIORITY, "Deny", "*"))
     return out
 
 
