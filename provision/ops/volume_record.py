@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from provision.spec.errors import Problem
 from provision.spec.units import format_time
-from provision.spec.volume import STACK_PREFIX
+from provision.spec.volume import STACK_PREFIX, VolumeSpecError
 
 #: The ``kind`` output that marks a stack as a volume (``provision list`` skips such stacks).
 VOLUME_MARK = "volume"
@@ -43,3 +44,19 @@ class VolumeRecord:
             "created_at": format_time(self.created_at) if self.created_at else None,
             "used_by": list(self.used_by),
         }
+
+
+def refuse_if_attached(record: VolumeRecord, mock: bool) -> None:
+    """``volume delete`` is refused while a cluster stack records attaching the volume (names them all)."""
+    if record.used_by:
+        down = "provision down STACK" + (" --mock" if mock else "")
+        raise VolumeSpecError(
+            problems=[
+                Problem(
+                    "name",
+                    record.name,
+                    f"is attached by cluster stack(s) {', '.join(record.used_by)}",
+                    f"bring those clusters down first (`{down}`), then delete the volume",
+                )
+            ]
+        )

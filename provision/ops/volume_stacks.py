@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from provision.ops.volume_record import VOLUME_MARK, VolumeRecord
+from provision.ops.volume_record import VOLUME_MARK, VolumeRecord, refuse_if_attached
 from provision.spec.errors import Problem
 from provision.spec.volume import STACK_PREFIX, VolumeSpecError
 
@@ -123,17 +123,7 @@ def delete_real_volume(name: str, root: Path | None = None, command: Any = None)
                 )
             ]
         )
-    if record.used_by:
-        raise VolumeSpecError(
-            problems=[
-                Problem(
-                    "name",
-                    name,
-                    f"is attached by cluster stack(s) {', '.join(record.used_by)}",
-                    "bring those clusters down first (`provision down STACK`), then delete the volume",
-                )
-            ]
-        )
+    refuse_if_attached(record, mock=False)
     stack = automation.open_stack(
         stack_name, lambda: None, root=root or automation.project_root(), command=command, create=False
     )

@@ -29,7 +29,7 @@ import ipaddress
 from datetime import datetime, timezone
 from typing import Any
 
-from provision.ops.volume_record import VOLUME_MARK, VolumeRecord
+from provision.ops.volume_record import VOLUME_MARK, VolumeRecord, refuse_if_attached
 from provision.spec.errors import Problem, UnsupportedError
 from provision.spec.units import format_time
 from provision.spec.volume import STACK_PREFIX, VolumeSpec, VolumeSpecError
@@ -346,17 +346,7 @@ def delete_volume(name: str, mock: bool) -> VolumeRecord:
         raise VolumeSpecError(
             problems=[Problem("name", name, "names no volume", "see `provision volume list --mock` for the names")]
         )
-    if record.used_by:
-        raise VolumeSpecError(
-            problems=[
-                Problem(
-                    "name",
-                    name,
-                    f"is attached by cluster stack(s) {', '.join(record.used_by)}",
-                    "bring those clusters down first (`provision down STACK --mock`), then delete the volume",
-                )
-            ]
-        )
+    refuse_if_attached(record, mock=True)
     _store().delete(STACK_PREFIX + name)
     return record
 
