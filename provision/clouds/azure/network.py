@@ -173,28 +173,16 @@ def filesystem_rules(plan: ClusterPlan[AzurePlan]) -> list[network.SecurityRuleA
     return rules
 
 
-def build_network(
-    plan: ClusterPlan[AzurePlan],
+def build_nat(
+    name: str,
     rg_name: pulumi.Input[str],
+    location: str,
+    zones: list[str] | None,
     tags: dict[str, str],
-    opts: pulumi.ResourceOptions,
-    volume_cidr: pulumi.Input[str] | None = None,
-) -> Network:
-    """Create the network in resource group ``rg_name`` with ``tags`` on every taggable resource (``volume_cidr``:
-    an attached volume's network, admitted by the node NSG)."""
-    extra = plan.extra
-    name = plan.name
-    location = plan.region
-    zones = [plan.zone] if plan.zone else None
-    nsg = network.NetworkSecurityGroup(
-        f"{name}-nsg",
-        network_security_group_name=f"{name}-nsg",
-        resource_group_name=rg_name,
-        location=location,
-        security_rules=node_rules(plan, volume_cidr),
-        tags=tags,
-        opts=opts,
-    )
+    opts: pulumi.ResourceOptions | None = None,
+) -> tuple[network.PublicIPAddress, network.NatGateway]:
+    """``{name}-nat``: a Standard NAT gateway with its static public IP, the way out of subnets whose default outbound
+    access is off (a cluster's nodes and filesystem subnets, a volume's Managed Lustre subnet)."""
     nat_ip = network.PublicIPAddress(
         f"{name}-nat-ip",
         public_ip_address_name=f"{name}-nat-ip",
@@ -219,6 +207,32 @@ def build_network(
         tags=tags,
         opts=opts,
     )
+    return nat_ip, nat
+
+
+def build_network(
+    plan: ClusterPlan[AzurePlan],
+    rg_name: pulumi.Input[str],
+    tags: dict[str, str],
+    opts: pulumi.ResourceOptions,
+    volume_cidr: pulumi.Input[str] | None = None,
+) -> Network:
+    """Create the network in resource group ``rg_name`` with ``tags`` on every taggable resource (``volume_cidr``:
+    an attached volume's network, admitted by the node NSG)."""
+    extra = plan.extra
+    name = plan.name
+    location = plan.region
+    zones = [plan.zone] if plan.zone else None
+    nsg = network.NetworkSecurityGroup(
+        f"{name}-nsg",
+        network_security_group_name=f"{name}-nsg",
+        resource_group_name=rg_name,
+        location=location,
+        security_rules=node_rules(plan, volume_cidr),
+        tags=tags,
+        opts=opts,
+    )
+    nat_ip, nat = build_nat(name, rg_name, location, zones, tags, opts)
     vnet = network.VirtualNetwork(
         extra.vnet,
         virtual_network_name=extra.vnet,

@@ -30,7 +30,7 @@ from pulumi_azure_native import network, resources
 
 from provision.clouds.azure import rules
 from provision.clouds.azure.adapter import has_zones
-from provision.clouds.azure.network import DENY_PRIORITY, NETAPP_DELEGATION, inbound_rule
+from provision.clouds.azure.network import DENY_PRIORITY, NETAPP_DELEGATION, build_nat, inbound_rule
 from provision.clouds.azure.plan import Amlfs, Maintenance, NetApp
 from provision.clouds.azure.storage import amlfs_resource, netapp_resources
 from provision.spec.errors import Problem
@@ -121,28 +121,7 @@ def build_volume(spec: VolumeSpec, tier: str, tags: dict[str, str]) -> dict[str,
     if spec.kind == "netapp":
         subnet_args["delegations"] = [network.DelegationArgs(name="netapp", service_name=NETAPP_DELEGATION)]
     else:
-        nat_ip = network.PublicIPAddress(
-            f"{n}-nat-ip",
-            public_ip_address_name=f"{n}-nat-ip",
-            resource_group_name=rg.name,
-            location=location,
-            sku=network.PublicIPAddressSkuArgs(name="Standard", tier="Regional"),
-            public_ip_allocation_method="Static",
-            public_ip_address_version="IPv4",
-            zones=zones,
-            tags=tags,
-        )
-        nat = network.NatGateway(
-            f"{n}-nat",
-            nat_gateway_name=f"{n}-nat",
-            resource_group_name=rg.name,
-            location=location,
-            sku=network.NatGatewaySkuArgs(name="Standard"),
-            public_ip_addresses=[network.SubResourceArgs(id=nat_ip.id)],
-            idle_timeout_in_minutes=4,
-            zones=zones,
-            tags=tags,
-        )
+        _, nat = build_nat(n, rg.name, location, zones, tags)
         subnet_args["nat_gateway"] = network.SubResourceArgs(id=nat.id)
     subnet = network.Subnet(
         f"{n}-filesystem",
