@@ -119,6 +119,22 @@ def run_cli(*args: str) -> tuple[int, str]:
     return result.exit_code, out
 
 
+def mock_volumes() -> dict[str, dict[str, Any]]:
+    """``provision volume list --mock --json``, by volume name."""
+    code, out = run_cli("volume", "list", "--mock", "--json")
+    assert code == 0, out
+    return {v["name"]: v for v in json.loads(out)}
+
+
+def mock_state(stack: str) -> Any:
+    """The mocked cloud's state of ``stack`` (it must exist)."""
+    from provision.engine.mockstate import MockStore
+
+    found = MockStore().load(stack)
+    assert found is not None, stack
+    return found
+
+
 def set_dotted(doc: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
     """A deep copy of ``doc`` with ``value`` at the dotted path (``access.ssh_user``), parents made as needed."""
     out = json.loads(json.dumps(doc))

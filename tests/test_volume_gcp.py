@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import mock_state as state
+from conftest import mock_volumes as volumes
 from conftest import run_cli as cli
 
 from tests.conftest import stack_spec
@@ -48,20 +50,6 @@ def cluster_file(tmp_path: Path, name: str, shared: dict[str, Any], **gcp: Any) 
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(data))
     return str(path)
-
-
-def state(stack: str) -> Any:
-    from provision.engine.mockstate import MockStore
-
-    found = MockStore().load(stack)
-    assert found is not None, stack
-    return found
-
-
-def volumes() -> dict[str, dict[str, Any]]:
-    code, out = cli("volume", "list", "--mock", "--json")
-    assert code == 0, out
-    return {v["name"]: v for v in json.loads(out)}
 
 
 def test_gcp_volume_stack_is_the_program_and_its_outputs_name_its_network(tmp_path: Path) -> None:

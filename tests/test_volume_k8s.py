@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import mock_state as state
+from conftest import mock_volumes as volumes
 from conftest import run_cli as cli
 
 from tests.conftest import stack_spec
@@ -21,20 +23,6 @@ PVC = "kubernetes:core/v1:PersistentVolumeClaim"
 @pytest.fixture(autouse=True)
 def _own_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PROVISION_HOME", str(tmp_path / "home"))
-
-
-def state(stack: str) -> Any:
-    from provision.engine.mockstate import MockStore
-
-    found = MockStore().load(stack)
-    assert found is not None, stack
-    return found
-
-
-def volumes() -> dict[str, dict[str, Any]]:
-    code, out = cli("volume", "list", "--mock", "--json")
-    assert code == 0, out
-    return {v["name"]: v for v in json.loads(out)}
 
 
 def attach(tmp_path: Path, volume: dict[str, Any], stack: str) -> tuple[Any, Any]:

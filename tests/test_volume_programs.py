@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import mock_volumes as volumes
 from conftest import run_cli as cli
 
 from tests.conftest import stack_spec
@@ -58,12 +59,6 @@ CASES: dict[str, tuple[str, dict[str, Any], set[str]]] = {
 @pytest.fixture(autouse=True)
 def _own_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PROVISION_HOME", str(tmp_path / "home"))
-
-
-def volumes() -> dict[str, dict[str, Any]]:
-    code, out = cli("volume", "list", "--mock", "--json")
-    assert code == 0, out
-    return {v["name"]: v for v in json.loads(out)}
 
 
 def _volume(case: str) -> tuple[str, Any, dict[str, Any], set[str]]:

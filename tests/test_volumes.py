@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import mock_volumes as volumes
 from conftest import run_cli as cli
 
 from tests.conftest import stack_spec
@@ -37,12 +38,6 @@ def cluster_file(tmp_path: Path, name: str, shared: dict[str, Any]) -> str:
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(data))
     return str(path)
-
-
-def volumes() -> dict[str, dict[str, Any]]:
-    code, out = cli("volume", "list", "--mock", "--json")
-    assert code == 0, out
-    return {v["name"]: v for v in json.loads(out)}
 
 
 def fs_resources(stack: str) -> list[Any]:
