@@ -16,7 +16,7 @@ A cluster reads the volume's outputs through a ``pulumi.StackReference`` (:mod:`
 mount source, the filesystem id and the network its own way in needs (:mod:`provision.ops.volume_network`).
 
 Under the mocked cloud (``--mock``) the volume's state lives in the mocked cloud's state directory
-(:mod:`provision.engine.mockstate`), so it persists between mocked clusters. On AWS and GCP the volume's stack is a
+(:mod:`provision.engine.mockstate`), so it persists between mocked clusters. On every cloud the volume's stack is a
 Pulumi program (:mod:`provision.engine.volumerun`): run under the strict mocked cloud with ``--mock``, through the
 Automation API without it. Without ``--mock``, listing, finding, deleting and attaching read the backend's stacks
 (:mod:`provision.ops.volume_stacks`); clouds without a volume program refuse (:func:`refuse_real_attach`).
@@ -25,7 +25,6 @@ Automation API without it. Without ``--mock``, listing, finding, deleting and at
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 from datetime import datetime, timezone
 from typing import Any
 
@@ -53,58 +52,6 @@ def _store() -> Any:
     from provision.engine.mockstate import MockStore
 
     return MockStore()
-
-
-def _fs_id(name: str, kind: str) -> str:
-    return f"{kind}-{hashlib.sha256(name.encode()).hexdigest()[:12]}"
-
-
-def _hex(seed: str, n: int = 17) -> str:
-    return hashlib.sha256(seed.encode()).hexdigest()[:n]
-
-
-def mock_endpoint(spec: VolumeSpec) -> tuple[str, dict[str, Any]]:
-    """The mocked cloud's mount source and network ids of a created volume (the shapes the real clouds return).
-
-    The mount source has the form the cluster's own filesystem of that kind has (clouds/<cloud>/storage.py);
-    the network is the one the volume's filesystem sits in, with what an attaching cluster's reachability
-    resources name (clouds/aws/volumelink.py and the others).
-    """
-    seed, cidr = f"{spec.cloud}/{spec.region}/{spec.name}", spec.network_cidr
-    net = ipaddress.ip_network(cidr)
-    ip = str(net.network_address + 4)
-    sources = {
-        "fsx-lustre": f"fs-{_hex(seed)}.fsx.{spec.region}.amazonaws.com@tcp:/{_hex(seed + '/m', 8)}",
-        "managed-lustre": f"{ip}@tcp:/lustrefs",
-        "filestore": f"{ip}:/share",
-        "parallelstore": f'["{ip}","{net.network_address + 5}","{net.network_address + 6}"]',
-        "amlfs": f"{ip}@tcp:/lustrefs",
-        "netapp": f"{ip}:/{spec.name}",
-    }
-    source = sources.get(spec.kind, f"{_hex(seed, 10)}-{_hex(seed + '/d', 5)}.{spec.region}.nas.aliyuncs.com:/")
-    network: dict[str, Any] = {"cidr": cidr}
-    if spec.cloud == "aws":
-        network.update(
-            vpc_id=f"vpc-{_hex(seed + '/vpc')}",
-            route_table_id=f"rtb-{_hex(seed + '/rt')}",
-            security_group_id=f"sg-{_hex(seed + '/sg')}",
-        )
-    elif spec.cloud == "azure":
-        rg = f"vol-{spec.name}-rg"
-        vnet = f"vol-{spec.name}-vnet"
-        network.update(
-            resource_group=rg,
-            vnet_name=vnet,
-            vnet_id=f"/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/{rg}/providers/"
-            f"Microsoft.Network/virtualNetworks/{vnet}",
-        )
-    elif spec.cloud == "gcp":
-        network.update(network=f"vol-{spec.name}-net")
-    else:
-        network.update(vpc_id=f"vpc-{_hex(seed + '/vpc', 21)}")
-        if spec.kind.startswith("cpfs"):  # the CPFS protocol service each cluster exports from
-            network.update(protocol_service_id=f"ptc-{_hex(seed + '/ptc', 16)}")
-    return source, network
 
 
 def _users(store: Any) -> dict[str, list[str]]:
@@ -213,16 +160,15 @@ def size_problems(spec: VolumeSpec) -> list[Problem]:
 def create_volume(spec: VolumeSpec, mock: bool) -> VolumeRecord:
     """Create the volume's stack (refused when a volume of that name exists).
 
-    Where the cloud has a volume program (:data:`provision.engine.volumerun.PROGRAMS`) the stack is that program's:
-    run under the strict mocked cloud with ``mock``, else through the Automation API like ``up``. Elsewhere (mocked
-    cloud only) the volume's outputs are the mocked cloud's answer (:func:`mock_endpoint`).
+    The stack is the cloud's volume program (:data:`provision.engine.volumerun.PROGRAMS`): run under the strict
+    mocked cloud with ``mock``, else through the Automation API like ``up``. A cloud without one is refused.
     """
     from provision.engine.volumerun import PROGRAMS
 
-    if not mock and spec.cloud not in PROGRAMS:
+    if spec.cloud not in PROGRAMS:
         raise UnsupportedError(
             f"volume create on {spec.cloud}: the volume stack program exists for {', '.join(PROGRAMS)} only so far; "
-            "to fix: add --mock, or use a cluster's own filesystem with storage.shared.retain: true"
+            "to fix: use a cluster's own filesystem with storage.shared.retain: true"
         )
     store = _store()
     if mock and store.load(spec.stack) is not None:
@@ -234,17 +180,7 @@ def create_volume(spec: VolumeSpec, mock: bool) -> VolumeRecord:
         raise VolumeSpecError(problems=problems)
     now = datetime.now(timezone.utc).replace(microsecond=0)
     tier, hourly = volume_price(spec)
-    if spec.cloud in PROGRAMS:
-        return _create_from_program(spec, tier, hourly, now, mock)
-    source, network = mock_endpoint(spec)
-    outputs: dict[str, Any] = {
-        **_static_outputs(spec, tier, hourly, now),
-        "filesystem_id": _fs_id(spec.name, spec.kind),
-        "mount_source": source,
-        "network": network,
-    }
-    _save_volume(store, spec.name, outputs, [], spec.model_dump(mode="json"))
-    return find_volume(spec.name, mock) or VolumeRecord(spec.name, outputs, now, ())
+    return _create_from_program(spec, tier, hourly, now, mock)
 
 
 def _static_outputs(spec: VolumeSpec, tier: str | None, hourly: float | None, now: datetime) -> dict[str, Any]:
