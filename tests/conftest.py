@@ -321,16 +321,25 @@ def provision_home_per_process(tmp_path_factory: pytest.TempPathFactory) -> Any:
         yield
 
 
+#: Seconds each test module took in a full run (``tests/durations.json``): the longest work units start first.
+DURATIONS = Path(__file__).resolve().parent / "durations.json"
+#: Seconds assumed per test of a module the file does not list yet (a new module).
+DEFAULT_TEST_SECONDS = 0.2
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``--dist loadfile`` (pyproject's addopts) with one change: every test module that uses ``shipped_preview``
-    is one work unit. Each other module stays one unit, so its module fixtures run once. Other ``--dist`` modes are
-    xdist's own."""
+    """``--dist loadfile`` (pyproject's addopts) with two changes: every test module that uses ``shipped_preview``
+    is one work unit, and the units are handed out longest first (by ``tests/durations.json``), so the run does not
+    end with one worker busy on a slow module while the other idles. xdist's own order (most tests first) puts slow
+    modules of a few tests (a real Slurm, a wheel build, a notebook) last. Each other module stays one unit, so its
+    module fixtures run once. Other ``--dist`` modes are xdist's own."""
     if config.getoption("dist", None) != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
 
     uses: dict[str, bool] = {}
+    known: dict[str, float] = json.loads(DURATIONS.read_text(encoding="utf-8")) if DURATIONS.is_file() else {}
 
     def scope(nodeid: str) -> str:
         path = nodeid.split("::", 1)[0]
@@ -341,11 +350,53 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
                 uses[path] = False
         return SHIPPED_PREVIEW_SCOPE if uses[path] else path
 
+    def seconds(unit: dict[str, bool]) -> float:
+        """A work unit's expected seconds: its modules' from the table, else a default per test."""
+        counts: dict[str, int] = {}
+        for nodeid in unit:
+            path = nodeid.split("::", 1)[0]
+            counts[path] = counts.get(path, 0) + 1
+        return sum(known.get(path, n * DEFAULT_TEST_SECONDS) for path, n in counts.items())
+
     class SharedPreviewScheduling(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return scope(nodeid)
 
+        def _assign_work_unit(self, node: Any) -> None:
+            # The longest unit left goes next (xdist takes the queue's first). Tests are sent by their index in
+            # the workers' collection, which stays as collected.
+            longest = max(self.workqueue, key=lambda unit: seconds(self.workqueue[unit]))
+            self.workqueue.move_to_end(longest, last=False)
+            super()._assign_work_unit(node)
+
     return SharedPreviewScheduling(config, log)
+
+
+class DurationRecorder:
+    """Adds up each module's seconds (setup, call and teardown of its tests) and writes ``tests/durations.json``
+    at the end of the run. Registered by :func:`pytest_configure` with ``PROVISION_STORE_DURATIONS=1``:
+    ``PROVISION_STORE_DURATIONS=1 pytest`` after adding or speeding up a module."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        path = report.nodeid.split("::", 1)[0]
+        self.seconds[path] = self.seconds.get(path, 0.0) + report.duration
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if exitstatus == 0 and self.seconds:  # a partial or failed run would drop or skew modules
+            # Merged into the table (a run of some modules updates those), without modules that are gone.
+            table = json.loads(DURATIONS.read_text(encoding="utf-8")) if DURATIONS.is_file() else {}
+            table.update({path: round(s, 1) for path, s in self.seconds.items()})
+            kept = {path: table[path] for path in sorted(table) if (session.config.rootpath / path).is_file()}
+            DURATIONS.write_text(json.dumps(kept, indent=0) + "\n", encoding="utf-8")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # In the controller only (an xdist worker sees its own modules): it receives every test's report.
+    if os.environ.get("PROVISION_STORE_DURATIONS") == "1" and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(DurationRecorder(), "provision-durations")
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
