@@ -393,7 +393,18 @@ class DurationRecorder:
             DURATIONS.write_text(json.dumps(kept, indent=0) + "\n", encoding="utf-8")
 
 
+#: The garbage collector's thresholds in the test processes (CPython's defaults: 700, 10, 10). A test process holds
+#: hundreds of thousands of long-lived objects (the cloud SDKs' modules, cached previews), and every mocked Pulumi run
+#: allocates many more: with the defaults a third of a worker's CPU went to full collections scanning them all
+#: (tests/test_azure_graph.py, test_hardening_input.py and test_strict_accounting.py in one process: 20 s of 63 s).
+#: Rarer collections free the same cycles later; nothing a test asserts depends on when.
+GC_THRESHOLDS = (10_000, 50, 100)
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    import gc
+
+    gc.set_threshold(*GC_THRESHOLDS)
     # In the controller only (an xdist worker sees its own modules): it receives every test's report.
     if os.environ.get("PROVISION_STORE_DURATIONS") == "1" and not hasattr(config, "workerinput"):
         config.pluginmanager.register(DurationRecorder(), "provision-durations")
