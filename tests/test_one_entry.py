@@ -92,3 +92,31 @@ def test_provision_preview_of_a_stack_file_shows_the_try_and_lifetime_the_file_h
     doc = json.loads(result.stdout)
     assert doc["outputs"]["region"] == "us-east4"
     assert doc["outputs"]["expires_at"] == "2026-11-30T00:00:00Z"
+
+
+def test_a_mocked_run_collects_garbage_less_often_and_gives_the_callers_thresholds_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import gc
+
+    from provision.engine import mockrun, program
+
+    seen: list[tuple[int, int, int]] = []
+    entry = program.cluster_program
+
+    def recording(**kwargs: Any) -> Any:
+        seen.append(gc.get_threshold())
+        return entry(**kwargs)
+
+    monkeypatch.setattr(program, "cluster_program", recording)
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 200)  # the caller's own: a higher one is kept
+        run_program(stack_spec("aws-p5-ci"), now=FIXED_NOW, owner="test")
+        with pytest.raises(CloudFaultError):  # and after a failed run too
+            run_program(stack_spec("aws-p5-ci"), now=FIXED_NOW, owner="test", faults=[Fault("InternalError", index=0)])
+        after = gc.get_threshold()
+    finally:
+        gc.set_threshold(*before)
+    assert seen == [(mockrun.MOCK_RUN_GC_THRESHOLDS[0], mockrun.MOCK_RUN_GC_THRESHOLDS[1], 200)] * 2
+    assert after == (700, 10, 200)

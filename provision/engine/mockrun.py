@@ -192,7 +192,7 @@ def run_program(
         outputs = program.cluster_program(now=now, owner=owner, on_plan=placed)
         return _resolve(outputs).apply(captured.update)
 
-    with _interrupt_stops_the_loop() as interrupted:
+    with _interrupt_stops_the_loop() as interrupted, fewer_collections():
         try:
             _run()
         except RuntimeError:
@@ -226,6 +226,26 @@ def run_program(
         calls=list(mocks.calls),
         accounting=list(mocks.accounting),
     )
+
+
+#: The garbage collector's thresholds while a mocked program runs (CPython's defaults: 700, 10, 10). The Pulumi
+#: runtime allocates futures, outputs and property structs by the hundred thousand for a large cluster, and with the
+#: defaults collections scan them again and again: ``up --mock`` of the 64-node Azure stack spent about a fifth of
+#: its CPU there. The same cycles are freed, only later; the caller's thresholds come back after the run.
+MOCK_RUN_GC_THRESHOLDS = (10_000, 50, 100)
+
+
+@contextlib.contextmanager
+def fewer_collections() -> Iterator[None]:
+    """Run the body with :data:`MOCK_RUN_GC_THRESHOLDS` (or the caller's, where higher), then restore the caller's."""
+    import gc
+
+    before = gc.get_threshold()
+    gc.set_threshold(*(max(a, b) for a, b in zip(before, MOCK_RUN_GC_THRESHOLDS, strict=True)))
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 @contextlib.contextmanager
