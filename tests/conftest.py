@@ -401,10 +401,28 @@ class DurationRecorder:
 GC_THRESHOLDS = (10_000, 50, 100)
 
 
+def compile_package() -> None:
+    """Compile the package's modules to bytecode once, before the workers start.
+
+    pip compiles a wheel's modules when it installs one; an editable install (the README's) has none, and with
+    ``PYTHONDONTWRITEBYTECODE`` set (as on some CI machines) no process writes them, so each xdist worker and each
+    of the hundreds of ``python -m provision`` children the suite starts compiled the package again (``plan`` in a
+    child: 0.40 s with, 0.35 s without). The bytecode goes where Python looks for it (``__pycache__`` beside the
+    sources, ignored by git); an up-to-date file is left alone, and a folder that cannot be written is skipped.
+    """
+    import compileall
+
+    import provision
+
+    compileall.compile_dir(Path(provision.__file__).parent, quiet=2)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     import gc
 
     gc.set_threshold(*GC_THRESHOLDS)
+    if not hasattr(config, "workerinput"):  # once, in the process that starts the workers
+        compile_package()
     # In the controller only (an xdist worker sees its own modules): it receives every test's report.
     if os.environ.get("PROVISION_STORE_DURATIONS") == "1" and not hasattr(config, "workerinput"):
         config.pluginmanager.register(DurationRecorder(), "provision-durations")
