@@ -40,8 +40,10 @@ code = sv.supervise(Path(sys.argv[2]), 0, int(sys.argv[4]))
 print(code, *sorted(set(sent) - {0}))
 """
 
-#: A rank that stops cleanly: its command and a background helper left to the group end on SIGTERM.
+#: A rank that stops cleanly: its command and a background helper left to the group end on SIGTERM. A short-lived
+#: orphan (a double fork) ends while the rank runs.
 CLEAN = """\
+(sleep 0.01 & echo $! > "$D/orphan")
 (sleep 300 &)
 sleep 300 &
 child=$!
@@ -79,6 +81,11 @@ def _stop(tmp_path: Path, script: str, grace: float, max_restarts: int = 0) -> t
     while not leader.exists() and proc.poll() is None and time.monotonic() < end:
         time.sleep(0.01)
     assert leader.exists(), proc.communicate()
+    orphan = tmp_path / "orphan"
+    if orphan.exists():  # reaped by the supervisor (its subreaper) while the rank runs, not left a zombie
+        while Path(f"/proc/{orphan.read_text().strip()}").exists() and time.monotonic() < end:
+            time.sleep(0.01)
+        assert not Path(f"/proc/{orphan.read_text().strip()}").exists()
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err

@@ -12,8 +12,8 @@ as its processes are gone (systemd.kill(5), systemd.service(5) ``TimeoutStopSec=
 https://www.freedesktop.org/software/systemd/man/latest/systemd.kill.html). The stop never waits in
 the signal handler: the handler sends SIGTERM and arms a timer (``setitimer``) whose SIGALRM sends
 SIGKILL; the main loop reaps the rank as soon as it exits. The supervisor is the child subreaper of
-the rank's processes (``PR_SET_CHILD_SUBREAPER``, as systemd is for its units; prctl(2)), so what the
-rank leaves behind is reaped here and a finished group is gone, not a set of zombies. The environment
+the rank's processes (``PR_SET_CHILD_SUBREAPER``, as systemd is for its units; prctl(2)) and reaps them
+as they exit (SIGCHLD), so a finished group is gone, not a set of zombies under the init process. The environment
 (the node's env file, ``PATH``) is the caller's.
 """
 
@@ -47,12 +47,18 @@ def _subreaper() -> None:
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-def _reap_orphans() -> None:
-    """Reap the exited orphans this process adopted; only called once the rank's own leader is reaped
-    (``waitpid(-1)`` must not take the leader's exit status from :class:`subprocess.Popen`)."""
-    with contextlib.suppress(ChildProcessError):
-        while os.waitpid(-1, os.WNOHANG)[0]:
-            pass
+def _reap_orphans(leader: int | None = None) -> None:
+    """Reap the exited orphans this process adopted, never ``leader`` (the rank's own process, whose exit status
+    is :class:`subprocess.Popen`'s to take): each exited child is looked at first (``WNOWAIT``), then reaped."""
+    while True:
+        try:
+            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return
+        if info is None or info.si_pid == leader:
+            return
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(info.si_pid, 0)
 
 
 def _signal_group(pgid: int, signum: int) -> None:
@@ -112,12 +118,19 @@ def supervise(job_dir: Path, rank: int, max_restarts: int) -> int:
         if proc is not None:
             _signal_group(proc.pid, signal.SIGKILL)
 
+    def on_child(signum: int, frame: FrameType | None) -> None:
+        if not spawning:  # an attempt being started: its pid is not in ``child`` yet (its turn comes later)
+            _reap_orphans(child[0].pid if child else None)
+
+    spawning = [True]
+    signal.signal(signal.SIGCHLD, on_child)
     signal.signal(signal.SIGALRM, on_alarm)
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)
     _subreaper()
     attempt = 0
     while True:
+        spawning[:] = [True]
         with log.open("ab") as out:
             proc = subprocess.Popen(  # noqa: S603  # the job's own script
                 ["bash", str(script)],
@@ -127,6 +140,7 @@ def supervise(job_dir: Path, rank: int, max_restarts: int) -> int:
                 start_new_session=True,
             )
         child[:] = [proc]
+        spawning.clear()
         if stop_at:  # asked to stop while the rank was starting: the handler did not see it yet
             on_term(signal.SIGTERM, None)
         code = proc.wait()  # returns as soon as the rank's leader exits (SIGALRM ends it after the grace)
