@@ -12,9 +12,9 @@ as its processes are gone (systemd.kill(5), systemd.service(5) ``TimeoutStopSec=
 https://www.freedesktop.org/software/systemd/man/latest/systemd.kill.html). The stop never waits in
 the signal handler: the handler sends SIGTERM and arms a timer (``setitimer``) whose SIGALRM sends
 SIGKILL; the main loop reaps the rank as soon as it exits. The supervisor is the child subreaper of
-the rank's processes (``PR_SET_CHILD_SUBREAPER``, as systemd is for its units; prctl(2)) and reaps them
-as they exit (SIGCHLD), so a finished group is gone, not a set of zombies under the init process. The environment
-(the node's env file, ``PATH``) is the caller's.
+the rank's processes (``PR_SET_CHILD_SUBREAPER``, as systemd is for its units; prctl(2)) and reaps
+them as they exit (SIGCHLD), so a finished group is gone, not zombies left to the init process. The
+environment (the node's env file, ``PATH``) is the caller's.
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def supervise(job_dir: Path, rank: int, max_restarts: int) -> int:
         code = proc.wait()  # returns as soon as the rank's leader exits (SIGALRM ends it after the grace)
         signal.setitimer(signal.ITIMER_REAL, 0)
         # What is left of the rank's process group (a command's own background children) goes with it:
-        # within what is left of the grace when stopping, else at once.
+        # it gets what is left of the grace when stopping, else 0.5 s.
         _stop_group(proc.pid, max(0.5, stop_at[0] - time.monotonic()) if stop_at else 0.5)
         if code == 0 or stop_at or (job_dir / "cancelled").exists() or attempt >= max_restarts:
             return code
