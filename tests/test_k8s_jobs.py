@@ -28,7 +28,6 @@ STACKS = ("gcp-a3-64-gke", "aws-p5-64-eks", "azure-ndh100-64-aks", "alibaba-gn8-
 FAKE_KUBECTL = textwrap.dedent(
     """\
     import json, os, re, sys
-    import yaml
 
     state = os.environ["FAKE_KUBECTL_DIR"]
     argv = sys.argv[1:]
@@ -60,6 +59,8 @@ FAKE_KUBECTL = textwrap.dedent(
 
     verb = next(a for a in argv if a in ("apply", "get", "logs", "delete"))
     if verb == "apply":
+        import yaml  # only here: most calls are reads, and each call is a new interpreter
+
         for doc in yaml.safe_load_all(stdin):
             if doc["kind"] == "TrainJob":
                 doc["metadata"]["creationTimestamp"] = "2026-12-02T02:00:00Z"
