@@ -16,7 +16,7 @@ from conftest import MINIMAL_SPEC, isolated_home
 from typer.testing import CliRunner
 
 from provision.cli.app import app
-from provision.ops.slurm_local import missing
+from provision.ops.slurm_local import alive, missing
 
 runner = CliRunner()
 NAME = "slurme2e"
@@ -84,6 +84,6 @@ def test_a_slurm_spec_goes_up_runs_and_cancels_jobs_and_comes_down(
         pids = LocalSlurm(folder, NAME)._pids()
         down = runner.invoke(app, ["down", NAME, "--mock", "--yes"])
         assert down.exit_code == 0, down.output
-        assert pids and not any(Path(f"/proc/{p}").exists() for p in pids.values())  # Slurm stopped with it
+        assert pids and not any(alive(p) for p in pids.values())  # Slurm stopped with it
     finally:
         LocalSlurm(folder, NAME).stop()

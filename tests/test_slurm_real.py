@@ -7,6 +7,8 @@ through the same code ``provision launch --detach``, ``jobs``, ``logs`` and ``ca
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,7 @@ from typer.testing import CliRunner
 
 from provision.cli.app import app
 from provision.ops import jobs
-from provision.ops.slurm_local import LocalSlurm, missing
+from provision.ops.slurm_local import LocalSlurm, alive, missing
 
 runner = CliRunner()
 
@@ -56,7 +58,7 @@ def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
         down = runner.invoke(app, ["down", "slurm1", "--mock", "--yes"])
         assert down.exit_code == 0, down.output
         # `down` stopped the mocked cluster's local Slurm daemons
-        assert pids and not any(Path(f"/proc/{p}").exists() for p in pids.values())
+        assert pids and not any(alive(p) for p in pids.values())
     finally:
         LocalSlurm(folder, c.spec.name).stop()
 
@@ -91,10 +93,6 @@ def test_a_failing_job_reads_back_failed_with_its_exit_code(cluster: Any) -> Non
 
 
 def test_a_running_job_is_cancelled_through_scancel(cluster: Any) -> None:
-    import subprocess
-
-    from provision.ops.slurm_local import LocalSlurm
-
     spec = jobs.submit(cluster, jobs.CMD, ["echo started; sleep 600"])
     running = _wait(cluster, spec.id, {"running", "succeeded", "failed", "cancelled"})
     assert running.state == "running", running.as_dict()
@@ -113,6 +111,11 @@ def test_the_local_slurm_is_the_projects_rendered_configuration(tmp_path: Path) 
         conf = s.conf.read_text()
         assert "NodeName=render-0 " in conf and "Gres=gpu:1" in conf
         assert (s.conf.parent / "gres.conf").read_text().splitlines()[-1] == "NodeName=render-0 Name=gpu File=/dev/null"
+        # what a one-node Slurm adds: batch jobs are not held back for a high submission rate
+        shown = subprocess.run(
+            ["scontrol", "show", "config"], env={**os.environ, **s.env()}, capture_output=True, text=True, check=True
+        )
+        assert re.search(r"^SchedulerParameters\s*=\s*batch_sched_delay=0$", shown.stdout, re.M), shown.stdout
     finally:
         s.stop()
     assert not s.running()
