@@ -131,6 +131,8 @@ class LocalSlurm:
                 # slurmctld schedules a submitted batch job at its next pass (once a second), not up to 3 s
                 # later: the default delay spares a cluster fed jobs at a high rate, which one local node is
                 # not (SchedulerParameters batch_sched_delay, https://slurm.schedmd.com/slurm.conf.html).
+                # slurmctld reads the parameter at its first scheduling pass: the first job after a start
+                # still waits the default.
                 "SchedulerParameters": "batch_sched_delay=0",
             },
         )
