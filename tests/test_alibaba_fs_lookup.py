@@ -204,7 +204,8 @@ def _handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
 def fake() -> Iterator[tuple[Fake, str]]:
     state = Fake()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # shutdown() waits for serve_forever's next look at the stop flag: every poll_interval (0.5 s by default)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
         yield state, f"http://127.0.0.1:{server.server_address[1]}"

@@ -80,6 +80,7 @@ def pipe(a, b):
         except OSError: pass
 while True:
     c, _ = srv.accept()
+    if os.environ.get("FAKE_AZ_ACCEPTED"): open(os.environ["FAKE_AZ_ACCEPTED"], "a").write("accepted\\n")
     if c.recv(1, socket.MSG_PEEK) == b"":  # the proxy's readiness probe
         c.close(); continue
     n = socket.create_connection(("127.0.0.1", int(port)))
@@ -149,14 +150,17 @@ def test_the_tunnel_stops_when_the_proxy_is_killed(tmp_path: Path, signum: str) 
     az.write_text(FAKE_AZ.format(python=sys.executable))
     az.chmod(0o755)
     pidfile = tmp_path / "az.pid"
+    accepted = tmp_path / "az.accepted"
     env = {
         **os.environ,
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
         "FAKE_AZ_LOG": str(tmp_path / "az.log"),
         "FAKE_NODES": "10.0.0.4=1",
         "FAKE_AZ_PIDFILE": str(pidfile),
+        "FAKE_AZ_ACCEPTED": str(accepted),
         "PYTHONPATH": str(ROOT),
     }
+    stderr = (tmp_path / "proxy.err").open("wb")
     proxy = subprocess.Popen(
         [
             sys.executable,
@@ -174,23 +178,28 @@ def test_the_tunnel_stops_when_the_proxy_is_killed(tmp_path: Path, signum: str) 
         env=env,
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=stderr,
     )
     try:
-        for _ in range(600):  # the tunnel is up once the fake az wrote its pid
-            if pidfile.exists() and pidfile.read_text().strip():
+        for _ in range(600):  # the proxy is relaying once the fake az accepted its connection
+            if accepted.exists() and pidfile.exists() and pidfile.read_text().strip():
                 break
             time.sleep(0.05)
         tunnel = int(pidfile.read_text())
-        time.sleep(0.5)  # the proxy is relaying
         proxy.send_signal(getattr(signal, signum))
         proxy.wait(timeout=30)
+        stderr.close()
+        said = (tmp_path / "proxy.err").read_text(errors="replace")
+        # the proxy ends as the signal says (no abort at exit: "Fatal Python error", SIGABRT)
+        assert proxy.returncode == (-9 if signum == "SIGKILL" else 128 + getattr(signal, signum)), said
+        assert "Fatal Python error" not in said, said
         for _ in range(200):
             if not _alive(tunnel):
                 break
             time.sleep(0.05)
         assert not _alive(tunnel), f"az network bastion tunnel (pid {tunnel}) outlived its proxy ({signum})"
     finally:
+        stderr.close()
         proxy.kill()
         if pidfile.exists() and pidfile.read_text().strip() and _alive(int(pidfile.read_text())):
             os.kill(int(pidfile.read_text()), signal.SIGKILL)

@@ -50,3 +50,19 @@ def test_the_batch_script_runs_one_step_of_one_task_per_rank_and_retries_under_m
     assert "srun --nodes=3 --ntasks=3 --ntasks-per-node=1" in text and '"$attempt" -ge 2' in text
     head_only = batch_script(JobSpec(id="j3", cluster="c", kind="mpirun", line="true", ranks=(0,)), "/j", 4)
     assert "#SBATCH --nodes=4\n" in head_only and "srun --nodes=1 --ntasks=1" in head_only
+
+
+def test_the_status_of_one_job_asks_squeue_about_that_job_only(tmp_path: Path) -> None:
+    """A followed or cancelled job is looked at every poll: one squeue for it, not one per job folder."""
+    calls = tmp_path / "squeue.calls"
+    backend = _backend(tmp_path, f'echo "$@" >> {calls}; echo RUNNING')
+    other = Path(backend.root) / "j2"
+    other.mkdir()
+    (other / "job.json").write_text(JobSpec(id="j2", cluster="c", kind="cmd", line="true", ranks=(0,)).to_json())
+    (other / "slurm.jobid").write_text("8\n")
+    (job,) = backend.statuses("j1")
+    assert job.spec.id == "j1" and job.state == "running"
+    assert calls.read_text().split("\n")[:-1] == ["-h -j 7 -o %T"]
+    calls.unlink()
+    assert sorted(j.spec.id for j in backend.statuses()) == ["j1", "j2"]
+    assert sorted(calls.read_text().split("\n")[:-1]) == ["-h -j 7 -o %T", "-h -j 8 -o %T"]

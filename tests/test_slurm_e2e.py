@@ -16,7 +16,8 @@ from conftest import MINIMAL_SPEC, isolated_home
 from typer.testing import CliRunner
 
 from provision.cli.app import app
-from provision.ops.slurm_local import missing
+from provision.ops.jobs import slurm as slurm_jobs
+from provision.ops.slurm_local import alive, missing
 
 runner = CliRunner()
 NAME = "slurme2e"
@@ -56,6 +57,8 @@ def test_a_slurm_spec_goes_up_runs_and_cancels_jobs_and_comes_down(
 
     monkeypatch.chdir(tmp_path)
     isolated_home(tmp_path, monkeypatch)
+    # `cancel` looks at the job more often than over SSH to a real login node
+    monkeypatch.setattr(slurm_jobs, "CANCEL_POLL_S", 0.1)
     path = tmp_path / "cluster.yaml"
     spec = {**MINIMAL_SPEC, "name": NAME, "nodes": 1, "scheduler": {"kind": "slurm"}}
     path.write_text(yaml.safe_dump(spec), encoding="utf-8")
@@ -84,6 +87,6 @@ def test_a_slurm_spec_goes_up_runs_and_cancels_jobs_and_comes_down(
         pids = LocalSlurm(folder, NAME)._pids()
         down = runner.invoke(app, ["down", NAME, "--mock", "--yes"])
         assert down.exit_code == 0, down.output
-        assert pids and not any(Path(f"/proc/{p}").exists() for p in pids.values())  # Slurm stopped with it
+        assert pids and not any(alive(p) for p in pids.values())  # Slurm stopped with it
     finally:
         LocalSlurm(folder, NAME).stop()

@@ -6,7 +6,10 @@ through the same code ``provision launch --detach``, ``jobs``, ``logs`` and ``ca
 
 from __future__ import annotations
 
+import getpass
 import os
+import re
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -18,12 +21,13 @@ from typer.testing import CliRunner
 
 from provision.cli.app import app
 from provision.ops import jobs
-from provision.ops.slurm_local import LocalSlurm, missing
+from provision.ops.jobs import slurm as slurm_jobs
+from provision.ops.slurm_local import LocalSlurm, alive, missing
 
 runner = CliRunner()
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture(scope="module", autouse=True)
 def _slurm_here() -> None:
     why = missing()
     if why is not None:
@@ -32,33 +36,60 @@ def _slurm_here() -> None:
         pytest.skip(f"no local Slurm: {why}")
 
 
-@pytest.fixture
-def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """A mocked 1-node cluster, up, then told its scheduler is Slurm; its local Slurm is stopped at the end."""
+@pytest.fixture(scope="module")
+def slurm_cluster(tmp_path_factory: pytest.TempPathFactory, _slurm_here: None) -> Any:
+    """A mocked 1-node cluster, up, then told its scheduler is Slurm; its local Slurm starts with the first job
+    and serves this module's job tests (each cleans up after itself, see ``cluster``). At the end ``down`` stops it."""
     from provision.ops.cluster import Cluster
     from provision.spec.models import SchedulerSpec
 
-    monkeypatch.chdir(tmp_path)
-    isolated_home(tmp_path, monkeypatch)
-    spec = {**MINIMAL_SPEC, "name": "slurm1", "nodes": 1}
-    path = tmp_path / "cluster.yaml"
-    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
-    up = runner.invoke(app, ["up", str(path), "--mock", "--yes"])
-    assert up.exit_code == 0, up.output
-    c = Cluster(path, mock=True)
-    c.spec = c.spec.model_copy(update={"scheduler": SchedulerSpec(kind="slurm")})
+    tmp_path = tmp_path_factory.mktemp("slurm1")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.chdir(tmp_path)
+        isolated_home(tmp_path, monkeypatch)
+        spec = {**MINIMAL_SPEC, "name": "slurm1", "nodes": 1}
+        path = tmp_path / "cluster.yaml"
+        path.write_text(yaml.safe_dump(spec), encoding="utf-8")
+        up = runner.invoke(app, ["up", str(path), "--mock", "--yes"])
+        assert up.exit_code == 0, up.output
+        c = Cluster(path, mock=True)
+        c.spec = c.spec.model_copy(update={"scheduler": SchedulerSpec(kind="slurm")})
+        from provision.ops.access import ssh_dir
+
+        folder = ssh_dir(c) / "mock-nodes" / "slurm"
+        try:
+            yield c
+            pids = LocalSlurm(folder, c.spec.name)._pids()
+            down = runner.invoke(app, ["down", "slurm1", "--mock", "--yes"])
+            assert down.exit_code == 0, down.output
+            # `down` stopped the mocked cluster's local Slurm daemons
+            assert pids and not any(alive(p) for p in pids.values())
+        finally:
+            LocalSlurm(folder, c.spec.name).stop()
+
+
+@pytest.fixture
+def cluster(slurm_cluster: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The module's Slurm cluster for one test, which leaves no job of its own in Slurm's queue for the next. The
+    backend looks at a followed or cancelled job more often than over SSH to a real login node."""
+    monkeypatch.setattr(slurm_jobs, "FOLLOW_POLL_S", 0.2)
+    monkeypatch.setattr(slurm_jobs, "CANCEL_POLL_S", 0.1)
+    yield slurm_cluster
     from provision.ops.access import ssh_dir
 
-    folder = ssh_dir(c) / "mock-nodes" / "slurm"
-    try:
-        yield c
-        pids = LocalSlurm(folder, c.spec.name)._pids()
-        down = runner.invoke(app, ["down", "slurm1", "--mock", "--yes"])
-        assert down.exit_code == 0, down.output
-        # `down` stopped the mocked cluster's local Slurm daemons
-        assert pids and not any(Path(f"/proc/{p}").exists() for p in pids.values())
-    finally:
-        LocalSlurm(folder, c.spec.name).stop()
+    local = LocalSlurm(ssh_dir(slurm_cluster) / "mock-nodes" / "slurm", slurm_cluster.spec.name)
+    if not local.running():
+        return
+    env = {**os.environ, **local.env()}
+
+    def queue() -> str:
+        return subprocess.run(["squeue", "-h"], env=env, capture_output=True, text=True, check=True).stdout.strip()
+
+    if queue():
+        subprocess.run(["scancel", "--user", getpass.getuser()], env=env, check=True)
+        end = time.monotonic() + 90
+        while queue() and time.monotonic() < end:
+            time.sleep(0.2)
 
 
 def _wait(cluster: Any, job_id: str, states: set[str], limit: float = 90.0) -> jobs.JobStatus:
@@ -68,7 +99,7 @@ def _wait(cluster: Any, job_id: str, states: set[str], limit: float = 90.0) -> j
         job = jobs.find(cluster, job_id)
         if job.state in states or time.monotonic() > end:
             return job
-        time.sleep(0.3)
+        time.sleep(0.2)
 
 
 def test_a_job_runs_to_completion_under_slurm_and_its_log_reads_back(cluster: Any) -> None:
@@ -91,10 +122,6 @@ def test_a_failing_job_reads_back_failed_with_its_exit_code(cluster: Any) -> Non
 
 
 def test_a_running_job_is_cancelled_through_scancel(cluster: Any) -> None:
-    import subprocess
-
-    from provision.ops.slurm_local import LocalSlurm
-
     spec = jobs.submit(cluster, jobs.CMD, ["echo started; sleep 600"])
     running = _wait(cluster, spec.id, {"running", "succeeded", "failed", "cancelled"})
     assert running.state == "running", running.as_dict()
@@ -113,15 +140,30 @@ def test_the_local_slurm_is_the_projects_rendered_configuration(tmp_path: Path) 
         conf = s.conf.read_text()
         assert "NodeName=render-0 " in conf and "Gres=gpu:1" in conf
         assert (s.conf.parent / "gres.conf").read_text().splitlines()[-1] == "NodeName=render-0 Name=gpu File=/dev/null"
+        # what a one-node Slurm adds: batch jobs are not held back for a high submission rate
+        shown = subprocess.run(
+            ["scontrol", "show", "config"], env={**os.environ, **s.env()}, capture_output=True, text=True, check=True
+        )
+        assert re.search(r"^SchedulerParameters\s*=\s*batch_sched_delay=0$", shown.stdout, re.M), shown.stdout
     finally:
         s.stop()
     assert not s.running()
 
 
-def test_following_a_jobs_log_streams_until_slurm_ends_it(cluster: Any) -> None:
-    spec = jobs.submit(cluster, jobs.CMD, ["echo first; sleep 3; echo second"])
+def test_following_a_jobs_log_streams_until_slurm_ends_it(cluster: Any, tmp_path: Path) -> None:
+    # The job says "second" only if this test read "first" while the job ran (it waits for that, bounded: a follow
+    # that does not stream fails, never hangs), after a quiet moment longer than the backend's poll.
+    go = tmp_path / "go"
+    wait_go = f"for i in $(seq 600); do [ -e {go} ] && break; sleep 0.05; done"
+    spec = jobs.submit(cluster, jobs.CMD, [f"echo first; {wait_go}; sleep 0.5; [ -e {go} ] && echo second"])
     lines: list[str] = []
-    job = jobs.logs(cluster, spec.id, lambda _r, t: lines.append(t), follow=True)
+
+    def on_line(_rank: int, text: str) -> None:
+        lines.append(text)
+        if text == "first":
+            go.touch()
+
+    job = jobs.logs(cluster, spec.id, on_line, follow=True)
     assert job.spec.id == spec.id
     assert [t for t in lines if t in ("first", "second")] == ["first", "second"], lines
     assert jobs.find(cluster, spec.id).state == "succeeded"

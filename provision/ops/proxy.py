@@ -13,6 +13,7 @@ native client" (``az network bastion tunnel``, Standard SKU, native client suppo
 from __future__ import annotations
 
 import contextlib
+import io
 import ipaddress
 import shutil
 import signal
@@ -76,10 +77,17 @@ def _exit_on_signal(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
+def _read_some(src: BinaryIO) -> bytes:
+    """What ``src`` has, up to 64 KiB, in one read: ``read1`` of a buffered stream, ``read`` of a raw one (``b""``
+    at its end)."""
+    read1 = getattr(src, "read1", None)
+    return bytes((read1(65536) if read1 is not None else src.read(65536)) or b"")
+
+
 def _pump(src: BinaryIO | socket.socket, dst: BinaryIO | socket.socket) -> None:
     try:
         while True:
-            data = src.recv(65536) if isinstance(src, socket.socket) else src.read1(65536)  # type: ignore[union-attr,attr-defined]
+            data = src.recv(65536) if isinstance(src, socket.socket) else _read_some(src)
             if not data:
                 break
             if isinstance(dst, socket.socket):
@@ -143,7 +151,9 @@ def azure_bastion(
                 time.sleep(0.2)
         conn.settimeout(None)
         with conn:
-            inp = stdin or sys.stdin.buffer
+            # stdin unbuffered: the interpreter's exit (SIGTERM, SIGHUP) closes sys.stdin.buffer, which waits for the
+            # lock a read in the pump thread holds, then aborts ("Fatal Python error: _enter_buffered_busy")
+            inp = stdin or io.FileIO(sys.stdin.fileno(), "rb", closefd=False)
             out = stdout or sys.stdout.buffer
             up = threading.Thread(target=_pump, args=(inp, conn), daemon=True)
             up.start()

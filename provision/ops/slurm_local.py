@@ -3,7 +3,8 @@
 The configuration is the project's own (:mod:`provision.planning.slurm`) for a one-node layout, with
 what one unprivileged-cgroup-free host needs instead of the nodes' defaults: ports on loopback chosen
 free, state, spool, logs and the munge socket in the folder, ``proctrack/linuxproc`` and no task
-plugin (no cgroup), the node's one fake GPU ``File=/dev/null``. Needs Debian's ``slurm-wlm`` and
+plugin (no cgroup), the node's one fake GPU ``File=/dev/null``, batch jobs scheduled without the delay
+meant for high submission rates. Needs Debian's ``slurm-wlm`` and
 ``munge`` packages and root (slurmd runs jobs as their user). Every wait is bounded.
 """
 
@@ -47,6 +48,30 @@ def _free_ports(n: int) -> list[int]:
     for s in socks:
         s.close()
     return ports
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs. A zombie does not: it has exited and only waits for its parent to
+    reap it, and a daemon's parent is PID 1, which in a container may reap late (seconds later, or never).
+    ``/proc/PID/stat``'s third field is the state, ``Z`` for a zombie (proc(5))."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
+
+
+def _listening(port: int) -> bool:
+    """Whether a socket of this machine listens on TCP ``port`` (``/proc/net/tcp``, ``tcp6``: the local address is
+    ``HEXIP:HEXPORT`` and state ``0A`` is LISTEN, proc(5)); asked without connecting, which a daemon would log."""
+    want = f":{port:04X}"
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                words = line.split()
+                if len(words) > 3 and words[1].endswith(want) and words[3] == "0A":
+                    return True
+    return False
 
 
 def _binary(name: str) -> str:
@@ -100,7 +125,16 @@ class LocalSlurm:
             controller=SlurmNode(socket.gethostname().split(".")[0], "127.0.0.1"),
             groups=(group,),
             topology="tree",
-            extra={"AuthInfo": f"socket={self.socket}", "MinJobAge": "60"},
+            extra={
+                "AuthInfo": f"socket={self.socket}",
+                "MinJobAge": "60",
+                # slurmctld schedules a submitted batch job at its next pass (once a second), not up to 3 s
+                # later: the default delay spares a cluster fed jobs at a high rate, which one local node is
+                # not (SchedulerParameters batch_sched_delay, https://slurm.schedmd.com/slurm.conf.html).
+                # slurmctld reads the parameter at its first scheduling pass: the first job after a start
+                # still waits the default.
+                "SchedulerParameters": "batch_sched_delay=0",
+            },
         )
 
     def paths(self, ctld: int, slurmd: int) -> SlurmPaths:
@@ -128,7 +162,7 @@ class LocalSlurm:
     def running(self) -> bool:
         """Whether the daemons of this folder run and answer."""
         pids = self._pids()
-        if len(pids) < 3 or not all(Path(f"/proc/{p}").exists() for p in pids.values()):
+        if len(pids) < 3 or not all(alive(p) for p in pids.values()):
             return False
         ran = subprocess.run(  # noqa: S603
             [_binary("sinfo"), "-h", "-o", "%T"],
@@ -183,12 +217,17 @@ class LocalSlurm:
         if started.returncode != 0:
             raise RuntimeError(f"munged did not start: {started.stderr.strip()[-500:]}")
         env = {**os.environ, **self.env()}
-        for argv in (
-            [_binary("slurmctld"), "-f", str(self.conf)],
-            [_binary("slurmd"), "-f", str(self.conf), "-N", self.node],
-        ):
-            subprocess.run(argv, check=True, timeout=30, env=env, capture_output=True)  # noqa: S603  # daemonizes
         end = time.monotonic() + START_WAIT_S
+
+        def daemon(name: str, *args: str) -> None:  # it daemonizes: this returns once it forked
+            subprocess.run([_binary(name), *args], check=True, timeout=30, env=env, capture_output=True)  # noqa: S603
+
+        daemon("slurmctld", "-f", str(self.conf))
+        # slurmd registers as it starts and, finding no controller, tries again only a second later: it starts
+        # once slurmctld listens.
+        while not _listening(ctld) and time.monotonic() < end:
+            time.sleep(0.02)
+        daemon("slurmd", "-f", str(self.conf), "-N", self.node)
         while time.monotonic() < end:
             ran = subprocess.run(  # noqa: S603
                 [_binary("sinfo"), "-h", "-N", "-o", "%N %T"],
@@ -200,7 +239,7 @@ class LocalSlurm:
             )
             if ran.returncode == 0 and "idle" in ran.stdout:
                 return self
-            time.sleep(0.5)
+            time.sleep(0.1)
         tails = {
             n: (log / f"{n}.log").read_text(errors="replace")[-1500:]
             for n in ("slurmctld", "slurmd")
@@ -210,14 +249,14 @@ class LocalSlurm:
         raise RuntimeError(f"the local Slurm did not come up in {START_WAIT_S:.0f} s: {tails}")
 
     def stop(self) -> None:
-        """Stop the daemons of this folder (by their pid files) and wait, bounded, until they are gone."""
+        """Stop the daemons of this folder (by their pid files) and wait, bounded, until they have exited."""
         pids = self._pids()
         for pid in pids.values():
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGTERM)
         end = time.monotonic() + 20
-        while any(Path(f"/proc/{p}").exists() for p in pids.values()) and time.monotonic() < end:
-            time.sleep(0.1)
+        while any(alive(p) for p in pids.values()) and time.monotonic() < end:
+            time.sleep(0.05)
         for pid in pids.values():
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)

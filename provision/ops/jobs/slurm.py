@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import shlex
 import subprocess
 import time
@@ -35,6 +36,10 @@ from provision.spec.errors import CloudError, UnsupportedError
 CHUNK = 1 << 20
 #: How long ``cancel`` waits for Slurm to end the job (KillWait is 30 s in the rendered slurm.conf).
 CANCEL_WAIT_S = 90.0
+#: Seconds between two looks at a followed job (its state, then its logs' new bytes: round trips to the login node).
+FOLLOW_POLL_S = 1.0
+#: Seconds between two looks at a cancelled job until Slurm has ended it.
+CANCEL_POLL_S = 0.5
 #: A job Slurm no longer lists (it forgets an ended job after MinJobAge, 300 s by default).
 GONE = "GONE"
 #: squeue's states of a job that ended ("JOB STATE CODES" in https://slurm.schedmd.com/squeue.html); any
@@ -60,8 +65,10 @@ ENDED = frozenset(
 #: when squeue could not answer (a busy or restarting slurmctld), which reads as still alive, never as ended.
 #: squeue is asked before the files are read: a job that ends between the two reads then shows its rank's
 #: ``exit`` file (written before the step ends), never "ended without an exit code" (read as lost, failed).
+#: ``$1`` is the jobs root; ``$2``, when given, the one job to read (a followed or cancelled job is looked at
+#: every poll: one squeue for it, not one for every job the cluster still has a folder of).
 STATUS_SCRIPT = r"""J="$1"; [ -d "$J" ] || exit 0
-for d in "$J"/*/; do id=$(basename "$d"); [ -f "$d/job.json" ] || continue
+for d in "$J"/${2:-*}/; do id=$(basename "$d"); [ -f "$d/job.json" ] || continue
   s=GONE
   if [ -s "$d/slurm.jobid" ]; then
     if o=$(squeue -h -j "$(cat "$d/slurm.jobid")" -o %T 2>&1); then s=$(printf '%s\n' "$o" | head -n 1); s=${s:-GONE}
@@ -192,12 +199,15 @@ class SlurmBackend:
         )
         self._check(self.run(f"bash -c {shlex.quote(script)}", stdin=_records(files)), f"sbatch of job {spec.id}")
 
-    def _slurm_states(self) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
-        ran = self._check(self.run(f"bash -c {shlex.quote(STATUS_SCRIPT)} status {shlex.quote(self.root)}"), "squeue")
+    def _slurm_states(self, job_id: str | None = None) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
+        line = f"bash -c {shlex.quote(STATUS_SCRIPT)} status {shlex.quote(self.root)}"
+        if job_id is not None and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", job_id):  # a folder name, never a glob
+            line += f" {job_id}"
+        ran = self._check(self.run(line), "squeue")
         return parse_status(ran.stdout)
 
     def statuses(self, job_id: str | None = None) -> list[JobStatus]:
-        files, states = self._slurm_states()
+        files, states = self._slurm_states(job_id)
         out = []
         for jid, names in files.items():
             if (job_id is not None and jid != job_id) or "job.json" not in names:
@@ -252,7 +262,7 @@ class SlurmBackend:
                     if h[2]:
                         on_line(rank, h[2])
                 return
-            time.sleep(1.0)
+            time.sleep(FOLLOW_POLL_S)
 
     def resume(self, spec: JobSpec, rank: int, restarts: int, runtime: Any = None) -> None:
         """Not done here: Slurm owns a job whose node failed (it drains the node and ends or requeues the job)."""
@@ -271,7 +281,7 @@ class SlurmBackend:
         )
         end = time.monotonic() + CANCEL_WAIT_S
         while self._alive(spec) and time.monotonic() < end:
-            time.sleep(0.5)
+            time.sleep(CANCEL_POLL_S)
 
 
 def slurm_backend(cluster: Any) -> SlurmBackend:
