@@ -296,13 +296,21 @@ def shipped_preview(name: str, /, **kwargs: Any) -> Any:
     against 1-2 s for a run), so a test that edits the result cannot change what the next one sees. A run that
     raises is not kept: the next caller runs it again and gets the same error. Under pytest-xdist the modules that
     call it run in one worker (:func:`pytest_xdist_make_scheduler`), so the cache serves the whole run.
+
+    Every run records the strict cloud's accounting (``accounting=True``, which only adds a record of each input leaf
+    and costs no measurable time), so a caller that asks for it and one that does not share the run; a caller that
+    does not ask gets an empty :attr:`accounting`, as from a run without it.
     """
     import copy
 
+    accounting = kwargs.pop("accounting", False)
     key = (name, repr(sorted(kwargs.items())))
     if key not in _SHIPPED_RUNS:
-        _SHIPPED_RUNS[key] = preview(stack_spec(name), **kwargs)
-    return copy.deepcopy(_SHIPPED_RUNS[key])
+        _SHIPPED_RUNS[key] = preview(stack_spec(name), accounting=True, **kwargs)
+    run = copy.deepcopy(_SHIPPED_RUNS[key])
+    if not accounting:
+        run.accounting = []
+    return run
 
 
 # ---------------------------------------------------------------------- parallel runs (pytest-xdist)
@@ -453,3 +461,33 @@ def python_sigint_handler() -> Any:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+# ---------------------------------------------------------------------- one click command per Typer app
+@pytest.fixture(scope="session", autouse=True)
+def one_click_command_per_app() -> Any:
+    """typer's ``CliRunner().invoke(app, ...)`` builds the click command tree from the Typer app on every call:
+    for ``provision`` that reads every command's signature and evaluates its string annotations again, about 60 %
+    of an in-process ``provision plan`` that refuses a spec. The tree depends only on what is registered on the app
+    (the commands' functions and options, fixed at registration), so it is built once per app and rebuilt when the
+    registered commands, groups or callback change. Invocations stay independent: click makes a new context for each
+    call, and the group's one per-call attribute (``JsonAwareGroup._as_json``) is set at the start of every call."""
+    import typer.testing
+
+    build = typer.testing._get_command
+    built: dict[int, tuple[Any, tuple[Any, ...], Any]] = {}
+
+    def get_command(app: Any) -> Any:
+        registered = (
+            tuple(map(id, app.registered_commands)),
+            tuple(map(id, app.registered_groups)),
+            id(app.registered_callback),
+        )
+        hit = built.get(id(app))
+        if hit is None or hit[0] is not app or hit[1] != registered:
+            hit = built[id(app)] = (app, registered, build(app))
+        return hit[2]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(typer.testing, "_get_command", get_command)
+        yield

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from provision.cli.app import app
 
@@ -16,9 +17,25 @@ STACKS = sorted(
 )
 
 
+@pytest.fixture(scope="module")
+def preview_json() -> Callable[[str], Result]:
+    """``provision preview STACK --json`` of a shipped stack, run once per stack in this module: the four 64-GPU
+    stacks' own test and the every-stack test read the same run (its result is never changed)."""
+    runs: dict[str, Result] = {}
+
+    def run(stack: str) -> Result:
+        if stack not in runs:
+            runs[stack] = CliRunner().invoke(app, ["preview", stack, "--json"])
+        return runs[stack]
+
+    return run
+
+
 @pytest.mark.parametrize("stack", ["gcp-a3-64", "aws-p5-64", "azure-ndh100-64", "alibaba-gn8-64"])
-def test_preview_json_lists_every_resource_with_engine_inputs_and_the_contract_outputs(stack: str) -> None:
-    result = CliRunner().invoke(app, ["preview", stack, "--json"])
+def test_preview_json_lists_every_resource_with_engine_inputs_and_the_contract_outputs(
+    preview_json: Callable[[str], Result], stack: str
+) -> None:
+    result = preview_json(stack)
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)  # exactly one JSON document
     assert set(doc) >= {"plan", "resources", "outputs"}
@@ -45,10 +62,9 @@ def test_preview_json_lists_every_resource_with_engine_inputs_and_the_contract_o
     assert outputs["shared_fs"]["mount_command"].startswith("sudo mkdir -p")
 
 
-def test_every_stack_file_previews_offline() -> None:
-    runner = CliRunner()
+def test_every_stack_file_previews_offline(preview_json: Callable[[str], Result]) -> None:
     for stack in STACKS:
-        result = runner.invoke(app, ["preview", stack, "--json"])
+        result = preview_json(stack)
         assert result.exit_code == 0, (stack, result.output[-2000:])
         assert json.loads(result.stdout)["resources"], stack
 

@@ -98,11 +98,11 @@ def test_a_secret_in_any_field_is_refused_and_never_echoed(tmp_path: Path, field
         doc.pop(field.split(".")[0])  # the wrong cloud's options: refused for that too, still no echo
         doc = set_dotted(doc, field, SECRETS[kind])
     path = _write(tmp_path, doc)
-    for extra in (("--json",), ()):
-        result = _plan(path, *extra)
+    results = {extra: _plan(path, *extra) for extra in (("--json",), ())}
+    for result in results.values():
         assert result.exit_code == 2, (field, result.stdout)
         assert leaked_canary(result.stdout) is None and leaked_canary(result.stderr) is None
-    problems = json.loads(_plan(path, "--json").stdout)["problems"]
+    problems = json.loads(results["--json",].stdout)["problems"]
     assert any(p["path"] == field.replace(".canary", ".canary") for p in problems)
 
 

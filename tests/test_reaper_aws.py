@@ -54,9 +54,23 @@ def _cluster(cluster: str, expires: datetime, retain_fs: bool = False) -> dict[s
     return {"vpc": vpc, "subnet": subnet["SubnetId"], "sg": sg, "lt": lt, "fs": fs}
 
 
+@pytest.fixture(scope="module")
+def boto3_session_per_module():
+    """One boto3 default session for this module's tests, dropped after it. A session keeps the service models it
+    parsed (EC2's is megabytes of JSON); moto's ``mock_aws`` would start each test with a new one. moto's public AMI
+    list is not loaded into each test's EC2: no test reads images, and moto checks no ``ImageId`` unless
+    MOTO_ENABLE_AMI_VALIDATION is set (moto/settings.py: ``ec2_load_default_amis``, ``ENABLE_AMI_VALIDATION``)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(boto3, "DEFAULT_SESSION", None)
+        mp.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
+        yield
+
+
 @pytest.fixture
-def aws():
-    with mock_aws():
+def aws(boto3_session_per_module):
+    """moto's whole lifecycle per test (empty accounts at the start, everything removed at the end), so no test sees
+    another's resources; only the boto3 session, which holds no cloud state, is kept for the module."""
+    with mock_aws(config={"core": {"reset_boto3_session": False}}):
         yield
 
 
@@ -402,3 +416,21 @@ def test_the_subnet_waits_for_the_file_system_whose_delete_is_asynchronous(aws) 
     deleted = sweeper.delete(found, NOW)
     assert f"fsx:{ids['fs']}" in deleted and f"subnet:{ids['subnet']}" in deleted and f"vpc:{ids['vpc']}" in deleted
     assert polls["left"] == 0 and sleeps  # it polled (and slept) until the file system was gone
+
+
+def test_a_sweep_makes_one_client_per_service_and_region(aws) -> None:
+    """Making a boto3 client costs tens of milliseconds of CPU, and a sweep calls EC2 at least once per resource:
+    the sweeper keeps the clients it made."""
+    _every_kind("ci-old", NOW - timedelta(minutes=5))
+    made: list[tuple[str, str]] = []
+    real = boto3.client
+
+    def client(service: str, region: str) -> object:
+        made.append((service, region))
+        return real(service, region_name=region)
+
+    sweeper = AwsSweeper(REGION, client=client, sleep=lambda s: None)
+    (expired,) = sweeper.find(NOW)
+    assert sweeper.delete(expired, NOW)
+    assert sweeper.find(NOW)[0].resources == [r for r in expired.resources if r.startswith("key-pair:")]
+    assert len(made) == len(set(made)) and ("ec2", REGION) in made

@@ -4,6 +4,10 @@
 * Every rejected spec raises ``SpecError`` (never another exception), each problem with a path,
   a rule and a fix, serialisable to JSON, and no private key material in the message.
 * The catalog checks and the cost estimate never crash on an accepted spec.
+
+Each property runs 100 examples in the suite (hypothesis draws new ones on every run);
+``PROVISION_PROPERTY_EXAMPLES`` sets the count for the long run: ``PROVISION_PROPERTY_EXAMPLES=1000 pytest
+tests/test_spec_properties.py`` (.ci/run passes it on to the suite).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import json
+import os
 from datetime import timedelta
 from typing import Any
 
@@ -35,7 +40,8 @@ from provision.spec.errors import BudgetError, ProblemCollector, SpecError
 
 CATALOG = load_catalog()
 CLOUDS = ("aws", "gcp", "azure", "alibaba")
-SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+EXAMPLES = int(os.environ.get("PROVISION_PROPERTY_EXAMPLES", "100"))
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # ------------------------------------------------------------------------------------ strategies
 

@@ -76,7 +76,25 @@ def _scripts(result: Any) -> list[str]:
     return sorted(found)
 
 
+@pytest.fixture(scope="module")
+def runs() -> Any:
+    """:func:`_runs` of a cloud, made once in this module (two tests read AWS's, two Azure's) by the first test that
+    asks, in its own home; each test gets its own deep copy of the volume record and the two mocked runs."""
+    import copy
+
+    made: dict[str, tuple[Any, Any, Any]] = {}
+
+    def get(cloud: str) -> tuple[Any, Any, Any]:
+        if cloud not in made:
+            made[cloud] = _runs(cloud)
+        return copy.deepcopy(made[cloud])
+
+    return get
+
+
 def _runs(cloud: str) -> tuple[Any, Any, Any]:
+    """A volume like the cloud's CI stack's own filesystem, and the mocked runs of that stack with a filesystem of its
+    own of the volume's kind and size, and with the volume attached."""
     from provision.ops.volumes import attached_program_spec
 
     record, spec = _volume(cloud)
@@ -88,8 +106,8 @@ def _runs(cloud: str) -> tuple[Any, Any, Any]:
 
 
 @pytest.mark.parametrize("cloud", ["aws", "gcp"])
-def test_published_source_clouds_boot_the_same_script_and_publish_the_volume_source(cloud: str) -> None:
-    record, own, attached = _runs(cloud)
+def test_published_source_clouds_boot_the_same_script_and_publish_the_volume_source(runs: Any, cloud: str) -> None:
+    record, own, attached = runs(cloud)
     assert not [r for r in attached.resources if r.type in FS_TYPES]
     assert [r for r in own.resources if r.type in FS_TYPES]
     # The nodes run the very same boot steps (mount point, type, options, client) as with a filesystem of their
@@ -105,8 +123,8 @@ def test_published_source_clouds_boot_the_same_script_and_publish_the_volume_sou
     assert attached.outputs["volume"] == "data"
 
 
-def test_azure_mounts_the_volume_source_with_the_own_filesystem_steps() -> None:
-    record, own, attached = _runs("azure")
+def test_azure_mounts_the_volume_source_with_the_own_filesystem_steps(runs: Any) -> None:
+    record, own, attached = runs("azure")
     assert not [r for r in attached.resources if r.type in FS_TYPES]
     own_source = own.outputs["shared_fs"]["source"]
     assert own_source != record.outputs["mount_source"]
@@ -116,8 +134,8 @@ def test_azure_mounts_the_volume_source_with_the_own_filesystem_steps() -> None:
     assert any(record.outputs["mount_source"] in s and "/data" in s for s in _scripts(attached))
 
 
-def test_alibaba_nodes_look_up_the_volume_filesystem_through_their_own_mount_target() -> None:
-    record, own, attached = _runs("alibaba")
+def test_alibaba_nodes_look_up_the_volume_filesystem_through_their_own_mount_target(runs: Any) -> None:
+    record, own, attached = runs("alibaba")
     assert not [r for r in attached.resources if r.type in FS_TYPES]
     [target] = attached.of_type("alicloud:nas/mountTarget:MountTarget")
     assert target.inputs["fileSystemId"] == record.outputs["filesystem_id"]
@@ -128,8 +146,8 @@ def test_alibaba_nodes_look_up_the_volume_filesystem_through_their_own_mount_tar
     ]
 
 
-def test_aws_peering_routes_and_rules_reach_the_volume_network() -> None:
-    record, _, attached = _runs("aws")
+def test_aws_peering_routes_and_rules_reach_the_volume_network(runs: Any) -> None:
+    record, _, attached = runs("aws")
     net = record.outputs["network"]
     [peering] = attached.of_type("aws:ec2/vpcPeeringConnection:VpcPeeringConnection")
     assert peering.inputs["peerVpcId"] == net["vpc_id"] and peering.inputs["autoAccept"] is True
@@ -142,8 +160,8 @@ def test_aws_peering_routes_and_rules_reach_the_volume_network() -> None:
     assert not attached.of_type("aws:ec2/securityGroup:SecurityGroup")[1:]  # no FSx group of the cluster's own
 
 
-def test_azure_peers_both_ways() -> None:
-    record, _, attached = _runs("azure")
+def test_azure_peers_both_ways(runs: Any) -> None:
+    record, _, attached = runs("azure")
     net = record.outputs["network"]
     peerings = {r.name: r.inputs for r in attached.of_type("azure-native:network:VirtualNetworkPeering")}
     assert peerings["azure-ndh100-ci-to-volume"]["remoteVirtualNetwork"]["id"] == net["vnet_id"]

@@ -343,7 +343,10 @@ class AwsSweeper:
 
     Args:
         region: the AWS region.
-        client: ``boto3.client``-like factory ``(service, region) -> client`` (tests pass moto's).
+        client: ``boto3.client``-like factory ``(service, region) -> client`` (tests pass moto's). It is asked once
+            per service and region: the sweeper keeps each client, because making one costs tens of milliseconds
+            of CPU (boto3 builds the client class from the service model every time) and a sweep calls EC2 once or
+            more per resource.
         sleep: waits between retries of a deletion blocked by a dependency.
     """
 
@@ -364,8 +367,16 @@ class AwsSweeper:
 
             client = lambda service, reg: boto3.client(service, region_name=reg)  # noqa: E731
         self.region = region
-        self._client = client
+        self._factory = client
+        self._clients: dict[tuple[str, str], Any] = {}
         self._sleep = sleep
+
+    def _client(self, service: str, region: str) -> Any:
+        """The client of ``service`` in ``region``, made on first use and kept (boto3 clients are reusable)."""
+        key = (service, region)
+        if key not in self._clients:
+            self._clients[key] = self._factory(service, region)
+        return self._clients[key]
 
     def _ec2(self) -> Any:
         return self._client("ec2", self.region)
