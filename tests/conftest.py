@@ -474,7 +474,10 @@ def one_click_command_per_app() -> Any:
     call, and the group's one per-call attribute (``JsonAwareGroup._as_json``) is set at the start of every call."""
     import typer.testing
 
-    build = typer.testing._get_command
+    build = getattr(typer.testing, "_get_command", None)
+    if build is None:  # a typer that builds it some other way: every invocation builds its own, as before
+        yield
+        return
     built: dict[int, tuple[Any, tuple[Any, ...], Any]] = {}
 
     def get_command(app: Any) -> Any:
