@@ -425,27 +425,3 @@ def test_azure_waits_for_infiniband_ports_to_go_active_before_the_health_check(
     result = run_bootstrap(tmp_path, text, root=root, STUB_OUT_systemctl="not-found")
     assert result["state"]["steps"]["fabric-wait"]["status"] == "ok"
     assert result["log"].count("sleep 5") == sleeps
-
-
-def test_the_cloud_config_is_emitted_by_libyaml_and_reads_as_pyyamls_own_emitter_writes_it(
-    rendered: dict[str, str],
-) -> None:
-    """Every program renders a node cloud-config of some 50 KB; PyYAML's pure-Python emitter took about 26 ms for
-    one, libyaml's takes under 2 ms. The document is byte for byte what the pure-Python emitter writes."""
-    import yaml
-
-    from provision.planning import bootstrap
-
-    if not yaml.__with_libyaml__:
-        pytest.skip("this PyYAML has no libyaml: the pure-Python emitter is the one in use")
-    assert issubclass(bootstrap._Dumper, yaml.CSafeDumper)  # noqa: SLF001
-
-    class PythonDumper(yaml.SafeDumper):
-        pass
-
-    PythonDumper.add_representer(str, bootstrap._str)  # noqa: SLF001
-    for stack, text in rendered.items():
-        assert text.startswith("#cloud-config\n"), stack
-        doc = yaml.safe_load(text)
-        own = "#cloud-config\n" + yaml.dump(doc, Dumper=PythonDumper, sort_keys=False, width=4096, allow_unicode=False)
-        assert text == own, stack

@@ -318,10 +318,8 @@ SCRATCH = _step("scratch", "common/steps/scratch.sh", every_boot=True)
 HOST_KEYS = _step("host-keys", "common/steps/host-keys.sh", every_boot=True, critical=False, timeout=60)
 
 
-class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
-    """libyaml's emitter when PyYAML was built with it (its wheels are): the same document as PyYAML's own emitter,
-    of which it is the original (https://pyyaml.org/wiki/PyYAMLDocumentation, "CLoader and CDumper"), about
-    fifteen times faster on a node's cloud-config of some 50 KB, which every cluster program renders."""
+class _Dumper(yaml.SafeDumper):
+    pass
 
 
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
