@@ -136,6 +136,17 @@ def test_a_node_that_cannot_answer_is_named() -> None:
     ]
 
 
+def test_the_health_check_ignores_the_login_users_pythonpath(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The on-demand check runs in the login user's environment: a PYTHONPATH of training code whose module shadows
+    the standard library's (here ``json``) must not break the stdlib-only check (nor the fake tools, which stand for
+    native binaries)."""
+    (tmp_path / "json.py").write_text("raise ImportError('the user code shadows json')\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    report = _health("aws-p5-ci", [])
+    assert report.ok, [(n.rank, n.error, n.failed) for n in report.nodes]
+    assert {c["name"] for c in report.nodes[1].checks} >= {"gpus", "fabric", "bootstrap"}
+
+
 # ---------------------------------------------------------------------- NCCL
 
 
