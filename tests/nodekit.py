@@ -151,7 +151,9 @@ def run_bootstrap(tmp: Path, user_data: str, root: Path | None = None, **env: st
         **env,
     }
     p = subprocess.run(
-        [sys.executable, str(root / "usr/local/lib/provision/provision-bootstrap")],
+        # -S: the runner is standard library only (a real node has none of this venv's packages); without the
+        # venv's site start-up (its .pth files) each run starts in about a third of the time.
+        [sys.executable, "-S", str(root / "usr/local/lib/provision/provision-bootstrap")],
         env=full_env,
         capture_output=True,
         text=True,

@@ -4,6 +4,7 @@ name the broken node and check in each fake-broken scenario that applies to the 
 from __future__ import annotations
 
 import json
+from functools import cache
 from typing import Any
 
 import pytest
@@ -45,6 +46,13 @@ def _rendered_expectations(plan: Any) -> dict[str, Any]:
     return json.loads(_node_files(plan)["/etc/provision/health.json"])  # type: ignore[no-any-return]
 
 
+@cache
+def _stack_files(stack: str, nodes: int) -> dict[str, str]:
+    """:func:`_node_files` of ``_plan(stack, nodes)``, rendered once per process: the broken cases are grouped by
+    them at collection and each case reads them again (callers must not change the dict)."""
+    return _node_files(_plan(stack, nodes=nodes))
+
+
 def _applies(expect: dict[str, Any], check: str) -> bool:
     return {
         "gpus": True,
@@ -81,7 +89,7 @@ def _broken_cases() -> list[Any]:
     one run (named after all of them), so a new stack adds a case only where it brings something new to check."""
     groups: dict[tuple[str, str], list[str]] = {}
     for stack in STACKS:
-        files = _node_files(_plan(stack, nodes=2))
+        files = _stack_files(stack, 2)
         expect = json.loads(files["/etc/provision/health.json"])
         steps = [(s["name"], s["critical"]) for s in json.loads(files["/etc/provision/steps.json"])["steps"]]
         for check in CHECKS:
@@ -109,7 +117,7 @@ def test_healthy_nodes_pass_health_and_the_nccl_test(stack: str) -> None:
 @pytest.mark.parametrize(("check", "stack"), _broken_cases())
 def test_each_broken_check_is_named_with_its_node(check: str, stack: str) -> None:
     plan = _plan(stack, nodes=2)
-    if not _applies(_rendered_expectations(plan), check):
+    if not _applies(json.loads(_stack_files(stack, 2)["/etc/provision/health.json"]), check):
         pytest.skip(f"{stack} expects no {check}")
     with MockNodes(plan, HOSTS[:2], [NodeFault(1, check)]) as mock:
         report = check_health(mock.run)

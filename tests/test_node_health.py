@@ -5,6 +5,7 @@ compatibility rules; the CLI (`provision health`, `provision nccl-test`, `provis
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +27,24 @@ def _health(stack: str, faults: list[NodeFault], nodes: int = 2) -> Any:
         return check_health(mock.run)
 
 
+@pytest.fixture(scope="module")
+def healthy() -> Callable[[str], Any]:
+    """The health report of a stack's two healthy mocked nodes, run once per stack for the tests of this module."""
+    reports: dict[str, Any] = {}
+
+    def report(stack: str) -> Any:
+        if stack not in reports:
+            reports[stack] = _health(stack, [])
+        return reports[stack]
+
+    return report
+
+
 @pytest.mark.parametrize(
     "stack", ["aws-p5-64", "gcp-a3-64", "gcp-a3high-16", "gcp-a3ultra-64", "azure-ndh100-64", "alibaba-gn8-64"]
 )
-def test_healthy_mocked_nodes_pass_every_check(stack: str) -> None:
-    report = _health(stack, [])
+def test_healthy_mocked_nodes_pass_every_check(stack: str, healthy: Callable[[str], Any]) -> None:
+    report = healthy(stack)
     assert report.ok, report.failures()
     names = {c["name"] for c in report.nodes[0].checks}
     assert {"gpus", "fabric", "bootstrap"} <= names
@@ -63,11 +77,11 @@ def test_each_broken_check_names_the_node_and_the_check(stack: str, check: str) 
     assert report.nodes[0].ok
 
 
-def test_expected_fabric_devices_per_type() -> None:
+def test_expected_fabric_devices_per_type(healthy: Callable[[str], Any]) -> None:
     """32 EFA on p5, 8 InfiniBand ports on ND H100 v5, 8 GPU NICs on A3 Mega, 4 on A3 High, the ERIs on GN8."""
     found = {}
     for stack in ("aws-p5-64", "azure-ndh100-64", "gcp-a3-64", "gcp-a3high-16", "alibaba-gn8-64"):
-        report = _health(stack, [])
+        report = healthy(stack)
         found[stack] = next(c for c in report.nodes[0].checks if c["name"] == "fabric")["expected"]
     assert found == {
         "aws-p5-64": 32,
@@ -120,6 +134,17 @@ def test_a_node_that_cannot_answer_is_named() -> None:
             "detail": "ssh: connect to host 10.0.0.11 port 22: timed out",
         }
     ]
+
+
+def test_the_health_check_ignores_the_login_users_pythonpath(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The on-demand check runs in the login user's environment: a PYTHONPATH of training code whose module shadows
+    the standard library's (here ``json``) must not break the stdlib-only check (nor the fake tools, which stand for
+    native binaries)."""
+    (tmp_path / "json.py").write_text("raise ImportError('the user code shadows json')\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    report = _health("aws-p5-ci", [])
+    assert report.ok, [(n.rank, n.error, n.failed) for n in report.nodes]
+    assert {c["name"] for c in report.nodes[1].checks} >= {"gpus", "fabric", "bootstrap"}
 
 
 # ---------------------------------------------------------------------- NCCL

@@ -15,8 +15,13 @@ from typing import Any
 
 from provision.ops.nodes import NodeResult, NodeRunner
 
-#: What every node runs (no sudo needed: it only reads; a node that cannot write its record still answers).
-HEALTH_COMMAND = 'python3 "${PROVISION_ROOT:-}/usr/local/lib/provision/provision-health" --json'
+#: What every node runs (no sudo needed: it only reads; a node that cannot write its record still answers). It runs
+#: over SSH in the login user's environment, so the stdlib-only script starts apart from the user's Python set-up:
+#: ``-E`` ignores ``PYTHON*`` variables (a ``PYTHONPATH`` of training code, e.g. on the shared filesystem, would come
+#: before the standard library: a module named like one of its modules would break the check, a hung mount hang it),
+#: ``-S`` skips ``site`` (site-packages' ``.pth`` files and ``sitecustomize``). Python docs, "Command line and
+#: environment": https://docs.python.org/3/using/cmdline.html#cmdoption-E and #cmdoption-S.
+HEALTH_COMMAND = 'python3 -E -S "${PROVISION_ROOT:-}/usr/local/lib/provision/provision-health" --json'
 
 
 @dataclass
