@@ -181,6 +181,21 @@ class FakePulumi(auto.PulumiCommand):
         return auto.CommandResult("", "", 0)
 
 
+class ListingPulumi(FakePulumi):
+    """The fake plus `pulumi stack ls --json` (what inventory, volume and reaper commands read)."""
+
+    def run(self, args, cwd, additional_env, on_output=None, on_error=None):  # type: ignore[no-untyped-def]
+        a = [x for x in args if x != "--non-interactive"]
+        if a[:2] == ["stack", "ls"]:
+            self.calls.append(a)
+            rows = [
+                {"name": s, "current": False, "updateInProgress": False, "resourceCount": len(self.state.get(s, []))}
+                for s in sorted(self.stacks)
+            ]
+            return auto.CommandResult(json.dumps(rows), "", 0)
+        return super().run(args, cwd, additional_env, on_output, on_error)
+
+
 def _kinds(fake: FakePulumi) -> list[str]:
     """Each call as its command words (flags and values after the first flag dropped)."""
     out = []

@@ -2,33 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import ROOT, isolated_home, stack_spec
-from pulumi import automation as auto
-from test_automation import FakePulumi
+from test_automation import ListingPulumi
 
 from provision.ops.cluster import Cluster
 from provision.ops.inventory import find_cluster, list_clusters
 from provision.spec.errors import SpecError
-
-
-class ListingPulumi(FakePulumi):
-    """The test_automation fake plus `pulumi stack ls --json`."""
-
-    def run(self, args, cwd, additional_env, on_output=None, on_error=None):  # type: ignore[no-untyped-def]
-        a = [x for x in args if x != "--non-interactive"]
-        if a[:2] == ["stack", "ls"]:
-            self.calls.append(a)
-            rows = [
-                {"name": s, "current": False, "updateInProgress": False, "resourceCount": len(self.state.get(s, []))}
-                for s in sorted(self.stacks)
-            ]
-            return auto.CommandResult(json.dumps(rows), "", 0)
-        return super().run(args, cwd, additional_env, on_output, on_error)
 
 
 @pytest.fixture(autouse=True)

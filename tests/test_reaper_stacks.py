@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from conftest import FIXED_NOW, isolated_home, stack_spec
 from pulumi import automation as auto
-from test_automation import FakePulumi
+from test_automation import ListingPulumi
 from typer.testing import CliRunner
 
 from provision.cli.app import app
@@ -56,17 +56,11 @@ def test_reap_cli_lists_then_deletes_expired_mock_clusters_only_with_yes() -> No
     assert again["expired"] == []
 
 
-class TaggedFake(FakePulumi):
-    """The automation tests' fake CLI, plus `stack ls` and `stack tag ls`."""
+class TaggedFake(ListingPulumi):
+    """The automation tests' listing fake CLI, plus `stack tag ls`."""
 
     def run(self, args, cwd, additional_env, on_output=None, on_error=None):  # type: ignore[no-untyped-def]
         a = [x for x in args if x != "--non-interactive"]
-        if a[:3] == ["stack", "ls", "--json"]:
-            self.calls.append(a)
-            rows = [
-                {"name": s, "current": False, "resourceCount": len(self.state.get(s, []))} for s in sorted(self.stacks)
-            ]
-            return auto.CommandResult(json.dumps(rows), "", 0)
         if a[:3] == ["stack", "tag", "ls"]:
             self.calls.append(a)
             stack = a[a.index("--stack") + 1]

@@ -12,13 +12,13 @@ import yaml
 from conftest import ROOT, isolated_home, stack_spec
 from conftest import run_cli as _cli
 from pulumi import automation as auto
-from test_automation import FakePulumi
+from test_automation import ListingPulumi
 
 from provision.engine import automation
 
 
-class VolumePulumi(FakePulumi):
-    """The test_automation fake plus `stack ls`, per-stack outputs and `stack rm`."""
+class VolumePulumi(ListingPulumi):
+    """The test_automation listing fake plus per-stack outputs and `stack rm`."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -31,13 +31,6 @@ class VolumePulumi(FakePulumi):
 
     def run(self, args, cwd, additional_env, on_output=None, on_error=None):  # type: ignore[no-untyped-def]
         a = [x for x in args if x != "--non-interactive"]
-        if a[:2] == ["stack", "ls"]:
-            self.calls.append(a)
-            rows = [
-                {"name": s, "current": False, "updateInProgress": False, "resourceCount": len(self.state.get(s, []))}
-                for s in sorted(self.stacks)
-            ]
-            return auto.CommandResult(json.dumps(rows), "", 0)
         if a[:2] == ["stack", "output"]:
             self.calls.append(a)
             stack = a[a.index("--stack") + 1]
