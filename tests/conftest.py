@@ -371,10 +371,13 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return scope(nodeid)
 
         def _assign_work_unit(self, node: Any) -> None:
-            # The longest unit left goes next (xdist takes the queue's first). Tests are sent by their index in
-            # the workers' collection, which stays as collected.
-            longest = max(self.workqueue, key=lambda unit: seconds(self.workqueue[unit]))
-            self.workqueue.move_to_end(longest, last=False)
+            # Before the first unit is handed out, the queue is put longest first (xdist takes the queue's first;
+            # equal units keep their collected order). Tests are sent by their index in the workers' collection,
+            # which stays as collected.
+            if not any(self.assigned_work.values()):
+                ordered = sorted(self.workqueue.items(), key=lambda item: -seconds(item[1]))
+                self.workqueue.clear()
+                self.workqueue.update(ordered)
             super()._assign_work_unit(node)
 
     return SharedPreviewScheduling(config, log)
