@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from datetime import date
 from functools import cache
-from importlib import resources
 from typing import Any, ClassVar, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from provision.catalog import read_data
 
 AcceleratorVendor = Literal["nvidia", "amd", "huawei", "cambricon"]
 FabricKind = Literal["infiniband", "roce"]
@@ -283,12 +283,6 @@ class OnpremCatalog(_Row):
         raise KeyError(assumption_id)
 
 
-def _read(name: str) -> object:
-    text = resources.files("provision.catalog").joinpath("data").joinpath(name).read_text(encoding="utf-8")
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load(text, Loader=loader)  # noqa: S506  # a safe loader either way
-
-
 @cache
 def load_onprem() -> OnpremCatalog:
     """Read and check every ``data/onprem-*.yaml`` file. Cached: the result is immutable.
@@ -297,7 +291,7 @@ def load_onprem() -> OnpremCatalog:
         pydantic.ValidationError: a file breaks the row models, e.g. a figure without a source (a data bug).
         ValueError: two rows share an id.
     """
-    files = [OnpremFile.model_validate(_read(n)) for n in ONPREM_FILES]
+    files = [OnpremFile.model_validate(read_data(n)) for n in ONPREM_FILES]
     merged: dict[str, tuple[Any, ...]] = {}
     for key in ("servers", "switches", "optics", "storage", "head_nodes", "assumptions"):
         rows = tuple(r for f in files for r in getattr(f, key))
