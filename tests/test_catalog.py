@@ -412,7 +412,7 @@ def test_a_gpu_row_with_an_unknown_or_missing_generation_is_refused_by_name() ->
 def test_an_instance_row_naming_a_gpu_gpus_yaml_lacks_is_refused_with_the_row(monkeypatch: pytest.MonkeyPatch) -> None:
     import provision.catalog as catalog
 
-    real = catalog._read
+    real = catalog.read_data
 
     def read(name: str) -> object:
         data = real(name)
@@ -420,7 +420,7 @@ def test_an_instance_row_naming_a_gpu_gpus_yaml_lacks_is_refused_with_the_row(mo
             data["instances"][0]["gpu"] = "L40S"
         return data
 
-    monkeypatch.setattr(catalog, "_read", read)
+    monkeypatch.setattr(catalog, "read_data", read)
     catalog.load_catalog.cache_clear()
     try:
         with pytest.raises(ValueError, match=r"aws.yaml row '[^']+': gpu 'L40S'"):

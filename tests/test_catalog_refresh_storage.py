@@ -163,7 +163,7 @@ def catalog_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
 
     data = tmp_path / "data"
     shutil.copytree(Path(pkg.__file__).parent / "data", data)
-    monkeypatch.setattr(pkg, "_read", lambda name: yaml.safe_load((data / name).read_text(encoding="utf-8")))
+    monkeypatch.setattr(pkg, "read_data", lambda name: yaml.safe_load((data / name).read_text(encoding="utf-8")))
     pkg.load_catalog.cache_clear()
     yield data
     pkg.load_catalog.cache_clear()
