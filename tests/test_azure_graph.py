@@ -277,8 +277,11 @@ def test_resources_grow_with_islands_not_nodes() -> None:
 
 def test_split_cluster_has_one_scale_set_per_island_and_outputs_agree() -> None:
     result = run(nodes=256, azure={"split_islands": True})
-    sets = result.of_type(VMSS)
+    # By island (their names end in its index): the mocked cloud records resources in the order their creates
+    # finish, which Pulumi's worker threads do not fix.
+    sets = sorted(result.of_type(VMSS), key=lambda s: s.name)
     ppgs = result.of_type(PPG)
+    assert [s.name for s in sets] == [f"az-test-island{i}" for i in range(3)]
     assert [s.inputs["sku"]["capacity"] for s in sets] == [86, 85, 85] == list(result.plan.islands)
     assert len(ppgs) == 1 and [s.inputs["proximityPlacementGroup"]["id"] for s in sets] == [ppgs[0].id] * 3
     assert result.outputs["fabric"]["islands"] == [
