@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -497,3 +499,21 @@ def one_click_command_per_app() -> Any:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(typer.testing, "_get_command", get_command)
         yield
+
+
+@contextmanager
+def moto_without_public_amis() -> Iterator[None]:
+    """moto's EC2 without Amazon's public AMI list for the length of the block (moto/settings.py
+    ``ec2_load_default_amis``): building it is most of a mocked EC2's start-up, and moto checks no ``ImageId`` unless
+    MOTO_ENABLE_AMI_VALIDATION is set. On the way out the EC2 backends are dropped, because moto rebuilds EC2's while
+    resetting autoscaling's (AutoScalingBackend reads ec2_backends in its constructor) after it has cleared its list
+    of backends to reset (moto/core/base_backend.py, BackendDict.reset): the EC2 built without the list would serve
+    every later mock of the process, and another module's ``describe_images(Owners=["amazon"])`` would find none."""
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
+            yield
+    finally:
+        from moto.ec2.models import ec2_backends
+
+        ec2_backends.clear()

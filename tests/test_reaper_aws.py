@@ -6,6 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import boto3
 import pytest
+from conftest import moto_without_public_amis
 from moto import mock_aws
 
 from provision.clouds.aws.sweeper import TAG_RETAIN, AwsSweeper
@@ -58,11 +59,9 @@ def _cluster(cluster: str, expires: datetime, retain_fs: bool = False) -> dict[s
 def boto3_session_per_module():
     """One boto3 default session for this module's tests, dropped after it. A session keeps the service models it
     parsed (EC2's is megabytes of JSON); moto's ``mock_aws`` would start each test with a new one. moto's public AMI
-    list is not loaded into each test's EC2: no test reads images, and moto checks no ``ImageId`` unless
-    MOTO_ENABLE_AMI_VALIDATION is set (moto/settings.py: ``ec2_load_default_amis``, ``ENABLE_AMI_VALIDATION``)."""
-    with pytest.MonkeyPatch.context() as mp:
+    list is not loaded into each test's EC2 (no test reads images; conftest.moto_without_public_amis)."""
+    with pytest.MonkeyPatch.context() as mp, moto_without_public_amis():
         mp.setattr(boto3, "DEFAULT_SESSION", None)
-        mp.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
         yield
 
 
