@@ -505,15 +505,20 @@ def one_click_command_per_app() -> Any:
 def moto_without_public_amis() -> Iterator[None]:
     """moto's EC2 without Amazon's public AMI list for the length of the block (moto/settings.py
     ``ec2_load_default_amis``): building it is most of a mocked EC2's start-up, and moto checks no ``ImageId`` unless
-    MOTO_ENABLE_AMI_VALIDATION is set. On the way out the EC2 backends are dropped, because moto rebuilds EC2's while
-    resetting autoscaling's (AutoScalingBackend reads ec2_backends in its constructor) after it has cleared its list
-    of backends to reset (moto/core/base_backend.py, BackendDict.reset): the EC2 built without the list would serve
-    every later mock of the process, and another module's ``describe_images(Owners=["amazon"])`` would find none."""
+    MOTO_ENABLE_AMI_VALIDATION is set.
+
+    moto's EC2 backends are dropped on the way in and on the way out. moto rebuilds EC2's while it resets
+    autoscaling's (AutoScalingBackend reads ec2_backends in its constructor), after it has reset EC2's and cleared its
+    list of backends to reset (moto/core/base_backend.py, BackendDict.reset); no later reset reaches that one, so it
+    serves the next mocks of the process as it was built: with the list when an earlier module left it (this block
+    would load it anyway), without it when this block leaves it (another module's
+    ``describe_images(Owners=["amazon"])`` then finds none)."""
+    from moto.ec2.models import ec2_backends
+
+    ec2_backends.clear()
     try:
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
             yield
     finally:
-        from moto.ec2.models import ec2_backends
-
         ec2_backends.clear()
