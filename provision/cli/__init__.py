@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
 
 #: Exit code of an interrupted command (128 + SIGINT), as ``provision.cli.common.EXIT_INTERRUPTED``.
 _INTERRUPTED = 130
@@ -17,6 +21,11 @@ def main() -> None:
     that lands after the command finished (its output written, the interpreter shutting down) ends
     the process with the command's own exit code instead of dying from the signal (exit -2).
     """
+    with interrupts_not_lost():
+        _run()
+
+
+def _run() -> None:
     try:
         from provision.cli.app import main as run
 
@@ -35,6 +44,44 @@ def main() -> None:
         code = done.code
         _late_interrupt_exits_with(code if isinstance(code, int) else (0 if code is None else 1))
         raise
+
+
+@contextmanager
+def interrupts_not_lost() -> Iterator[None]:
+    """Inside the block, a ``KeyboardInterrupt`` that Python could not raise is delivered again.
+
+    An exception in a finalizer, a weakref callback or a C extension's callback cannot propagate: Python prints
+    "Exception ignored in" and drops it (pydantic-core compiling a model's pattern while a command imports its
+    models is one such place), and a Ctrl-C that lands there was lost: the command ran on, to exit 0. The hook
+    takes such an interrupt without printing it and arms a profile function for one event: the main thread's next
+    call or return outside the hook raises the ``KeyboardInterrupt`` again (a call from the same extension may drop
+    it again; it is then armed again), and the command ends with exit 130. Other unraisable exceptions go to the
+    hook that was in place, and the profile function that was in place (cProfile's) is put back.
+    """
+    previous = sys.unraisablehook
+    profilers: list[Any] = []  # the profile function in place when an interrupt was taken
+
+    def hook(unraisable: sys.UnraisableHookArgs) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            profilers.append(sys.getprofile())
+            sys.setprofile(raise_on_next_event)
+        else:
+            previous(unraisable)
+
+    def raise_on_next_event(frame: FrameType, event: str, arg: object) -> None:
+        if frame.f_code is hook.__code__ or frame.f_code is raise_on_next_event.__code__:
+            return  # an exception raised in the hook itself would be dropped again
+        sys.setprofile(profilers[0])  # whoever profiled before the first interrupt (cProfile), or no one
+        profilers.clear()
+        raise KeyboardInterrupt
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
+        if profilers:  # taken after the last event of the block: nothing is left to interrupt
+            sys.setprofile(profilers[0])
 
 
 def _late_interrupt_exits_with(code: int) -> None:
