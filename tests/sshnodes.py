@@ -9,7 +9,9 @@ stdout, stderr and the exit status pass through.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,9 +32,13 @@ class FakeNodes:
     servers: list[Any] = field(default_factory=list)
     #: Commands each node ran, in order.
     commands: list[list[str]] = field(default_factory=list)
+    #: Commands still running (a client that gave up does not stop them, as under sshd without a tty).
+    running: set[asyncio.subprocess.Process] = field(default_factory=set)
 
 
-async def _handle(process: Any, rank: int, home: Path, log: list[str]) -> None:
+async def _handle(
+    process: Any, rank: int, home: Path, log: list[str], running: set[asyncio.subprocess.Process]
+) -> None:
     command = process.command or "true"
     log.append(command)
     env = {**os.environ, "HOME": str(home), "PROVISION_TEST_NODE": str(rank), "PROVISION_ROOT": str(home / "root")}
@@ -45,7 +51,9 @@ async def _handle(process: Any, rank: int, home: Path, log: list[str]) -> None:
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,  # its own process group, which the fixture kills at the end
     )
+    running.add(proc)
 
     async def feed() -> None:
         assert proc.stdin is not None
@@ -64,8 +72,11 @@ async def _handle(process: Any, rank: int, home: Path, log: list[str]) -> None:
                 break
             dst.write(data)
 
-    await asyncio.gather(feed(), drain(proc.stdout, process.stdout), drain(proc.stderr, process.stderr))
-    process.exit(await proc.wait())
+    try:
+        await asyncio.gather(feed(), drain(proc.stdout, process.stdout), drain(proc.stderr, process.stderr))
+        process.exit(await proc.wait())
+    finally:
+        running.discard(proc)
 
 
 @contextmanager
@@ -92,7 +103,7 @@ def fake_nodes(tmp_path: Path, count: int) -> Iterator[FakeNodes]:
             log: list[str] = []
 
             def factory(process: Any, rank: int = rank, home: Path = home, log: list[str] = log) -> Any:
-                return _handle(process, rank, home, log)
+                return _handle(process, rank, home, log, nodes.running)
 
             server = await asyncssh.listen(
                 "127.0.0.1",
@@ -117,6 +128,14 @@ def fake_nodes(tmp_path: Path, count: int) -> Iterator[FakeNodes]:
             for s in nodes.servers:
                 s.close()
                 await s.wait_closed()
+            # Commands a client gave up on: killed with their children, and their handlers let finish, so no
+            # process outlives the test and no subprocess transport outlives this loop.
+            for proc in list(nodes.running):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+            handlers = asyncio.all_tasks() - {asyncio.current_task()}
+            if handlers:
+                await asyncio.wait(handlers, timeout=10)
 
         asyncio.run_coroutine_threadsafe(stop(), loop).result(30)
         loop.call_soon_threadsafe(loop.stop)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import os
 import threading
 from pathlib import Path
 from types import SimpleNamespace
@@ -89,6 +90,23 @@ def test_a_slow_node_times_out_with_124_and_the_others_finish(nodes: FakeNodes) 
     assert [r.exit_code for r in results] == [0, TIMED_OUT, 0]
     assert "timed out" in (results[1].error or "")
     assert worst_exit(results) == TIMED_OUT
+
+
+def test_a_command_still_running_on_a_fake_node_is_killed_when_the_nodes_stop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The client gives up at the timeout; the node's command runs on (as under sshd without a tty). The fake nodes
+    must not leave it running past the test, nor its asyncio transport to a loop they closed."""
+    isolated_home(tmp_path, monkeypatch)
+    pidfile = tmp_path / "pid"
+    with fake_nodes(tmp_path, 1) as one:
+        monkeypatch.setenv("PROVISION_SSH_IDENTITY", str(one.client_key))
+        (result,) = run_on_nodes(_cluster(one), f"echo $$ > {pidfile}; exec sleep 30", timeout=1)
+        assert result.exit_code == TIMED_OUT
+        pid = int(pidfile.read_text())
+        os.kill(pid, 0)  # still running after the client left
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
 
 
 def test_an_unreachable_node_is_255_and_named(nodes: FakeNodes) -> None:

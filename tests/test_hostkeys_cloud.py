@@ -95,7 +95,7 @@ def _replace(nodes: FakeNodes, rank: int, cluster: Any) -> str:
             0,
             server_host_keys=[host_key],
             authorized_client_keys=authorized,
-            process_factory=lambda p: _handle(p, rank, home, nodes.commands[rank]),
+            process_factory=lambda p: _handle(p, rank, home, nodes.commands[rank], nodes.running),
             encoding=None,
         )
         nodes.servers[rank] = server
